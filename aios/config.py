@@ -1,0 +1,242 @@
+"""``config.json``: one validated model with documented defaults (spec §14.1).
+
+Secrets may come from the environment instead of the file:
+``DEEPSEEK_API_KEY`` / ``AIOS_LLM_API_KEY`` (key), ``AIOS_LLM_BASE_URL``,
+``AIOS_LLM_MODEL``. A key typed into the settings window is stored in
+``<data_dir>/secrets.json`` (mode 0600), never in the tracked config.json;
+it is layered over the file and under the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from aios.errors import ConfigError
+from aios.protocol import ATOMIC_TOOLS
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_PATH = PROJECT_ROOT / "config.json"
+
+DEFAULT_TOOL_TIMEOUTS: dict[str, float] = {
+    "http_request": 30, "file_read": 5, "file_write": 10, "file_list": 5,
+    "shell_exec": 60, "process_start": 10, "db_query": 10,
+    "cache_get": 2, "cache_set": 2, "notify": 2,
+}
+"""Seconds per tool; config.json ``tool_timeout`` overrides single entries."""
+
+SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SandboxConfig(_Section):
+    """``tool_sandbox``: the global rules; a manifest may only narrow them."""
+
+    enable_shell_whitelist: bool = True
+    shell_whitelist: list[str] = Field(default_factory=lambda: ["ls", "cat", "echo", "python3"])
+    http_domain_whitelist: list[str] = Field(default_factory=list)
+    """Empty = any domain (the system's and apps' own ports are always refused)."""
+    os_sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    """``auto`` uses bubblewrap when it works here and warns once when not."""
+    allow_pipes: bool = True
+    """Allow a plain ``a | b`` pipeline when every stage passes the whitelist."""
+    max_output_bytes: int = Field(default=1_000_000, ge=1024)
+    max_file_bytes: int = Field(default=50_000_000, ge=1024)
+    """Largest file a tool may write (file_write, http save_to, a command's RLIMIT_FSIZE)."""
+    max_read_bytes: int = Field(default=5_000_000, ge=1024)
+    max_http_body_bytes: int = Field(default=20_000_000, ge=1024)
+    memory_mb: int = Field(default=512, ge=16)
+    cpu_seconds: int = Field(default=30, ge=1)
+    max_processes: int = Field(default=64, ge=4)
+    max_background_processes: int = Field(default=4, ge=0)
+    db_allowed_dsns: list[str] = Field(default_factory=list)
+    """DSNs outside the workdir an app may open (explicit allow-list)."""
+
+
+class LLMProvider(_Section):
+    base_url: str = ""
+    model: str = ""
+    api_key: str = ""
+    timeout: float = Field(default=30, gt=0)
+
+
+class LLMConfig(LLMProvider):
+    base_url: str = "https://api.deepseek.com"
+    model: str = "deepseek-chat"
+    max_retries: int = Field(default=2, ge=0, le=10)
+    fallback: LLMProvider = Field(default_factory=LLMProvider)
+
+
+class VoiceConfig(_Section):
+    stt_engine: Literal["auto", "google", "sphinx", "none"] = "auto"
+    """``auto``: google (online) for zh-CN when reachable, else pocketsphinx with the app grammar."""
+    tts_engine: Literal["auto", "browser", "pyttsx3", "none"] = "auto"
+    mandarin_voice: str = "sit/cmn-latn-pinyin"
+    welcome: bool = True
+
+
+class DesktopConfig(_Section):
+    host: Literal["127.0.0.1"] = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+    """0 = pick a free port at start."""
+    width: int = Field(default=1280, ge=320)
+    height: int = Field(default=800, ge=240)
+
+
+class Config(_Section):
+    deepseek_api_key: str = ""
+    default_voice: str = "zh-CN"
+    voice_rate: float = Field(default=0.9, gt=0, le=4)
+    tool_timeout: dict[str, float] = Field(default_factory=dict)
+    tool_sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    voice: VoiceConfig = Field(default_factory=VoiceConfig)
+    desktop: DesktopConfig = Field(default_factory=DesktopConfig)
+    language: Literal["zh-CN", "en"] = "zh-CN"
+    data_dir: str = "data"
+    """Relative paths are relative to the project root."""
+    apps_dir: str = "apps"
+    max_rounds: int = Field(default=5, ge=1, le=50)
+    handle_timeout: float = Field(default=30, gt=0)
+    app_start_timeout: float = Field(default=20, gt=0)
+    max_reply_bytes: int = Field(default=5_000_000, ge=1024)
+    history_summary_chars: int = Field(default=800, ge=100)
+
+    @field_validator("tool_timeout")
+    @classmethod
+    def _timeouts(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, seconds in v.items():
+            if name not in ATOMIC_TOOLS:
+                raise ValueError(f"unknown tool {name!r} (tools: {', '.join(ATOMIC_TOOLS)})")
+            if not isinstance(seconds, int | float) or seconds <= 0:
+                raise ValueError(f"timeout for {name} must be a positive number of seconds")
+        return v
+
+    # ------------------------------------------------------------ derived
+
+    def timeout_for(self, tool: str) -> float:
+        return float(self.tool_timeout.get(tool, DEFAULT_TOOL_TIMEOUTS.get(tool, 30)))
+
+    @property
+    def llm_api_key(self) -> str:
+        return self.llm.api_key or self.deepseek_api_key
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_api_key and self.llm.base_url and self.llm.model)
+
+    def resolve_path(self, value: str) -> Path:
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else PROJECT_ROOT / p
+
+    @property
+    def data_path(self) -> Path:
+        return self.resolve_path(self.data_dir)
+
+    @property
+    def apps_path(self) -> Path:
+        return self.resolve_path(self.apps_dir)
+
+    def masked(self) -> dict[str, Any]:
+        """The config as JSON with every secret replaced by a hint of its presence."""
+        return _mask(self.model_dump(mode="json"))
+
+
+def _mask(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: (("••••" + v[-4:] if len(v) > 8 else "••••") if k in SECRET_KEYS and
+                    isinstance(v, str) and v else _mask(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_mask(v) for v in obj]
+    return obj
+
+
+def _describe(err: ValidationError) -> str:
+    e = err.errors()[0]
+    key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    more = f" (and {len(err.errors()) - 1} more problem(s))" if len(err.errors()) > 1 else ""
+    msg = e["msg"].removeprefix("Value error, ")
+    if e["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return f"config key '{key}': {msg}{more}"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _env_overrides(env: os._Environ[str] | dict[str, str]) -> dict[str, Any]:
+    llm: dict[str, Any] = {}
+    key = env.get("AIOS_LLM_API_KEY") or env.get("DEEPSEEK_API_KEY")
+    if key:
+        llm["api_key"] = key
+    if env.get("AIOS_LLM_BASE_URL"):
+        llm["base_url"] = env["AIOS_LLM_BASE_URL"]
+    if env.get("AIOS_LLM_MODEL"):
+        llm["model"] = env["AIOS_LLM_MODEL"]
+    return {"llm": llm} if llm else {}
+
+
+def validate_config(raw: dict[str, Any]) -> Config:
+    try:
+        return Config.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_describe(e)) from e
+
+
+def read_json_file(path: Path, what: str) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(f"{what} not found: {path}") from e
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{what} {path} is not valid JSON: line {e.lineno} column {e.colno}: "
+                          f"{e.msg}") from e
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{what} {path} must hold a JSON object")
+    return raw
+
+
+def secrets_path(data_path: Path) -> Path:
+    return data_path / "secrets.json"
+
+
+def load_config(path: Path | None = None, *, overrides: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None) -> Config:
+    """Load, layer (file < overrides < data-dir secrets < environment) and validate.
+
+    Raises ConfigError with one line naming the key and the problem.
+    """
+    path = path or DEFAULT_CONFIG_PATH
+    raw = read_json_file(path, "config file") if path.exists() or path != DEFAULT_CONFIG_PATH \
+        else {}
+    raw = _merge(raw, overrides or {})
+    first = validate_config(raw)
+    secrets = secrets_path(first.data_path)
+    if secrets.exists():
+        raw = _merge(raw, read_json_file(secrets, "secrets file"))
+    raw = _merge(raw, _env_overrides(os.environ if env is None else env))
+    return validate_config(raw)
+
+
+def save_secrets(data_path: Path, updates: dict[str, Any]) -> None:
+    """Store secrets typed into the settings window, owner-only, atomically."""
+    data_path.mkdir(parents=True, exist_ok=True)
+    target = secrets_path(data_path)
+    current = read_json_file(target, "secrets file") if target.exists() else {}
+    merged = _merge(current, updates)
+    tmp = target.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(merged, f, ensure_ascii=False, indent=2)
+    os.replace(tmp, target)

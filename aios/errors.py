@@ -1,0 +1,98 @@
+"""Every exception the system raises on purpose.
+
+    AIOSError                    base; ``str(e)`` is a message for a person
+    ├── ConfigError              config.json or an override is invalid
+    ├── ManifestError            an app folder's manifest is unusable
+    ├── ProtocolError            a message fails validation against aios.protocol
+    ├── StoreError               the SQLite store failed (sqlite3 errors mapped here)
+    ├── ToolError                a tool call did not succeed
+    │   ├── ToolRefused          a sandbox rule refused it (audited as ``denied``)
+    │   └── ToolFailed           it ran and failed (audited as ``error``)
+    ├── AppError                 an app could not give a usable reply
+    │   ├── AppNotFound          no such app id                      (HTTP 404)
+    │   ├── AppUnavailable       the app is not running               (HTTP 503)
+    │   ├── AppTimeout           no reply within handle_timeout       (HTTP 504)
+    │   └── AppReplyInvalid      the reply is not valid JSON or fails validation
+    └── LLMError                 the language model could not answer
+        └── LLMUnavailable       no LLM is configured
+
+Foreign errors (sqlite3, subprocess, requests, openai) are mapped to these at
+the boundary with ``raise ... from e``. Exceptions never log; whoever catches
+one at a boundary logs it once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AIOSError(Exception):
+    """Base class; the message says what went wrong and what to do."""
+
+
+class ConfigError(AIOSError):
+    pass
+
+
+class ManifestError(AIOSError):
+    pass
+
+
+class ProtocolError(AIOSError):
+    pass
+
+
+class StoreError(AIOSError):
+    pass
+
+
+class ToolError(AIOSError):
+    """A tool call that did not succeed.
+
+    ``result`` and ``meta`` carry whatever the tool produced before failing
+    (an HTTP error body, a command's output), so callers lose nothing.
+    """
+
+    status = "error"
+
+    def __init__(self, error: str, *, result: Any = None, meta: dict[str, Any] | None = None):
+        super().__init__(error)
+        self.error = error
+        self.result = result
+        self.meta = meta or {}
+
+
+class ToolRefused(ToolError):
+    status = "denied"
+
+
+class ToolFailed(ToolError):
+    status = "error"
+
+
+class AppError(AIOSError):
+    http_status = 502
+
+
+class AppNotFound(AppError):
+    http_status = 404
+
+
+class AppUnavailable(AppError):
+    http_status = 503
+
+
+class AppTimeout(AppError):
+    http_status = 504
+
+
+class AppReplyInvalid(AppError):
+    http_status = 200
+
+
+class LLMError(AIOSError):
+    pass
+
+
+class LLMUnavailable(LLMError):
+    pass

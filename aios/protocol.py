@@ -1,0 +1,427 @@
+"""The wire protocol between the desktop, the system and the apps (spec §6, §8).
+
+Every message that crosses a process boundary is one of these pydantic
+models. ``data`` stays opaque: the system stores and forwards it, it never
+interprets it (spec §6.1). The JSON Schemas in ``aios/schemas/`` are
+generated from these models (``python -m aios.protocol``) for third-party
+developers and for jsonschema users; a test fails when they drift.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from aios.errors import ProtocolError
+
+VIEW_TYPES: tuple[str, ...] = (
+    "text", "list", "card", "table", "form", "media", "image", "chart", "code", "dashboard",
+)
+"""The ten view types of spec §6.2."""
+
+SYSTEM_VIEW_TYPES: tuple[str, ...] = ("loading", "error")
+"""Placeholder (§8.2) and the system's own error view."""
+
+ACTION_TYPES: tuple[str, ...] = (
+    "button", "submit_form", "select", "checkbox", "radio",
+    "input", "link", "toggle", "slider", "datetime",
+)
+"""The ten action controls of spec §6.3."""
+
+ATOMIC_TOOLS: tuple[str, ...] = (
+    "http_request", "file_read", "file_write", "file_list", "shell_exec",
+    "process_start", "db_query", "cache_get", "cache_set", "notify",
+)
+"""The ten atomic tools of spec §7.2."""
+
+ViewType = Literal[
+    "text", "list", "card", "table", "form", "media", "image", "chart", "code", "dashboard",
+    "loading", "error",
+]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    """A message that tolerates extra fields (forward compatible)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+# --------------------------------------------------------------------- actions
+
+OptionValue = str | int | float | bool
+
+
+class Option(_Model):
+    label: str
+    value: OptionValue
+
+
+def _check_action_id(v: str) -> str:
+    if not _ID.match(v):
+        raise ValueError(
+            "action_id must be 1-128 letters, digits, '_', '-' or '.', "
+            f"starting with a letter, digit or '_' (got {v!r})"
+        )
+    return v
+
+
+class _ActionBase(_Open):
+    label: str = ""
+    action_id: str
+    disabled: bool = False
+
+    @field_validator("action_id")
+    @classmethod
+    def _action_id(cls, v: str) -> str:
+        return _check_action_id(v)
+
+
+class _OptionsAction(_ActionBase):
+    options: list[OptionValue | Option] = Field(min_length=1)
+
+
+class ButtonAction(_ActionBase):
+    type: Literal["button"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    confirm: str | None = None
+    """If set, the desktop asks this question before sending the action."""
+
+
+class FormField(_Open):
+    name: str = Field(min_length=1)
+    label: str = ""
+    type: Literal[
+        "text", "number", "password", "textarea", "email", "url", "date", "time",
+        "datetime", "select", "checkbox", "hidden",
+    ] = "text"
+    placeholder: str | None = None
+    required: bool = False
+    value: Any = None
+    options: list[OptionValue | Option] | None = None
+
+
+class SubmitFormAction(_ActionBase):
+    type: Literal["submit_form"]
+    fields: list[FormField] = Field(default_factory=list)
+
+
+class SelectAction(_OptionsAction):
+    type: Literal["select"]
+    value: OptionValue | None = None
+
+
+class CheckboxAction(_OptionsAction):
+    type: Literal["checkbox"]
+    value: list[OptionValue] = Field(default_factory=list)
+
+
+class RadioAction(_OptionsAction):
+    type: Literal["radio"]
+    value: OptionValue | None = None
+
+
+class InputAction(_ActionBase):
+    type: Literal["input"]
+    placeholder: str | None = None
+    value: str = ""
+
+
+class LinkAction(_ActionBase):
+    type: Literal["link"]
+    href: str = Field(min_length=1)
+
+
+class ToggleAction(_ActionBase):
+    type: Literal["toggle"]
+    value: bool = False
+
+
+class SliderAction(_ActionBase):
+    type: Literal["slider"]
+    min: float = 0
+    max: float = 100
+    step: float = 1
+    value: float | None = None
+
+    @model_validator(mode="after")
+    def _range(self) -> SliderAction:
+        if self.max <= self.min:
+            raise ValueError(f"slider max ({self.max}) must be greater than min ({self.min})")
+        if self.step <= 0:
+            raise ValueError(f"slider step must be positive (got {self.step})")
+        if self.value is not None and not self.min <= self.value <= self.max:
+            raise ValueError(f"slider value {self.value} is outside [{self.min}, {self.max}]")
+        return self
+
+
+class DatetimeAction(_ActionBase):
+    type: Literal["datetime"]
+    mode: Literal["datetime", "date", "time"] = "datetime"
+    value: str | None = None
+
+
+Action = Annotated[
+    ButtonAction | SubmitFormAction | SelectAction | CheckboxAction | RadioAction
+    | InputAction | LinkAction | ToggleAction | SliderAction | DatetimeAction,
+    Field(discriminator="type"),
+]
+
+# ----------------------------------------------------------------------- steps
+
+
+class Step(_Model):
+    step_id: int | str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    on_error: Literal["stop", "continue"] = "stop"
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds; never more than the tool's configured timeout."""
+
+    @field_validator("step_id")
+    @classmethod
+    def _step_id(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 0:
+            raise ValueError(f"step_id must not be negative (got {v})")
+        if isinstance(v, str) and not _TOOL_NAME.match(v) and not v.isdigit():
+            raise ValueError(f"step_id must be a number or an identifier (got {v!r})")
+        return v
+
+    @field_validator("tool")
+    @classmethod
+    def _tool(cls, v: str) -> str:
+        if not _TOOL_NAME.match(v):
+            raise ValueError(f"tool must be an identifier (got {v!r})")
+        return v
+
+    @property
+    def key(self) -> str:
+        """The name this step's result has in ``tool_results`` and templates."""
+        return f"step_{self.step_id}"
+
+
+def _unique_steps(steps: list[Step]) -> list[Step]:
+    seen: set[str] = set()
+    for step in steps:
+        if step.key in seen:
+            raise ValueError(f"step_id {step.step_id!r} is used twice")
+        seen.add(step.key)
+    return steps
+
+
+# -------------------------------------------------------------------- replies
+
+
+class AgentResponse(_Open):
+    """What an app's ``handle`` returns (spec §6.1, §8.2)."""
+
+    status: Literal["ok", "error"] = "ok"
+    view_type: ViewType
+    data: Any = Field(default_factory=dict)
+    actions: list[Action] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    message: str | None = None
+
+    @field_validator("steps")
+    @classmethod
+    def _steps(cls, v: list[Step]) -> list[Step]:
+        return _unique_steps(v)
+
+
+class ToolResult(_Model):
+    """One entry of ``context.tool_results`` (DESIGN §5)."""
+
+    tool: str
+    status: Literal["ok", "error"]
+    result: Any = None
+    error: str | None = None
+    meta: dict[str, Any] | None = None
+    duration_ms: float = 0.0
+
+
+class ActionRequest(_Open):
+    """What the desktop forwards when a control fires (spec §6.3, §13.4)."""
+
+    action_id: str
+    params: dict[str, Any] | None = None
+    form_values: dict[str, Any] | None = None
+    selected: OptionValue | None = None
+    checked: list[OptionValue] | None = None
+    value: Any = None
+    href: str | None = None
+    on: bool | None = None
+
+    @field_validator("action_id")
+    @classmethod
+    def _action_id(cls, v: str) -> str:
+        return _check_action_id(v)
+
+
+class Context(_Open):
+    """What the system injects before each call (spec §4.3)."""
+
+    app: str = ""
+    role: str = ""
+    workdir: str = ""
+    cwd_state: dict[str, Any] = Field(default_factory=dict)
+    available_tools: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    history_summary: str = ""
+    tool_results: dict[str, ToolResult] = Field(default_factory=dict)
+    upstream: dict[str, Any] = Field(default_factory=dict)
+    locale: str = "zh-CN"
+
+
+class HandleRequest(_Open):
+    """The body POSTed to an app's handle endpoint (DESIGN §5)."""
+
+    instruction: str | None = None
+    context: Context = Field(default_factory=Context)
+    action_request: ActionRequest | None = None
+    session_id: str | None = None
+
+
+# ------------------------------------------------------------------- manifest
+
+
+class Manifest(_Open):
+    """``apps/<id>/manifest.json`` (spec §3.4, §13.2; DESIGN §3)."""
+
+    name: str = Field(min_length=1)
+    entry: str = Field(min_length=1)
+    role_prompt: str | None = None
+    icon: str = "📦"
+    description: str = ""
+    author: str = ""
+    version: str = ""
+    workdir: str = "workspace"
+    port: int | None = Field(default=None, ge=1024, le=65535)
+    handle_endpoint: str = "/handle"
+    keywords: list[str] = Field(default_factory=list)
+    shell_whitelist: list[str] | None = None
+    http_domain_whitelist: list[str] | None = None
+    permissions: list[Literal["desktop.control"]] = Field(default_factory=list)
+
+    @field_validator("entry", "workdir")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        p = Path(v)
+        if p.is_absolute() or ".." in p.parts:
+            raise ValueError(f"must be a path inside the app folder (got {v!r})")
+        return v
+
+    @field_validator("handle_endpoint")
+    @classmethod
+    def _endpoint(cls, v: str) -> str:
+        if not v.startswith("/") or any(c in v for c in "?# "):
+            raise ValueError(f"must be a path starting with '/' (got {v!r})")
+        return v
+
+
+# ---------------------------------------------------------------- validation
+
+
+def describe_validation_error(err: ValidationError) -> str:
+    """One line per problem, each naming the field path."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(message)"
+        lines.append(f"{loc}: {e['msg']}")
+    return "; ".join(lines)
+
+
+def _parse(model: type[_M], payload: Any, what: str) -> _M:
+    try:
+        return model.model_validate(payload)
+    except ValidationError as e:
+        raise ProtocolError(f"invalid {what}: {describe_validation_error(e)}") from e
+
+
+def parse_response(payload: Any) -> AgentResponse:
+    """Validate an app's reply; raises ProtocolError naming each bad field."""
+    return _parse(AgentResponse, payload, "reply")
+
+
+def parse_action_request(payload: Any) -> ActionRequest:
+    return _parse(ActionRequest, payload, "action_request")
+
+
+def parse_manifest(payload: Any) -> Manifest:
+    return _parse(Manifest, payload, "manifest")
+
+
+def parse_steps(payload: Any) -> list[Step]:
+    try:
+        return _unique_steps(TypeAdapter(list[Step]).validate_python(payload))
+    except ValidationError as e:
+        raise ProtocolError(f"invalid steps: {describe_validation_error(e)}") from e
+    except ValueError as e:
+        raise ProtocolError(f"invalid steps: {e}") from e
+
+
+def error_response(message: str, *, title: str = "", detail: Any = None) -> dict[str, Any]:
+    """The reply the system shows when something failed (status error, view ``error``)."""
+    data: dict[str, Any] = {"title": title or "错误 / Error", "message": message}
+    if detail is not None:
+        data["detail"] = detail
+    return {"status": "error", "view_type": "error", "data": data, "actions": [],
+            "steps": [], "message": message}
+
+
+# -------------------------------------------------------------------- schemas
+
+SCHEMA_DIR = Path(__file__).with_name("schemas")
+
+SCHEMA_MODELS: dict[str, Any] = {
+    "manifest": Manifest,
+    "agent_response": AgentResponse,
+    "action": TypeAdapter(Action),
+    "action_request": ActionRequest,
+    "step": Step,
+    "context": Context,
+    "handle_request": HandleRequest,
+    "tool_result": ToolResult,
+}
+
+
+def generate_schemas() -> dict[str, str]:
+    """Schema file name -> JSON text, exactly as checked in."""
+    out = {}
+    for name, model in SCHEMA_MODELS.items():
+        schema = (model.json_schema() if isinstance(model, TypeAdapter)
+                  else model.model_json_schema())
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                  "$id": f"{name}.schema.json", **schema}
+        out[f"{name}.schema.json"] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def write_schemas(directory: Path = SCHEMA_DIR) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for fname, text in generate_schemas().items():
+        (directory / fname).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_schemas()
+    print(f"wrote {len(SCHEMA_MODELS)} schemas to {SCHEMA_DIR}")

@@ -1,0 +1,103 @@
+"""What every atomic tool receives and returns.
+
+A tool is a plain function ``(ctx: ToolContext, args: ArgsModel) -> ToolOutput``
+registered with :func:`atomic_tool`. Its arguments are a pydantic model, so
+they are declared once and checked on every call (unknown or mistyped
+arguments are refused with the field named). A tool signals failure by
+raising :class:`~aios.errors.ToolRefused` (a sandbox rule said no) or
+:class:`~aios.errors.ToolFailed` (it ran and failed); anything else it
+raises is a bug, which the registry still turns into an error result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from aios.sandbox import SandboxPolicy
+    from aios.store import Store
+    from aios.tools.process import ProcessTable
+
+
+class ToolArgs(BaseModel):
+    """Base for tool argument models: unknown arguments are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolOutput(NamedTuple):
+    result: Any
+    meta: dict[str, Any] | None = None
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may know about the app calling it. One per app (per launch)."""
+
+    app_id: str
+    workdir: Path
+    policy: SandboxPolicy
+    store: Store | None = None
+    timeouts: dict[str, float] = field(default_factory=dict)
+    session_id: str | None = None
+    permissions: frozenset[str] = frozenset()
+    forbidden_ports: Callable[[], set[int]] = field(default=lambda: set())
+    """Loopback ports no app may call: the system's own and every app's."""
+    emit: Callable[[str, dict[str, Any]], None] | None = None
+    """Send an event to the desktop (``notify``); None outside the system."""
+    processes: ProcessTable | None = None
+    app_url: str | None = None
+    """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""
+
+    def timeout(self, tool: str, requested: float | None = None) -> float:
+        limit = self.timeouts.get(tool, 30.0)
+        return min(limit, requested) if requested else limit
+
+    def for_session(self, session_id: str | None) -> ToolContext:
+        """The same context, stamped with a session (for the audit log)."""
+        from dataclasses import replace
+        return replace(self, session_id=session_id)
+
+
+ToolFunc = Callable[[ToolContext, Any], ToolOutput]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    func: ToolFunc
+    args_model: type[ToolArgs]
+    description: str
+
+    def json_schema(self) -> dict[str, Any]:
+        """OpenAI function-calling shape, for LLM planners."""
+        params = self.args_model.model_json_schema()
+        params.pop("title", None)
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description,
+                             "parameters": params}}
+
+
+_REGISTRY: dict[str, ToolSpec] = {}
+
+
+def atomic_tool(name: str, args_model: type[ToolArgs],
+                description: str) -> Callable[[ToolFunc], ToolFunc]:
+    """Register an atomic tool; returns the function unchanged."""
+
+    def deco(func: ToolFunc) -> ToolFunc:
+        if name in _REGISTRY:
+            raise RuntimeError(f"tool {name!r} is registered twice")
+        _REGISTRY[name] = ToolSpec(name, func, args_model, description)
+        return func
+
+    return deco
+
+
+def registered_tools() -> dict[str, ToolSpec]:
+    return dict(_REGISTRY)

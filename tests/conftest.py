@@ -1,0 +1,103 @@
+"""Shared fixtures: temporary workdirs, a real SQLite store, tool contexts,
+and a guard that fails any test which leaves a child process behind."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from aios.config import Config, SandboxConfig
+from aios.sandbox import SandboxPolicy
+from aios.store import Store
+from aios.tools import ToolContext
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_children() -> Iterator[None]:
+    """Every test must reap what it starts (apps, commands, background processes)."""
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    yield
+    deadline = time.monotonic() + 3
+    leaked: list[psutil.Process] = []
+    while time.monotonic() < deadline:
+        leaked = [p for p in me.children(recursive=True)
+                  if p.pid not in before and _alive(p)]
+        if not leaked:
+            return
+        time.sleep(0.05)
+    names = [f"{p.pid}:{' '.join(p.cmdline()[:4]) if _alive(p) else '?'}" for p in leaked]
+    for p in leaked:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    pytest.fail(f"test leaked child processes: {names}")
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture
+def app_dir(tmp_path: Path) -> Path:
+    """An app folder with an empty ``workspace/`` and a neighbour holding secrets."""
+    d = tmp_path / "apps" / "demo"
+    (d / "workspace").mkdir(parents=True)
+    (tmp_path / "config.json").write_text('{"deepseek_api_key": "sk-SECRET"}')
+    other = tmp_path / "apps" / "other" / "workspace"
+    other.mkdir(parents=True)
+    (other / "private.txt").write_text("other app's secret")
+    return d
+
+
+@pytest.fixture
+def workdir(app_dir: Path) -> Path:
+    return (app_dir / "workspace").resolve()
+
+
+@pytest.fixture
+def config() -> Config:
+    return Config()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "data" / "aios.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def policy(workdir: Path, config: Config) -> SandboxPolicy:
+    return SandboxPolicy.build(config.tool_sandbox, workdir)
+
+
+def make_ctx(workdir: Path, store: Store | None, *, app_id: str = "demo",
+             sandbox: SandboxConfig | None = None, config: Config | None = None,
+             **kw: object) -> ToolContext:
+    config = config or Config()
+    pol = SandboxPolicy.build(sandbox or config.tool_sandbox, workdir)
+    timeouts = {t: config.timeout_for(t) for t in
+                ("http_request", "file_read", "file_write", "file_list", "shell_exec",
+                 "process_start", "db_query", "cache_get", "cache_set", "notify")}
+    return ToolContext(app_id=app_id, workdir=workdir, policy=pol, store=store,
+                       timeouts=timeouts, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def ctx(workdir: Path, store: Store) -> Iterator[ToolContext]:
+    from aios.tools.process import ProcessTable
+    table = ProcessTable(max_per_app=Config().tool_sandbox.max_background_processes)
+    c = make_ctx(workdir, store, processes=table)
+    yield c
+    table.shutdown()
