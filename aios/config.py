@@ -76,7 +76,7 @@ class LLMConfig(LLMProvider):
 
 class VoiceConfig(_Section):
     stt_engine: Literal["auto", "google", "sphinx", "none"] = "auto"
-    """``auto``: google (online) for zh-CN when reachable, else pocketsphinx with the app grammar."""
+    """``auto``: google (online) for zh-CN when reachable, else pocketsphinx + app grammar."""
     tts_engine: Literal["auto", "browser", "pyttsx3", "none"] = "auto"
     mandarin_voice: str = "sit/cmn-latn-pinyin"
     welcome: bool = True

@@ -53,7 +53,6 @@ ViewType = Literal[
 
 _M = TypeVar("_M", bound=BaseModel)
 
-_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
@@ -77,24 +76,16 @@ class Option(_Model):
     value: OptionValue
 
 
-def _check_action_id(v: str) -> str:
-    if not _ID.match(v):
-        raise ValueError(
-            "action_id must be 1-128 letters, digits, '_', '-' or '.', "
-            f"starting with a letter, digit or '_' (got {v!r})"
-        )
-    return v
+
+
+ACTION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
+TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 
 
 class _ActionBase(_Open):
     label: str = ""
-    action_id: str
+    action_id: str = Field(pattern=ACTION_ID_PATTERN)
     disabled: bool = False
-
-    @field_validator("action_id")
-    @classmethod
-    def _action_id(cls, v: str) -> str:
-        return _check_action_id(v)
 
 
 class _OptionsAction(_ActionBase):
@@ -192,7 +183,7 @@ Action = Annotated[
 
 class Step(_Model):
     step_id: int | str
-    tool: str
+    tool: str = Field(pattern=TOOL_NAME_PATTERN)
     args: dict[str, Any] = Field(default_factory=dict)
     on_error: Literal["stop", "continue"] = "stop"
     timeout: float | None = Field(default=None, gt=0)
@@ -205,13 +196,6 @@ class Step(_Model):
             raise ValueError(f"step_id must not be negative (got {v})")
         if isinstance(v, str) and not _TOOL_NAME.match(v) and not v.isdigit():
             raise ValueError(f"step_id must be a number or an identifier (got {v!r})")
-        return v
-
-    @field_validator("tool")
-    @classmethod
-    def _tool(cls, v: str) -> str:
-        if not _TOOL_NAME.match(v):
-            raise ValueError(f"tool must be an identifier (got {v!r})")
         return v
 
     @property
@@ -262,7 +246,7 @@ class ToolResult(_Model):
 class ActionRequest(_Open):
     """What the desktop forwards when a control fires (spec §6.3, §13.4)."""
 
-    action_id: str
+    action_id: str = Field(pattern=ACTION_ID_PATTERN)
     params: dict[str, Any] | None = None
     form_values: dict[str, Any] | None = None
     selected: OptionValue | None = None
@@ -270,11 +254,6 @@ class ActionRequest(_Open):
     value: Any = None
     href: str | None = None
     on: bool | None = None
-
-    @field_validator("action_id")
-    @classmethod
-    def _action_id(cls, v: str) -> str:
-        return _check_action_id(v)
 
 
 class Context(_Open):

@@ -121,8 +121,10 @@ class Store:
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._closed = False
-        with self._tx() as db:
-            db.executescript(SCHEMA)
+        try:
+            self._conn().executescript(SCHEMA)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot create the schema in {self.path}: {e}") from e
 
     # ---------------------------------------------------------- connections
 

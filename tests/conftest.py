@@ -13,7 +13,7 @@ import pytest
 from aios.config import Config, SandboxConfig
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
-from aios.tools import ToolContext
+from aios.tools.base import ToolContext
 
 ROOT = Path(__file__).resolve().parent.parent
 
