@@ -2,9 +2,10 @@
 
 Secrets may come from the environment instead of the file:
 ``DEEPSEEK_API_KEY`` / ``AIOS_LLM_API_KEY`` (key), ``AIOS_LLM_BASE_URL``,
-``AIOS_LLM_MODEL``. A key typed into the settings window is stored in
-``<data_dir>/secrets.json`` (mode 0600), never in the tracked config.json;
-it is layered over the file and under the environment.
+``AIOS_LLM_MODEL``. Settings changed in the settings window (a key typed
+there included) are stored in ``<data_dir>/settings.json`` (mode 0600), never
+in the tracked config.json; they are layered over the file and under the
+environment.
 """
 
 from __future__ import annotations
@@ -207,13 +208,13 @@ def read_json_file(path: Path, what: str) -> dict[str, Any]:
     return raw
 
 
-def secrets_path(data_path: Path) -> Path:
-    return data_path / "secrets.json"
+def settings_path(data_path: Path) -> Path:
+    return data_path / "settings.json"
 
 
 def load_config(path: Path | None = None, *, overrides: dict[str, Any] | None = None,
                 env: dict[str, str] | None = None) -> Config:
-    """Load, layer (file < overrides < data-dir secrets < environment) and validate.
+    """Load, layer (file < overrides < data-dir settings < environment) and validate.
 
     Raises ConfigError with one line naming the key and the problem.
     """
@@ -222,18 +223,40 @@ def load_config(path: Path | None = None, *, overrides: dict[str, Any] | None = 
         else {}
     raw = _merge(raw, overrides or {})
     first = validate_config(raw)
-    secrets = secrets_path(first.data_path)
-    if secrets.exists():
-        raw = _merge(raw, read_json_file(secrets, "secrets file"))
+    saved = settings_path(first.data_path)
+    if saved.exists():
+        raw = _merge(raw, read_json_file(saved, "settings file"))
     raw = _merge(raw, _env_overrides(os.environ if env is None else env))
     return validate_config(raw)
 
 
-def save_secrets(data_path: Path, updates: dict[str, Any]) -> None:
-    """Store secrets typed into the settings window, owner-only, atomically."""
+def apply_updates(config: Config, updates: dict[str, Any]) -> Config:
+    """The config with ``updates`` merged in, validated (ConfigError otherwise).
+
+    A masked secret sent back unchanged ("••••abcd") or an empty key means
+    "keep the current value".
+    """
+    return validate_config(_merge(config.model_dump(mode="json"), _drop_masked(updates)))
+
+
+def _drop_masked(obj: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            out[k] = _drop_masked(v)
+        elif k in SECRET_KEYS and (not v or (isinstance(v, str) and v.startswith("••••"))):
+            continue
+        else:
+            out[k] = v
+    return out
+
+
+def save_settings(data_path: Path, updates: dict[str, Any]) -> None:
+    """Store settings changed in the settings window, owner-only, atomically."""
     data_path.mkdir(parents=True, exist_ok=True)
-    target = secrets_path(data_path)
-    current = read_json_file(target, "secrets file") if target.exists() else {}
+    updates = _drop_masked(updates)
+    target = settings_path(data_path)
+    current = read_json_file(target, "settings file") if target.exists() else {}
     merged = _merge(current, updates)
     tmp = target.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import shlex
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -102,79 +102,176 @@ def relative_display(policy: SandboxPolicy, path: Path) -> str:
 
 # ---------------------------------------------------------------- commands
 
-SHELL_OPERATORS = (";", "&&", "||", "`", "$(", "${", ">", "<", "&", "\n", "\r")
+EXPANSIONS = ("`", "$(", "${")
+"""Refused anywhere, even quoted: they only mean something to a shell."""
+OPERATOR_CHARS = frozenset(";&|<>()\n\r")
+"""Unquoted, these make shell syntax (lists, redirections, subshells)."""
+
+
+def _words(cmd: str) -> list[tuple[str, bool]]:
+    """Split like a POSIX shell splits words, without any expansion.
+
+    Returns ``(text, is_operator)`` pairs; an operator is a run of unquoted
+    :data:`OPERATOR_CHARS`. Quoted text is always a plain word, so
+    ``python3 -c "print(1 > 0); print(2)"`` is one program and two
+    arguments: with no shell, a quoted ``;`` or ``>`` is just a character.
+    """
+    out: list[tuple[str, bool]] = []
+    word: list[str] = []
+    has_word = False
+    i, n = 0, len(cmd)
+
+    def flush() -> None:
+        nonlocal has_word
+        if has_word:
+            out.append(("".join(word), False))
+            word.clear()
+            has_word = False
+
+    while i < n:
+        c = cmd[i]
+        if c in OPERATOR_CHARS:
+            flush()
+            j = i
+            while j < n and cmd[j] in OPERATOR_CHARS:
+                j += 1
+            out.append((cmd[i:j], True))
+            i = j
+        elif c in " \t":
+            flush()
+            i += 1
+        elif c == "'":
+            end = cmd.find("'", i + 1)
+            if end < 0:
+                raise ValueError("no closing single quote")
+            word.append(cmd[i + 1:end])
+            has_word = True
+            i = end + 1
+        elif c == '"':
+            i += 1
+            while i < n and cmd[i] != '"':
+                if cmd[i] == "\\" and i + 1 < n and cmd[i + 1] in '"\\$`\n':
+                    i += 1
+                word.append(cmd[i])
+                i += 1
+            if i >= n:
+                raise ValueError("no closing double quote")
+            has_word = True
+            i += 1
+        elif c == "\\":
+            if i + 1 >= n:
+                raise ValueError("backslash at the end")
+            word.append(cmd[i + 1])
+            has_word = True
+            i += 2
+        else:
+            word.append(c)
+            has_word = True
+            i += 1
+    flush()
+    return out
 
 
 def split_command(policy: SandboxPolicy, cmd: str | list[str]) -> list[list[str]]:
     """Parse a command into pipeline stages of argv lists, refusing shell syntax.
 
     A string is split like a POSIX shell would split words, with no
-    expansion. Shell operators are refused; a plain ``a | b`` pipeline is
-    allowed when ``allow_pipes`` is on (each stage is then checked alone).
+    expansion. Shell operators (``;``, ``&&``, ``||``, ``&``, ``>``, ``<``,
+    parentheses, an unquoted newline) and expansions (backticks, ``$(``,
+    ``${``) are refused; a plain ``a | b`` pipeline is allowed when
+    ``allow_pipes`` is on (each stage is then checked alone). A list is
+    taken as one argv as is.
     """
     if isinstance(cmd, list):
-        if not cmd or not all(isinstance(a, str) for a in cmd):
+        if not cmd or not all(isinstance(a, str) for a in cmd) or not cmd[0]:
             raise ToolRefused("command policy: cmd must be a non-empty string or list of strings")
+        _check_nul(cmd, cmd)
         return [list(cmd)]
     text = cmd.strip()
     if not text:
         raise ToolRefused("command policy: empty command")
-    for op in SHELL_OPERATORS:
+    for op in EXPANSIONS:
         if op in text:
             raise ToolRefused(f"command policy: shell operator {op!r} is not allowed "
                               f"(commands run without a shell): {cmd!r}")
     try:
-        lexer = shlex.shlex(text, posix=True, punctuation_chars="|")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
+        words = _words(text)
     except ValueError as e:
         raise ToolRefused(f"command policy: cannot parse {cmd!r}: {e}") from e
     stages: list[list[str]] = [[]]
-    for tok in tokens:
-        if tok == "|":
+    for word, is_op in words:
+        if not is_op:
+            stages[-1].append(word)
+        elif word == "|":
             stages.append([])
-        elif set(tok) == {"|"}:
-            raise ToolRefused(f"command policy: shell operator {tok!r} is not allowed: {cmd!r}")
+        elif "\n" in word or "\r" in word:
+            raise ToolRefused(f"command policy: a line break is not allowed (one command "
+                              f"per call, no shell): {cmd!r}")
         else:
-            stages[-1].append(tok)
+            raise ToolRefused(f"command policy: shell operator {word!r} is not allowed "
+                              f"(commands run without a shell): {cmd!r}")
     if any(not s for s in stages):
         raise ToolRefused(f"command policy: empty pipeline stage in {cmd!r}")
     if len(stages) > 1 and not policy.config.allow_pipes:
         raise ToolRefused(f"command policy: pipelines are disabled: {cmd!r}")
+    for stage in stages:
+        _check_nul(stage, cmd)
     return stages
 
 
-def check_argv(policy: SandboxPolicy, argv: list[str]) -> None:
-    """The whitelist on the first word, and path arguments confined to the workdir."""
+def _check_nul(argv: list[str], cmd: str | list[str]) -> None:
+    if any("\x00" in a for a in argv):
+        raise ToolRefused(f"command policy: NUL byte in {cmd!r}")
+
+
+def check_argv(policy: SandboxPolicy, argv: list[str], cwd: Path | None = None) -> None:
+    """The whitelist on the first word, and path arguments confined to the workdir.
+
+    ``cwd`` (default: the workdir) is where relative arguments are resolved,
+    as the program will resolve them. An argument is treated as a path when
+    it contains ``/``, starts with ``~``, is ``..``, or names something that
+    exists (a symlink in the workdir pointing outside is caught that way);
+    so are the value after ``=`` (``--out=/x``, ``if=/x``) and a short
+    option's glued value (``-o/x``). This catches paths the command is given;
+    paths computed inside an interpreter's code are the OS sandbox's job.
+    """
     prog = argv[0]
     name = os.path.basename(prog)
+    allowed = ", ".join(policy.shell_whitelist) or "none"
     if policy.whitelist_enabled:
         if "/" in prog:
             raise ToolRefused(f"command whitelist: {prog!r} must be named without a path "
-                              f"(allowed: {', '.join(policy.shell_whitelist) or 'none'})")
+                              f"(allowed: {allowed})")
         if name not in policy.shell_whitelist:
-            raise ToolRefused(f"command whitelist: {name!r} is not allowed "
-                              f"(allowed: {', '.join(policy.shell_whitelist) or 'none'})")
+            raise ToolRefused(f"command whitelist: {name!r} is not allowed (allowed: {allowed})")
+    base = cwd or policy.workdir
+    if "/" in prog and not prog.startswith("/"):
+        _check_path_arg(policy, prog, base)
     for arg in argv[1:]:
-        _check_path_arg(policy, arg)
+        _check_path_arg(policy, arg, base)
 
 
-def _check_path_arg(policy: SandboxPolicy, arg: str) -> None:
+def _check_path_arg(policy: SandboxPolicy, arg: str, base: Path) -> None:
     candidates = [arg]
-    if arg.startswith("-") and "=" in arg:
+    if "=" in arg:
         candidates.append(arg.split("=", 1)[1])
+    if len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and arg[2] in "/~.":
+        candidates.append(arg[2:])
     for value in candidates:
-        if value.startswith(("/", "~")) or value == ".." or value.startswith("../") \
-                or "/../" in value or value.endswith("/.."):
-            if value.startswith("~"):
-                raise ToolRefused(f"path confinement: argument {arg!r} points outside the workdir")
-            if value.startswith("/"):
-                target = Path(value).resolve()
-            else:
-                target = (policy.workdir / value).resolve()
-            if target != policy.workdir and policy.workdir not in target.parents:
-                raise ToolRefused(f"path confinement: argument {arg!r} points outside the "
-                                  "workdir")
+        if not value:
+            continue
+        if value.startswith("~"):
+            raise ToolRefused(f"path confinement: argument {arg!r} points outside the workdir "
+                              "(no home directory expansion)")
+        target = Path(value) if value.startswith("/") else base / value
+        if not ("/" in value or value == ".." or os.path.lexists(target)):
+            continue
+        try:
+            resolved = target.resolve()
+        except (OSError, RuntimeError):
+            raise ToolRefused(f"path confinement: argument {arg!r} cannot be resolved") from None
+        if resolved != policy.workdir and policy.workdir not in resolved.parents:
+            raise ToolRefused(f"path confinement: argument {arg!r} points outside the workdir")
 
 
 # --------------------------------------------------------------------- URLs
@@ -190,14 +287,29 @@ def _domain_allowed(host: str, whitelist: list[str] | tuple[str, ...]) -> bool:
 
 
 def is_loopback_host(host: str) -> bool:
-    host = host.lower().strip("[]")
-    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+    """True for every spelling of this machine: names, ``127.1``, ``2130706433``,
+    ``0x7f000001``, ``[::ffff:127.0.0.1]``, ``0.0.0.0``, and the machine's own hostname."""
+    host = host.lower().strip("[]").rstrip(".")
+    if host in LOOPBACK_NAMES or host.endswith(".localhost") or host == _hostname():
         return True
     try:
-        ip = ipaddress.ip_address(host)
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        try:
+            # inet_aton accepts the short, decimal and hex forms browsers and libc accept
+            ip = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
     return ip.is_loopback or ip.is_unspecified
+
+
+def _hostname() -> str:
+    try:
+        return socket.gethostname().lower()
+    except OSError:
+        return "localhost"
 
 
 def check_url(policy: SandboxPolicy, url: str, forbidden_ports: set[int]) -> None:

@@ -53,6 +53,8 @@ class ToolContext:
     processes: ProcessTable | None = None
     app_url: str | None = None
     """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""
+    app_token: str | None = None
+    """The app's launch secret, sent as ``X-AIOS-App-Token`` when calling its custom tools."""
 
     def timeout(self, tool: str, requested: float | None = None) -> float:
         limit = self.timeouts.get(tool, 30.0)

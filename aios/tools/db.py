@@ -1,1 +1,182 @@
-"""(being written)"""
+"""``db_query``: one SQL statement against an SQLite database in the app's workdir (spec §7.2).
+
+The DSN goes through :func:`aios.sandbox.resolve_dsn` (``sqlite:///notes.db``,
+``notes.db`` or ``:memory:``, inside the workdir, or on the config's
+explicit allow-list). What SQL can reach is then narrowed by an SQLite
+authorizer, which sees every statement after parsing, so no spelling of a
+statement gets around it: ``ATTACH`` (and ``VACUUM INTO``, which attaches
+its target) only to files inside the workdir, no ``load_extension``, no
+process-wide ``PRAGMA temp_store_directory``. A progress handler enforces
+the tool's timeout. Each call opens its own connection in autocommit mode,
+so every write is committed when the call returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from aios.errors import ToolFailed, ToolRefused
+from aios.sandbox import relative_display, resolve_dsn
+from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+
+log = logging.getLogger(__name__)
+
+MAX_ROWS = 1000
+"""Rows returned per call at most (meta.truncated tells)."""
+PROGRESS_OPS = 1000
+"""SQLite VM instructions between two looks at the clock."""
+DENIED_PRAGMAS = frozenset({"temp_store_directory", "data_store_directory"})
+"""Pragmas that change where the whole process writes files."""
+
+
+class DbQueryArgs(ToolArgs):
+    dsn: str = Field(description="sqlite:///notes.db, notes.db (relative to the workdir) "
+                                 "or :memory:")
+    sql: str = Field(min_length=1, description="One SQL statement; use ? or :name "
+                                               "placeholders.")
+    params: list[Any] | dict[str, Any] | None = Field(
+        default=None, description="Values for the placeholders; objects and lists are "
+                                  "stored as JSON text.")
+
+
+class _Guard:
+    """The authorizer; remembers why it said no, for the error message."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.reason: str | None = None
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None,
+                 dbname: str | None, source: str | None) -> int:
+        if action == sqlite3.SQLITE_ATTACH:
+            return self._attach(arg1)
+        if action == sqlite3.SQLITE_PRAGMA and arg1 and arg1.lower() in DENIED_PRAGMAS:
+            return self._deny(f"database policy: PRAGMA {arg1} is not allowed")
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
+            return self._deny("database policy: loading SQLite extensions is not allowed")
+        return sqlite3.SQLITE_OK
+
+    def _deny(self, reason: str) -> int:
+        self.reason = reason
+        return sqlite3.SQLITE_DENY
+
+    def _attach(self, name: str | None) -> int:
+        if name is None:
+            # Only a string literal reaches the authorizer; anything computed
+            # (a ? parameter, an expression) cannot be checked, so it is refused.
+            return self._deny("database policy: ATTACH needs the file name as a string "
+                              "literal")
+        if name in ("", ":memory:"):
+            return sqlite3.SQLITE_OK
+        if name.startswith("file:"):
+            return self._deny(f"database policy: ATTACH of URI file names is not allowed "
+                              f"({name!r})")
+        if not os.path.isabs(name):
+            # SQLite would resolve it against the system's working directory,
+            # not the app's workdir: refuse instead of guessing.
+            return self._deny(f"database policy: ATTACH {name!r} refused: give the absolute "
+                              f"path of a file inside the app's workdir ({self.workdir})")
+        real = Path(os.path.realpath(name))
+        if real != self.workdir and self.workdir not in real.parents:
+            return self._deny(f"database policy: ATTACH {name!r} refused: it is outside the "
+                              "app's workdir")
+        return sqlite3.SQLITE_OK
+
+
+@atomic_tool("db_query", DbQueryArgs,
+             "Run one SQL statement on an SQLite database inside the app's workdir. Returns "
+             "{columns, rows, rowcount}; writes are committed at once.")
+def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
+    target = resolve_dsn(ctx.policy, args.dsn)
+    shown = _show(ctx, target)
+    if target != ":memory:":
+        path = Path(target)
+        if path.is_dir():
+            raise ToolFailed(f"db_query: {shown} is a folder, not a database file")
+        if ctx.policy.workdir in path.parents:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ToolFailed(f"db_query: cannot create the folder for {shown}: "
+                                 f"{e.strerror or e}") from e
+
+    seconds = ctx.timeout("db_query")
+    deadline = time.monotonic() + seconds
+    guard = _Guard(ctx.policy.workdir)
+    params = _bindable(args.params)
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(target, timeout=seconds, isolation_level=None)
+        conn.set_authorizer(guard)
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
+        cur = conn.execute(args.sql, params)
+        columns = [d[0] for d in cur.description] if cur.description else []
+        truncated = False
+        rows: list[list[Any]] = []
+        if cur.description:
+            fetched = cur.fetchmany(MAX_ROWS + 1)
+            truncated = len(fetched) > MAX_ROWS
+            rows = [[_jsonable(v) for v in row] for row in fetched[:MAX_ROWS]]
+            rowcount = len(rows)
+        else:
+            # sqlite3 says -1 for statements that change no rows (CREATE, PRAGMA…).
+            rowcount = max(cur.rowcount, 0)
+        lastrowid = cur.lastrowid
+        cur.close()
+    except sqlite3.Error as e:
+        raise _map_error(e, guard, seconds, deadline, shown) from e
+    finally:
+        if conn is not None:
+            conn.close()
+    meta: dict[str, Any] = {"dsn": shown, "truncated": truncated}
+    if lastrowid:
+        meta["lastrowid"] = lastrowid
+    return ToolOutput({"columns": columns, "rows": rows, "rowcount": rowcount}, meta)
+
+
+def _show(ctx: ToolContext, target: str) -> str:
+    if target == ":memory:":
+        return target
+    return relative_display(ctx.policy, Path(target))
+
+
+def _bindable(params: list[Any] | dict[str, Any] | None) -> list[Any] | dict[str, Any]:
+    """SQLite binds scalars only; objects and lists travel as JSON text."""
+    def one(v: Any) -> Any:
+        return json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
+
+    if params is None:
+        return []
+    if isinstance(params, dict):
+        return {k: one(v) for k, v in params.items()}
+    return [one(v) for v in params]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _map_error(e: sqlite3.Error, guard: _Guard, seconds: float, deadline: float,
+               shown: str) -> ToolFailed | ToolRefused:
+    message = str(e)
+    if guard.reason is not None:
+        return ToolRefused(guard.reason)
+    if "one statement at a time" in message:
+        return ToolFailed("db_query: only one SQL statement per call; split the statements "
+                          "into separate calls (steps)")
+    if message == "interrupted" and time.monotonic() > deadline:
+        return ToolFailed(f"db_query: timed out after {seconds:g}s")
+    if isinstance(e, sqlite3.OperationalError) and "unable to open" in message:
+        return ToolFailed(f"db_query: cannot open database {shown}: {message}")
+    return ToolFailed(f"db_query: SQLite error: {message}")

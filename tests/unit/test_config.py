@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aios.config import DEFAULT_CONFIG_PATH, load_config, save_secrets
+from aios.config import DEFAULT_CONFIG_PATH, load_config, save_settings
 from aios.errors import ConfigError
 
 
@@ -73,8 +73,8 @@ def test_secrets_from_settings_live_in_the_data_dir_owner_only(tmp_path: Path) -
     data = tmp_path / "data"
     p = write(tmp_path, {"data_dir": str(data)})
     before = p.read_text()
-    save_secrets(data, {"llm": {"api_key": "sk-typed-in-settings"}})
-    secrets = data / "secrets.json"
+    save_settings(data, {"llm": {"api_key": "sk-typed-in-settings"}})
+    secrets = data / "settings.json"
     assert stat.S_IMODE(os.stat(secrets).st_mode) == 0o600
     assert p.read_text() == before  # the tracked config.json is never touched
     cfg = load_config(p, env={})

@@ -1,0 +1,358 @@
+"""The controller (spec §4, DESIGN §9): intent → task DAG → context → steps loop → summary.
+
+It never interprets an app's ``data``; it validates replies, runs their
+``steps`` through the executor in the app's sandbox, feeds the results back
+(``context.tool_results``), and keeps the session memory (§4.4) in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+from aios.errors import (
+    AppError,
+    AppNotFound,
+    AppReplyInvalid,
+    AppTimeout,
+    AppUnavailable,
+    ProtocolError,
+)
+from aios.executor import Executor
+from aios.planner import Plan, Task, plan_instruction, summarize_history
+from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, parse_response
+from aios.router import AppProfile, OfflineRouter
+
+if TYPE_CHECKING:
+    from aios.config import Config
+    from aios.events import EventBus
+    from aios.launcher import AppRecord, Launcher
+    from aios.llm import LLMClient
+    from aios.store import Store
+    from aios.tools.base import ToolContext
+
+log = logging.getLogger(__name__)
+
+CWD_FILES_MAX = 50
+HISTORY_DATA_MAX = 20_000
+"""Bytes of a reply's ``data`` kept in the session history (the message is always kept)."""
+
+
+@dataclass
+class Outcome:
+    """An app's final reply for one call, and what happened on the way."""
+
+    app: str
+    response: dict[str, Any]
+    rounds: int = 1
+    notes: list[str] | None = None
+
+
+class Controller:
+    def __init__(self, *, config: Config, store: Store, launcher: Launcher, bus: EventBus,
+                 llm: LLMClient | None, tool_context: Callable[[str, str | None], ToolContext],
+                 custom_tools: Callable[[str], list[str]]):
+        self.config = config
+        self.store = store
+        self.launcher = launcher
+        self.bus = bus
+        self.llm = llm
+        self.executor = Executor()
+        self._tool_context = tool_context
+        self._custom_tools = custom_tools
+        self._http = threading.local()
+        self._summaries: dict[str, tuple[int, str]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="aios-task")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------ entry points
+
+    def open_app(self, app_id: str, session_id: str | None = None) -> tuple[str, Outcome]:
+        """The app's reply to an empty instruction (spec §12.1)."""
+        record = self._record(app_id)
+        sid = self.store.ensure_session(session_id)
+        self.store.add_history(sid, "user", {"open": app_id}, app=app_id)
+        outcome = self.call_app(record, "", None, sid)
+        self._remember(sid, outcome)
+        return sid, outcome
+
+    def action(self, app_id: str, request: ActionRequest,
+               session_id: str | None = None) -> tuple[str, Outcome]:
+        """Forward a control's payload to its app (spec §6.3)."""
+        record = self._record(app_id)
+        sid = self.store.ensure_session(session_id)
+        self.store.add_history(sid, "user",
+                               {"action": request.model_dump(exclude_none=True)}, app=app_id)
+        outcome = self.call_app(record, None, request, sid)
+        self._remember(sid, outcome)
+        return sid, outcome
+
+    def instruction(self, text: str, session_id: str | None = None) -> dict[str, Any]:
+        """Route a typed or spoken instruction and run its task DAG."""
+        sid = self.store.ensure_session(session_id)
+        self.store.add_history(sid, "user", {"text": text})
+        profiles = self.profiles()
+        plan = plan_instruction(text, profiles, llm=self.llm, router=OfflineRouter(profiles),
+                                history_summary=self.history_summary(sid))
+        for note in plan.notes:
+            log.warning("planner: %s", note)
+        if not plan.tasks:
+            message = plan.reply or self._no_match_message(profiles)
+            self.store.add_history(sid, "system", {"message": message, "plan": plan.source})
+            return {"session_id": sid, "plan": [], "results": [], "message": message,
+                    "source": plan.source, "notes": plan.notes}
+        results = self._run_plan(plan, text, sid)
+        message = "；".join(r.response.get("message") or "" for r in results
+                           if r.response.get("message")) or "完成"
+        self.store.set_context_var(sid, "last_instruction", text)
+        return {"session_id": sid, "plan": [t.model_dump() for t in plan.tasks],
+                "results": [{"app": r.app, "task": t.id, "response": r.response}
+                            for t, r in zip(plan.tasks, results, strict=True)],
+                "message": message, "source": plan.source, "notes": plan.notes}
+
+    # ----------------------------------------------------------------- the DAG
+
+    def _run_plan(self, plan: Plan, text: str, sid: str) -> list[Outcome]:
+        tasks = {t.id: t for t in plan.tasks}
+        for t in plan.tasks:
+            self.store.upsert_task(sid, t.id, app=t.app, instruction=t.instruction,
+                                   depends_on=list(t.depends_on), status="pending")
+        done: dict[str, Outcome] = {}
+        running: dict[Future[Outcome], str] = {}
+        failed: set[str] = set()
+        while len(done) < len(tasks):
+            for tid, task in tasks.items():
+                if tid in done or tid in running.values():
+                    continue
+                if any(d in failed for d in task.depends_on):
+                    done[tid] = self._skipped(task)
+                    failed.add(tid)
+                    continue
+                if all(d in done for d in task.depends_on):
+                    upstream = {d: _upstream_entry(done[d]) for d in task.depends_on}
+                    running[self._pool.submit(self._run_task, task, sid, upstream)] = tid
+            if not running:
+                continue
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                tid = running.pop(fut)
+                done[tid] = fut.result()
+                if done[tid].response.get("status") != "ok":
+                    failed.add(tid)
+        return [done[t.id] for t in plan.tasks]
+
+    def _run_task(self, task: Task, sid: str, upstream: dict[str, Any]) -> Outcome:
+        self.store.upsert_task(sid, task.id, app=task.app, instruction=task.instruction,
+                               depends_on=list(task.depends_on), status="running")
+        try:
+            record = self._record(task.app)
+            outcome = self.call_app(record, task.instruction, None, sid, upstream=upstream)
+        except AppError as e:
+            outcome = Outcome(task.app, error_response(str(e), title=task.app))
+        status = "done" if outcome.response.get("status") == "ok" else "error"
+        self.store.upsert_task(sid, task.id, app=task.app, instruction=task.instruction,
+                               depends_on=list(task.depends_on), status=status,
+                               result={"message": outcome.response.get("message"),
+                                       "view_type": outcome.response.get("view_type")})
+        self._remember(sid, outcome)
+        return outcome
+
+    def _skipped(self, task: Task) -> Outcome:
+        return Outcome(task.app, error_response(
+            f"skipped: a task it depends on ({', '.join(task.depends_on)}) failed",
+            title=task.app))
+
+    # ------------------------------------------------------- one app, all rounds
+
+    def call_app(self, record: AppRecord, instruction: str | None,
+                 action: ActionRequest | None, sid: str,
+                 upstream: dict[str, Any] | None = None) -> Outcome:
+        """Call an app, run its steps, call again with tool_results, until a final view.
+
+        Raises AppUnavailable / AppTimeout when the app cannot be reached;
+        a reply that is reached but unusable becomes an error view.
+        """
+        tool_ctx = self._tool_context(record.id, sid)
+        context = self.build_context(record, sid, upstream)
+        tool_results: dict[str, Any] = {}
+        previous_steps: list[dict[str, Any]] | None = None
+        notes: list[str] = []
+        reply: dict[str, Any] = {}
+        max_rounds = self.config.max_rounds
+        for round_no in range(1, max_rounds + 1):
+            body = {"instruction": instruction, "context": {**context,
+                                                            "tool_results": tool_results},
+                    "action_request": action.model_dump(exclude_none=True) if action else None,
+                    "session_id": sid}
+            try:
+                reply = self._post(record, body)
+            except AppReplyInvalid as e:
+                return Outcome(record.id, error_response(str(e), title=record.id), round_no)
+            steps = reply.get("steps") or []
+            if not steps:
+                return Outcome(record.id, reply, round_no, notes or None)
+            if steps == previous_steps:
+                notes.append("no progress: the app repeated its previous steps; "
+                             "they were not run again")
+                break
+            if round_no == max_rounds:
+                notes.append(f"stopped after max_rounds={max_rounds}; the last steps were "
+                             "not run")
+                break
+            self.bus.emit("view", {"app": record.id, "session_id": sid, "response": reply,
+                                   "interim": True})
+            tool_results = self.executor.run(steps, tool_ctx, on_step=None)
+            previous_steps = steps
+        final = {**reply, "steps": [], "notes": notes}
+        return Outcome(record.id, final, max_rounds, notes)
+
+    def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
+        if record.status != "running" or record.port is None or record.manifest is None:
+            raise AppUnavailable(f"app {record.id!r} is not running (status: {record.status})"
+                                 + (f": {record.error}" if record.error else ""))
+        url = self.launcher.url(record.id) + record.manifest.handle_endpoint
+        limit = self.config.max_reply_bytes
+        try:
+            resp = self._session().post(url, json=body, timeout=self.config.handle_timeout,
+                                        stream=True)
+        except requests.Timeout as e:
+            raise AppTimeout(f"app {record.id!r} did not answer within "
+                             f"{self.config.handle_timeout:g} s") from e
+        except requests.ConnectionError as e:
+            raise AppUnavailable(f"app {record.id!r} is not reachable on port "
+                                 f"{record.port}") from e
+        try:
+            raw = _read_capped(resp, limit)
+        except requests.Timeout as e:
+            raise AppTimeout(f"app {record.id!r} did not finish its reply within "
+                             f"{self.config.handle_timeout:g} s") from e
+        finally:
+            resp.close()
+        if raw is None:
+            raise AppReplyInvalid(f"app {record.id!r} replied with more than {limit} bytes; "
+                                  "the reply was discarded")
+        if resp.status_code >= 400 and not raw.strip().startswith(b"{"):
+            raise AppReplyInvalid(f"app {record.id!r} answered HTTP {resp.status_code}: "
+                                  f"{raw[:200].decode('utf-8', 'replace')}")
+        try:
+            payload = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise AppReplyInvalid(f"app {record.id!r} replied with invalid JSON: {e}") from e
+        try:
+            return parse_response(payload).model_dump(mode="json", exclude_none=True)
+        except ProtocolError as e:
+            raise AppReplyInvalid(f"app {record.id!r}: {e}") from e
+
+    def _session(self) -> requests.Session:
+        s = getattr(self._http, "session", None)
+        if s is None:
+            s = requests.Session()
+            s.trust_env = False
+            self._http.session = s
+        return s
+
+    # ----------------------------------------------------------------- context
+
+    def build_context(self, record: AppRecord, sid: str,
+                      upstream: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every field of spec §4.3, plus upstream results and the locale."""
+        state = self.store.agent_state(sid, record.id) or {}
+        return {
+            "app": record.id,
+            "role": record.role_prompt,
+            "workdir": str(record.workdir),
+            "cwd_state": {"files": _list_files(record.workdir), **(
+                state if isinstance(state, dict) else {"state": state})},
+            "available_tools": [*ATOMIC_TOOLS, *self._custom_tools(record.id)],
+            "session_id": sid,
+            "history_summary": self.history_summary(sid),
+            "tool_results": {},
+            "upstream": upstream or {},
+            "locale": self.config.language,
+        }
+
+    def history_summary(self, sid: str) -> str:
+        history = self.store.history(sid, limit=40)
+        cached = self._summaries.get(sid)
+        if cached and cached[0] == len(history) and history:
+            return cached[1]
+        summary = summarize_history(history, self.llm, self.config.history_summary_chars)
+        self._summaries[sid] = (len(history), summary)
+        return summary
+
+    def _remember(self, sid: str, outcome: Outcome) -> None:
+        resp = outcome.response
+        entry: dict[str, Any] = {"status": resp.get("status"), "view_type": resp.get("view_type"),
+                                 "message": resp.get("message")}
+        data = json.dumps(resp.get("data"), ensure_ascii=False, default=str)
+        entry["data"] = resp.get("data") if len(data) <= HISTORY_DATA_MAX else \
+            {"truncated": True, "bytes": len(data)}
+        if outcome.notes:
+            entry["notes"] = outcome.notes
+        self.store.add_history(sid, "app", entry, app=outcome.app)
+        state = resp.get("state")
+        if state is not None:
+            self.store.set_agent_state(sid, outcome.app, state)
+        self.store.set_context_var(sid, "last_app", outcome.app)
+
+    # ----------------------------------------------------------------- helpers
+
+    def _record(self, app_id: str) -> AppRecord:
+        record = self.launcher.get(app_id)
+        if record is None:
+            raise AppNotFound(f"no app named {app_id!r}")
+        return record
+
+    def profiles(self) -> list[AppProfile]:
+        return [AppProfile(id=r.id, name=r.manifest.name, description=r.manifest.description,
+                           keywords=list(r.manifest.keywords), role_prompt=r.role_prompt)
+                for r in self.launcher.apps() if r.manifest is not None
+                and r.status in ("running", "starting", "restarting")]
+
+    def _no_match_message(self, profiles: list[AppProfile]) -> str:
+        names = "、".join(f"{p.name}（{p.id}）" for p in profiles) or "（没有可用的应用）"
+        return f"没有找到能处理这条指令的应用。可用的应用：{names}"
+
+
+def _upstream_entry(outcome: Outcome) -> dict[str, Any]:
+    r = outcome.response
+    return {"app": outcome.app, "status": r.get("status"), "view_type": r.get("view_type"),
+            "data": r.get("data"), "message": r.get("message")}
+
+
+def _read_capped(resp: requests.Response, limit: int) -> bytes | None:
+    chunks, total = [], 0
+    for chunk in resp.iter_content(65536):
+        total += len(chunk)
+        if total > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _list_files(workdir: Path | None) -> list[str]:
+    if workdir is None or not workdir.is_dir():
+        return []
+    out: list[str] = []
+    try:
+        for entry in sorted(os.scandir(workdir), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            out.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+            if len(out) >= CWD_FILES_MAX:
+                break
+    except OSError:
+        pass
+    return out
+

@@ -1,0 +1,562 @@
+"""App discovery, validation, ports, start/stop, hot reload and the route table.
+
+Spec §3.4, §5.2, §5.3, §11, §14.2; DESIGN §3, §4. The launcher is the
+registry of apps keyed by id (the folder name); each valid app is run by an
+:class:`~aios.supervisor.AppSupervisor`, which owns the process and restarts
+it per :class:`~aios.supervisor.RestartPolicy`. A bad app folder never stops
+the system: it becomes an ``invalid`` record whose ``error`` says why.
+
+Threads: one supervisor per app, one hot-reload watcher. ``_lock`` guards the
+records; ``_reload_lock`` serialises structural changes (start, rescan,
+restart, stop) so two of them never launch the same app twice.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aios.config import PROJECT_ROOT, Config
+from aios.errors import AppNotFound, AppUnavailable, ProtocolError
+from aios.protocol import Manifest, parse_manifest
+from aios.supervisor import (
+    AppStatus,
+    AppSupervisor,
+    RestartPolicy,
+    app_env,
+    spawn_process,
+)
+
+__all__ = ["AppRecord", "AppStatus", "Launcher", "RestartPolicy", "load_app"]
+
+log = logging.getLogger(__name__)
+
+APP_ID_RE = re.compile(r"^[a-z0-9_][a-z0-9_-]*$")
+MANIFEST = "manifest.json"
+ROLE_FILE = "role.md"
+ROUTES_FILE = "routes.json"
+STOP_GRACE = 3.0
+"""Seconds an app gets between SIGTERM and SIGKILL."""
+WATCH_INTERVAL = 1.0
+"""Seconds between two hot-reload passes."""
+
+
+@dataclass
+class AppRecord:
+    """One app folder, valid or not, and its current process."""
+
+    id: str
+    path: Path
+    status: AppStatus
+    manifest: Manifest | None = None
+    role_prompt: str = ""
+    workdir: Path | None = None
+    port: int | None = None
+    token: str = field(default="", repr=False)
+    error: str | None = None
+    pid: int | None = None
+    log_path: Path | None = None
+    restarts: int = 0
+    spawned_at: float | None = None
+    """time.monotonic() of the latest spawn."""
+    ready_at: float | None = None
+    """time.monotonic() when the latest instance first accepted a connection."""
+
+    def public(self) -> dict[str, Any]:
+        """What the desktop may see (never the token)."""
+        m = self.manifest
+        out: dict[str, Any] = {
+            "id": self.id, "name": m.name if m else self.id, "icon": m.icon if m else "📦",
+            "description": m.description if m else "", "status": str(self.status),
+            "port": self.port, "endpoint": m.handle_endpoint if m else None,
+            "keywords": list(m.keywords) if m else [],
+            "permissions": list(m.permissions) if m else [],
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+# ------------------------------------------------------------------ discovery
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or child.is_relative_to(parent)
+
+
+def _validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
+    """Manifest, role prompt and (created) workdir of a folder; ManifestError-like ValueError."""
+    if not APP_ID_RE.match(app_id):
+        raise ValueError(f"folder name {app_id!r} is not a valid app id: it must match "
+                         "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')")
+    mpath = path / MANIFEST
+    if not mpath.is_file():
+        raise ValueError(f"no {MANIFEST} in the app folder")
+    try:
+        raw = json.loads(mpath.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: "
+                         f"{e.msg}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{MANIFEST} cannot be read: {e}") from e
+    if not isinstance(raw, dict):
+        raise ValueError(f"{MANIFEST} must hold a JSON object, not {type(raw).__name__}")
+    try:
+        manifest = parse_manifest(raw)
+    except ProtocolError as e:
+        raise ValueError(str(e)) from e
+    root = path.resolve()
+    entry = path / manifest.entry
+    if not entry.is_file():
+        raise ValueError(f"entry file {manifest.entry!r} not found in the app folder")
+    workdir = (path / manifest.workdir).resolve()
+    if not _inside(workdir, root):
+        raise ValueError(f"workdir {manifest.workdir!r} resolves to {workdir}, "
+                         "outside the app folder")
+    role = (manifest.role_prompt or "").strip()
+    if not role and (path / ROLE_FILE).is_file():
+        try:
+            role = (path / ROLE_FILE).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{ROLE_FILE} cannot be read: {e}") from e
+    if not role:
+        raise ValueError(f"no role prompt: set \"role_prompt\" in {MANIFEST} or add a "
+                         f"non-empty {ROLE_FILE}")
+    if workdir.exists() and not workdir.is_dir():
+        raise ValueError(f"workdir {manifest.workdir!r} exists and is not a folder")
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"workdir {manifest.workdir!r} cannot be created: {e}") from e
+    return manifest, role, workdir
+
+
+def load_app(path: Path, logs_dir: Path) -> AppRecord:
+    """Read and validate one app folder; never raises for a bad folder."""
+    app_id = path.name
+    rec = AppRecord(id=app_id, path=path, status=AppStatus.STOPPED,
+                    log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None)
+    try:
+        rec.manifest, rec.role_prompt, rec.workdir = _validate(app_id, path)
+    except ValueError as e:
+        rec.status, rec.error = AppStatus.INVALID, str(e)
+    return rec
+
+
+def _fingerprint(path: Path) -> tuple[Any, ...]:
+    """What hot reload compares: the manifest (mtime and bytes) and role.md (bytes)."""
+    out: list[Any] = []
+    for name in (MANIFEST, ROLE_FILE):
+        try:
+            st = (path / name).stat()
+            out.append((st.st_mtime_ns if name == MANIFEST else 0,
+                        (path / name).read_bytes()))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------- ports
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # Same option the apps' servers use, so a port in TIME_WAIT still counts as free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(taken: set[int]) -> int:
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in taken:
+            return port
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_port_map(path: Path) -> dict[str, int]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        log.warning("ignoring unreadable port map %s: %s", path, e)
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(v, int) and 1024 <= v <= 65535}
+
+
+# ------------------------------------------------------------------- launcher
+
+
+class Launcher:
+    """The registry of apps: discovers, starts, supervises, reloads and stops them."""
+
+    def __init__(self, apps_dir: Path, data_dir: Path, config: Config, *, system_url: str,
+                 port_map_path: Path, on_status: Callable[[AppRecord], None] | None = None,
+                 on_stop: Callable[[str], None] | None = None,
+                 restart_policy: RestartPolicy | None = None, stop_grace: float = STOP_GRACE,
+                 watch_interval: float = WATCH_INTERVAL):
+        self.apps_dir = apps_dir
+        self.data_dir = data_dir
+        self.logs_dir = data_dir / "logs"
+        self.config = config
+        self.system_url = system_url
+        self.port_map_path = port_map_path
+        self.routes_path = data_dir / ROUTES_FILE
+        self.policy = restart_policy or RestartPolicy()
+        self.stop_grace = stop_grace
+        self.watch_interval = watch_interval
+        self._on_status = on_status
+        self._on_stop = on_stop
+        self._lock = threading.RLock()
+        self._reload_lock = threading.RLock()
+        self._records: dict[str, AppRecord] = {}
+        self._sups: dict[str, AppSupervisor] = {}
+        self._prints: dict[str, tuple[Any, ...]] = {}
+        self._sticky_ports: dict[str, int] = {}
+        self._closing = threading.Event()
+        self._started = False
+        self._watcher: threading.Thread | None = None
+        self._system_port = urlsplit(system_url).port
+
+    # -------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Scan, validate, assign ports, start every app in parallel and wait for each."""
+        with self._reload_lock:
+            if self._started:
+                raise RuntimeError("the launcher was already started; create a new one")
+            self._started = True
+            self.logs_dir.mkdir(parents=True, exist_ok=True)
+            self.apps_dir.mkdir(parents=True, exist_ok=True)  # so hot load has a folder to watch
+            self._sticky_ports = _read_port_map(self.port_map_path)
+            records = [self._add(path) for path in self._folders().values()]
+            # Apps that name a port in their manifest choose first, so a port
+            # remembered from a previous run never pushes them off it.
+            records.sort(key=lambda r: (r.manifest is None or r.manifest.port is None, r.id))
+            sups = [self._prepare(r) for r in records if r.status != AppStatus.INVALID]
+            self._write_maps()
+            for sup in sups:
+                sup.start()
+        for sup in sups:
+            sup.wait_settled()
+        log.info("launcher: %d app(s) found, %d running", len(self._records),
+                 sum(r.status == AppStatus.RUNNING for r in self.apps()))
+        self._watcher = threading.Thread(target=self._watch, name="app-watcher", daemon=True)
+        self._watcher.start()
+
+    def stop(self) -> None:
+        """Stop every app and the watcher; idempotent."""
+        self._closing.set()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join()
+        with self._reload_lock:
+            ids = list(self._sups)
+            if ids:
+                with ThreadPoolExecutor(max_workers=min(len(ids), 16)) as pool:
+                    for app_id, fut in [(i, pool.submit(self._halt, i)) for i in ids]:
+                        if fut.exception() is not None:  # keep stopping the others
+                            log.error("stopping app %s failed: %s", app_id, fut.exception())
+
+    def restart(self, app_id: str) -> None:
+        """Reload one app's folder and start it afresh; wait until it is up or failed."""
+        with self._reload_lock:
+            rec = self.get(app_id)
+            if rec is None:
+                raise AppNotFound(f"no app {app_id!r}")
+            if self._closing.is_set():
+                raise AppUnavailable(f"cannot restart {app_id!r}: the system is shutting down")
+            sup = self._reload(rec)
+        if sup is not None:
+            sup.wait_settled()
+
+    def stop_app(self, app_id: str) -> None:
+        """Stop one app (status ``stopped``) until :meth:`restart` or a manifest change."""
+        with self._reload_lock:
+            if self.get(app_id) is None:
+                raise AppNotFound(f"no app {app_id!r}")
+            self._halt(app_id)
+
+    def rescan(self) -> None:
+        """One hot-reload pass: pick up new folders, drop removed ones, reload changed ones."""
+        with self._reload_lock:
+            if self._closing.is_set():
+                return
+            folders = self._folders()
+            changed = False
+            for app_id in [i for i in self._records if i not in folders]:
+                log.info("app %s: folder removed, unloading", app_id)
+                self._halt(app_id, final=False)
+                with self._lock:
+                    rec = self._records.pop(app_id)
+                    self._prints.pop(app_id, None)
+                    rec.status, rec.port = AppStatus.STOPPED, None
+                self._notify(rec)  # get(app_id) is already None: listeners can tell "removed"
+                changed = True
+            for app_id, path in folders.items():
+                rec = self.get(app_id)
+                if rec is None:
+                    log.info("app %s: new folder, loading", app_id)
+                    rec = self._add(path)
+                    if rec.status != AppStatus.INVALID:
+                        self._prepare(rec).start()
+                    changed = True
+                    continue
+                new, old = _fingerprint(path), self._prints.get(app_id)
+                if new != old and rec.status != AppStatus.INVALID and old and new[0] == old[0] \
+                        and self._refresh_role(rec, new):
+                    continue
+                if new != old or (rec.status == AppStatus.INVALID
+                                  and load_app(path, self.logs_dir).error != rec.error):
+                    log.info("app %s: folder changed, reloading", app_id)
+                    self._reload(rec)
+                    changed = True
+            if changed:
+                self._write_maps()
+
+    # ---------------------------------------------------------------- queries
+
+    def apps(self) -> list[AppRecord]:
+        with self._lock:
+            return [self._records[k] for k in sorted(self._records)]
+
+    def get(self, app_id: str) -> AppRecord | None:
+        with self._lock:
+            return self._records.get(app_id)
+
+    def by_token(self, token: str) -> AppRecord | None:
+        """The app whose current launch holds ``token`` (constant-time compare)."""
+        if not token:
+            return None
+        found = None
+        for rec in self.apps():
+            # Compare against every record so the time taken says nothing about which matched.
+            if hmac.compare_digest(rec.token.encode() or b"\0", token.encode()):
+                found = rec
+        return found
+
+    def route_table(self) -> dict[str, dict[str, Any]]:
+        return {r.id: {"name": r.manifest.name, "port": r.port,
+                       "endpoint": r.manifest.handle_endpoint}
+                for r in self.apps() if r.manifest is not None and r.port is not None}
+
+    def url(self, app_id: str) -> str:
+        rec = self.get(app_id)
+        if rec is None or rec.port is None:
+            raise AppNotFound(f"no app {app_id!r}" if rec is None
+                              else f"app {app_id!r} has no port: {rec.error}")
+        return f"http://127.0.0.1:{rec.port}"
+
+    def ready(self) -> bool:
+        """Every valid app has finished starting (it runs, or it failed)."""
+        with self._lock:
+            return self._started and all(s.settled for s in self._sups.values())
+
+    def ports(self) -> set[int]:
+        return {r.port for r in self.apps() if r.port is not None}
+
+    # -------------------------------------------------------------- internals
+
+    def _folders(self) -> dict[str, Path]:
+        try:
+            entries = sorted(self.apps_dir.iterdir())
+        except OSError as e:
+            log.warning("cannot list the apps folder %s: %s", self.apps_dir, e)
+            return {}
+        return {p.name: p for p in entries
+                if p.is_dir() and not p.name.startswith((".", "_"))}
+
+    def _notify(self, rec: AppRecord) -> None:
+        if self._on_status is None:
+            return
+        try:
+            self._on_status(rec)
+        except Exception:  # noqa: BLE001 - a listener's bug must not break the launcher
+            log.exception("on_status callback failed for app %s", rec.id)
+
+    def _set(self, rec: AppRecord, status: AppStatus, error: str | None = None) -> None:
+        with self._lock:
+            if rec.status == status and rec.error == error:
+                return
+            rec.status, rec.error = status, error
+            if status not in (AppStatus.STARTING, AppStatus.RUNNING):
+                rec.token, rec.pid = "", None
+        self._notify(rec)
+
+    def _add(self, path: Path) -> AppRecord:
+        """Create and register the record of a new folder (not started)."""
+        fingerprint = _fingerprint(path)  # before reading, so a change in between is seen
+        rec = load_app(path, self.logs_dir)
+        with self._lock:
+            self._records[rec.id] = rec
+            self._prints[rec.id] = fingerprint
+        if rec.status == AppStatus.INVALID:
+            log.warning("app %s is invalid: %s", rec.id, rec.error)
+            self._notify(rec)
+        return rec
+
+    def _refresh_role(self, rec: AppRecord, fingerprint: tuple[Any, ...]) -> bool:
+        """Only role.md changed: take the new role without restarting the process."""
+        fresh = load_app(rec.path, self.logs_dir)
+        if fresh.status == AppStatus.INVALID:
+            return False
+        with self._lock:
+            rec.role_prompt = fresh.role_prompt
+            self._prints[rec.id] = fingerprint
+        log.info("app %s: role prompt reloaded", rec.id)
+        return True
+
+    def _reload(self, rec: AppRecord) -> AppSupervisor | None:
+        """Stop ``rec``'s process, re-read its folder and start it again (if valid)."""
+        self._halt(rec.id, final=False)
+        fingerprint = _fingerprint(rec.path)
+        fresh = load_app(rec.path, self.logs_dir)
+        with self._lock:
+            self._prints[rec.id] = fingerprint
+            rec.manifest, rec.role_prompt, rec.workdir = (fresh.manifest, fresh.role_prompt,
+                                                          fresh.workdir)
+            rec.restarts = 0
+        if fresh.status == AppStatus.INVALID:
+            log.warning("app %s is invalid: %s", rec.id, fresh.error)
+            with self._lock:
+                rec.port = None
+            self._set(rec, AppStatus.INVALID, fresh.error)
+            return None
+        sup = self._prepare(rec)
+        sup.start()
+        return sup
+
+    def _prepare(self, rec: AppRecord) -> AppSupervisor:
+        """Assign a port, mark STARTING and build the supervisor."""
+        assert rec.manifest is not None
+        with self._lock:
+            rec.port = self._choose_port(rec)
+            self._sticky_ports[rec.id] = rec.port
+            sup = AppSupervisor(
+                rec.id, rec.port, spawn=lambda: self._spawn(rec), policy=self.policy,
+                start_timeout=self.config.app_start_timeout, grace=self.stop_grace,
+                log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
+                on_status=lambda status, error: self._supervisor_status(rec, sup, status, error))
+            self._sups[rec.id] = sup
+        self._set(rec, AppStatus.STARTING)
+        return sup
+
+    def _choose_port(self, rec: AppRecord) -> int:
+        """Manifest port, else the previous port map's, else a free one (never a taken one)."""
+        assert rec.manifest is not None
+        taken = {r.port for r in self._records.values() if r.port and r is not rec}
+        if self._system_port:
+            taken.add(self._system_port)
+        wanted = [("manifest", rec.manifest.port), ("previous port map",
+                                                    self._sticky_ports.get(rec.id))]
+        if rec.port:  # a reload keeps its port unless the manifest now asks for another
+            wanted.insert(1, ("current", rec.port))
+        for source, port in wanted:
+            if port is None:
+                continue
+            loud = log.warning if source == "manifest" else log.info
+            if port in taken:
+                owner = next((r.id for r in self._records.values() if r.port == port),
+                             "the system")
+                loud("app %s: port %d (%s) is already assigned to %s; using a free port",
+                     rec.id, port, source, owner)
+            elif port != rec.port and not port_is_free(port):
+                loud("app %s: port %d (%s) is in use by another program; using a free port",
+                     rec.id, port, source)
+            else:
+                return port
+        # Keep clear of ports other apps remember from the previous run, too.
+        return free_port(taken | {p for i, p in self._sticky_ports.items() if i != rec.id})
+
+    def _spawn(self, rec: AppRecord) -> subprocess.Popen[bytes]:
+        assert rec.manifest is not None and rec.workdir is not None and rec.port is not None
+        token = secrets.token_urlsafe(32)
+        env = app_env(os.environ, app_id=rec.id, port=rec.port, system_url=self.system_url,
+                      token=token, workdir=rec.workdir, project_root=PROJECT_ROOT)
+        with self._lock:
+            rec.token, rec.spawned_at = token, time.monotonic()
+        proc = spawn_process([sys.executable, rec.manifest.entry], cwd=rec.path, env=env,
+                             log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
+                             header=f"launch {rec.id} on port {rec.port}")
+        with self._lock:
+            rec.pid = proc.pid
+        log.info("app %s: spawned pid %d on port %d", rec.id, proc.pid, rec.port)
+        return proc
+
+    def _supervisor_status(self, rec: AppRecord, sup: AppSupervisor, status: AppStatus,
+                           error: str | None) -> None:
+        with self._lock:
+            rec.restarts = sup.restarts
+            if status == AppStatus.RUNNING:
+                rec.ready_at = sup.ready_at
+        self._set(rec, status, error)
+        if status == AppStatus.FAILED:
+            log.error("app %s failed: %s", rec.id, (error or "").splitlines()[0])
+            self._stopped(rec.id)
+
+    def _halt(self, app_id: str, final: bool = True) -> None:
+        """Stop an app's process; with ``final`` it becomes STOPPED."""
+        with self._lock:
+            sup = self._sups.pop(app_id, None)
+            rec = self._records.get(app_id)
+        if sup is None or rec is None:
+            return
+        sup.stop()
+        with self._lock:
+            rec.token, rec.pid = "", None
+        if final:
+            self._set(rec, AppStatus.STOPPED)
+        self._stopped(app_id)
+
+    def _stopped(self, app_id: str) -> None:
+        if self._on_stop is None:
+            return
+        try:
+            self._on_stop(app_id)
+        except Exception:  # noqa: BLE001
+            log.exception("on_stop callback failed for app %s", app_id)
+
+    def _write_maps(self) -> None:
+        try:
+            write_json_atomic(self.port_map_path,
+                              {r.id: r.port for r in self.apps() if r.port is not None})
+            write_json_atomic(self.routes_path, self.route_table())
+        except OSError as e:
+            log.error("cannot write the port map / route table: %s", e)
+
+    def _watch(self) -> None:
+        while not self._closing.wait(self.watch_interval):
+            try:
+                self.rescan()
+            except Exception:  # noqa: BLE001 - one bad pass must not end hot reload
+                log.exception("hot-reload pass failed")

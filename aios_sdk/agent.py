@@ -1,0 +1,359 @@
+"""The base class of every app (spec §8.2, §8.3; DESIGN §7) and the ``@tool`` decorator.
+
+An app subclasses :class:`AIOSAgent`, sets its metadata, overrides
+:meth:`AIOSAgent.handle` and calls ``run()``. Inside ``handle`` it may call
+atomic tools synchronously (:meth:`AIOSAgent.call_tool`), return a plan for
+the system's executor (:meth:`AIOSAgent.plan_steps`), ask the system's LLM
+(:meth:`AIOSAgent.llm`) and push live updates (:meth:`AIOSAgent.push`).
+
+Where those calls go is decided once per agent, at first use: with
+``AIOS_SYSTEM_URL`` and ``AIOS_APP_TOKEN`` in the environment (the launcher
+sets both) they go to the system over loopback, so the system's sandbox and
+audit apply; without them the agent runs standalone and the same tools run
+in-process under the same sandbox rules, relative to ``./workspace``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from aios.errors import ProtocolError
+from aios.protocol import ATOMIC_TOOLS, TOOL_NAME_PATTERN, Step, parse_steps
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 5001
+"""The port of the spec's template (§13.3) when ``APP_PORT`` is not set."""
+
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
+_MARK = "__aios_tool__"
+_BACKEND_LOCK = threading.Lock()
+
+_session: contextvars.ContextVar[str | None] = contextvars.ContextVar("aios_session_id",
+                                                                     default=None)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def current_session_id() -> str | None:
+    """The session of the request being served (``/handle`` or ``/tools/<name>``)."""
+    return _session.get()
+
+
+def bind_session(session_id: str | None) -> contextvars.Token[str | None]:
+    return _session.set(session_id)
+
+
+def unbind_session(token: contextvars.Token[str | None]) -> None:
+    _session.reset(token)
+
+
+# ----------------------------------------------------------------- @tool
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A custom tool as the app serves it on ``/tools/<name>``."""
+
+    name: str
+    description: str
+    attr: str
+    """The method's attribute name on the agent class."""
+    parameters: dict[str, Any]
+    """JSON-Schema-like description of the keyword arguments."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "parameters": self.parameters}
+
+
+def tool(name: str | Callable[..., Any] | None = None, desc: str = "") -> Any:
+    """Mark a method as a custom tool of this app; returns the method unchanged.
+
+    ``@tool(name="my_custom_tool", desc="…")`` as in spec §8.2; a bare
+    ``@tool`` uses the method's name and the first line of its docstring.
+    The class collects its tools when it is created, and refuses two tools
+    with one name or a name of an atomic tool.
+    """
+    if callable(name):
+        return _mark(name, None, desc)
+    if name is not None:
+        _check_name(name)
+
+    def deco(func: F) -> F:
+        return _mark(func, name, desc)
+
+    return deco
+
+
+def _mark(func: F, name: str | None, desc: str) -> F:
+    if not inspect.isfunction(func):
+        raise TypeError(f"@tool decorates a method (a def inside the class), got "
+                        f"{type(func).__name__}")
+    tool_name = _check_name(name or func.__name__)
+    doc = (inspect.getdoc(func) or "").strip().splitlines()
+    setattr(func, _MARK, (tool_name, desc or (doc[0] if doc else "")))
+    return func
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise ValueError(f"@tool name must be an identifier of at most 64 characters "
+                         f"(letters, digits, '_'), got {name!r}")
+    return name
+
+
+def _collect_tools(cls: type) -> dict[str, ToolInfo]:
+    resolved: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        resolved.update(vars(klass))
+    found: dict[str, ToolInfo] = {}
+    for attr, obj in resolved.items():
+        if not inspect.isfunction(obj) or not hasattr(obj, _MARK):
+            continue
+        tool_name, desc = getattr(obj, _MARK)
+        if tool_name in ATOMIC_TOOLS:
+            raise TypeError(f"{cls.__name__}.{attr}: custom tool name {tool_name!r} is an atomic "
+                            "tool of the system; choose another name")
+        if tool_name in found:
+            raise TypeError(f"{cls.__name__}: custom tool name {tool_name!r} is registered twice "
+                            f"({found[tool_name].attr}() and {attr}()); names must be unique")
+        found[tool_name] = ToolInfo(tool_name, desc, attr, _parameters(obj))
+    return found
+
+
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
+                               list: "array", tuple: "array", dict: "object"}
+
+
+def _json_type(hint: Any) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _json_type(members[0]) if len(members) == 1 else {}
+    kind = _JSON_TYPES.get(origin or hint)
+    return {"type": kind} if kind else {}
+
+
+def _parameters(func: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # noqa: BLE001 - unresolvable annotations only lose the type hint
+        hints = {}
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    extra = False
+    params = list(inspect.signature(func).parameters.values())[1:]  # skip self
+    for p in params:
+        if p.kind is p.VAR_KEYWORD:
+            extra = True
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY):
+            continue
+        schema = _json_type(hints.get(p.name))
+        if p.default is p.empty:
+            required.append(p.name)
+        elif p.default is None or isinstance(p.default, str | int | float | bool):
+            schema["default"] = p.default
+        props[p.name] = schema
+    return {"type": "object", "properties": props, "required": required,
+            "additionalProperties": extra}
+
+
+# ---------------------------------------------------------------- backends
+
+
+class Backend(Protocol):
+    """Where an agent's tool, LLM and push calls go (the system, or in-process)."""
+
+    def call_tool(self, name: str, args: dict[str, Any], session_id: str | None) -> Any: ...
+
+    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+            session_id: str | None, **kw: Any) -> dict[str, Any]: ...
+
+    def push(self, payload: dict[str, Any], session_id: str | None) -> bool: ...
+
+
+def _make_backend(agent: AIOSAgent) -> Backend:
+    url = os.environ.get("AIOS_SYSTEM_URL", "").strip()
+    token = os.environ.get("AIOS_APP_TOKEN", "").strip()
+    if url and token:
+        from aios_sdk.client import SystemClient
+        return SystemClient(url, token)
+    if url or token:
+        log.warning("only one of AIOS_SYSTEM_URL / AIOS_APP_TOKEN is set; running standalone")
+    from aios_sdk.standalone import StandaloneRuntime
+    return StandaloneRuntime(agent.app_dir(), agent.app_id(),
+                             own_ports=lambda: set(agent.__dict__.get("_aios_ports", ())))
+
+
+# ------------------------------------------------------------------ agent
+
+
+class AIOSAgent:
+    """Base class of an app (a "small AI"). Override :meth:`handle`; call :meth:`run`."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    icon: ClassVar[str] = "📦"
+    role_prompt: ClassVar[str] = ""
+
+    _aios_tools: ClassVar[dict[str, ToolInfo]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._aios_tools = _collect_tools(cls)
+
+    # ------------------------------------------------------ to override
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Answer an instruction or an action with a reply (view, actions, optional steps)."""
+        raise NotImplementedError(f"{type(self).__name__}.handle is not implemented")
+
+    # ------------------------------------------------------ identity
+
+    @property
+    def display_name(self) -> str:
+        return self.name or type(self).__name__
+
+    @classmethod
+    def custom_tools(cls) -> dict[str, ToolInfo]:
+        """This app's ``@tool`` methods by tool name."""
+        return dict(cls._aios_tools)
+
+    def app_dir(self) -> Path:
+        """The folder of the module that defines this agent class (fallback: cwd)."""
+        module = sys.modules.get(type(self).__module__)
+        file = getattr(module, "__file__", None)
+        return Path(file).resolve().parent if file else Path.cwd().resolve()
+
+    def app_id(self) -> str:
+        return os.environ.get("AIOS_APP_ID") or self.app_dir().name
+
+    def _backend(self) -> Backend:
+        # Kept in __dict__ and built lazily: subclasses may define __init__
+        # without calling super(), and the spec's template does exactly that.
+        backend = self.__dict__.get("_aios_backend")
+        if backend is None:
+            with _BACKEND_LOCK:
+                backend = self.__dict__.get("_aios_backend")
+                if backend is None:
+                    backend = _make_backend(self)
+                    self.__dict__["_aios_backend"] = backend
+        return backend
+
+    # ------------------------------------------------------ spec §8.3
+
+    def call_tool(self, tool_name: str, /, **args: Any) -> Any:
+        """Run one tool now and return its ``result``.
+
+        Raises :class:`~aios.errors.ToolError` (carrying ``error``, ``result``
+        and ``meta``) when the tool is refused or fails. One of this app's own
+        ``@tool``s is a method of this very process, so it is simply called
+        (no sandbox boundary is crossed; the executor audits it when it runs
+        as a step).
+        """
+        info = self._aios_tools.get(tool_name)
+        if info is not None:
+            return getattr(self, info.attr)(**args)
+        return self._backend().call_tool(tool_name, args, current_session_id())
+
+    def plan_steps(self, steps: list[dict[str, Any]] | list[Step]) -> list[dict[str, Any]]:
+        """Validate a steps plan for a reply; number steps that have no ``step_id``.
+
+        Raises ProtocolError naming the bad step, or a tool that is neither
+        atomic nor one of this app's custom tools.
+        """
+        if not isinstance(steps, list):
+            raise ProtocolError(f"plan_steps expects a list of steps, got {type(steps).__name__}")
+        numbered: list[Any] = []
+        for i, step in enumerate(steps, 1):
+            if isinstance(step, Step):
+                step = step.model_dump()
+            if isinstance(step, dict) and "step_id" not in step:
+                step = {"step_id": i, **step}
+            numbered.append(step)
+        parsed = parse_steps(numbered)
+        for step in parsed:
+            if step.tool not in ATOMIC_TOOLS and step.tool not in self._aios_tools:
+                mine = ", ".join(self._aios_tools) or "none"
+                raise ProtocolError(f"invalid steps: step {step.step_id!r} uses unknown tool "
+                                    f"{step.tool!r} (atomic tools: {', '.join(ATOMIC_TOOLS)}; "
+                                    f"this app's custom tools: {mine})")
+        return [_step_dict(s) for s in parsed]
+
+    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+            **kw: Any) -> dict[str, Any]:
+        """Ask the system's LLM; returns the assistant message (``role``, ``content``, …).
+
+        Raises :class:`~aios.errors.LLMUnavailable` when no LLM is configured
+        (always, when running standalone: the key stays in the system).
+        """
+        return self._backend().llm(messages, tools, current_session_id(), **kw)
+
+    def push(self, view_or_event: dict[str, Any]) -> bool:
+        """Push a live update to this app's window (spec §8.6).
+
+        A dict with ``view_type`` replaces the window's view; anything else is
+        an event payload such as ``{"progress": 0.3}``. Best effort: returns
+        False (and logs) when it could not be delivered.
+        """
+        if not isinstance(view_or_event, dict):
+            raise ProtocolError(f"push expects a dict (a view or an event), got "
+                                f"{type(view_or_event).__name__}")
+        return self._backend().push(view_or_event, current_session_id())
+
+    # ------------------------------------------------------ serving
+
+    def make_app(self) -> Any:
+        """The Flask application serving this agent (for a WSGI server of your choice)."""
+        from aios_sdk.serving import create_app
+        return create_app(self)
+
+    def run(self, host: str = "127.0.0.1", port: int | None = None) -> None:
+        """Serve ``/handle``, ``/tools/<name>``, ``/tools`` and ``/health`` on ``APP_PORT``."""
+        if port is None:
+            raw = os.environ.get("APP_PORT", str(DEFAULT_PORT))
+            try:
+                port = int(raw)
+            except ValueError:
+                raise SystemExit(f"APP_PORT must be a port number, got {raw!r}") from None
+        if not logging.getLogger().handlers:
+            logging.basicConfig(level=logging.INFO,
+                                format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self.__dict__["_aios_ports"] = {port}
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            # Leave through SystemExit so atexit runs: standalone mode then stops
+            # the background processes its tools started.
+            signal.signal(signal.SIGTERM, _exit_on_term)
+        log.info("%s serving on http://%s:%d", self.display_name, host, port)
+        self.make_app().run(host=host, port=port, threaded=True, debug=False,
+                            use_reloader=False)
+
+
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    out: dict[str, Any] = {"step_id": step.step_id, "tool": step.tool, "args": step.args}
+    if step.on_error != "stop":
+        out["on_error"] = step.on_error
+    if step.timeout is not None:
+        out["timeout"] = step.timeout
+    return out

@@ -1,0 +1,118 @@
+"""System mode: an app's tool, LLM and push calls go to the system over loopback.
+
+The launcher gives each app ``AIOS_SYSTEM_URL`` and a per-launch secret
+``AIOS_APP_TOKEN``; every call carries ``Authorization: Bearer <token>``, so
+the system knows which app is calling and applies that app's sandbox and
+audit. ``requests`` errors are mapped to our exceptions here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import requests
+
+from aios.errors import LLMError, LLMUnavailable, ToolError, ToolFailed, ToolRefused
+
+log = logging.getLogger(__name__)
+
+SYSTEM_CALL_TIMEOUT = 300.0
+"""Seconds. The system enforces each tool's own timeout; this only guards against a hung system."""
+CONNECT_TIMEOUT = 5.0
+_SNIPPET = 300
+
+
+class SystemClient:
+    """Talks to ``AIOS_SYSTEM_URL`` on behalf of one app."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = SYSTEM_CALL_TIMEOUT):
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._timeout = (CONNECT_TIMEOUT, timeout)
+        # One requests.Session per thread: Flask serves requests on many threads.
+        self._local = threading.local()
+
+    def _http(self) -> requests.Session:
+        http = getattr(self._local, "http", None)
+        if http is None:
+            http = requests.Session()
+            http.trust_env = False  # loopback only; never through an environment proxy
+            http.headers["Authorization"] = f"Bearer {self._token}"
+            self._local.http = http
+        return http
+
+    def _post(self, path: str, body: dict[str, Any]) -> requests.Response:
+        return self._http().post(f"{self.base_url}{path}", json=body, timeout=self._timeout)
+
+    # ------------------------------------------------------------ tools
+
+    def call_tool(self, name: str, args: dict[str, Any], session_id: str | None) -> Any:
+        body = {"tool": name, "args": args, "session_id": session_id}
+        try:
+            resp = self._post("/api/sys/tool", body)
+        except requests.RequestException as e:
+            raise ToolFailed(f"{name}: cannot reach the system at {self.base_url}: "
+                             f"{type(e).__name__}: {e}") from e
+        reply = _json(resp)
+        if resp.status_code != 200 or not isinstance(reply, dict) or "status" not in reply:
+            message = _error_text(resp, reply)
+            cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
+            raise cls(f"{name}: the system refused the call: {message}")
+        if reply.get("status") == "ok":
+            return reply.get("result")
+        raise ToolFailed(str(reply.get("error") or f"{name} failed"), result=reply.get("result"),
+                         meta=reply.get("meta") if isinstance(reply.get("meta"), dict) else None)
+
+    # -------------------------------------------------------------- llm
+
+    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+            session_id: str | None, **kw: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {**kw, "messages": messages, "session_id": session_id}
+        if tools is not None:
+            body["tools"] = tools
+        try:
+            resp = self._post("/api/sys/llm", body)
+        except requests.RequestException as e:
+            raise LLMError(f"cannot reach the system at {self.base_url} for the LLM: "
+                           f"{type(e).__name__}: {e}") from e
+        reply = _json(resp)
+        if resp.status_code != 200 or not isinstance(reply, dict):
+            message = _error_text(resp, reply)
+            if resp.status_code == 503 or "no llm" in message.lower():
+                raise LLMUnavailable(f"no LLM configured in the system: {message}")
+            raise LLMError(f"the system's LLM call failed: {message}")
+        message_dict = reply.get("message", reply)
+        if not isinstance(message_dict, dict):
+            raise LLMError(f"the system's LLM reply has no assistant message: "
+                           f"{str(reply)[:_SNIPPET]}")
+        return message_dict
+
+    # ------------------------------------------------------------- push
+
+    def push(self, payload: dict[str, Any], session_id: str | None) -> bool:
+        # The body is the view or event itself: the system tells them apart by view_type.
+        try:
+            resp = self._post("/api/sys/push", payload)
+        except requests.RequestException as e:
+            log.warning("push failed: cannot reach the system at %s: %s", self.base_url, e)
+            return False
+        if resp.status_code >= 300:
+            log.warning("push refused by the system (HTTP %d): %s", resp.status_code,
+                        _error_text(resp, _json(resp)))
+            return False
+        return True
+
+
+def _json(resp: requests.Response) -> Any:
+    try:
+        return resp.json()
+    except ValueError:
+        return None
+
+
+def _error_text(resp: requests.Response, reply: Any) -> str:
+    if isinstance(reply, dict) and reply.get("error"):
+        return str(reply["error"])
+    return f"HTTP {resp.status_code}: {resp.text[:_SNIPPET]!r}"

@@ -1,0 +1,120 @@
+"""The HTTP face of an app: ``/handle``, ``/tools/<name>``, ``/tools``, ``/health``.
+
+Thin Flask routes around an :class:`~aios_sdk.agent.AIOSAgent`. Whatever the
+app's code does, the reply is JSON: an exception in ``handle`` becomes an
+``error`` view (HTTP 200, traceback in the app's log) and the app keeps
+serving; values JSON cannot encode (a stray datetime) are sent as text. The
+system validates replies; the app side validates nothing else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import inspect
+import json
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response, request
+
+from aios.errors import ToolError
+from aios.protocol import error_response
+from aios_sdk.agent import bind_session, unbind_session
+
+if TYPE_CHECKING:
+    from aios_sdk.agent import AIOSAgent
+
+log = logging.getLogger(__name__)
+
+APP_TOKEN_HEADER = "X-AIOS-App-Token"
+SESSION_HEADER = "X-AIOS-Session-Id"
+
+
+def _json(payload: Any, status: int = 200) -> Response:
+    try:
+        text = json.dumps(payload, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as e:  # e.g. a circular reference
+        text = json.dumps(error_response(f"the reply cannot be encoded as JSON: {e}"),
+                          ensure_ascii=False)
+    return Response(text, status=status, mimetype="application/json")
+
+
+def _tool_error(message: str, status: int = 200, **extra: Any) -> Response:
+    return _json({"status": "error", "error": message, **extra}, status)
+
+
+def create_app(agent: AIOSAgent) -> Flask:
+    """A Flask app serving ``agent``; see the module docstring for the routes."""
+    app = Flask(f"aios_app.{type(agent).__name__}")
+    name = agent.display_name
+    tools = agent.custom_tools()
+
+    @app.post("/handle")
+    def handle() -> Response:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            return _json(error_response("the request body must be a JSON object with "
+                                        "instruction, context, action_request"), 400)
+        context = body.get("context")
+        context = context if isinstance(context, dict) else {}
+        session_id = body.get("session_id") or context.get("session_id")
+        token = bind_session(session_id if isinstance(session_id, str) else None)
+        try:
+            reply = agent.handle(body.get("instruction"), context, body.get("action_request"))
+        except Exception as e:  # noqa: BLE001 - the app must keep serving
+            log.exception("%s.handle raised", type(agent).__name__)
+            return _json(error_response(f"{type(e).__name__}: {e}",
+                                        title=f"{name}: handle failed"))
+        finally:
+            unbind_session(token)
+        if not isinstance(reply, dict):
+            got = "None (no return statement?)" if reply is None else type(reply).__name__
+            return _json(error_response(f"{type(agent).__name__}.handle returned {got}; it must "
+                                        "return a dict with view_type, data, actions",
+                                        title=f"{name}: bad reply"))
+        return _json(reply)
+
+    @app.get("/tools")
+    def list_tools() -> Response:
+        return _json([info.describe() for info in tools.values()])
+
+    @app.post("/tools/<tool_name>")
+    def call_tool(tool_name: str) -> Response:
+        expected = os.environ.get("AIOS_APP_TOKEN")
+        if expected:
+            given = request.headers.get(APP_TOKEN_HEADER, "")
+            if not hmac.compare_digest(given.encode(), expected.encode()):
+                return _tool_error(f"custom tool {tool_name!r}: missing or wrong "
+                                   f"{APP_TOKEN_HEADER}; only the system may call it", 403)
+        info = tools.get(tool_name)
+        if info is None:
+            return _tool_error(f"unknown tool {tool_name!r}; this app's custom tools: "
+                               f"{', '.join(tools) or 'none'}", 404)
+        args = request.get_json(silent=True) if request.content_length else {}
+        if not isinstance(args, dict):
+            return _tool_error(f"bad arguments for {tool_name}: the body must be a JSON object "
+                               "of keyword arguments")
+        method = getattr(agent, info.attr)
+        try:
+            inspect.signature(method).bind(**args)
+        except TypeError as e:
+            return _tool_error(f"bad arguments for {tool_name}: {e}")
+        session = request.headers.get(SESSION_HEADER) or None
+        token = bind_session(session)
+        try:
+            result = method(**args)
+        except ToolError as e:
+            return _tool_error(e.error, result=e.result, meta=e.meta or None)
+        except Exception as e:  # noqa: BLE001 - a tool's bug is that call's error, not the app's
+            log.exception("custom tool %s raised", tool_name)
+            return _tool_error(f"{tool_name}: {type(e).__name__}: {e}")
+        finally:
+            unbind_session(token)
+        return _json({"status": "ok", "result": result})
+
+    @app.get("/health")
+    def health() -> Response:
+        return _json({"status": "ok", "app": name})
+
+    return app

@@ -1,0 +1,360 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1, scripted by the test.
+
+It speaks real HTTP so the real ``openai`` client (and therefore our
+``LLMClient``) is exercised end to end. Each request to
+``POST /v1/chat/completions`` (or ``/chat/completions``) takes the next
+reply from a script; when the script is empty, ``default`` answers.
+
+    with FakeOpenAI(api_key="sk-test") as fake:
+        fake.script([text("你好"), tool_call("dispatch_tasks", {"tasks": []}),
+                     http_error(429, retry_after=0), delay(5), http_error(500)])
+        ...
+        fake.requests[0]["messages"]        # what the client sent
+
+A script item is a ``Reply``, a plain string (text content) or a dict spec
+(the same keys the standalone control endpoint takes):
+
+    {"content": "hi"}
+    {"tool_calls": [{"name": "f", "arguments": {...} | "raw text"}]}
+    {"status": 429, "message": "slow down", "retry_after": 1}
+    {"delay": 3, "then": {...}}                  # answer late (client timeouts)
+    {"raw": {...}}                               # this JSON body verbatim
+
+Standalone, for benchmarks and manual runs::
+
+    python -m tests.fakes.fake_openai --port 8900 [--key sk-test] [--reply TEXT]
+
+prints ``fake OpenAI server: http://127.0.0.1:8900/v1`` and serves until
+Ctrl+C. Another process can script it: ``POST /_fake/script`` with a JSON list
+of specs, ``GET /_fake/requests``, ``POST /_fake/reset``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, str]] = field(default_factory=list)
+    """(function name, arguments text) — the text need not be valid JSON."""
+    status: int = 200
+    message: str = ""
+    """Error message for a non-200 status."""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    raw: Any = None
+    """When set, sent verbatim as the JSON body (to break the schema on purpose)."""
+
+    @classmethod
+    def from_spec(cls, spec: Reply | str | dict[str, Any]) -> Reply:
+        if isinstance(spec, Reply):
+            return spec
+        if isinstance(spec, str):
+            return text(spec)
+        if not isinstance(spec, dict):
+            raise TypeError(f"a script item must be a Reply, str or dict, not {type(spec)}")
+        if "delay" in spec:
+            later = cls.from_spec(spec.get("then", "late reply"))
+            later.delay = float(spec["delay"])
+            return later
+        if "raw" in spec:
+            return cls(raw=spec["raw"])
+        if "status" in spec and int(spec["status"]) != 200:
+            return http_error(int(spec["status"]), spec.get("message", ""),
+                              retry_after=spec.get("retry_after"))
+        calls = [(c["name"], c.get("arguments", {})) for c in spec.get("tool_calls", [])]
+        if calls:
+            return tool_calls(*calls, content=spec.get("content"))
+        return text(spec.get("content", ""))
+
+
+def _args_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def text(content: str) -> Reply:
+    """A plain assistant message."""
+    return Reply(content=content)
+
+
+def tool_call(name: str, arguments: Any = None) -> Reply:
+    """One function call; ``arguments`` is JSON-encoded unless it is already a string."""
+    return Reply(tool_calls=[(name, _args_text({} if arguments is None else arguments))])
+
+
+def tool_calls(*calls: tuple[str, Any], content: str | None = None) -> Reply:
+    return Reply(content=content, tool_calls=[(n, _args_text(a)) for n, a in calls])
+
+
+def http_error(status: int, message: str = "", *, retry_after: float | None = None) -> Reply:
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    return Reply(status=status, message=message or _DEFAULT_ERRORS.get(status, "error"),
+                 headers=headers)
+
+
+def delay(seconds: float, then: Reply | str = "late reply") -> Reply:
+    """Answer only after ``seconds`` (the client has usually given up by then)."""
+    r = Reply.from_spec(then)
+    r.delay = seconds
+    return r
+
+
+_DEFAULT_ERRORS = {
+    400: "Invalid request",
+    401: "Authentication Fails (invalid API key)",
+    429: "Rate limit reached for requests",
+    500: "The server had an error while processing your request",
+    503: "The server is overloaded",
+}
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                429: "rate_limit_error"}
+
+
+# ------------------------------------------------------------------ server
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: FakeOpenAI
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out closed the socket before the late answer: expected.
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client went away (timeout): nothing to tell it
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw.decode("utf-8")) if raw else {}
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return {"_unparsed": raw.decode("utf-8", "replace")}
+
+    def do_GET(self) -> None:
+        owner = self.server.owner
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": owner.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+        elif self.path == "/_fake/requests":
+            with owner.lock:
+                self._send_json(200, list(owner.requests))
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        body = self._body()
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/_fake/script":
+            owner.script(body if isinstance(body, list) else [body])
+            self._send_json(200, {"queued": len(owner.pending())})
+            return
+        if path == "/_fake/reset":
+            owner.reset()
+            self._send_json(200, {"ok": True})
+            return
+        if path not in CHAT_PATHS:
+            self._send_json(404, {"error": {"message": f"no route {self.path}",
+                                            "type": "invalid_request_error"}})
+            return
+        owner._record(body, {k.lower(): v for k, v in self.headers.items()}, path)
+        if owner.api_key is not None and \
+                self.headers.get("Authorization") != f"Bearer {owner.api_key}":
+            self._send_json(401, _error_body(401, _DEFAULT_ERRORS[401]))
+            return
+        reply = owner._next()
+        if reply.delay and owner._stop.wait(reply.delay):
+            return  # shutting down: drop the late answer
+        if reply.raw is not None:
+            self._send_json(200, reply.raw)
+        elif reply.status != 200:
+            self._send_json(reply.status, _error_body(reply.status, reply.message), reply.headers)
+        else:
+            self._send_json(200, owner._completion(body, reply), reply.headers)
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": _ERROR_TYPES.get(status, "api_error"),
+                      "param": None, "code": None}}
+
+
+def _count_tokens(value: Any) -> int:
+    """A rough, deterministic token count (≈ 4 characters a token), at least 1."""
+    return max(1, len(json.dumps(value, ensure_ascii=False)) // 4)
+
+
+class FakeOpenAI:
+    """The server, its script and what it received. Use as a context manager."""
+
+    def __init__(self, *, api_key: str | None = None, model: str = "fake-model",
+                 port: int = 0, default: Reply | str | dict[str, Any] = "ok"):
+        self.api_key = api_key
+        """When set, requests without ``Authorization: Bearer <api_key>`` get 401."""
+        self.model = model
+        self.default = Reply.from_spec(default)
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        """Every chat request body, in order (including refused ones)."""
+        self.headers: list[dict[str, str]] = []
+        """Headers of each chat request, names lowercased."""
+        self.paths: list[str] = []
+        self._queue: deque[Reply] = deque()
+        self._ids = itertools.count(1)
+        self._stop = threading.Event()
+        self._server = _Server(("127.0.0.1", port), _Handler)
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05},
+                                        name="fake-openai", daemon=True)
+
+    # ---------------------------------------------------------- lifecycle
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """Base URL in the ``…/v1`` form."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """Base URL without ``/v1`` (the form ``https://api.deepseek.com`` uses)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------- script
+
+    def script(self, replies: Iterable[Reply | str | dict[str, Any]]) -> None:
+        """Queue replies; each chat request takes the next one."""
+        items = [Reply.from_spec(r) for r in replies]
+        with self.lock:
+            self._queue.extend(items)
+
+    def pending(self) -> list[Reply]:
+        with self.lock:
+            return list(self._queue)
+
+    def reset(self) -> None:
+        with self.lock:
+            self._queue.clear()
+            self.requests.clear()
+            self.headers.clear()
+            self.paths.clear()
+
+    def _next(self) -> Reply:
+        with self.lock:
+            return self._queue.popleft() if self._queue else self.default
+
+    def _record(self, body: Any, headers: dict[str, str], path: str) -> None:
+        with self.lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            self.paths.append(path)
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        n = next(self._ids)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{n}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": args}}
+                for i, (name, args) in enumerate(reply.tool_calls)]
+        prompt = _count_tokens(body.get("messages", []))
+        completion = _count_tokens(message)
+        return {
+            "id": f"chatcmpl-fake{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A running fake with the key ``sk-test`` (import into a conftest to use)."""
+    with FakeOpenAI(api_key="sk-test") as fake:
+        yield fake
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI-compatible chat server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--key", default=None, help="require this API key (401 otherwise)")
+    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--reply", default="ok", help="default reply text")
+    parser.add_argument("--delay", type=float, default=0.0, help="delay of the default reply")
+    args = parser.parse_args(argv)
+    default = Reply.from_spec(args.reply)
+    default.delay = args.delay
+    fake = FakeOpenAI(api_key=args.key, model=args.model, port=args.port, default=default)
+    fake.start()
+    print(f"fake OpenAI server: {fake.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""A real system for integration tests: real app processes started by the real
+launcher from a temporary apps dir, the real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from aios.config import validate_config
+from aios.server import ServerThread, create_app
+from aios.system import System
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+SYSTEM_APPS = FIXTURES / "apps_system"
+TOKEN = "test-launch-token"
+
+
+@dataclass
+class Running:
+    system: System
+    server: ServerThread
+    apps_dir: Path
+    data_dir: Path
+    http: requests.Session = field(default_factory=requests.Session)
+
+    @property
+    def url(self) -> str:
+        return self.system.url
+
+    def get(self, path: str, **kw: Any) -> requests.Response:
+        return self.http.get(self.url + path, timeout=kw.pop("timeout", 20), **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> requests.Response:
+        return self.http.post(self.url + path, json=body, timeout=kw.pop("timeout", 20), **kw)
+
+    def open(self, app: str, session_id: str | None = None) -> dict[str, Any]:
+        r = self.post(f"/api/apps/{app}/open", {"session_id": session_id} if session_id else {})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def instruct(self, text: str, session_id: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"text": text}
+        if session_id:
+            body["session_id"] = session_id
+        r = self.post("/api/instruction", body)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.system.stop()
+        self.http.close()
+
+
+def copy_apps(dest: Path, names: list[str], source: Path = SYSTEM_APPS) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copytree(source / name, dest / name)
+    return dest
+
+
+def start_system(apps_dir: Path, data_dir: Path, **overrides: Any) -> Running:
+    raw: dict[str, Any] = {"apps_dir": str(apps_dir), "data_dir": str(data_dir),
+                           "handle_timeout": 3, "app_start_timeout": 20, "max_rounds": 4,
+                           "llm": {"api_key": ""}}
+    for k, v in overrides.items():
+        raw[k] = {**raw[k], **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v
+    config = validate_config(raw)
+    server = ServerThread(0)
+    system = System(config, port=server.port, token=TOKEN)
+    server.attach(create_app(system))
+    server.start()
+    try:
+        system.start()
+    except BaseException:
+        server.shutdown()
+        system.stop()
+        raise
+    running = Running(system, server, apps_dir, data_dir)
+    running.http.headers["Authorization"] = f"Bearer {TOKEN}"
+    return running
+
+
+@pytest.fixture
+def make_system(tmp_path: Path) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def make(apps: list[str] | None = None, *, apps_dir: Path | None = None,
+             data_dir: Path | None = None, **overrides: Any) -> Running:
+        if apps_dir is None:
+            apps_dir = copy_apps(tmp_path / f"apps{len(started)}", apps or [])
+        running = start_system(apps_dir, data_dir or tmp_path / "data", **overrides)
+        started.append(running)
+        return running
+
+    yield make
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def system_all(make_system: Callable[..., Running]) -> Running:
+    return make_system(["echo", "stepper", "slow", "bad"])

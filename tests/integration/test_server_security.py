@@ -1,0 +1,155 @@
+"""Every refusal of the loopback server is a 401/403 with a JSON reason."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import requests
+import simple_websocket
+
+from tests.integration.conftest import TOKEN, Running
+
+
+@pytest.fixture
+def system(make_system: Callable[..., Running], tmp_path: Path) -> Running:
+    from tests.integration.conftest import copy_apps
+    apps = copy_apps(tmp_path / "apps", ["echo"])
+    ctl = apps / "ctl"
+    ctl.mkdir()
+    (ctl / "manifest.json").write_text(json.dumps({
+        "name": "Control", "entry": "main.py", "role_prompt": "controls the desktop",
+        "permissions": ["desktop.control"]}))
+    (ctl / "main.py").write_text((apps / "echo" / "main.py").read_text())
+    return make_system(apps_dir=apps)
+
+
+def bare(system: Running, method: str, path: str, **kw: object) -> requests.Response:
+    return requests.request(method, system.url + path, timeout=10, **kw)  # type: ignore[arg-type]
+
+
+def app_token(system: Running, app: str) -> str:
+    record = system.system.launcher.get(app)
+    assert record is not None
+    return record.token
+
+
+def test_desktop_api_needs_the_launch_token(system: Running) -> None:
+    r = bare(system, "GET", "/api/apps")
+    assert r.status_code == 401 and "launch token" in r.json()["error"]
+    r = bare(system, "GET", "/api/apps", headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 401
+    r = bare(system, "POST", "/api/instruction", json={"text": "echo hi"})
+    assert r.status_code == 401
+    assert bare(system, "GET", "/?token=wrong").status_code == 401
+
+
+def test_opening_the_page_with_the_token_sets_an_httponly_cookie(system: Running) -> None:
+    s = requests.Session()
+    r = s.get(system.url + f"/?token={TOKEN}", timeout=10)
+    assert r.status_code == 200 and "Triton AIOS" in r.text
+    cookie = r.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert s.get(system.url + "/api/apps", timeout=10).status_code == 200
+    csp = r.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "object-src 'none'" in csp
+    assert "unsafe-inline" not in csp
+
+
+def test_foreign_host_header_is_refused(system: Running) -> None:
+    for host in (f"evil.example:{system.system.port}", "127.0.0.1:1", "attacker.localhost",
+                 f"127.0.0.1.evil.example:{system.system.port}"):
+        r = bare(system, "GET", "/api/apps",
+                 headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 403, host
+        assert "DNS rebinding" in r.json()["error"]
+
+
+def test_cross_origin_writes_are_refused(system: Running) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}
+    r = bare(system, "POST", "/api/instruction", json={"text": "echo hi"}, headers=headers)
+    assert r.status_code == 403 and "origin" in r.json()["error"]
+    ok = {"Authorization": f"Bearer {TOKEN}", "Origin": system.url}
+    r = bare(system, "POST", "/api/apps/echo/open", json={}, headers=ok)
+    assert r.status_code == 200
+
+
+def test_websocket_checks_origin_and_token(system: Running) -> None:
+    ws_url = system.url.replace("http", "ws") + "/api/events"
+    with pytest.raises(simple_websocket.ConnectionError):
+        simple_websocket.Client.connect(ws_url, headers={"Authorization": f"Bearer {TOKEN}",
+                                                         "Origin": "http://evil.example"})
+    with pytest.raises(simple_websocket.ConnectionError):
+        simple_websocket.Client.connect(ws_url)
+    ws = simple_websocket.Client.connect(ws_url, headers={"Authorization": f"Bearer {TOKEN}",
+                                                          "Origin": system.url})
+    try:
+        hello = json.loads(ws.receive(timeout=5))
+        assert hello["type"] == "hello"
+        assert {a["id"] for a in hello["apps"]} == {"echo", "ctl"}
+    finally:
+        ws.close()
+
+
+def test_app_endpoints_need_the_apps_own_token(system: Running) -> None:
+    body = {"tool": "cache_get", "args": {"key": "x"}}
+    r = bare(system, "POST", "/api/sys/tool", json=body)
+    assert r.status_code == 401 and "app token" in r.json()["error"]
+    # the desktop's launch token is not an app token
+    r = bare(system, "POST", "/api/sys/tool", json=body,
+             headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 401
+    r = bare(system, "POST", "/api/sys/tool", json=body,
+             headers={"Authorization": f"Bearer {app_token(system, 'echo')}"})
+    assert r.status_code == 200 and r.json()["status"] == "ok"
+
+
+def test_ui_operations_need_the_desktop_control_permission(system: Running) -> None:
+    op = {"op": "move", "id": "clock", "x": 20, "y": 20}
+    r = bare(system, "POST", "/api/sys/ui", json=op,
+             headers={"Authorization": f"Bearer {app_token(system, 'echo')}"})
+    assert r.status_code == 403 and "desktop.control" in r.json()["error"]
+    ctl = {"Authorization": f"Bearer {app_token(system, 'ctl')}"}
+    sub = system.system.bus.subscribe()
+    try:
+        r = bare(system, "POST", "/api/sys/ui", json=op, headers=ctl)
+        assert r.status_code == 200 and r.json()["applied"] == 1
+        event = sub.get(timeout=2)
+        while event is not None and event["type"] != "ui_op":
+            event = sub.get(timeout=2)
+        assert event is not None
+        assert (event["op"], event["id"], event["x"], event["by"]) == ("move", "clock", 20, "ctl")
+    finally:
+        sub.close()
+    for bad, needle in [({"op": "explode", "id": "clock"}, "unknown UI operation"),
+                        ({"op": "move", "id": "clock", "x": "left", "y": 0}, "'x'"),
+                        ({"op": "resize", "id": "clock", "width": -5, "height": 9}, "positive"),
+                        ({"op": "change_color", "id": "clock"}, "'color'")]:
+        r = bare(system, "POST", "/api/sys/ui", json=bad, headers=ctl)
+        assert r.status_code == 400 and needle in r.json()["error"], bad
+
+
+def test_bad_requests_get_json_reasons(system: Running) -> None:
+    r = system.http.post(system.url + "/api/instruction", data="{oops", timeout=10,
+                         headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
+    assert system.post("/api/instruction", {"text": ""}).status_code == 400
+    r = system.post("/api/action", {"app": "echo"})
+    assert r.status_code == 400 and "action_id" in r.json()["error"]
+    r = system.get("/api/nope")
+    assert r.status_code == 404 and "no such endpoint" in r.json()["error"]
+
+
+def test_app_files_are_served_from_the_workdir_only(system: Running) -> None:
+    ws = system.apps_dir / "echo" / "workspace"
+    ws.mkdir(exist_ok=True)
+    (ws / "cover.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'>"
+                                  "<script>alert(1)</script></svg>")
+    r = system.get("/apps/echo/files/cover.svg")
+    assert r.status_code == 200
+    assert r.headers["Content-Security-Policy"].startswith("sandbox")
+    r = system.get("/apps/echo/files/..%2Fmain.py")
+    assert r.status_code in (403, 404) and "main.py" not in r.text.split("error")[0]
+    assert system.get("/apps/nobody/files/x").status_code == 404
