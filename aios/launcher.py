@@ -372,9 +372,10 @@ class Launcher:
 
     def url(self, app_id: str) -> str:
         rec = self.get(app_id)
-        if rec is None or rec.port is None:
-            raise AppNotFound(f"no app {app_id!r}" if rec is None
-                              else f"app {app_id!r} has no port: {rec.error}")
+        if rec is None:
+            raise AppNotFound(f"no app {app_id!r}")
+        if rec.port is None:
+            raise AppUnavailable(f"app {app_id!r} is not running: {rec.error or rec.status}")
         return f"http://127.0.0.1:{rec.port}"
 
     def ready(self) -> bool:

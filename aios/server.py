@@ -20,7 +20,6 @@ import logging
 import math
 import mimetypes
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, make_response, request, send_file
@@ -35,6 +34,7 @@ from aios.protocol import ActionRequest, describe_validation_error
 from aios.sandbox import resolve_path
 from aios.system import System
 from aios.tools import invoke
+from aios.voice import VoiceError, grammar_source, grammar_words, synthesize
 
 log = logging.getLogger(__name__)
 
@@ -377,13 +377,61 @@ def create_app(system: System) -> Flask:
         finally:
             sub.close()
 
-    for hook in _extra_routes:
-        hook(app, system)
+    # ----------------------------------------------------------------- voice
+
+    def _voice_language(body_lang: Any = None) -> str:
+        return body_lang if isinstance(body_lang, str) and body_lang else \
+            system.config.default_voice
+
+    def _heard(text: str) -> Response:
+        out: dict[str, Any] = {"text": text}
+        if request.args.get("run") in ("1", "true"):
+            out["result"] = system.controller.instruction(text, request.args.get("session_id"))
+        return jsonify(out)
+
+    @app.post("/api/voice/transcribe")
+    def voice_transcribe() -> Response:
+        try:
+            text = system.recognizer.transcribe(
+                request.get_data(cache=False), grammar_source(system.launcher.apps()),
+                language=_voice_language(request.args.get("lang")))
+        except VoiceError as e:
+            return _error(422, str(e))
+        return _heard(text)
+
+    @app.post("/api/voice/listen")
+    def voice_listen() -> Response:
+        try:
+            text = system.recognizer.listen_once(grammar_source(system.launcher.apps()),
+                                                 language=_voice_language())
+        except VoiceError as e:
+            return _error(422, str(e))
+        return _heard(text)
+
+    @app.post("/api/voice/speak")
+    def voice_speak() -> Response:
+        body = _json_body()
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise _BadRequest("field 'text' is required")
+        try:
+            wav = synthesize(text, language=_voice_language(body.get("lang")),
+                             config=system.config)
+        except VoiceError as e:
+            return _error(422, str(e))
+        return Response(wav, mimetype="audio/wav")
+
+    @app.get("/api/voice/status")
+    def voice_status() -> Response:
+        source = grammar_source(system.launcher.apps())
+        return jsonify({"stt": {"engine": system.recognizer.engine(),
+                                "commands": grammar_words(source)},
+                        "tts": {"engine": system.config.voice.tts_engine,
+                                "rate": system.config.voice_rate,
+                                "voice": system.config.voice.mandarin_voice},
+                        "welcome": system.config.voice.welcome})
+
     return app
-
-
-_extra_routes: list[Callable[[Flask, System], None]] = []
-"""Other route families (voice) register here, so this module stays the only router."""
 
 
 def _session(body: dict[str, Any]) -> str | None:

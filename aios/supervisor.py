@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 READY_POLL_INTERVAL = 0.02
 """Seconds between readiness probes of a starting app."""
+KILL_WAIT = 5.0
+"""Seconds to wait for SIGKILLed processes to disappear."""
 LOG_TAIL_LINES = 20
 LOG_ROTATE_BYTES = 5_000_000
 """An app log larger than this is moved to ``<id>.log.1`` at the next launch."""
@@ -197,9 +199,37 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass
 
 
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """Live processes of a group (orphans included, which ``children()`` cannot see)."""
+    members = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid and not _gone(p):
+                members.append(p)
+        except (OSError, psutil.Error):
+            continue
+    return members
+
+
+def _reap(procs: list[psutil.Process], timeout: float = KILL_WAIT) -> None:
+    """SIGKILL ``procs`` and wait until they are gone: a signal is delivered, not awaited."""
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + timeout
+    while not all(_gone(p) for p in procs):
+        if time.monotonic() >= deadline:
+            log.error("processes survived SIGKILL: %s", [p.pid for p in procs if not _gone(p)])
+            return
+        time.sleep(0.01)
+
+
 def kill_group(pgid: int) -> None:
-    """SIGKILL whatever is left in a process group (after its leader died)."""
+    """SIGKILL whatever is left in a process group (after its leader died) and wait for it."""
     _signal_group(pgid, signal.SIGKILL)
+    _reap(_group_members(pgid))
 
 
 def stop_process(proc: subprocess.Popen[bytes], grace: float) -> str:
@@ -208,38 +238,37 @@ def stop_process(proc: subprocess.Popen[bytes], grace: float) -> str:
     ``exited`` (it was already gone), ``terminated`` (SIGTERM sufficed) or
     ``killed`` (something was still alive after ``grace`` seconds). The
     descendants are listed before signalling because the ones that left the
-    group (setsid) are only findable while their parent lives.
+    group (setsid) are only findable while their parent lives. Returns once
+    every one of them is gone.
     """
     try:
-        descendants = psutil.Process(proc.pid).children(recursive=True)
+        tracked = psutil.Process(proc.pid).children(recursive=True)
     except psutil.Error:
-        descendants = []
-    if proc.poll() is not None and all(_gone(p) for p in descendants):
-        kill_group(proc.pid)
+        tracked = []
+    known = {p.pid for p in tracked}
+    tracked += [p for p in _group_members(proc.pid) if p.pid != proc.pid and p.pid not in known]
+    if proc.poll() is not None and all(_gone(p) for p in tracked):
         return "exited"
     _signal_group(proc.pid, signal.SIGTERM)
-    for p in descendants:
+    for p in tracked:
         try:
             p.terminate()
         except psutil.Error:
             pass
     deadline = time.monotonic() + grace
     path = "terminated"
-    while proc.poll() is None or not all(_gone(p) for p in descendants):
+    while proc.poll() is None or not all(_gone(p) for p in tracked):
         if time.monotonic() >= deadline:
             path = "killed"
             break
         time.sleep(0.02)
     # Always sweep the group: members started during the grace period are not in the list.
-    kill_group(proc.pid)
-    for p in descendants:
-        if not _gone(p):
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    known = {p.pid for p in tracked}
+    _reap([p for p in tracked if not _gone(p)]
+          + [p for p in _group_members(proc.pid) if p.pid not in known and p.pid != proc.pid])
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=KILL_WAIT)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
         log.error("process %d did not die after SIGKILL", proc.pid)
     return path

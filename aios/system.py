@@ -26,6 +26,7 @@ from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools.base import ToolContext
 from aios.tools.process import ProcessTable
+from aios.voice import Recognizer
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class System:
                                      bus=self.bus, llm=self.llm,
                                      tool_context=self.tool_context,
                                      custom_tools=self.custom_tools)
+        self.recognizer = Recognizer(config)
         self._stopped = False
 
     @property
@@ -75,6 +77,7 @@ class System:
         finally:
             self.processes.shutdown()
             self.controller.close()
+            self.recognizer.close()
             self.store.close()
 
     def update_config(self, updates: dict[str, Any]) -> None:
@@ -85,6 +88,7 @@ class System:
         self.llm = LLMClient(new, self.store)
         self.controller.config = new
         self.controller.llm = self.llm
+        self.recognizer.config = new
 
     # ------------------------------------------------------------- per app
 

@@ -1,0 +1,284 @@
+"""Speech on the server side (spec §10; DESIGN §10).
+
+Recognition: the page uses the Web Speech API where the web engine has it.
+WebKitGTK has neither recognition nor getUserMedia, so the server can listen
+once on the default microphone (SpeechRecognition + PyAudio) or take posted
+audio, and transcribe it with
+- an online engine (Google's free endpoint through SpeechRecognition) for
+  zh-CN, when configured and reachable, or
+- offline pocketsphinx, constrained by a JSGF grammar built from the
+  installed apps' names and keywords and common command verbs (open
+  vocabulary offline recognition is unusable). The grammar is rebuilt when
+  the set of apps changes.
+
+Speaking: pyttsx3 (espeak-ng on Linux; Mandarin voice ``sit/cmn-latn-pinyin``)
+renders the reply to a WAV in a child process (pyttsx3 engines are not
+thread-safe); the page plays it.
+
+Every failure is a :class:`VoiceError` whose message is one line for the UI.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+import wave
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aios.config import Config
+from aios.errors import AIOSError
+
+log = logging.getLogger(__name__)
+
+COMMAND_VERBS = ("open", "show", "close", "hide", "play")
+"""Few and acoustically distinct: every extra verb costs accuracy on the rest."""
+DESKTOP_THINGS = ("clock", "calendar", "settings", "notifications", "music")
+MAX_AUDIO_BYTES = 20_000_000
+TTS_TIMEOUT = 30.0
+_WORD = re.compile(r"^[a-z]+$")
+
+
+class VoiceError(AIOSError):
+    """A speech failure, worded for the user (one line)."""
+
+
+@dataclass(frozen=True)
+class GrammarSource:
+    """What the grammar is built from: (app id, name, keywords) per app."""
+
+    apps: tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
+def _speech_recognition() -> Any:
+    """SpeechRecognition imports the deprecated ``aifc`` module; keep that warning quiet."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import speech_recognition
+
+    return speech_recognition
+
+
+@functools.cache
+def _dictionary() -> frozenset[str]:
+    from pocketsphinx import get_model_path
+    words = set()
+    path = Path(get_model_path()) / "en-us" / "cmudict-en-us.dict"
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            word = line.split(" ", 1)[0]
+            if "(" not in word:
+                words.add(word)
+    return frozenset(words)
+
+
+def grammar_words(source: GrammarSource) -> list[str]:
+    """App words the recogniser can hear: ids, English names and keywords in its dictionary."""
+    vocab = _dictionary()
+    words: list[str] = []
+    for app_id, name, keywords in source.apps:
+        for text in (app_id.replace("_", " "), name, *keywords):
+            for w in re.split(r"[\s\-_/]+", text.lower()):
+                if _WORD.match(w) and w in vocab and w not in words and w not in COMMAND_VERBS \
+                        and w not in ("the", "app", "a", "an"):
+                    words.append(w)
+    return words
+
+
+def build_grammar(source: GrammarSource) -> str:
+    """A JSGF grammar: ``<verb> [the] <thing>``."""
+    things = grammar_words(source)
+    for w in DESKTOP_THINGS:
+        if w not in things:
+            things.append(w)
+    return ("#JSGF V1.0;\ngrammar commands;\n"
+            "public <command> = <verb> [the] <thing>;\n"
+            f"<verb> = {' | '.join(COMMAND_VERBS)};\n"
+            f"<thing> = {' | '.join(things)};\n")
+
+
+def to_pcm16k(audio: bytes) -> bytes:
+    """Any audio sox reads → 16 kHz mono 16-bit PCM with 0.3 s of silence around it."""
+    sox = shutil.which("sox")
+    if sox is None:
+        raise VoiceError("语音识别需要 sox（apt-get install sox） / speech recognition needs sox")
+    with tempfile.TemporaryDirectory(prefix="aios-voice-") as tmp:
+        src, dst = Path(tmp) / "in.audio", Path(tmp) / "out.wav"
+        src.write_bytes(audio)
+        kind = ["-t", "wav"] if audio[:4] == b"RIFF" else []
+        # -R: repeatable dither. The recogniser needs the dither's faint noise
+        # (pure digital silence breaks its energy estimate) but is sensitive
+        # enough to it that random dither made one recording heard differently.
+        proc = subprocess.run([sox, "-R", *kind, str(src), "-r", "16000", "-c", "1", "-b", "16",
+                               "-e", "signed-integer", str(dst), "pad", "0.3", "0.3"],
+                              capture_output=True, timeout=30, check=False)
+        if proc.returncode != 0:
+            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise VoiceError("无法读取音频 / cannot read the audio: "
+                             + (detail[-1] if detail else f"sox exit {proc.returncode}"))
+        with wave.open(str(dst)) as w:
+            return w.readframes(w.getnframes())
+
+
+class Recognizer:
+    """Offline and online transcription; thread-safe."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self._lock = threading.Lock()
+        self._grammar_for: GrammarSource | None = None
+        self._grammar_path: Path | None = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="aios-grammar-")
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def engine(self) -> str:
+        engine = self.config.voice.stt_engine
+        if engine == "auto":
+            # Google's endpoint needs the internet; offline pocketsphinx is the
+            # dependable default, and it only knows English commands.
+            return "sphinx"
+        return engine
+
+    def grammar(self, source: GrammarSource) -> Path:
+        with self._lock:
+            if source != self._grammar_for or self._grammar_path is None:
+                path = Path(self._tmp.name) / f"commands_{abs(hash(source))}.gram"
+                path.write_text(build_grammar(source), encoding="utf-8")
+                self._grammar_for, self._grammar_path = source, path
+                log.info("voice grammar rebuilt for %d apps", len(source.apps))
+            return self._grammar_path
+
+    def transcribe(self, audio: bytes, source: GrammarSource, *, language: str) -> str:
+        if not audio:
+            raise VoiceError("没有收到音频 / no audio received")
+        if len(audio) > MAX_AUDIO_BYTES:
+            raise VoiceError(f"音频太大 / audio larger than {MAX_AUDIO_BYTES} bytes")
+        engine = self.engine()
+        if engine == "none":
+            raise VoiceError("语音识别已关闭 / speech recognition is turned off in settings")
+        pcm = to_pcm16k(audio)
+        if engine == "google":
+            return self._google(pcm, language)
+        return self._sphinx(pcm, source)
+
+    def _sphinx(self, pcm: bytes, source: GrammarSource) -> str:
+        try:
+            from pocketsphinx import Decoder
+        except ImportError as e:
+            raise VoiceError("离线识别需要 pocketsphinx / offline recognition needs "
+                             "pocketsphinx (pip install pocketsphinx)") from e
+        # A fresh decoder per utterance: the live cepstral mean of a reused one
+        # drifts with what it heard before, and accuracy with it.
+        decoder = Decoder(jsgf=str(self.grammar(source)), logfn="/dev/null")
+        decoder.start_utt()
+        decoder.process_raw(pcm, full_utt=True)
+        decoder.end_utt()
+        hyp = decoder.hyp()
+        text = hyp.hypstr.strip() if hyp is not None else ""
+        if not text or len(text.split()) < 2:
+            raise VoiceError("没有识别出指令，请再说一次（离线识别只认识“open 应用名”这类英文"
+                             "命令） / not recognised: say a command like “open notes”")
+        return text
+
+    def _google(self, pcm: bytes, language: str) -> str:
+        sr = _speech_recognition()
+        audio = sr.AudioData(pcm, 16000, 2)
+        try:
+            return str(sr.Recognizer().recognize_google(audio, language=language))
+        except sr.UnknownValueError as e:
+            raise VoiceError("没有识别出内容，请再说一次 / nothing recognised, please try "
+                             "again") from e
+        except sr.RequestError as e:
+            raise VoiceError(f"在线识别不可用 / online recognition unavailable: {e}") from e
+
+    def listen_once(self, source: GrammarSource, *, language: str,
+                    timeout: float = 6.0) -> str:
+        """Record one phrase from the default microphone and transcribe it."""
+        sr = _speech_recognition()
+        try:
+            mic = sr.Microphone()
+        except (ImportError, AttributeError) as e:
+            raise VoiceError("没有检测到麦克风（缺少 PyAudio） / no microphone support "
+                             "(PyAudio missing)") from e
+        except OSError as e:
+            raise VoiceError(f"没有检测到麦克风 / no microphone: {e}") from e
+        rec = sr.Recognizer()
+        try:
+            with mic as src:
+                rec.adjust_for_ambient_noise(src, duration=0.3)
+                audio = rec.listen(src, timeout=timeout, phrase_time_limit=8)
+        except sr.WaitTimeoutError as e:
+            raise VoiceError("没有听到声音 / heard nothing") from e
+        except (OSError, AttributeError) as e:
+            raise VoiceError(f"没有检测到麦克风 / no microphone: {e}") from e
+        return self.transcribe(audio.get_wav_data(), source, language=language)
+
+
+# ------------------------------------------------------------------- speaking
+
+
+def _tts_script() -> str:
+    return (
+        "import sys, pyttsx3\n"
+        "text, path, voice, rate = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])\n"
+        "e = pyttsx3.init()\n"
+        "if voice:\n"
+        "    e.setProperty('voice', voice)\n"
+        "e.setProperty('rate', int(e.getProperty('rate') * rate))\n"
+        "e.save_to_file(text, path)\n"
+        "e.runAndWait()\n"
+    )
+
+
+def voice_for(language: str, config: Config) -> str:
+    return config.voice.mandarin_voice if language.lower().startswith("zh") else ""
+
+
+def synthesize(text: str, *, language: str, config: Config) -> bytes:
+    """Render ``text`` to WAV bytes with pyttsx3 (in a child process)."""
+    text = text.strip()
+    if not text:
+        raise VoiceError("没有要朗读的内容 / nothing to speak")
+    if config.voice.tts_engine == "none":
+        raise VoiceError("语音播报已关闭 / speech output is turned off in settings")
+    with tempfile.TemporaryDirectory(prefix="aios-tts-") as tmp:
+        out = Path(tmp) / "speech.wav"
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", _tts_script(), text[:2000], str(out),
+                 voice_for(language, config), str(config.voice_rate)],
+                capture_output=True, timeout=TTS_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise VoiceError("语音合成超时 / speech synthesis timed out") from e
+        if proc.returncode != 0 or not out.exists() or out.stat().st_size < 100:
+            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise VoiceError("语音合成失败（需要 espeak-ng 和 pyttsx3） / speech synthesis "
+                             "failed: " + (detail[-1] if detail else "no audio produced"))
+        return out.read_bytes()
+
+
+def wav_seconds(data: bytes) -> float:
+    with wave.open(io.BytesIO(data)) as w:
+        return w.getnframes() / float(w.getframerate())
+
+
+def grammar_source(apps: Iterable[Any]) -> GrammarSource:
+    """From launcher records (those with a manifest)."""
+    items = []
+    for r in apps:
+        if getattr(r, "manifest", None) is None:
+            continue
+        items.append((r.id, r.manifest.name, tuple(r.manifest.keywords)))
+    return GrammarSource(tuple(sorted(items)))

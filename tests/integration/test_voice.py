@@ -1,0 +1,96 @@
+"""Voice: real speech files from espeak-ng, transcribed offline against the
+grammar of the installed apps; replies rendered to speech by pyttsx3."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from aios.voice import wav_seconds
+from tests.integration.conftest import SYSTEM_APPS, Running
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("espeak-ng") and shutil.which("sox")),
+    reason="needs espeak-ng and sox: scripts/install --test (apt-get install espeak-ng sox)")
+
+
+def speak(text: str, path: Path) -> bytes:
+    subprocess.run(["espeak-ng", "-s", "150", "-w", str(path), text], check=True)
+    return path.read_bytes()
+
+
+@pytest.fixture
+def voice_system(make_system: Callable[..., Running], tmp_path: Path) -> Running:
+    apps = tmp_path / "apps"
+    for app_id, keywords in (("notes", ["notes", "note", "记事本"]),
+                             ("gallery", ["gallery", "gallery", "组件"])):
+        shutil.copytree(SYSTEM_APPS / "echo", apps / app_id)
+        manifest = json.loads((apps / app_id / "manifest.json").read_text())
+        manifest.update(name=app_id.title(), keywords=keywords,
+                        description=f"the {app_id} app")
+        (apps / app_id / "manifest.json").write_text(json.dumps(manifest))
+    return make_system(apps_dir=apps)
+
+
+@pytest.mark.parametrize(("phrase", "app"), [("open notes", "notes"),
+                                              ("open the gallery", "gallery")])
+def test_spoken_command_is_transcribed_and_reaches_the_app(voice_system: Running,
+                                                           tmp_path: Path, phrase: str,
+                                                           app: str) -> None:
+    audio = speak(phrase, tmp_path / "cmd.wav")
+    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe?run=1", data=audio,
+                               headers={"Content-Type": "audio/wav"}, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["text"] == phrase
+    assert [t["app"] for t in body["result"]["plan"]] == [app]
+    assert body["result"]["results"][0]["response"]["status"] == "ok"
+
+
+def test_phrase_outside_the_grammar_is_clearly_not_recognised(voice_system: Running,
+                                                               tmp_path: Path) -> None:
+    audio = speak("banana pancakes tomorrow morning", tmp_path / "x.wav")
+    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe", data=audio,
+                               timeout=30)
+    assert r.status_code == 422
+    assert "not recognised" in r.json()["error"]
+
+
+def test_garbage_audio_and_empty_audio_are_clear_errors(voice_system: Running) -> None:
+    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe", data=b"", timeout=30)
+    assert r.status_code == 422 and "no audio" in r.json()["error"]
+    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe",
+                               data=b"RIFF\x00\x00garbage", timeout=30)
+    assert r.status_code == 422 and "cannot read the audio" in r.json()["error"]
+
+
+def test_grammar_follows_the_installed_apps(voice_system: Running) -> None:
+    words = voice_system.get("/api/voice/status").json()["stt"]["commands"]
+    assert "notes" in words and "gallery" in words
+    shutil.rmtree(voice_system.apps_dir / "gallery")
+    voice_system.system.launcher.rescan()
+    words = voice_system.get("/api/voice/status").json()["stt"]["commands"]
+    assert "gallery" not in words and "notes" in words
+
+
+def test_listen_without_a_microphone_says_so(voice_system: Running) -> None:
+    r = voice_system.post("/api/voice/listen", {})
+    assert r.status_code == 422
+    assert "microphone" in r.json()["error"]
+
+
+def test_mandarin_reply_is_rendered_to_speech(voice_system: Running) -> None:
+    r = voice_system.post("/api/voice/speak", {"text": "欢迎使用 Triton AIOS", "lang": "zh-CN"})
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "audio/wav"
+    seconds = wav_seconds(r.content)
+    assert 1.0 < seconds < 10.0
+    longer = voice_system.post("/api/voice/speak",
+                               {"text": "欢迎使用 Triton AIOS。已将播放按钮移到左上角。"})
+    assert wav_seconds(longer.content) > seconds
+    assert voice_system.post("/api/voice/speak", {"text": " "}).status_code == 400
