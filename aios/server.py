@@ -80,7 +80,7 @@ class _BadRequest(Exception):
 
 def csp_header(port: int) -> str:
     return ("default-src 'self'; script-src 'self'; style-src 'self'; "
-            "img-src 'self' data: http: https:; media-src 'self' data: http: https:; "
+            "img-src 'self' data: http: https:; media-src 'self' blob: data: http: https:; "
             f"connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; "
             "font-src 'self'; object-src 'none'; base-uri 'none'; frame-src 'none'; "
             "frame-ancestors 'none'; form-action 'self'")

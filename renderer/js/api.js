@@ -1,0 +1,187 @@
+// The only module that talks to the server: fetch for the HTTP API, one WebSocket for events.
+// Every failure becomes an ApiError with a message a user can read; callers show it.
+import { DEFAULTS } from './defaults.js';
+
+let token = null;
+
+/** Read ?token= once, keep it in memory only, and strip it from the address bar. */
+export function initAuth() {
+  const url = new URL(location.href);
+  const value = url.searchParams.get('token');
+  if (value) {
+    token = value;
+    url.searchParams.delete('token');
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+  }
+}
+
+export class ApiError extends Error {
+  constructor(message, { status = 0, body = null, kind = 'http' } = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.body = body;
+    this.kind = kind; // "http" | "network" | "timeout"
+  }
+}
+
+/** Messages for failures that have no server text; main.js installs translated ones. */
+let describe = {
+  network: () => 'Cannot reach the system service',
+  timeout: () => 'The request timed out',
+  http: (status) => `HTTP ${status}`,
+};
+
+export function setErrorText(fns) {
+  describe = { ...describe, ...fns };
+}
+
+async function request(method, path, { json, body, headers = {}, timeout = DEFAULTS.requestTimeoutMs } = {}) {
+  const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...headers } };
+  if (token) init.headers.Authorization = `Bearer ${token}`;
+  if (json !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(json);
+  } else if (body !== undefined) {
+    init.body = body;
+  }
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => ctrl.abort(), timeout);
+  init.signal = ctrl.signal;
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (err) {
+    const kind = err && err.name === 'AbortError' ? 'timeout' : 'network';
+    throw new ApiError(describe[kind](), { kind });
+  } finally {
+    clearTimeout(timer);
+  }
+  let payload = null;
+  const text = await res.text().catch(() => '');
+  if (text) {
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      payload = null;
+    }
+  }
+  if (!res.ok) {
+    const msg = payload && typeof payload.error === 'string' && payload.error
+      ? payload.error : describe.http(res.status);
+    throw new ApiError(msg, { status: res.status, body: payload });
+  }
+  return payload;
+}
+
+/** POST JSON, expect audio back (or a JSON {error}); resolves to a Blob. */
+async function requestAudio(path, json, timeout) {
+  const init = { method: 'POST', credentials: 'same-origin',
+    headers: { Accept: 'audio/wav, application/json', 'Content-Type': 'application/json' },
+    body: JSON.stringify(json) };
+  if (token) init.headers.Authorization = `Bearer ${token}`;
+  const ctrl = new AbortController();
+  const timer = setTimeout(() => ctrl.abort(), timeout);
+  init.signal = ctrl.signal;
+  let res;
+  try {
+    res = await fetch(path, init);
+    if (!res.ok) {
+      const payload = await res.json().catch(() => null);
+      const msg = payload && typeof payload.error === 'string' && payload.error
+        ? payload.error : describe.http(res.status);
+      throw new ApiError(msg, { status: res.status, body: payload });
+    }
+    return await res.blob();
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    const kind = err && err.name === 'AbortError' ? 'timeout' : 'network';
+    throw new ApiError(describe[kind](), { kind });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const long = DEFAULTS.longRequestTimeoutMs;
+
+export const api = {
+  health: () => request('GET', '/api/health'),
+  apps: () => request('GET', '/api/apps'),
+  open: (app, sessionId) => request('POST', `/api/apps/${encodeURIComponent(app)}/open`,
+    { json: sessionId ? { session_id: sessionId } : {}, timeout: long }),
+  instruction: (text, sessionId) => request('POST', '/api/instruction',
+    { json: sessionId ? { text, session_id: sessionId } : { text }, timeout: long }),
+  /** body: {app, action_id, session_id?, ...payload of the control} */
+  action: (body) => request('POST', '/api/action', { json: body, timeout: long }),
+  snapshot: (elements) => request('POST', '/api/ui/snapshot', { json: { elements } }),
+  config: () => request('GET', '/api/config'),
+  saveConfig: (updates) => request('POST', '/api/config', { json: { updates } }),
+  audit: ({ app = '', session = '', limit = DEFAULTS.auditLimit } = {}) => {
+    const q = new URLSearchParams();
+    if (app) q.set('app', app);
+    if (session) q.set('session', session);
+    q.set('limit', String(limit));
+    return request('GET', `/api/audit?${q}`);
+  },
+  voiceListen: (lang) => request('POST', '/api/voice/listen', { json: { lang }, timeout: long }),
+  voiceTranscribe: (blob, lang) => request('POST', `/api/voice/transcribe?lang=${encodeURIComponent(lang)}`,
+    { body: blob, headers: { 'Content-Type': blob.type || 'application/octet-stream' }, timeout: long }),
+  /** The server renders speech (pyttsx3) and answers a WAV the page plays. */
+  voiceSpeak: (text, lang) => requestAudio('/api/voice/speak', { text, lang }, long),
+  voiceStatus: () => request('GET', '/api/voice/status'),
+};
+
+/**
+ * Keep one WebSocket to /api/events open, reconnecting with backoff.
+ * onMessage(obj) gets each parsed JSON message; onState("connecting"|"open"|"closed", isReconnect).
+ */
+export function connectEvents({ onMessage, onState }) {
+  let delay = DEFAULTS.reconnectMinMs;
+  let opened = false;
+  let stopped = false;
+  let socket = null;
+
+  const connect = () => {
+    if (stopped) return;
+    onState('connecting', opened);
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    try {
+      socket = new WebSocket(`${scheme}://${location.host}/api/events`);
+    } catch (err) {
+      console.warn('WebSocket could not be created', err);
+      schedule();
+      return;
+    }
+    socket.addEventListener('open', () => {
+      delay = DEFAULTS.reconnectMinMs;
+      onState('open', opened);
+      opened = true;
+    });
+    socket.addEventListener('message', (ev) => {
+      let msg;
+      try {
+        msg = JSON.parse(ev.data);
+      } catch {
+        console.warn('ignored a non-JSON event');
+        return;
+      }
+      if (msg && typeof msg === 'object') onMessage(msg);
+    });
+    socket.addEventListener('close', () => {
+      onState('closed', opened);
+      schedule();
+    });
+  };
+
+  const schedule = () => {
+    if (stopped) return;
+    setTimeout(connect, delay);
+    delay = Math.min(delay * DEFAULTS.reconnectFactor, DEFAULTS.reconnectMaxMs);
+  };
+
+  connect();
+  return () => {
+    stopped = true;
+    if (socket) socket.close();
+  };
+}

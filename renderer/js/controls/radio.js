@@ -1,0 +1,18 @@
+// radio: {label, options, value?} → sends {selected}
+import { normOptions, uniqueId } from '../formvalues.js';
+import { el, toText } from '../safe.js';
+
+export function render(action, ctx) {
+  const opts = normOptions(action.options);
+  const name = uniqueId('radio');
+  const radios = opts.map((o) => el('input', { type: 'radio', class: 'rad', name, checked: o.value === action.value,
+    disabled: !!action.disabled }));
+  const group = el('fieldset', { class: 'ctl-group', attrs: { role: 'radiogroup' } },
+    action.label ? el('legend', { class: 'ctl-label ui-label', text: toText(action.label) }) : null,
+    opts.map((o, i) => el('label', { class: 'check-label' }, radios[i], el('span', { text: o.label }))));
+  group.addEventListener('change', (ev) => {
+    const i = radios.indexOf(ev.target);
+    if (i >= 0) ctx.send({ selected: opts[i].value });
+  });
+  return group;
+}

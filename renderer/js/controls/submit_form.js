@@ -1,0 +1,20 @@
+// submit_form: {label, action_id, fields?} → sends {form_values: {...}}
+// Values come from the window's form view and from this control's own fields (if any).
+import { buildField } from '../formvalues.js';
+import { el, toText } from '../safe.js';
+
+export function render(action, ctx) {
+  const label = toText(action.label || ctx.t('control.submit'));
+  const submit = el('button', { type: 'submit', class: 'btn btn-primary ui-label', text: label,
+    disabled: !!action.disabled, dataset: { submit: '1' } });
+  const fields = Array.isArray(action.fields) ? action.fields : [];
+  const form = el('form', { class: ['ctl-form', fields.length ? 'ctl-form-fields' : ''], autocomplete: 'off' });
+  for (const f of fields) form.appendChild(buildField(f));
+  form.appendChild(submit);
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if (!ctx.validateForms(form)) return;
+    ctx.send({ form_values: ctx.collectForms(form) });
+  });
+  return form;
+}

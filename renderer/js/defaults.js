@@ -1,0 +1,40 @@
+// Tunables of the desktop in one place, each with the reason for its value.
+// Nothing else in the renderer hard-codes a timing or a limit.
+export const DEFAULTS = Object.freeze({
+  /** Snapshot debounce: long enough to coalesce a drag, short enough for the system app. */
+  snapshotDebounceMs: 200,
+  /** WebSocket reconnect backoff: first retry, factor, cap. */
+  reconnectMinMs: 500,
+  reconnectMaxMs: 10000,
+  reconnectFactor: 2,
+  /** /api/health is polled until "ready" (then the welcome line is spoken). */
+  healthPollMs: 1000,
+  /** Request timeouts: an instruction may run several apps, each with a steps loop. */
+  requestTimeoutMs: 30000,
+  longRequestTimeoutMs: 180000,
+  /** Toasts stay this long; errors a little longer so they can be read. */
+  toastMs: 5000,
+  toastErrorMs: 9000,
+  maxToasts: 5,
+  /** The notification list keeps this many entries. */
+  maxNotifications: 100,
+  /** Spoken replies: spec §10.2 rate 0.9 unless config.voice_rate says otherwise. */
+  voiceRate: 0.9,
+  /** New windows: size, and the cascade step between them. */
+  windowWidth: 680,
+  windowHeight: 480,
+  windowMinWidth: 260,
+  windowMinHeight: 160,
+  cascadeStep: 28,
+  /** ui_op change_text limit (DESIGN §10). */
+  uiTextMax: 200,
+  /** JSON tree: deeper or longer structures are cut with a "… n more" line. */
+  jsonMaxDepth: 8,
+  jsonMaxEntries: 200,
+  /** Dashboards may nest, but not without end. */
+  dashboardMaxDepth: 3,
+  /** Audit window default page size. */
+  auditLimit: 200,
+  /** Toast for a combined instruction message is capped so it stays readable. */
+  messageMaxChars: 600,
+});

@@ -1,0 +1,325 @@
+// Wiring: creates every part of the desktop and connects them through the bus.
+// This is the only module that knows all the others; each of them only draws or reports.
+import { api, connectEvents, initAuth, setErrorText } from './api.js';
+import { on } from './bus.js';
+import { DEFAULTS } from './defaults.js';
+import { applyStatic, setLang, statusText, t } from './i18n.js';
+import * as modal from './modal.js';
+import * as notify from './notify.js';
+import { applyPush, renderResponse, setActionHandler, showBanner } from './render.js';
+import { isObject, toText } from './safe.js';
+import * as snapshot from './snapshot.js';
+import { rememberSession, state } from './state.js';
+import * as audit from './system/audit.js';
+import * as settings from './system/settings.js';
+import * as taskbar from './taskbar.js';
+import * as tray from './tray.js';
+import * as uiops from './uiops.js';
+import * as voice from './voice.js';
+import * as wm from './wm.js';
+
+const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID]);
+let welcomed = false;
+
+function errorReply(title, message, body) {
+  const detail = isObject(body) ? Object.fromEntries(Object.entries(body).filter(([k]) => k !== 'error')) : null;
+  return { status: 'error', view_type: 'error',
+    data: { title, message, ...(detail && Object.keys(detail).length ? { detail } : {}) }, actions: [] };
+}
+
+function appMeta(id) {
+  const app = state.apps.get(id);
+  return { title: app ? toText(app.name) : id, icon: app ? toText(app.icon) : '' };
+}
+
+function statusLine(id) {
+  const app = state.apps.get(id);
+  if (!app || app.status === 'running') {
+    wm.setStatus(id, '');
+    return;
+  }
+  const error = app.error ? ` — ${toText(app.error)}` : '';
+  wm.setStatus(id, t('win.app_failed', { status: statusText(app.status), error }),
+    app.status === 'failed' || app.status === 'invalid' ? 'error' : 'warn');
+}
+
+/** Make sure the app's window exists (opening it shows a loading view until content arrives). */
+function ensureWindow(id) {
+  const existing = wm.get(id);
+  if (existing) {
+    if (existing.minimized) wm.restore(id);
+    return existing;
+  }
+  const w = wm.open(id, appMeta(id));
+  renderResponse(id, { view_type: 'loading', data: {} });
+  statusLine(id);
+  return w;
+}
+
+// ------------------------------------------------------------------ apps
+
+async function loadApps({ announce = false } = {}) {
+  try {
+    const list = await api.apps();
+    const apps = Array.isArray(list) ? list : isObject(list) && Array.isArray(list.apps) ? list.apps : [];
+    state.apps = new Map(apps.filter((a) => isObject(a) && typeof a.id === 'string').map((a) => [a.id, a]));
+    for (const w of wm.list()) {
+      if (!SYSTEM_WINDOWS.has(w.id) && state.apps.has(w.id)) {
+        const meta = appMeta(w.id);
+        wm.setTitle(w.id, meta.title, meta.icon);
+        statusLine(w.id);
+      }
+    }
+    taskbar.renderApps();
+    if (announce) notify.toast(t('apps.refreshed'), { level: 'success' });
+  } catch (err) {
+    notify.toast(t('apps.failed', { error: err.message }), { level: 'error' });
+  }
+}
+
+async function openApp(id) {
+  ensureWindow(id);
+  try {
+    const reply = await api.open(id, state.sessionId);
+    rememberSession(reply && reply.session_id);
+    if (wm.get(id)) renderResponse(id, reply && reply.response);
+  } catch (err) {
+    const w = wm.get(id);
+    if (w) {
+      renderResponse(id, errorReply(t('open.failed_title'), err.message, err.body));
+      // Remembered so that the window fills itself once the app reports "running".
+      w.openFailed = true;
+    }
+  }
+}
+
+function activateApp({ id, fromTaskbar }) {
+  if (wm.get(id)) {
+    if (fromTaskbar) wm.toggleFromTaskbar(id);
+    else wm.restore(id);
+    return;
+  }
+  openApp(id);
+}
+
+async function runAction(winId, action, payload) {
+  const body = { app: winId, action_id: action.action_id, ...payload };
+  if (state.sessionId) body.session_id = state.sessionId;
+  const w = wm.get(winId);
+  if (w) w.el.classList.add('is-busy');
+  try {
+    const reply = await api.action(body);
+    rememberSession(reply && reply.session_id);
+    const response = reply && reply.response;
+    if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true });
+    if (isObject(response) && response.message) voice.speak(response.message);
+  } catch (err) {
+    showBanner(winId, err.message, isObject(err.body) && Object.keys(err.body).length > 1 ? err.body : undefined);
+  } finally {
+    const still = wm.get(winId);
+    if (still) still.el.classList.remove('is-busy');
+  }
+}
+
+async function runInstruction({ text }) {
+  taskbar.setCommandBusy(true);
+  taskbar.setCommandText(text);
+  try {
+    const reply = await api.instruction(text, state.sessionId);
+    rememberSession(reply && reply.session_id);
+    taskbar.clearCommand();
+    const results = reply && Array.isArray(reply.results) ? reply.results : [];
+    for (const r of results) {
+      if (!isObject(r) || typeof r.app !== 'string') continue;
+      ensureWindow(r.app);
+      wm.raise(r.app);
+      renderResponse(r.app, r.response, { app: r.app, fromUser: true });
+    }
+    const message = reply && typeof reply.message === 'string' ? reply.message.trim() : '';
+    const plan = reply && Array.isArray(reply.plan) ? reply.plan.filter(isObject) : [];
+    const title = plan.length > 1
+      ? t('command.plan', { plan: plan.map((task) => toText((state.apps.get(task.app) || {}).name || task.app)).join(' → ') })
+      : undefined;
+    if (message) {
+      notify.toast(message.length > DEFAULTS.messageMaxChars ? `${message.slice(0, DEFAULTS.messageMaxChars)}…` : message,
+        { level: 'info', title });
+      voice.speak(message);
+    }
+  } catch (err) {
+    notify.toast(t('command.failed', { error: err.message }), { level: 'error' });
+  } finally {
+    taskbar.setCommandBusy(false);
+  }
+}
+
+// ------------------------------------------------------------------ config and health
+
+async function loadConfig() {
+  try {
+    settings.adoptConfig(await api.config());
+  } catch (err) {
+    console.warn('config not loaded:', err.message);
+    tray.renderLLM();
+  }
+}
+
+function onConfig(cfg) {
+  if (isObject(cfg)) {
+    if (typeof cfg.language === 'string') setLang(cfg.language);
+    if (typeof cfg.voice_rate === 'number' && cfg.voice_rate > 0) state.voiceRate = cfg.voice_rate;
+  }
+  tray.renderLLM();
+}
+
+function setDesktopStatus(text, level) {
+  const node = document.getElementById('desktop_status');
+  node.textContent = text;
+  node.dataset.level = level || '';
+  node.hidden = !text;
+}
+
+async function pollHealth() {
+  try {
+    const h = await api.health();
+    state.health = h && h.status === 'ready' ? 'ready' : 'starting';
+  } catch (err) {
+    state.health = 'unknown';
+    setDesktopStatus(err.message, 'error');
+    setTimeout(pollHealth, DEFAULTS.healthPollMs);
+    return;
+  }
+  if (state.health !== 'ready') {
+    setDesktopStatus(t('health.starting'), 'info');
+    setTimeout(pollHealth, DEFAULTS.healthPollMs);
+    return;
+  }
+  setDesktopStatus(t('health.ready'), 'ready');
+  setTimeout(() => setDesktopStatus(''), 2500);
+  await loadApps();
+  if (!welcomed) {
+    welcomed = true;
+    const voiceCfg = state.config && isObject(state.config.voice) ? state.config.voice : {};
+    if (voiceCfg.welcome !== false) voice.speak(t('welcome'));
+  }
+}
+
+// ------------------------------------------------------------------ server events
+
+function onEvent(msg) {
+  switch (msg.type) {
+    case 'app_status': {
+      const app = state.apps.get(msg.app);
+      if (!app) {
+        loadApps();
+        return;
+      }
+      app.status = toText(msg.status);
+      if (msg.error !== undefined) app.error = msg.error;
+      else if (app.status === 'running') delete app.error;
+      taskbar.renderApps();
+      const w = wm.get(msg.app);
+      if (w) {
+        statusLine(msg.app);
+        if (app.status === 'running' && w.openFailed) {
+          w.openFailed = false;
+          openApp(msg.app);
+        }
+      }
+      return;
+    }
+    case 'view':
+      if (typeof msg.app !== 'string') return;
+      ensureWindow(msg.app);
+      renderResponse(msg.app, msg.response, { app: msg.app });
+      return;
+    case 'push':
+      if (typeof msg.app === 'string') applyPush(msg.app, msg.data);
+      return;
+    case 'notify': {
+      const app = state.apps.get(msg.app);
+      notify.notify(msg, app ? toText(app.name) : toText(msg.app));
+      return;
+    }
+    case 'ui_op':
+      uiops.apply(msg);
+      return;
+    case 'speak':
+      voice.speak(msg.text, msg.lang);
+      return;
+    case 'log':
+      console.debug('server log', msg);
+      return;
+    default:
+      console.debug('unhandled event', msg.type);
+  }
+}
+
+function onSocketState(s, isReconnect) {
+  state.wsState = s;
+  tray.renderNet();
+  snapshot.schedule();
+  if (s === 'open' && isReconnect) {
+    // The server may have restarted: apps, their statuses and the snapshot are stale.
+    loadApps();
+    loadConfig();
+    snapshot.sendNow();
+  }
+}
+
+// ------------------------------------------------------------------ boot
+
+function wire() {
+  on('layout:changed', snapshot.schedule);
+  on('app:activate', activateApp);
+  on('command:submit', runInstruction);
+  on('voice:listen', voice.listen);
+  on('voice:mute', voice.setMuted);
+  on('system:settings', settings.open);
+  on('system:audit', audit.open);
+  on('system:about', () => modal.info(t('about.title'), [t('about.body'), t('about.apps', { n: state.apps.size })]));
+  on('apps:refresh', loadApps);
+  on('config:changed', onConfig);
+  on('lang:changed', () => {
+    tray.render();
+    settings.refresh();
+    audit.refresh();
+    for (const w of wm.list()) if (!SYSTEM_WINDOWS.has(w.id)) statusLine(w.id);
+  });
+  setActionHandler(runAction);
+
+  const bell = document.getElementById('notifications_button');
+  taskbar.registerPopup('notifications', document.getElementById('notifications_panel'), bell, notify.markRead);
+  bell.addEventListener('click', () => taskbar.togglePopup('notifications'));
+
+  // "/" jumps to the command bar from anywhere that is not a text field.
+  document.addEventListener('keydown', (ev) => {
+    const tag = ev.target && ev.target.tagName;
+    if (ev.key === '/' && !['INPUT', 'TEXTAREA', 'SELECT'].includes(tag) && !ev.target.isContentEditable) {
+      ev.preventDefault();
+      document.getElementById('command_input').focus();
+    }
+  });
+}
+
+function boot() {
+  initAuth();
+  setErrorText({
+    network: () => t('error.network'),
+    timeout: () => t('error.timeout'),
+    http: (status) => t('error.http', { status }),
+  });
+  document.documentElement.lang = state.lang;
+  applyStatic();
+  wm.init(document.getElementById('desktop'));
+  notify.init();
+  modal.init();
+  taskbar.init();
+  tray.init();
+  wire();
+  loadConfig().then(() => pollHealth());
+  loadApps();
+  connectEvents({ onMessage: onEvent, onState: onSocketState });
+  snapshot.schedule();
+}
+
+boot();

@@ -1,0 +1,287 @@
+// Renders an app reply ({status, view_type, data, actions, message}) into its window:
+// the view, the action controls (each with data-id="btn_<action_id>"), the message line.
+// Also applies live "push" data to a window. Sending an action is delegated to the
+// handler main.js installs (render.js knows nothing about the server).
+import { emit } from './bus.js';
+import { renderControl } from './controls/index.js';
+import { DEFAULTS } from './defaults.js';
+import { collect, validate } from './formvalues.js';
+import { t } from './i18n.js';
+import { confirm } from './modal.js';
+import { toast } from './notify.js';
+import { blockedBox, el, isObject, resolveUrl, toText } from './safe.js';
+import { renderView } from './views/index.js';
+import * as wm from './wm.js';
+
+let actionHandler = async () => {};
+
+/** handler(winId, action, payload) → Promise; it shows errors itself and re-renders on success. */
+export function setActionHandler(handler) {
+  actionHandler = handler;
+}
+
+/** data-id per action: btn_<id>, then btn_<id>_2, _3… when an action_id repeats. */
+export function controlIds(actions) {
+  const seen = new Map();
+  return actions.map((a) => {
+    const base = `btn_${isObject(a) ? toText(a.action_id) : ''}`;
+    const n = (seen.get(base) || 0) + 1;
+    seen.set(base, n);
+    return n === 1 ? base : `${base}_${n}`;
+  });
+}
+
+function setBusy(node, busy) {
+  if (!node || !node.isConnected) return;
+  node.classList.toggle('is-busy', busy);
+  node.setAttribute('aria-busy', String(busy));
+  const inputs = node.matches('button, input, select, textarea') ? [node]
+    : [...node.querySelectorAll('button, input, select, textarea')];
+  for (const input of inputs) {
+    if (busy) {
+      input.dataset.wasDisabled = String(input.disabled);
+      input.disabled = true;
+    } else if (input.dataset.wasDisabled !== undefined) {
+      input.disabled = input.dataset.wasDisabled === 'true';
+      delete input.dataset.wasDisabled;
+    }
+  }
+}
+
+function viewContext(winId, app, state) {
+  const ctx = {
+    app,
+    t,
+    depth: 0,
+    fromUser: !!state.fromUser,
+    url: (raw, kind) => resolveUrl(raw, app, kind),
+    blocked: (raw) => blockedBox(t, raw),
+    notice: (text, level) => toast(text, { level }),
+    onCleanup: (fn) => wm.addCleanup(winId, fn),
+    afterMount: (fn) => state.mounted.push(fn),
+    itemActions: (item) => claimItemActions(item, state),
+    submitViewForm: () => {
+      const w = wm.get(winId);
+      if (!w) return;
+      // Prefer the submit_form that posts the view's fields (no fields of its own).
+      const forms = [...w.body.querySelectorAll('.ctl-submit_form')];
+      const target = forms.find((f) => !f.classList.contains('ctl-form-fields')) || forms[0];
+      const submit = target && target.querySelector('[data-submit]');
+      if (submit && !submit.disabled) submit.click();
+    },
+  };
+  // Each nesting level gets its own ctx so that the depth limit really holds.
+  const atDepth = (depth) => {
+    const level = { ...ctx, depth };
+    level.render = (type, data) => (depth + 1 > DEFAULTS.dashboardMaxDepth
+      ? renderView('__json__', data, level)
+      : renderView(type, data, atDepth(depth + 1)));
+    return level;
+  };
+  return atDepth(0);
+}
+
+function controlContext(winId, app, entry) {
+  const ref = { node: null };
+  return {
+    ctx: {
+      app,
+      t,
+      first: entry.first,
+      url: (raw, kind) => resolveUrl(raw, app, kind),
+      blocked: (raw) => blockedBox(t, raw),
+      confirm: (question) => confirm(question),
+      collectForms: (own) => collect(...viewForms(winId), own),
+      validateForms: (own) => validate(...viewForms(winId), own),
+      send: async (payload) => {
+        setBusy(ref.node, true);
+        try {
+          await actionHandler(winId, entry.action, payload);
+        } finally {
+          setBusy(ref.node, false);
+        }
+      },
+    },
+    ref,
+  };
+}
+
+function viewForms(winId) {
+  const w = wm.get(winId);
+  return w ? [...w.body.querySelectorAll('form.view-form')] : [];
+}
+
+function buildControl(winId, app, entry) {
+  const { ctx, ref } = controlContext(winId, app, entry);
+  const node = renderControl(entry.action, ctx);
+  ref.node = node;
+  node.dataset.id = entry.dataId;
+  node.dataset.actionType = toText(entry.action && entry.action.type);
+  node.dataset.label = toText(entry.action && (entry.action.label || entry.action.action_id));
+  node.classList.add('ctl', `ctl-${toText(entry.action && entry.action.type)}`);
+  entry.claimed = true;
+  return node;
+}
+
+/** Buttons whose params name this item's id are drawn inside the item (spec §6.5's per-song "播放"). */
+function claimItemActions(item, state) {
+  if (!isObject(item) || (typeof item.id !== 'string' && typeof item.id !== 'number')) return null;
+  const mine = state.entries.filter((e) => !e.claimed && isObject(e.action) && e.action.type === 'button'
+    && isObject(e.action.params) && Object.values(e.action.params).some((v) => v === item.id));
+  if (!mine.length) return null;
+  return el('span', { class: 'item-actions' }, mine.map((e) => buildControl(state.winId, state.app, e)));
+}
+
+/**
+ * Render a reply into the window `winId` (which must be open).
+ * opts: {fromUser} — the reply answers a click, so media may start playing.
+ */
+export function renderResponse(winId, response, opts = {}) {
+  const w = wm.get(winId);
+  if (!w) return;
+  const app = opts.app || winId;
+  wm.runCleanups(winId);
+  hideBanner(winId);
+  w.openFailed = false;
+  const reply = isObject(response) ? response : { view_type: '__json__', data: response };
+  let actions = Array.isArray(reply.actions) ? reply.actions.slice() : [];
+  // A form view without a submit_form action can name its own action_id.
+  const data = reply.data;
+  if (reply.view_type === 'form' && isObject(data) && typeof data.action_id === 'string'
+      && !actions.some((a) => isObject(a) && a.type === 'submit_form')) {
+    actions.push({ type: 'submit_form', action_id: data.action_id, label: data.submit_label || t('control.submit') });
+  }
+  actions = actions.filter((a) => a !== null && a !== undefined);
+  const ids = controlIds(actions);
+  let firstButton = true;
+  const state = {
+    winId, app, fromUser: opts.fromUser, mounted: [],
+    entries: actions.map((action, i) => {
+      const isBtn = isObject(action) && action.type === 'button';
+      const entry = { action, dataId: ids[i], claimed: false, first: isBtn && firstButton };
+      if (isBtn) firstButton = false;
+      return entry;
+    }),
+  };
+  const ctx = viewContext(winId, app, state);
+  const view = renderView(typeof reply.view_type === 'string' ? reply.view_type : String(reply.view_type), data, ctx);
+
+  const content = el('div', { class: 'win-content' }, view);
+  const bar = el('div', { class: 'win-actions' });
+  for (const entry of state.entries) {
+    if (entry.claimed) continue;
+    const node = buildControl(winId, app, entry);
+    // Controls with their own fields read better under the view than in the button row.
+    if (isObject(entry.action) && entry.action.type === 'submit_form' && Array.isArray(entry.action.fields)
+        && entry.action.fields.length) {
+      content.appendChild(node);
+    } else {
+      bar.appendChild(node);
+    }
+  }
+  const parts = [content];
+  if (bar.childElementCount) parts.push(bar);
+  if (typeof reply.message === 'string' && reply.message) {
+    parts.push(el('p', { class: ['win-message', reply.status === 'error' ? 'is-error' : ''], text: reply.message }));
+  }
+  w.body.replaceChildren(...parts);
+  w.body.dataset.viewType = toText(reply.view_type);
+  w.el.classList.toggle('has-error', reply.status === 'error');
+  w.response = reply;
+  for (const fn of state.mounted) {
+    try {
+      fn();
+    } catch (err) {
+      console.error('after-mount hook failed', err);
+    }
+  }
+  emit('layout:changed');
+}
+
+/** An error shown above the current view (the view stays usable). */
+export function showBanner(winId, message, detail, title = t('action.failed_title')) {
+  const w = wm.get(winId);
+  if (!w) return;
+  const view = renderView('error', { title, message, detail }, { t, depth: 0 });
+  const close = el('button', { type: 'button', class: 'win-banner-close', text: '×',
+    attrs: { 'aria-label': t('win.close') } });
+  close.addEventListener('click', () => hideBanner(winId));
+  w.banner.replaceChildren(view, close);
+  w.banner.hidden = false;
+  emit('layout:changed');
+}
+
+export function hideBanner(winId) {
+  const w = wm.get(winId);
+  if (!w || w.banner.hidden) return;
+  w.banner.hidden = true;
+  w.banner.replaceChildren();
+}
+
+function setProgress(w, value) {
+  let bar = w.el.querySelector(':scope > .win-progress');
+  if (!bar) {
+    bar = el('div', { class: 'win-progress' }, el('div', { class: 'win-progress-fill' }));
+    w.banner.before(bar);
+  }
+  const frac = value > 1 ? value / 100 : value;
+  const clamped = Math.min(1, Math.max(0, frac));
+  bar.firstChild.style.width = `${(clamped * 100).toFixed(1)}%`;
+  bar.title = t('view.progress', { pct: Math.round(clamped * 100) });
+  bar.setAttribute('role', 'progressbar');
+  bar.setAttribute('aria-valuenow', String(Math.round(clamped * 100)));
+}
+
+/**
+ * Live data for the app's current view (WebSocket "push"):
+ * a full reply (has view_type) replaces the view; {progress} draws a progress bar;
+ * {widget: index|title, …} or {data: {…}} merges into the current view's data;
+ * any other scalar fields show as a status line in the title bar.
+ */
+export function applyPush(winId, data) {
+  const w = wm.get(winId);
+  if (!w) return false;
+  if (isObject(data) && typeof data.view_type === 'string') {
+    renderResponse(winId, data, { app: winId });
+    return true;
+  }
+  if (!isObject(data)) {
+    wm.setStatus(winId, toText(data));
+    return true;
+  }
+  if (typeof data.progress === 'number' && Number.isFinite(data.progress)) setProgress(w, data.progress);
+  const current = w.response;
+  if (current && isObject(current.data)) {
+    if (isObject(data.data)) {
+      renderResponse(winId, { ...current, data: { ...current.data, ...data.data } }, { app: winId });
+    } else if (data.widget !== undefined && Array.isArray(current.data.widgets)) {
+      const widgets = current.data.widgets.slice();
+      const i = typeof data.widget === 'number' ? data.widget
+        : widgets.findIndex((x) => isObject(x) && (x.id === data.widget || x.title === data.widget));
+      if (i >= 0 && i < widgets.length) {
+        const { widget: _w, ...rest } = data;
+        widgets[i] = { ...widgets[i], ...rest };
+        renderResponse(winId, { ...current, data: { ...current.data, widgets } }, { app: winId });
+      }
+    }
+  }
+  const line = data.message ?? data.status ?? data.text;
+  if (line !== undefined) {
+    wm.setStatus(winId, toText(line));
+  } else if (typeof data.progress === 'number') {
+    wm.setStatus(winId, t('view.progress', { pct: Math.round((data.progress > 1 ? data.progress / 100 : data.progress) * 100) }));
+  } else if (!isObject(data.data) && data.widget === undefined) {
+    const summary = Object.entries(data).filter(([, v]) => v === null || typeof v !== 'object')
+      .map(([k, v]) => `${k}: ${toText(v)}`).join(' · ');
+    if (summary) wm.setStatus(winId, summary);
+  }
+  return true;
+}
+
+/** A view context for system windows (settings, audit) that draw views without a reply. */
+export function plainContext(winId) {
+  const mounted = [];
+  const ctx = viewContext(winId, winId, { winId, app: winId, mounted, entries: [], fromUser: false });
+  ctx.flush = () => mounted.splice(0).forEach((fn) => fn());
+  return ctx;
+}

@@ -1,0 +1,119 @@
+// The settings window (win_settings): language, voice, LLM endpoint/model/key, sandbox switch,
+// max rounds. Reads GET /api/config, saves with POST /api/config {updates}; a refusal (400)
+// is shown in the form, naming the problem the server found.
+import { api } from '../api.js';
+import { emit } from '../bus.js';
+import { LANGUAGES, t } from '../i18n.js';
+import { toast } from '../notify.js';
+import { renderResponse } from '../render.js';
+import { el, isObject, toText } from '../safe.js';
+import { state } from '../state.js';
+import * as wm from '../wm.js';
+
+export const WIN_ID = 'settings';
+const VOICES = ['zh-CN', 'en-US'];
+
+/** Remember a GET/POST /api/config reply and tell the desktop. */
+export function adoptConfig(reply) {
+  if (!isObject(reply)) return;
+  if (isObject(reply.config)) state.config = reply.config;
+  if (isObject(reply.llm)) state.llm = reply.llm;
+  emit('config:changed', state.config);
+}
+
+function row(labelKey, control, hint) {
+  return el('div', { class: 'field' },
+    el('label', { class: 'field-label', htmlFor: control.id, text: t(labelKey) }), control,
+    hint ? el('span', { class: 'field-hint', text: hint }) : null);
+}
+
+function select(id, values, current, labelOf) {
+  const s = el('select', { id, class: 'inp' });
+  for (const v of values) s.appendChild(el('option', { value: v, text: labelOf(v) }));
+  if (values.includes(current)) s.value = current;
+  return s;
+}
+
+function renderForm(w) {
+  const cfg = state.config || {};
+  const llm = isObject(cfg.llm) ? cfg.llm : {};
+  const sandbox = isObject(cfg.tool_sandbox) ? cfg.tool_sandbox : {};
+  const lang = select('set_language', LANGUAGES, cfg.language || state.lang, (v) => t(`lang.${v}`));
+  const voice = select('set_default_voice', VOICES.includes(cfg.default_voice) ? VOICES : [...VOICES, toText(cfg.default_voice)],
+    cfg.default_voice || 'zh-CN', (v) => v);
+  const rate = el('input', { id: 'set_voice_rate', class: 'inp', type: 'number', min: '0.1', max: '4', step: '0.1',
+    value: toText(cfg.voice_rate ?? 0.9) });
+  const baseUrl = el('input', { id: 'set_llm_base_url', class: 'inp', type: 'url', value: toText(llm.base_url ?? '') });
+  const model = el('input', { id: 'set_llm_model', class: 'inp', type: 'text', value: toText(llm.model ?? '') });
+  const masked = typeof llm.api_key === 'string' && llm.api_key ? llm.api_key : t('settings.api_key_none');
+  const key = el('input', { id: 'set_llm_api_key', class: 'inp', type: 'password', autocomplete: 'new-password',
+    placeholder: t('settings.api_key_hint', { masked }) });
+  const shell = el('input', { id: 'set_shell_whitelist', class: 'chk', type: 'checkbox',
+    checked: sandbox.enable_shell_whitelist !== false });
+  const rounds = el('input', { id: 'set_max_rounds', class: 'inp', type: 'number', min: '1', max: '50', step: '1',
+    value: toText(cfg.max_rounds ?? 5) });
+  const llmState = state.llm ? (state.llm.enabled ? t('llm.on', { model: state.llm.model || '' }) : t('llm.off'))
+    : t('llm.unknown');
+  const error = el('p', { id: 'settings_error', class: 'form-error', hidden: true, attrs: { role: 'alert' } });
+  const save = el('button', { id: 'settings_save', type: 'submit', class: 'btn btn-primary', text: t('settings.save') });
+  const form = el('form', { class: 'settings-form', autocomplete: 'off' },
+    el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.title') }),
+      row('settings.language', lang), row('settings.default_voice', voice), row('settings.voice_rate', rate)),
+    el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.llm') }),
+      el('p', { class: `muted llm-state ${state.llm && state.llm.enabled ? 'is-on' : ''}`,
+        text: t('settings.llm_state', { state: llmState }) }),
+      row('settings.base_url', baseUrl), row('settings.model', model), row('settings.api_key', key)),
+    el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.sandbox') }),
+      el('label', { class: 'check-label' }, shell, el('span', { text: t('settings.shell_whitelist') })),
+      row('settings.max_rounds', rounds)),
+    error,
+    el('div', { class: 'settings-actions' }, save));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const llmUpdates = { base_url: baseUrl.value.trim(), model: model.value.trim() };
+    if (key.value) llmUpdates.api_key = key.value; // empty = keep the stored key
+    const updates = {
+      language: lang.value,
+      default_voice: voice.value,
+      voice_rate: Number(rate.value),
+      max_rounds: Number(rounds.value),
+      llm: llmUpdates,
+      tool_sandbox: { enable_shell_whitelist: shell.checked },
+    };
+    error.hidden = true;
+    save.disabled = true;
+    try {
+      const reply = await api.saveConfig(updates);
+      adoptConfig(reply);
+      toast(t('settings.saved'), { level: 'success' });
+      if (wm.get(WIN_ID)) renderForm(wm.get(WIN_ID));
+    } catch (err) {
+      error.textContent = t('settings.failed', { error: err.message });
+      error.hidden = false;
+    } finally {
+      save.disabled = false;
+    }
+  });
+  w.body.replaceChildren(el('div', { class: 'win-content' }, form));
+  emit('layout:changed');
+}
+
+export async function open() {
+  const w = wm.open(WIN_ID, { title: t('settings.title'), icon: '⚙️', system: true, width: 600, height: 620 });
+  renderResponse(WIN_ID, { view_type: 'loading', data: {} });
+  try {
+    adoptConfig(await api.config());
+    if (wm.get(WIN_ID) === w) renderForm(w);
+  } catch (err) {
+    renderResponse(WIN_ID, { status: 'error', view_type: 'error',
+      data: { title: t('settings.title'), message: t('settings.load_failed', { error: err.message }) } });
+  }
+}
+
+/** Re-draw after a language change, keeping the window where it is. */
+export function refresh() {
+  const w = wm.get(WIN_ID);
+  if (!w) return;
+  wm.setTitle(WIN_ID, t('settings.title'));
+  if (state.config) renderForm(w);
+}

@@ -1,0 +1,123 @@
+// Tray: connection state, volume/mute, LLM indicator; the clock and its month calendar.
+import { emit } from './bus.js';
+import { t } from './i18n.js';
+import { icon, setIcon } from './icons.js';
+import { el } from './safe.js';
+import { state } from './state.js';
+import { registerPopup, togglePopup } from './taskbar.js';
+
+const $ = (id) => document.getElementById(id);
+let nodes = null;
+let shownMonth = null;
+
+export function init() {
+  nodes = { net: $('tray_net'), volume: $('tray_volume'), llm: $('tray_llm'), clock: $('clock'),
+    calendar: $('calendar') };
+  nodes.llm.appendChild(icon('chip'));
+  nodes.volume.addEventListener('click', () => {
+    state.muted = !state.muted;
+    renderVolume();
+    emit('voice:mute', state.muted);
+  });
+  registerPopup('calendar', nodes.calendar, nodes.clock, () => {
+    const now = new Date();
+    shownMonth = new Date(now.getFullYear(), now.getMonth(), 1);
+    renderCalendar();
+  });
+  nodes.clock.addEventListener('click', () => togglePopup('calendar'));
+  nodes.calendar.addEventListener('click', (ev) => {
+    const nav = ev.target.closest('[data-month]');
+    if (!nav) return;
+    const delta = Number(nav.dataset.month);
+    shownMonth = delta === 0 ? new Date(new Date().getFullYear(), new Date().getMonth(), 1)
+      : new Date(shownMonth.getFullYear(), shownMonth.getMonth() + delta, 1);
+    renderCalendar();
+  });
+  tick();
+  render();
+}
+
+export function render() {
+  renderNet();
+  renderVolume();
+  renderLLM();
+  renderClock();
+  if (!nodes.calendar.hidden) renderCalendar();
+}
+
+export function renderNet() {
+  const s = state.wsState;
+  setIcon(nodes.net, s === 'open' ? 'net' : 'netOff');
+  nodes.net.dataset.state = s;
+  const label = t(s === 'open' ? 'net.open' : s === 'connecting' ? 'net.connecting' : 'net.closed');
+  nodes.net.title = label;
+  nodes.net.setAttribute('aria-label', label);
+}
+
+function renderVolume() {
+  setIcon(nodes.volume, state.muted ? 'mute' : 'volume');
+  nodes.volume.setAttribute('aria-pressed', String(state.muted));
+  nodes.volume.classList.toggle('is-muted', state.muted);
+  const label = t(state.muted ? 'volume.off' : 'volume.on');
+  nodes.volume.title = label;
+  nodes.volume.setAttribute('aria-label', label);
+}
+
+export function renderLLM() {
+  const llm = state.llm;
+  const on = !!(llm && llm.enabled);
+  nodes.llm.dataset.state = llm ? (on ? 'on' : 'off') : 'unknown';
+  const label = llm ? (on ? t('llm.on', { model: llm.model || '' }) : t('llm.off')) : t('llm.unknown');
+  nodes.llm.title = label;
+  nodes.llm.setAttribute('aria-label', label);
+}
+
+// ------------------------------------------------------------------ clock
+
+function pad(n) {
+  return String(n).padStart(2, '0');
+}
+
+function renderClock() {
+  const now = new Date();
+  nodes.clock.textContent = `${pad(now.getHours())}:${pad(now.getMinutes())}`;
+  const locale = state.lang === 'en' ? 'en-US' : 'zh-CN';
+  nodes.clock.title = now.toLocaleDateString(locale, { year: 'numeric', month: 'long', day: 'numeric', weekday: 'long' });
+  nodes.clock.setAttribute('aria-label', nodes.clock.title);
+}
+
+function tick() {
+  renderClock();
+  // Wake at the next minute boundary rather than polling every second.
+  const now = new Date();
+  setTimeout(tick, (60 - now.getSeconds()) * 1000 - now.getMilliseconds() + 50);
+}
+
+function renderCalendar() {
+  const locale = state.lang === 'en' ? 'en-US' : 'zh-CN';
+  const y = shownMonth.getFullYear();
+  const m = shownMonth.getMonth();
+  const today = new Date();
+  const monthName = shownMonth.toLocaleDateString(locale, { month: 'long' });
+  const head = el('header', { class: 'cal-head' },
+    el('button', { type: 'button', class: 'cal-nav', dataset: { month: '-1' }, title: t('calendar.prev'),
+      attrs: { 'aria-label': t('calendar.prev') } }, icon('left')),
+    el('button', { type: 'button', class: 'cal-title', dataset: { month: '0' }, title: t('calendar.today'),
+      text: t('calendar.month', { y, m: m + 1, monthName }) }),
+    el('button', { type: 'button', class: 'cal-nav', dataset: { month: '1' }, title: t('calendar.next'),
+      attrs: { 'aria-label': t('calendar.next') } }, icon('right')));
+  const grid = el('div', { class: 'cal-grid', attrs: { role: 'grid' } });
+  for (const wd of t('calendar.weekdays').split(',')) grid.appendChild(el('span', { class: 'cal-wd', text: wd }));
+  // Weeks start on Monday.
+  const offset = (new Date(y, m, 1).getDay() + 6) % 7;
+  const days = new Date(y, m + 1, 0).getDate();
+  for (let i = 0; i < offset; i++) grid.appendChild(el('span', { class: 'cal-day cal-empty' }));
+  for (let d = 1; d <= days; d++) {
+    const isToday = d === today.getDate() && m === today.getMonth() && y === today.getFullYear();
+    const weekday = (offset + d - 1) % 7;
+    grid.appendChild(el('span', { class: ['cal-day', isToday ? 'cal-today' : '', weekday >= 5 ? 'cal-weekend' : ''],
+      text: String(d), attrs: { role: 'gridcell' } }));
+  }
+  const full = today.toLocaleDateString(locale, { year: 'numeric', month: 'long', day: 'numeric', weekday: 'long' });
+  nodes.calendar.replaceChildren(el('div', { class: 'cal-today-line', text: full }), head, grid);
+}

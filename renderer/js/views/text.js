@@ -1,0 +1,17 @@
+// text: {content, title?}; a bare string is accepted too.
+import { el, isObject } from '../safe.js';
+
+export function render(data, ctx) {
+  let content = data;
+  let title = null;
+  if (isObject(data)) {
+    content = data.content ?? data.text ?? data.message;
+    title = typeof data.title === 'string' ? data.title : null;
+  }
+  if (Array.isArray(content) && content.every((c) => typeof c === 'string')) content = content.join('\n');
+  if (typeof content === 'number' || typeof content === 'boolean') content = String(content);
+  if (typeof content !== 'string') throw new Error('text view needs data.content (a string)');
+  return el('div', { class: 'view view-text' },
+    title ? el('h2', { class: 'view-title', text: title }) : null,
+    el('div', { class: 'text-content', text: content || ctx.t('view.empty') }));
+}
