@@ -28,6 +28,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--apps-dir", type=Path, default=None, help="folder of apps (default: apps/)")
     p.add_argument("--data-dir", type=Path, default=None, help="runtime data (default: data/)")
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.json)")
+    p.add_argument("--selftest", action="store_true",
+                   help="open the window, print the page title read through the web engine, exit")
     p.add_argument("--log-level", default=os.environ.get("AIOS_LOG_LEVEL", "INFO"))
     return p.parse_args(argv)
 
@@ -78,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             stop.wait()
         else:
             from aios.window import open_window
-            open_window(url, config, stop)
+            if not open_window(url, config, stop, selftest=args.selftest) and args.selftest:
+                return 1
     finally:
         server.shutdown()
         system.stop()

@@ -47,6 +47,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,13 +112,21 @@ class Capabilities:
 # ------------------------------------------------------------------ detection
 
 
-@functools.cache
+_detect_lock = threading.Lock()
+
+
 def detect() -> Capabilities:
     """Probe bubblewrap, prlimit and a pids cgroup once; warn once about what is missing.
 
     Call it at startup so the warning appears then; the command tools call it
     lazily too (the result is cached for the life of the process).
     """
+    with _detect_lock:
+        return _detect()
+
+
+@functools.cache
+def _detect() -> Capabilities:
     is_root = os.geteuid() == 0
     prlimit = shutil.which("prlimit", path=SANE_PATH)
     bwrap, problem = _probe_bwrap()
@@ -172,7 +181,10 @@ def _masked_etc() -> tuple[tuple[str, bool], ...]:
     for dirpath, dirnames, filenames in os.walk("/etc"):
         for name in list(dirnames):
             p = os.path.join(dirpath, name)
-            st = os.lstat(p)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
             if stat.S_ISDIR(st.st_mode) and not (st.st_mode & stat.S_IROTH
                                                  and st.st_mode & stat.S_IXOTH):
                 found.append((p, True))

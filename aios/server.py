@@ -78,8 +78,17 @@ class _BadRequest(Exception):
     pass
 
 
-def csp_header(port: int) -> str:
-    return ("default-src 'self'; script-src 'self'; style-src 'self'; "
+WINDOW_UA_MARK = "TritonAIOS-Window/"
+"""The desktop window (pywebview) identifies itself with this in its User-Agent."""
+
+
+def csp_header(port: int, *, window: bool = False) -> str:
+    # pywebview's JS bridge (evaluate_js, the "loaded" event) is built on eval, so
+    # the window alone gets 'unsafe-eval'. Nothing in the renderer evaluates
+    # strings, and app data never reaches the DOM as markup, so eval adds no path
+    # for app data to run.
+    script = "script-src 'self' 'unsafe-eval'" if window else "script-src 'self'"
+    return (f"default-src 'self'; {script}; style-src 'self'; "
             "img-src 'self' data: http: https:; media-src 'self' blob: data: http: https:; "
             f"connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; "
             "font-src 'self'; object-src 'none'; base-uri 'none'; frame-src 'none'; "
@@ -139,7 +148,8 @@ def create_app(system: System) -> Flask:
 
     @app.after_request
     def _headers(resp: Response) -> Response:
-        resp.headers.setdefault("Content-Security-Policy", csp_header(system.port))
+        resp.headers.setdefault("Content-Security-Policy", csp_header(
+            system.port, window=WINDOW_UA_MARK in request.headers.get("User-Agent", "")))
         resp.headers["X-Content-Type-Options"] = "nosniff"
         resp.headers["Referrer-Policy"] = "no-referrer"
         resp.headers["X-Frame-Options"] = "DENY"

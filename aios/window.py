@@ -17,6 +17,8 @@ from aios.config import Config
 
 log = logging.getLogger(__name__)
 
+SELFTEST_TIMEOUT = 30.0
+
 
 def gui_problem() -> str | None:
     """Why no window can be opened here, or None."""
@@ -30,16 +32,23 @@ def gui_problem() -> str | None:
     return None
 
 
-def open_window(url: str, config: Config, stop: threading.Event) -> None:
-    """Block until the window is closed or ``stop`` is set."""
+def open_window(url: str, config: Config, stop: threading.Event, *,
+                selftest: bool = False) -> bool:
+    """Block until the window is closed or ``stop`` is set; False if no window could open.
+
+    ``selftest``: open the window, wait for the page, print its title as read
+    through ``evaluate_js``, and close it (a check that the GUI stack works here).
+    """
     problem = gui_problem()
     if problem is None:
         try:
-            _run_webview(url, config, stop)
-            return
+            _run_webview(url, config, stop, selftest)
+            return True
         except Exception as e:  # noqa: BLE001 - any backend failure falls back to the browser
             problem = f"pywebview could not start a GUI backend: {e}"
     print(f"AIOS: no desktop window: {problem}; serving at {url}", flush=True)
+    if selftest:
+        return False
     try:
         opened = webbrowser.open(url)
     except webbrowser.Error:
@@ -47,13 +56,24 @@ def open_window(url: str, config: Config, stop: threading.Event) -> None:
     if not opened:
         log.info("no system browser found; open the URL above yourself")
     stop.wait()
+    return False
 
 
-def _run_webview(url: str, config: Config, stop: threading.Event) -> None:
+def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool) -> None:
     import webview
 
     window = webview.create_window("Triton AIOS", url, width=config.desktop.width,
                                    height=config.desktop.height, min_size=(800, 560))
+
+    def after_start() -> None:
+        if not selftest:
+            return
+        loaded = window.events.loaded.wait(SELFTEST_TIMEOUT)
+        title = window.evaluate_js("document.title") if loaded else None
+        backend = getattr(getattr(webview, "guilib", None), "__name__", "?")
+        print(f"AIOS window: loaded={bool(loaded)} title={title!r} backend={backend}",
+              flush=True)
+        window.destroy()
 
     def watch_stop() -> None:
         stop.wait()
@@ -64,5 +84,8 @@ def _run_webview(url: str, config: Config, stop: threading.Event) -> None:
 
     threading.Thread(target=watch_stop, daemon=True).start()
     gui = "gtk" if sys.platform.startswith("linux") else None
-    webview.start(gui=gui)
+    from aios.server import WINDOW_UA_MARK
+    agent = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+             f"{WINDOW_UA_MARK}1")
+    webview.start(after_start, gui=gui, user_agent=agent)
     stop.set()

@@ -4,7 +4,8 @@ An app subclasses :class:`AIOSAgent`, sets its metadata, overrides
 :meth:`AIOSAgent.handle` and calls ``run()``. Inside ``handle`` it may call
 atomic tools synchronously (:meth:`AIOSAgent.call_tool`), return a plan for
 the system's executor (:meth:`AIOSAgent.plan_steps`), ask the system's LLM
-(:meth:`AIOSAgent.llm`) and push live updates (:meth:`AIOSAgent.push`).
+(:meth:`AIOSAgent.llm`), push live updates (:meth:`AIOSAgent.push`) and, with the
+``desktop.control`` permission, operate the desktop's UI (:meth:`AIOSAgent.ui`).
 
 Where those calls go is decided once per agent, at first use: with
 ``AIOS_SYSTEM_URL`` and ``AIOS_APP_TOKEN`` in the environment (the launcher
@@ -186,6 +187,8 @@ class Backend(Protocol):
 
     def push(self, payload: dict[str, Any], session_id: str | None) -> bool: ...
 
+    def ui(self, ops: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]: ...
+
 
 def _make_backend(agent: AIOSAgent) -> Backend:
     url = os.environ.get("AIOS_SYSTEM_URL", "").strip()
@@ -316,6 +319,24 @@ class AIOSAgent:
             raise ProtocolError(f"push expects a dict (a view or an event), got "
                                 f"{type(view_or_event).__name__}")
         return self._backend().push(view_or_event, current_session_id())
+
+    def ui(self, op: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
+        """Send UI operations (spec §9.4) to the desktop; needs ``desktop.control``.
+
+        ``op`` is one operation or a list, e.g. ``{"op": "move", "id": "btn_play",
+        "window": "music", "x": 20, "y": 20}`` (ops: move, resize, hide, show,
+        change_color, change_text, rotate). The system validates them and relays
+        them to the desktop as ``ui_op`` events; the reply is the system's
+        ``{"ok", "applied", "listeners"}``. Raises :class:`~aios.errors.ToolRefused`
+        when the system refuses them (no permission, an invalid op, naming the
+        problem) and :class:`~aios.errors.ToolFailed` when there is no desktop
+        to reach (standalone mode, system down).
+        """
+        ops = [op] if isinstance(op, dict) else op
+        if not isinstance(ops, list) or not ops or not all(isinstance(o, dict) for o in ops):
+            raise ProtocolError(f"ui expects an operation (a dict) or a non-empty list of "
+                                f"them, got {type(op).__name__}")
+        return self._backend().ui(ops, current_session_id())
 
     # ------------------------------------------------------ serving
 

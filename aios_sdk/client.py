@@ -104,6 +104,21 @@ class SystemClient:
             return False
         return True
 
+    # --------------------------------------------------------------- ui
+
+    def ui(self, ops: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]:
+        try:
+            resp = self._post("/api/sys/ui", {"ops": ops, "session_id": session_id})
+        except requests.RequestException as e:
+            raise ToolFailed(f"ui: cannot reach the system at {self.base_url}: "
+                             f"{type(e).__name__}: {e}") from e
+        reply = _json(resp)
+        if resp.status_code != 200 or not isinstance(reply, dict):
+            message = _error_text(resp, reply)
+            cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
+            raise cls(f"ui: the system refused the operation: {message}")
+        return reply
+
 
 def _json(resp: requests.Response) -> Any:
     try:

@@ -126,6 +126,10 @@ class StandaloneRuntime:
                  json.dumps(payload, ensure_ascii=False, default=str)[:500])
         return True
 
+    def ui(self, ops: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]:
+        raise ToolFailed("UI operations need the running desktop: this app runs standalone "
+                         "(AIOS_SYSTEM_URL is not set); start it from the AIOS desktop")
+
 
 def _unwrap(result: ToolResult) -> Any:
     if result.status == "ok":

@@ -8,9 +8,10 @@ the app can read it with ``file_read``) and is tracked per app in a
 :class:`ProcessTable`, which caps how many each app may run and kills them
 all when the app or the system stops.
 
-Inside bubblewrap a background process has no network either: it suits
-jobs that work on files (conversions, downloads already made, builds), not
-servers.
+Background processes get the same limits as commands (CPU seconds, memory,
+file size, process count) but no timeout. Inside bubblewrap they have no
+network either: they suit jobs that work on files (conversions, builds),
+not servers.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 from aios.tools.shell import (
     AIOS_DIR,
     CommandPlan,
-    _aios_dir,
+    aios_dir,
     has_exited,
     kill_group,
     new_cgroup,
@@ -191,7 +192,7 @@ def _launcher(ctx: ToolContext, plan: CommandPlan) -> Launch:
     """The function that starts ``plan`` detached, logging to ``.aios/proc_<pid>.log``."""
 
     def launch() -> TrackedProcess:
-        aios = _aios_dir(ctx.policy)
+        aios = aios_dir(ctx.policy)
         # Open the folder once, then work relative to it without following
         # links, so a link swapped in by the app cannot redirect the log.
         dir_fd = os.open(aios, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

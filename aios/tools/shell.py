@@ -18,6 +18,7 @@ import codecs
 import logging
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -118,7 +119,7 @@ def plan_command(ctx: ToolContext, cmd: str | list[str], cwd: str | None = None)
     caps, in_bwrap = use_os_sandbox(policy)
     resolved = [[resolve_program(argv[0], run_dir, workdir, in_bwrap), *argv[1:]]
                 for argv in stages]
-    tmpdir = "/tmp" if in_bwrap else str(_aios_dir(policy, "tmp"))
+    tmpdir = "/tmp" if in_bwrap else str(aios_dir(policy, "tmp"))
     env = {"PATH": SANE_PATH, "HOME": str(workdir), "LANG": "C.UTF-8", "TMPDIR": tmpdir}
     display = cmd if isinstance(cmd, str) else " ".join(cmd)
     return CommandPlan(stages=resolved, display=display, workdir=workdir, cwd=run_dir,
@@ -133,8 +134,6 @@ def resolve_program(prog: str, cwd: Path, workdir: Path, in_bwrap: bool) -> str:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise ToolFailed(f"command not found or not executable: {prog!r}")
     else:
-        import shutil
-
         found = shutil.which(prog, path=SANE_PATH)
         if found is None:
             raise ToolFailed(f"command not found: {prog!r} (searched {SANE_PATH})")
@@ -145,11 +144,11 @@ def resolve_program(prog: str, cwd: Path, workdir: Path, in_bwrap: bool) -> str:
     return str(path)
 
 
-def _aios_dir(policy: SandboxPolicy, *sub: str) -> Path:
+def aios_dir(policy: SandboxPolicy, *sub: str) -> Path:
     """``<workdir>/.aios/<sub>``, created; refused if a link makes it leave the workdir."""
-    d = resolve_path(policy, os.path.join(AIOS_DIR, *sub))
-    d.mkdir(parents=True, exist_ok=True)
-    return resolve_path(policy, os.path.join(AIOS_DIR, *sub))
+    rel = os.path.join(AIOS_DIR, *sub)
+    resolve_path(policy, rel).mkdir(parents=True, exist_ok=True)
+    return resolve_path(policy, rel)  # again: what was created is what is inside
 
 
 # ---------------------------------------------------------------- launching
@@ -247,37 +246,36 @@ def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
     """Run every stage wired by pipes; capture, cap, time out, clean up."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    ours = {out_w, err_w}  # our copies of the children's ends, closed once they run
     procs: list[subprocess.Popen[bytes]] = []
     cgroup = new_cgroup(plan, len(plan.stages))
-    fds_to_close = [out_w, err_w]
     try:
-        stdin: int | None = subprocess.DEVNULL
+        stdin = subprocess.DEVNULL
         for i, argv in enumerate(plan.stages):
-            last = i == len(plan.stages) - 1
-            if last:
-                stage_out = out_w
+            if i == len(plan.stages) - 1:
+                stdout = out_w
             else:
-                next_r, stage_out = os.pipe()
-                fds_to_close.append(stage_out)
-            procs.append(spawn(plan, argv, stdin=stdin, stdout=stage_out, stderr=err_w,
+                next_r, stdout = os.pipe()
+                ours |= {next_r, stdout}
+            procs.append(spawn(plan, argv, stdin=stdin, stdout=stdout, stderr=err_w,
                                cgroup=cgroup))
-            if isinstance(stdin, int) and stdin >= 0:
-                os.close(stdin)
-            if not last:
-                os.close(stage_out)
-                fds_to_close.remove(stage_out)
+            for fd in (stdin, stdout):
+                if fd in ours and fd not in (out_w, err_w):
+                    os.close(fd)
+                    ours.discard(fd)
+            if i < len(plan.stages) - 1:
                 stdin = next_r
     except BaseException:
         for p in procs:
             kill_group(p)
             p.wait()
-        for fd in (out_r, err_r, *fds_to_close):
+        for fd in (out_r, err_r, *ours):
             os.close(fd)
         if cgroup is not None:
             cgroup.remove()
         raise
-    os.close(out_w)
-    os.close(err_w)
+    for fd in ours:
+        os.close(fd)
     return _collect(plan, procs, cgroup, out_r, err_r, timeout)
 
 
@@ -308,16 +306,7 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
                 flooded = True
                 break
         if not timed_out and not flooded:
-            for p in procs:
-                remaining = deadline - time.monotonic()
-                while not has_exited(p):
-                    if remaining <= 0:
-                        timed_out = True
-                        break
-                    time.sleep(min(remaining, POLL_SECONDS / 2))
-                    remaining = deadline - time.monotonic()
-                if timed_out:
-                    break
+            timed_out = not _wait_exited(procs, deadline)
     finally:
         # Leftovers and, on timeout or flood, the command itself: whole groups.
         for p in procs:
@@ -338,6 +327,18 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
     return RunOutcome(exit_code=code, stdout=out.text(), stderr=err.text(),
                       truncated=out.truncated or err.truncated, timed_out=timed_out,
                       flooded=flooded, signal=sig, process_limit_hit=hit)
+
+
+def _wait_exited(procs: list[subprocess.Popen[bytes]], deadline: float) -> bool:
+    """Wait (without reaping) until every stage has exited; False at the deadline."""
+    delay = 0.0005  # an exit usually follows the pipes' EOF within microseconds
+    while not all(has_exited(p) for p in procs):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, POLL_SECONDS / 2)
+    return True
 
 
 def _read_into(sel: selectors.BaseSelector, fd: int, sink: _Capped) -> None:
@@ -428,5 +429,6 @@ def shell_exec(ctx: ToolContext, args: ShellExecArgs) -> ToolOutput:
     return run_command(ctx, plan, "shell_exec", args.timeout)
 
 
-__all__ = ["CommandPlan", "RunOutcome", "ShellExecArgs", "finish", "has_exited", "kill_group",
-           "new_cgroup", "plan_command", "run_command", "run_plan", "shell_exec", "spawn"]
+__all__ = ["AIOS_DIR", "CommandPlan", "RunOutcome", "ShellExecArgs", "aios_dir", "finish",
+           "has_exited", "kill_group", "new_cgroup", "plan_command", "run_command", "run_plan",
+           "shell_exec", "spawn"]

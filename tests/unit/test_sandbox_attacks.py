@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ def env(tmp_path: Path, workdir: Path, store: Store) -> Iterator[Env]:
     store.cache_set("other", "secret", "other app's cached secret")
     _Recorder.seen = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield Env(tmp=tmp_path, workdir=workdir, store=store, port=server.server_address[1],
@@ -441,14 +442,15 @@ def test_timeout_kills_grandchildren(env: Env, mode: str, extra: str) -> None:
     box: list[ToolResult] = []
     code = GRANDCHILD.format(marker=marker, extra=extra)
     t = threading.Thread(target=lambda: box.append(
-        invoke("shell_exec", {"cmd": ["python3", "-c", code], "timeout": 3}, ctx)))
+        invoke("shell_exec", {"cmd": ["python3", "-c", code], "timeout": 2}, ctx)))
     t.start()
     seen: list[int] = []
     while t.is_alive() and not seen:
         seen = [p.pid for p in _find(marker)]
+        time.sleep(0.02)
     t.join()
     r = box[0]
-    assert r.error == "timed out after 3s; process group killed"
+    assert r.error == "timed out after 2s; process group killed"
     assert r.result["stdout"] == "spawned\n"
     assert seen, "the grandchild never started"
     assert not any(_alive(pid) for pid in seen)
@@ -477,8 +479,8 @@ def test_fork_bomb_hits_the_process_limit_and_leaves_no_survivors(env: Env, mode
     ctx = make_ctx(env.workdir, env.store, sandbox=SandboxConfig(
         os_sandbox="off" if mode == "fallback" else "auto", max_processes=16))
     r = invoke("shell_exec", {"cmd": ["python3", "-c", FORK_BOMB.format(marker=marker)],
-                              "timeout": 3}, ctx)
-    assert r.error == "timed out after 3s; process group killed"
+                              "timeout": 2}, ctx)
+    assert r.error == "timed out after 2s; process group killed"
     assert "fork refused: Resource temporarily unavailable" in r.result["stdout"]
     if CAPS.pids_cgroup is not None:
         assert r.meta is not None and r.meta["process_limit_hit"] is True

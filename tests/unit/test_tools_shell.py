@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,24 @@ def test_quoted_operators_are_plain_characters(sh: ToolContext) -> None:
     r = run(sh, """python3 -c "print(1 > 0); print('a|b && c;d')" """)
     assert r.status == "ok", r.error
     assert r.result["stdout"] == "True\na|b && c;d\n"
+
+
+def test_words_are_split_like_a_shell_without_expansion(sh: ToolContext) -> None:
+    line = """python3 -c 'import sys; print(sys.argv[1:])' 'a b' "c \\"d\\"" e\\ f *.txt $HOME"""
+    r = run(sh, line)
+    assert r.status == "ok", r.error
+    assert r.result["stdout"] == """['a b', 'c "d"', 'e f', '*.txt', '$HOME']\n"""
+
+
+def test_a_command_cannot_leave_processes_behind(sh: ToolContext) -> None:
+    marker = f"leftover-{uuid.uuid4().hex}"
+    child = f"import time; time.sleep(60)  # {marker}"
+    r = run(sh, py(f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {child!r}])\n"
+                   "print('parent done')"))
+    assert r.status == "ok", r.error
+    assert r.result["stdout"] == "parent done\n"
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if any(marker in part for part in p.info["cmdline"] or [])]
 
 
 def test_cwd_is_resolved_inside_the_workdir(sh: ToolContext, workdir: Path) -> None:

@@ -1,0 +1,10 @@
+"""``python -m aios_sdk new NAME [--dir apps]`` / ``python -m aios_sdk check PATH``."""
+
+from __future__ import annotations
+
+import sys
+
+from aios_sdk.scaffold import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""``python -m aios_sdk new|check``: scaffold an app, check folders, and run what was made."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aios.launcher import APP_ID_RE as LAUNCHER_APP_ID_RE
+from aios.protocol import parse_manifest
+from aios_sdk.scaffold import APP_ID_RE, check_app, main, new_app
+from tests.conftest import ROOT
+from tests.integration.conftest import Running, start_system
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "aios_sdk", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def system(tmp_path: Path) -> Iterator[Running]:
+    running = start_system(tmp_path / "apps", tmp_path / "data")
+    yield running
+    running.stop()
+
+
+def wait_running(system: Running, app: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if system.get("/api/health").json()["apps"].get(app) == "running":
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{app} never started: {system.get('/api/apps').json()}")
+
+
+# ------------------------------------------------------------------------ new
+
+
+def test_new_then_check_then_the_running_desktop_hot_loads_it(system: Running) -> None:
+    made = cli("new", "hello_app", "--dir", str(system.apps_dir), "--title", "你好应用",
+               "--icon", "👋", cwd=system.apps_dir.parent)
+    assert made.returncode == 0, made.stderr
+    folder = system.apps_dir / "hello_app"
+    assert f"created {folder}/" in made.stdout
+    # spec §13.1: exactly this folder; nothing left over from building it
+    assert tree(folder) == ["main.py", "manifest.json", "requirements.txt", "role.md",
+                            "workspace", "workspace/.gitkeep"]
+    assert [p.name for p in system.apps_dir.iterdir()] == ["hello_app"]
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert list(manifest) == ["name", "icon", "description", "entry", "role_prompt", "workdir",
+                              "author", "version"]  # spec §13.2, in its order
+    assert (manifest["name"], manifest["icon"], manifest["entry"], manifest["workdir"],
+            manifest["version"]) == ("你好应用", "👋", "main.py", "workspace", "1.0.0")
+    parse_manifest(manifest)
+    assert (folder / "role.md").read_text(encoding="utf-8").strip() == manifest["role_prompt"]
+
+    checked = cli("check", str(folder), cwd=system.apps_dir.parent)
+    assert (checked.returncode, checked.stdout) == (0, "ok: 你好应用\n")
+
+    wait_running(system, "hello_app")  # picked up while the desktop runs
+    opened = system.open("hello_app")["response"]
+    assert opened["status"] == "ok" and opened["view_type"] == "text"
+    assert opened["data"]["content"] == "你好，我是你好应用。"
+    [button] = opened["actions"]
+    assert (button["type"], button["action_id"]) == ("button", "hello")
+    again = system.post("/api/action", {"app": "hello_app", "action_id": "hello",
+                                        "params": {}}).json()["response"]
+    assert again["data"]["content"] == "又见面了！"
+
+
+def test_new_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path,
+                                                            capsys: Any) -> None:
+    existing = tmp_path / "apps" / "notes"
+    existing.mkdir(parents=True)
+    (existing / "mine.txt").write_text("keep me")
+    assert main(["new", "notes", "--dir", str(tmp_path / "apps")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: refusing to overwrite {existing}: it already exists\n"
+    assert tree(existing) == ["mine.txt"]
+    assert [p.name for p in (tmp_path / "apps").iterdir()] == ["notes"]  # no staging left
+
+
+@pytest.mark.parametrize("name", ["My App", "Notes", "-x", "../evil", "a/b", "", "日记"])
+def test_new_refuses_a_name_that_is_not_an_app_id(tmp_path: Path, capsys: Any,
+                                                  name: str) -> None:
+    assert main(["new", "--dir", str(tmp_path / "apps"), "--", name]) == 1
+    assert "is not a valid app id: it must match [a-z0-9_][a-z0-9_-]*" in capsys.readouterr().err
+    assert not (tmp_path / "apps").exists() or list((tmp_path / "apps").iterdir()) == []
+    assert not (tmp_path / "evil").exists()
+
+
+def test_the_app_id_rule_is_the_launchers() -> None:
+    assert APP_ID_RE.pattern == LAUNCHER_APP_ID_RE.pattern
+
+
+def test_class_names_are_valid_for_any_app_id(tmp_path: Path) -> None:
+    for app_id in ("2fa", "my-app_x", "_private", "a"):
+        folder = new_app(app_id, tmp_path)
+        name, problems = check_app(folder)
+        assert problems == [], (app_id, problems)
+        assert name == app_id
+
+
+# ---------------------------------------------------------------------- check
+
+
+def write(folder: Path, manifest: Any, files: dict[str, str] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = manifest if isinstance(manifest, str) else json.dumps(manifest, ensure_ascii=False)
+    (folder / "manifest.json").write_text(text, encoding="utf-8")
+    for rel, content in (files or {}).items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(content, encoding="utf-8")
+    return folder
+
+
+GOOD = {"name": "好", "entry": "main.py", "role_prompt": "你是好小AI"}
+MAIN = {"main.py": "print('hi')\n"}
+
+
+def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
+    secret = tmp_path / "elsewhere"
+    secret.mkdir()
+    folder = write(tmp_path / "broken", {
+        "name": "", "entry": "main.py", "role_promt": "typo", "port": 80,
+        "permissions": ["root"], "handle_endpoint": "handle", "workdir": "data",
+        "keywords": ["notes", "Notes", " ", "x" * 41],
+        "shell_whitelist": ["/bin/ls", "ls -la"],
+        "http_domain_whitelist": ["https://api.example.com/v1", "api.example.com"],
+    }, {"main.py": "def handle(:\n    pass\n"})
+    (folder / "data").symlink_to(secret)
+    result = cli("check", str(folder), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "manifest.json field name: String should have at least 1 character",
+        "manifest.json field port: Input should be greater than or equal to 1024",
+        "manifest.json field handle_endpoint: must be a path starting with '/' (got 'handle')",
+        "manifest.json field permissions.0: Input should be 'desktop.control'",
+        "manifest.json: unknown field 'role_promt'; did you mean 'role_prompt'?",
+        "entry 'main.py' does not compile (line 1): invalid syntax",
+        f"workdir 'data' resolves to {secret.resolve()}, outside the app folder",
+        "no role prompt: set \"role_prompt\" in manifest.json or add a non-empty role.md",
+        "keywords: empty entries are not allowed",
+        "keywords: 'xxxxxxxxxxxxxxxxxxxx'… is longer than 40 characters",
+        "keywords: 'Notes' is listed twice",
+        "shell_whitelist: '/bin/ls' must be a bare program name (no path, no arguments)",
+        "shell_whitelist: 'ls -la' must be a bare program name (no path, no arguments)",
+        "http_domain_whitelist: 'https://api.example.com/v1' must be a host name such as "
+        "api.example.com or *.example.com (no scheme, port or path)",
+    ]
+    assert "ok:" not in result.stdout
+    # checking compiles nothing into the app folder
+    assert not (folder / "__pycache__").exists()
+
+
+@pytest.mark.parametrize(("manifest", "files", "problem"), [
+    (None, {}, "no manifest.json in the folder"),
+    ('{"name": "x",\n "entry": }', {}, "manifest.json is not valid JSON: line 2 column 11: "
+                                       "Expecting value"),
+    ("[1, 2]", {}, "manifest.json must hold a JSON object, not list"),
+    ({**GOOD, "entry": "app.py"}, MAIN, "entry file 'app.py' not found in the app folder"),
+    ({**GOOD, "entry": "../main.py"}, MAIN,
+     "manifest.json field entry: must be a path inside the app folder (got '../main.py')"),
+    ({**GOOD, "workdir": "/tmp"}, MAIN,
+     "manifest.json field workdir: must be a path inside the app folder (got '/tmp')"),
+    ({**GOOD, "workdir": "."}, MAIN, "workdir '.' is the app folder itself: the app could then "
+                                     "rewrite its own code and manifest; use a subfolder such "
+                                     "as workspace"),
+    ({**GOOD, "workdir": "main.py"}, MAIN, "workdir 'main.py' exists and is not a folder"),
+    ({"name": "x", "entry": "main.py", "role_prompt": "  "}, {**MAIN, "role.md": "\n"},
+     "no role prompt: set \"role_prompt\" in manifest.json or add a non-empty role.md"),
+    ({**GOOD, "permissions": ["desktop.control", "desktop.control"]}, MAIN,
+     "permissions: 'desktop.control' is listed twice"),
+    ({**GOOD, "name": "   "}, MAIN, "name is only blanks"),
+    ({"entry": "main.py", "role_prompt": "r"}, MAIN, "manifest.json field name: Field required"),
+])
+def test_check_names_each_kind_of_problem(tmp_path: Path, capsys: Any, manifest: Any,
+                                          files: dict[str, str], problem: str) -> None:
+    folder = tmp_path / "app"
+    if manifest is None:
+        folder.mkdir()
+    else:
+        write(folder, manifest, files)
+    before = tree(folder)
+    assert main(["check", str(folder)]) == 1
+    assert problem in capsys.readouterr().out.splitlines()
+    assert tree(folder) == before  # checking changes nothing
+
+
+def test_check_accepts_role_md_instead_of_role_prompt(tmp_path: Path, capsys: Any) -> None:
+    folder = write(tmp_path / "app", {"name": "好", "entry": "main.py"},
+                   {**MAIN, "role.md": "你是好小AI\n"})
+    assert main(["check", str(folder)]) == 0
+    assert capsys.readouterr().out == "ok: 好\n"
+
+
+def test_check_on_something_that_is_not_an_app_folder(tmp_path: Path, capsys: Any) -> None:
+    assert main(["check", str(tmp_path / "missing")]) == 1
+    assert capsys.readouterr().out == f"{tmp_path / 'missing'} is not a folder\n"
+    bad = write(tmp_path / "Bad App", GOOD, MAIN)
+    assert main(["check", str(bad)]) == 1
+    assert capsys.readouterr().out.startswith("folder name 'Bad App' is not a valid app id")
+
+
+def test_check_dot_means_the_current_folder(tmp_path: Path) -> None:
+    folder = new_app("here", tmp_path)
+    result = cli("check", ".", cwd=folder)
+    assert (result.returncode, result.stdout) == (0, "ok: here\n")
+
+
+def test_bundled_assistant_passes_the_check(capsys: Any) -> None:
+    assert main(["check", str(ROOT / "apps" / "assistant")]) == 0
+    assert capsys.readouterr().out == "ok: 智能助手\n"
