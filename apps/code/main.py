@@ -1,0 +1,285 @@
+"""代码 (code): run a Python snippet in the sandbox and show the source and its output.
+
+The snippet runs as ``python3 -c <code>`` through the ``shell_exec`` atomic
+tool, as a step of the reply, so the system's executor runs it (with its own
+timeout, not the app's handle timeout) inside the OS sandbox: confined to
+the workdir, no secrets, limited CPU, memory and output. The argv is a list,
+so no shell ever parses the code. The next round shows a dashboard with the
+source (code widget) and stdout, stderr and the exit code (text widgets);
+a non-zero exit, a timeout or a refusal is shown as such.
+
+Offline it runs what follows "运行" / "run"; with an LLM, a request in words
+("算一下 1 到 100 的和") becomes code that is shown for review with a run
+button, never run unseen.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+from typing import Any
+
+from aios.errors import LLMError
+from aios_sdk import AIOSAgent, LLMUnavailable
+
+log = logging.getLogger(__name__)
+
+MAX_CODE_CHARS = 20_000
+DEFAULT_TIMEOUT = 10
+MAX_TIMEOUT = 30
+"""Seconds; the system's own shell_exec timeout and CPU limit still apply."""
+SAMPLE = 'for i in range(1, 4):\n    print(f"{i} × {i} = {i * i}")\n'
+SAMPLES = {
+    "九九乘法表 / times table": "for i in range(1, 10):\n    print(' '.join(f'{j}×{i}={i*j}' "
+                                "for j in range(1, i + 1)))\n",
+    "质数 / primes": "print([n for n in range(2, 60) if all(n % d for d in range(2, n))])\n",
+    "系统信息 / platform": "import platform, sys\nprint(platform.python_version(), "
+                          "sys.platform)\n",
+}
+REFUSAL_PREFIXES = ("command policy", "command whitelist", "path confinement", "OS sandbox",
+                    "resource limit")
+ACTIONS = ("run", "run_form", "run_line", "edit", "home")
+
+_APP_WORDS = re.compile(
+    r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start)?\s*"
+    r"(?:代码|python\s*runner|code)(?:app|应用|运行器)?(?![a-z0-9_(.])[\s,，:：]*",
+    re.IGNORECASE)
+_RUN = re.compile(r"^(?:请|帮我)?(?:运行|执行|跑一下|跑|计算|run|exec(?:ute)?|eval|python3?)"
+                  r"(?:\s*(?:代码|python|code))?(?![a-z0-9_(.])[\s:：]*(?P<code>[\s\S]*)$",
+                  re.IGNORECASE)
+_FENCE = re.compile(r"^```(?:python|py)?\s*\n?([\s\S]*?)\n?```$", re.IGNORECASE)
+
+
+class Problem(Exception):
+    def __init__(self, zh: str, en: str):
+        super().__init__(zh)
+        self.zh, self.en = zh, en
+
+
+def strip_fence(code: str) -> str:
+    m = _FENCE.match(code.strip())
+    return m.group(1) if m else code
+
+
+def looks_like_python(code: str) -> bool:
+    """Parses as Python and is more than a bare word (Chinese words are identifiers too)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    if not tree.body:
+        return False
+    only = tree.body[0] if len(tree.body) == 1 else None
+    return not (isinstance(only, ast.Expr) and isinstance(only.value, ast.Name))
+
+
+def parse_instruction(text: str | None) -> tuple[str, str]:
+    """``(intent, code)``: home, run (with code) or words (not code)."""
+    rest = _APP_WORDS.sub("", (text or "").strip(), count=1).strip()
+    if not rest:
+        return "home", ""
+    m = _RUN.match(rest)
+    code = strip_fence(m.group("code").strip()) if m else strip_fence(rest)
+    if not code:
+        return "home", ""
+    return ("run", code) if looks_like_python(code) else ("words", code)
+
+
+def check_code(value: Any) -> str:
+    if not isinstance(value, str):
+        raise Problem(f"代码必须是文字（收到 {type(value).__name__}）",
+                      f"code must be text (got {type(value).__name__})")
+    code = strip_fence(value)
+    if not code.strip():
+        raise Problem("代码是空的", "the code is empty")
+    if len(code) > MAX_CODE_CHARS:
+        raise Problem(f"代码太长（{len(code)} 字符，最多 {MAX_CODE_CHARS}）",
+                      f"the code is too long ({len(code)} characters, at most {MAX_CODE_CHARS})")
+    if "\x00" in code:
+        raise Problem("代码里有 NUL 字符", "the code contains a NUL character")
+    return code
+
+
+def check_timeout(value: Any) -> float:
+    if value in (None, ""):
+        return DEFAULT_TIMEOUT
+    raw = value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            value = None
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 1 <= value <= MAX_TIMEOUT:
+        raise Problem(f"超时必须是 1–{MAX_TIMEOUT} 秒（收到 {raw!r}）",
+                      f"timeout must be 1 to {MAX_TIMEOUT} seconds (got {raw!r})")
+    return float(value)
+
+
+class CodeAgent(AIOSAgent):
+    name = "代码"
+    description = "运行 Python 代码片段"
+    icon = "🐍"
+    role_prompt = "你是代码小AI。"
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        context = context if isinstance(context, dict) else {}
+        en = str(context.get("locale", "")).startswith("en")
+        results = context.get("tool_results")
+        results = results if isinstance(results, dict) else {}
+        state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
+        last = state.get("code") if isinstance(state.get("code"), str) else SAMPLE
+        try:
+            if action_request is not None:
+                return self._action(en, action_request, results, last)
+            intent, code = parse_instruction(instruction)
+            if intent == "run":
+                return self._run(en, check_code(code), DEFAULT_TIMEOUT, results)
+            if intent == "words":
+                return self._from_words(en, code)
+            return self._editor(en, last)
+        except Problem as p:
+            return self._error(en, p.en if en else p.zh, last)
+
+    def _action(self, en: bool, req: Any, results: dict[str, Any],
+                last: str) -> dict[str, Any]:
+        if not isinstance(req, dict):
+            raise Problem("操作请求必须是对象", "the action request must be an object")
+        action_id = req.get("action_id")
+        params = req.get("params") if isinstance(req.get("params"), dict) else {}
+        if action_id == "run":
+            return self._run(en, check_code(params.get("code")),
+                             check_timeout(params.get("timeout")), results)
+        if action_id == "run_form":
+            values = req.get("form_values")
+            if not isinstance(values, dict):
+                raise Problem("运行需要表单内容 form_values", "run_form needs form_values")
+            return self._run(en, check_code(values.get("code")),
+                             check_timeout(values.get("timeout")), results)
+        if action_id == "run_line":
+            return self._run(en, check_code(req.get("value")), DEFAULT_TIMEOUT, results)
+        if action_id == "edit":
+            code = params.get("code", last)
+            return self._editor(en, check_code(code) if code != last else last)
+        if action_id == "home":
+            return self._editor(en, last)
+        raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
+                      f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})")
+
+    # ------------------------------------------------------------- views
+
+    def _editor(self, en: bool, code: str, message: str | None = None) -> dict[str, Any]:
+        samples = [{"type": "button", "label": f"▶ {label}", "action_id": "run",
+                    "params": {"code": sample}} for label, sample in SAMPLES.items()]
+        return {"status": "ok", "view_type": "form",
+                "data": {"title": _t(en, "Python 代码", "Python code"),
+                         "description": _t(en, "在沙箱里运行：只有本应用的工作区可写。",
+                                           "Runs in the sandbox: only this app's workspace "
+                                           "is writable."),
+                         "fields": [{"name": "code", "label": _t(en, "代码", "Code"),
+                                     "type": "textarea", "value": code, "required": True},
+                                    {"name": "timeout", "label": _t(en, "超时（秒）",
+                                                                    "Timeout (s)"),
+                                     "type": "number", "value": DEFAULT_TIMEOUT, "min": 1,
+                                     "max": MAX_TIMEOUT}]},
+                "actions": [{"type": "submit_form", "label": _t(en, "▶ 运行", "▶ Run"),
+                             "action_id": "run_form"},
+                            {"type": "input", "label": _t(en, "一行代码", "One line"),
+                             "action_id": "run_line", "placeholder": "print(1 + 1)"},
+                            *samples],
+                "message": message or _t(en, "输入 Python 代码后点运行", "Enter Python code "
+                                         "and press Run"),
+                "state": {"code": code}}
+
+    def _run(self, en: bool, code: str, timeout: float,
+             results: dict[str, Any]) -> dict[str, Any]:
+        step = results.get("step_1")
+        if not isinstance(step, dict):
+            return {"status": "ok", "view_type": "loading",
+                    "data": {"message": _t(en, "正在运行…", "Running…"),
+                             "language": "python", "code": code},
+                    "steps": self.plan_steps([{"tool": "shell_exec", "args": {
+                        "cmd": ["python3", "-c", code], "timeout": timeout}}]),
+                    "message": _t(en, "正在运行", "Running")}
+        return self._result(en, code, timeout, step)
+
+    def _result(self, en: bool, code: str, timeout: float,
+                step: dict[str, Any]) -> dict[str, Any]:
+        out = step.get("result") if isinstance(step.get("result"), dict) else {}
+        error = str(step.get("error") or "")
+        stdout, stderr = str(out.get("stdout") or ""), str(out.get("stderr") or "")
+        exit_code = out.get("exit_code")
+        if step.get("status") == "ok":
+            outcome, summary = "ok", _t(en, "运行成功，退出码 0", "Finished, exit code 0")
+        elif error.startswith("timed out"):
+            outcome = "timeout"
+            summary = _t(en, f"超时：超过 {timeout:g} 秒，已终止", f"Timed out after "
+                         f"{timeout:g} s; stopped")
+        elif not out:
+            outcome = "refused" if error.startswith(REFUSAL_PREFIXES) else "failed"
+            summary = _t(en, f"没有运行，被沙箱拒绝：{error}" if outcome == "refused"
+                         else f"没有运行：{error}",
+                         f"Not run, refused by the sandbox: {error}" if outcome == "refused"
+                         else f"Not run: {error}")
+        else:
+            outcome = "exit"
+            summary = _t(en, f"运行出错：{error}", f"Failed: {error}")
+        if out.get("truncated"):
+            summary += _t(en, "（输出过长，已截断）", " (output truncated)")
+        widgets = [
+            {"type": "code", "title": _t(en, "源代码", "Source"), "language": "python",
+             "code": code},
+            {"type": "text", "title": _t(en, "标准输出 stdout", "Output (stdout)"),
+             "content": stdout or _t(en, "（无输出）", "(no output)")},
+            {"type": "text", "title": _t(en, "标准错误 stderr", "Errors (stderr)"),
+             "content": stderr or _t(en, "（无）", "(none)")},
+            {"type": "text", "title": _t(en, "结果", "Result"),
+             "content": summary + (f" · exit code {exit_code}" if exit_code not in (None, 0)
+                                   else "")},
+        ]
+        return {"status": "ok" if outcome == "ok" else "error", "view_type": "dashboard",
+                "data": {"title": _t(en, "运行结果", "Run result"), "widgets": widgets,
+                         "outcome": outcome, "exit_code": exit_code, "stdout": stdout,
+                         "stderr": stderr, "error": error or None},
+                "actions": [{"type": "button", "label": _t(en, "↻ 再运行一次", "↻ Run again"),
+                             "action_id": "run", "params": {"code": code, "timeout": timeout}},
+                            {"type": "button", "label": _t(en, "✎ 编辑", "✎ Edit"),
+                             "action_id": "edit", "params": {"code": code}}],
+                "message": summary, "state": {"code": code}}
+
+    def _from_words(self, en: bool, text: str) -> dict[str, Any]:
+        """A request in words: with an LLM, code to review; without, say what is needed."""
+        try:
+            answer = self.llm([
+                {"role": "system", "content": "Write a short self-contained Python 3 program "
+                 "(standard library only, prints its result) for the user's request. Answer "
+                 "with the code only, no explanation."},
+                {"role": "user", "content": text[:2000]}])
+            code = strip_fence(str(answer.get("content") or "").strip())
+        except (LLMUnavailable, LLMError, AttributeError):
+            code = ""
+        if code and looks_like_python(code):
+            reply = self._editor(en, code, _t(en, "AI 写好了代码，检查后点运行",
+                                              "The AI wrote this code; check it, then Run"))
+            reply["actions"].insert(0, {"type": "button", "label": _t(en, "▶ 运行", "▶ Run"),
+                                        "action_id": "run", "params": {"code": code}})
+            return reply
+        raise Problem(f"「{text[:80]}」不是 Python 代码。例如：运行 print(1+1)",
+                      f"{text[:80]!r} is not Python code. For example: run print(1+1)")
+
+    def _error(self, en: bool, message: str, last: str) -> dict[str, Any]:
+        return {"status": "error", "view_type": "error",
+                "data": {"title": _t(en, "代码：出错了", "Code: error"), "message": message},
+                "actions": [{"type": "button", "label": _t(en, "返回编辑", "Back to the editor"),
+                             "action_id": "home"}],
+                "message": message}
+
+
+def _t(en: bool, zh: str, en_text: str) -> str:
+    return en_text if en else zh
+
+
+if __name__ == "__main__":
+    CodeAgent().run()

@@ -1,0 +1,175 @@
+"""Pure helpers of the files app: path rules, file kinds, sizes, instruction parsing.
+
+No I/O here; everything that touches the disk goes through the system's
+atomic tools in ``main.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from urllib.parse import quote
+
+MAX_NAME_BYTES = 255
+TEXT_EXT = {".txt", ".md", ".log", ".csv", ".tsv", ".ini", ".cfg", ".conf", ".rst", ""}
+CODE_LANG = {".py": "python", ".js": "javascript", ".mjs": "javascript", ".ts": "typescript",
+             ".json": "json", ".sh": "bash", ".html": "html", ".htm": "html", ".css": "css",
+             ".c": "c", ".h": "c", ".cpp": "cpp", ".java": "java", ".go": "go", ".rs": "rust",
+             ".yaml": "yaml", ".yml": "yaml", ".toml": "ini", ".sql": "sql", ".xml": "xml",
+             ".rb": "ruby", ".php": "php"}
+IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico"}
+AUDIO_EXT = {".wav", ".mp3", ".ogg", ".oga", ".flac", ".m4a", ".aac", ".opus"}
+VIDEO_EXT = {".mp4", ".webm", ".ogv", ".mov", ".m4v"}
+
+
+class BadPath(ValueError):
+    """A path or name from the user that this app will not use; the message says why."""
+
+    def __init__(self, zh: str, en: str):
+        super().__init__(zh)
+        self.zh = zh
+        self.en = en
+
+    def text(self, en: bool) -> str:
+        return self.en if en else self.zh
+
+
+def clean_rel(raw: object, *, allow_root: bool = False, what: str = "path",
+              zh: str = "路径") -> str:
+    """A normalised path relative to the workspace, or BadPath naming the rule.
+
+    Hidden names (a leading dot) are refused: the workspace keeps the
+    sandbox's own ``.aios`` folder there, and this app only manages visible files.
+    """
+    if raw is None:
+        raw = ""
+    if not isinstance(raw, str):
+        raise BadPath(f"{zh}必须是文字（收到 {type(raw).__name__}）",
+                      f"{what} must be text (got {type(raw).__name__})")
+    text = raw.strip()
+    if "\x00" in text:
+        raise BadPath(f"{zh}含有 NUL 字符", f"{what} contains a NUL byte")
+    if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", text):
+        raise BadPath(f"{zh} {raw!r} 必须是工作区里的相对路径",
+                      f"{what} {raw!r} must be relative to the workspace")
+    parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
+    for p in parts:
+        if p == "..":
+            raise BadPath(f"{zh} {raw!r} 不能包含 '..'", f"{what} {raw!r} must not contain '..'")
+        if p.startswith("."):
+            raise BadPath(f"{zh} {raw!r}：不管理以 '.' 开头的隐藏文件",
+                          f"{what} {raw!r}: hidden names (starting with '.') are not managed")
+        if len(p.encode("utf-8")) > MAX_NAME_BYTES:
+            raise BadPath(f"{zh} {raw!r}：名字超过 {MAX_NAME_BYTES} 字节",
+                          f"{what} {raw!r}: a name is longer than {MAX_NAME_BYTES} bytes")
+    if not parts and not allow_root:
+        raise BadPath(f"{zh}不能为空", f"{what} is empty")
+    return "/".join(parts)
+
+
+def clean_name(raw: object) -> str:
+    """One file name (no folder part) for a rename."""
+    name = clean_rel(raw, what="new name", zh="新名称")
+    if "/" in name:
+        raise BadPath(f"新名称 {raw!r} 不能含 '/'（重命名不移动文件夹）",
+                      f"new name {raw!r} must be a name without '/' (rename keeps the folder)")
+    return name
+
+
+def parent_of(rel: str) -> str:
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
+
+
+def base_of(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1]
+
+
+def join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def ext_of(rel: str) -> str:
+    return PurePosixPath(rel).suffix.lower()
+
+
+def file_url(app: str, rel: str) -> str:
+    """Where the system serves this file of the app's workdir (never outside it)."""
+    return f"/apps/{quote(app)}/files/{quote(rel)}"
+
+
+@dataclass(frozen=True)
+class Kind:
+    key: str
+    zh: str
+    en: str
+
+
+KINDS = {
+    "dir": Kind("dir", "文件夹", "folder"), "text": Kind("text", "文本", "text"),
+    "code": Kind("code", "代码", "code"), "image": Kind("image", "图片", "image"),
+    "audio": Kind("audio", "音频", "audio"), "video": Kind("video", "视频", "video"),
+    "file": Kind("file", "文件", "file"), "link": Kind("link", "链接", "link"),
+}
+
+
+def kind_of(rel: str, entry_type: str) -> Kind:
+    if entry_type == "dir":
+        return KINDS["dir"]
+    if entry_type == "link":
+        return KINDS["link"]
+    ext = ext_of(rel)
+    if ext in IMAGE_EXT:
+        return KINDS["image"]
+    if ext in AUDIO_EXT:
+        return KINDS["audio"]
+    if ext in VIDEO_EXT:
+        return KINDS["video"]
+    if ext in CODE_LANG:
+        return KINDS["code"]
+    if ext in TEXT_EXT:
+        return KINDS["text"]
+    return KINDS["file"]
+
+
+def human_size(size: object) -> str:
+    if not isinstance(size, int):
+        return ""
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+# ------------------------------------------------------------ instructions
+
+_APP_WORDS = re.compile(
+    r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start|show)?\s*(?:the\s+)?"
+    r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?[\s,，:：]*", re.IGNORECASE)
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("rename", re.compile(r"^(?:重命名|改名|rename|mv)\s*(?:文件\s*|file\s+)?(\S+?)\s*"
+                          r"(?:为|成|到|改为|to|->|as|\s)\s*(\S+)$", re.IGNORECASE)),
+    ("create", re.compile(r"^(?:新建|创建|写入|create|new|touch|write)\s*(?:文件\s*|file\s+)?"
+                          r"(\S+)(?:\s+(?:内容|content|with)?[:：]?\s*([\s\S]*))?$",
+                          re.IGNORECASE)),
+    ("delete", re.compile(r"^(?:删除|删掉|移除|delete|remove|rm)\s*(?:文件\s*|file\s+)?(.+)$",
+                          re.IGNORECASE)),
+    ("list", re.compile(r"^(?:列出|浏览|进入|list|ls|browse|cd)\s*(?:文件夹\s*|folder\s+)?(.*)$",
+                        re.IGNORECASE)),
+    ("preview", re.compile(r"^(?:预览|查看|打开|看看|显示|preview|view|open|show|cat)\s*"
+                           r"(?:文件\s*|file\s+)?(.+)$", re.IGNORECASE)),
+]
+
+
+def parse_instruction(text: str | None) -> tuple[str, list[str]]:
+    """``(intent, args)``: intent is home, list, preview, create, delete, rename or unknown."""
+    rest = _APP_WORDS.sub("", (text or "").strip(), count=1).strip()
+    if not rest:
+        return "home", []
+    for intent, pattern in _PATTERNS:
+        m = pattern.match(rest)
+        if m:
+            return intent, [g.strip() if g else "" for g in m.groups()]
+    return "unknown", [rest]

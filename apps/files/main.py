@@ -1,0 +1,455 @@
+"""文件管理 (files): browse, preview, create, rename and delete files in the workspace.
+
+Everything goes through the system's atomic tools, so the sandbox and the
+audit log apply: ``file_list`` to browse, ``file_read`` to preview,
+``file_write`` to create. There is no delete or rename tool, so those run
+one fixed Python script (:data:`FS_HELPER`) through ``shell_exec`` with the
+path as a separate argv entry: no shell parses it, the command policy checks
+that the path argument stays in the workdir, and the OS sandbox confines
+the interpreter to the workdir. Text files are renamed as read + write +
+delete (spec: compose atomic tools); anything that would not survive that
+byte for byte (binary files, folders) is moved by the same helper instead.
+
+Deleting asks twice: the button carries a ``confirm`` question for the
+desktop, and the app itself answers with a confirmation view; only its
+``confirm_delete`` action deletes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import files_lib as fl
+from files_lib import BadPath
+
+from aios.errors import LLMError
+from aios_sdk import AIOSAgent, LLMUnavailable, ToolError
+
+log = logging.getLogger(__name__)
+
+FS_HELPER = """\
+import os, sys
+op, src = sys.argv[1], sys.argv[2]
+if not os.path.lexists(src):
+    sys.exit('not found: ' + src)
+if op == 'rm':
+    if os.path.isdir(src) and not os.path.islink(src):
+        os.rmdir(src)
+    else:
+        os.remove(src)
+elif op == 'mv':
+    dst = sys.argv[3]
+    if os.path.lexists(dst):
+        sys.exit('already exists: ' + dst)
+    os.rename(src, dst)
+else:
+    sys.exit('unknown operation: ' + op)
+"""
+"""Removes (``rm PATH``) or renames (``mv SRC DST``) one entry; paths arrive as argv."""
+
+PREVIEW_CHARS = 200_000
+"""Characters of a text file shown in a preview (more is cut, with a note)."""
+RENAME_TEXT_MAX = 2_000_000
+"""Bytes up to which a text file is renamed by read + write + delete."""
+CREATE_MAX_CHARS = 1_000_000
+MAX_ROWS_WITH_CONTROLS = 60
+"""Entries that get their own buttons; more are listed without (the view stays usable)."""
+
+ACTIONS = ("open_folder", "preview", "rename", "do_rename", "delete", "confirm_delete",
+           "create", "refresh", "open_link", "download")
+
+
+class Problem(Exception):
+    """Something the user should read (not a bug); becomes an error view."""
+
+    def __init__(self, zh: str, en: str, folder: str = ""):
+        super().__init__(zh)
+        self.zh, self.en, self.folder = zh, en, folder
+
+
+class Ctx:
+    """The per-call facts the handlers need: locale, app id, workdir name, state."""
+
+    def __init__(self, context: dict[str, Any]):
+        self.en = str(context.get("locale", "")).startswith("en")
+        self.app = str(context.get("app") or "files")
+        workdir = context.get("workdir")
+        self.wd = Path(workdir).name if isinstance(workdir, str) and workdir else "workspace"
+        state = context.get("cwd_state")
+        folder = state.get("folder") if isinstance(state, dict) else None
+        try:
+            self.folder = fl.clean_rel(folder, allow_root=True)
+        except BadPath:
+            self.folder = ""
+
+    def t(self, zh: str, en: str) -> str:
+        return en if self.en else zh
+
+    def tool_path(self, rel: str) -> str:
+        # Always prefixed with the workdir's own name: the sandbox reads a leading
+        # "workspace/" as the workdir itself, so a folder that happens to be called
+        # "workspace" inside it still resolves to the right place.
+        return f"{self.wd}/{rel}" if rel else self.wd
+
+
+class FilesAgent(AIOSAgent):
+    name = "文件管理"
+    description = "浏览、预览、新建、重命名、删除工作区里的文件"
+    icon = "🗂️"
+    role_prompt = "你是文件管理小AI。"
+
+    # ------------------------------------------------------------ handle
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        c = Ctx(context if isinstance(context, dict) else {})
+        try:
+            if action_request is not None:
+                return self._action(c, action_request)
+            return self._instruction(c, instruction)
+        except Problem as p:
+            return self._error(c, c.t(p.zh, p.en), p.folder)
+        except BadPath as e:
+            return self._error(c, e.text(c.en), c.folder)
+        except ToolError as e:
+            return self._error(c, c.t(f"操作失败：{e.error}", f"failed: {e.error}"), c.folder)
+
+    def _action(self, c: Ctx, req: Any) -> dict[str, Any]:
+        if not isinstance(req, dict):
+            raise Problem("操作请求必须是对象", "the action request must be an object")
+        action_id = req.get("action_id")
+        if action_id not in ACTIONS:
+            raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
+                          f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})")
+        if action_id in ("create", "do_rename"):
+            values = req.get("form_values")
+            if not isinstance(values, dict):
+                raise Problem(f"{action_id} 需要表单内容 form_values",
+                              f"{action_id} needs form_values")
+            if action_id == "create":
+                return self._create(c, values.get("name"), values.get("content"),
+                                    values.get("folder", c.folder))
+            return self._do_rename(c, values.get("path"), values.get("new_name"))
+        if action_id in ("open_link", "download"):
+            # The desktop opened the link itself; keep showing that file.
+            return self._preview(c, self._path_from_href(c, req.get("href")))
+        params = req.get("params")
+        params = params if isinstance(params, dict) else {}
+        if action_id == "refresh":
+            return self._browse(c, fl.clean_rel(params.get("path", c.folder), allow_root=True))
+        if action_id == "open_folder":
+            return self._browse(c, fl.clean_rel(params.get("path"), allow_root=True))
+        if "path" not in params:
+            raise Problem(f"{action_id} 需要参数 path", f"{action_id} needs the param path")
+        path = fl.clean_rel(params.get("path"))
+        return {"preview": self._preview, "rename": self._rename_form,
+                "delete": self._ask_delete, "confirm_delete": self._delete}[action_id](c, path)
+
+    def _instruction(self, c: Ctx, text: str | None) -> dict[str, Any]:
+        intent, args = fl.parse_instruction(text)
+        if intent == "unknown":
+            intent, args = self._llm_intent(c, args[0])
+        if intent == "home":
+            return self._browse(c, "")
+        if intent == "list":
+            return self._browse(c, fl.clean_rel(args[0], allow_root=True))
+        if intent == "create":
+            return self._create(c, args[0], args[1] if len(args) > 1 else "", c.folder)
+        if intent in ("preview", "delete"):
+            path = self._resolve(c, args[0])
+            return self._preview(c, path) if intent == "preview" else self._ask_delete(c, path)
+        if intent == "rename":
+            path = self._resolve(c, args[0])
+            return self._do_rename(c, path, args[1])
+        reply = self._browse(c, c.folder)
+        reply["message"] = c.t(
+            f"没看懂「{args[0]}」。可以说：预览 a.txt、新建 a.txt 内容、重命名 a.txt 为 b.txt、"
+            "删除 a.txt。", f"I did not understand {args[0]!r}. Try: preview a.txt, create a.txt "
+            "text, rename a.txt to b.txt, delete a.txt.")
+        return reply
+
+    @staticmethod
+    def _path_from_href(c: Ctx, href: Any) -> str:
+        prefix = fl.file_url(c.app, "")
+        if not isinstance(href, str) or not href.startswith(prefix):
+            raise Problem(f"链接 {href!r} 不是本应用的文件", f"link {href!r} is not a file of "
+                          "this app")
+        return fl.clean_rel(unquote(href[len(prefix):]))
+
+    def _resolve(self, c: Ctx, raw: str) -> str:
+        """A name from an instruction: relative to the folder being browsed, else the root."""
+        rel = fl.clean_rel(raw)
+        if c.folder:
+            inside = fl.join(c.folder, rel)
+            if self._entry(c, inside) is not None:
+                return inside
+        return rel
+
+    def _llm_intent(self, c: Ctx, text: str) -> tuple[str, list[str]]:
+        """With an LLM, turn free text into one of the commands; without, unknown."""
+        prompt = ("Map the user's request about files to JSON {\"intent\": one of "
+                  "home|list|preview|create|delete|rename|unknown, \"args\": [strings]}. "
+                  "create args: [name, content]; rename args: [old, new]; others: [path]. "
+                  "Answer with the JSON only.")
+        try:
+            answer = self.llm([{"role": "system", "content": prompt},
+                               {"role": "user", "content": text}])
+            parsed = json.loads(str(answer.get("content") or "").strip().strip("`")
+                                .removeprefix("json").strip())
+        except (LLMUnavailable, LLMError, ValueError, AttributeError):
+            return "unknown", [text]
+        if not isinstance(parsed, dict):
+            return "unknown", [text]
+        intent, args = parsed.get("intent"), parsed.get("args") or []
+        if intent in ("home", "list", "preview", "create", "delete", "rename") and \
+                isinstance(args, list) and all(isinstance(a, str) for a in args):
+            needed = {"home": 0, "list": 0, "create": 1, "rename": 2}.get(intent, 1)
+            if len(args) >= needed:
+                return intent, [*args, ""] if intent == "list" and not args else args
+        return "unknown", [text]
+
+    # ------------------------------------------------------------- tools
+
+    def _listing(self, c: Ctx, folder: str) -> list[dict[str, Any]]:
+        try:
+            result = self.call_tool("file_list", path=c.tool_path(folder))
+        except ToolError as e:
+            raise Problem(f"打不开文件夹「{folder or c.wd}」：{e.error}",
+                          f"cannot open folder {folder or c.wd!r}: {e.error}") from e
+        entries = result.get("entries") if isinstance(result, dict) else None
+        return [e for e in entries or [] if isinstance(e, dict)
+                and not str(e.get("name", ".")).startswith(".")]
+
+    def _entry(self, c: Ctx, rel: str) -> dict[str, Any] | None:
+        try:
+            entries = self._listing(c, fl.parent_of(rel))
+        except Problem:
+            return None
+        name = fl.base_of(rel)
+        return next((e for e in entries if e.get("name") == name), None)
+
+    def _must_exist(self, c: Ctx, rel: str) -> dict[str, Any]:
+        entry = self._entry(c, rel)
+        if entry is None:
+            raise Problem(f"找不到「{rel}」", f"{rel!r} not found", fl.parent_of(rel))
+        return entry
+
+    def _helper(self, c: Ctx, *argv: str) -> None:
+        try:
+            self.call_tool("shell_exec", cmd=["python3", "-c", FS_HELPER, *argv])
+        except ToolError as e:
+            out = e.result if isinstance(e.result, dict) else {}
+            lines = str(out.get("stderr") or "").strip().splitlines()
+            reason = lines[-1] if lines else e.error
+            raise Problem(f"操作没有完成：{reason}", f"the operation did not complete: {reason}",
+                          fl.parent_of(argv[1])) from e
+
+    # ------------------------------------------------------------- views
+
+    def _browse(self, c: Ctx, folder: str, message: str | None = None) -> dict[str, Any]:
+        entries = self._listing(c, folder)
+        entries.sort(key=lambda e: (e.get("type") != "dir", str(e.get("name")).lower()))
+        rows: list[dict[str, Any]] = []
+        per_row: list[dict[str, Any]] = []
+        for i, e in enumerate(entries):
+            rel = fl.join(folder, str(e.get("name")))
+            kind = fl.kind_of(rel, str(e.get("type")))
+            rows.append({"id": rel, "name": str(e.get("name")) + ("/" if kind.key == "dir" else ""),
+                         "type": c.t(kind.zh, kind.en), "size": fl.human_size(e.get("size")),
+                         "modified": str(e.get("modified") or "").replace("T", " ")[:19]})
+            if i >= MAX_ROWS_WITH_CONTROLS:
+                continue
+            if kind.key == "dir":
+                per_row.append(self._btn(c.t("打开", "Open"), "open_folder", rel))
+            else:
+                per_row.append(self._btn(c.t("预览", "Preview"), "preview", rel))
+            per_row.append(self._btn(c.t("重命名", "Rename"), "rename", rel))
+            per_row.append({**self._btn(c.t("删除", "Delete"), "delete", rel),
+                            "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?")})
+        crumbs = [self._btn(f"📁 {c.wd}", "open_folder", "")]
+        parts = folder.split("/") if folder else []
+        for i, part in enumerate(parts):
+            crumbs.append(self._btn(f"› {part}", "open_folder", "/".join(parts[:i + 1])))
+        create = {"type": "submit_form", "label": c.t("新建文件", "New file"),
+                  "action_id": "create", "fields": [
+                      {"name": "name", "label": c.t("文件名", "File name"), "type": "text",
+                       "required": True, "placeholder": "notes.txt"},
+                      {"name": "content", "label": c.t("内容", "Content"), "type": "textarea"},
+                      {"name": "folder", "type": "hidden", "value": folder}]}
+        refresh = {"type": "button", "label": c.t("刷新", "Refresh"), "action_id": "refresh",
+                   "params": {"path": folder}}
+        shown = f"{c.wd}/{folder}" if folder else c.wd
+        if rows:
+            default = c.t(f"「{shown}」里有 {len(rows)} 项", f"{len(rows)} entries in {shown}")
+        else:
+            default = c.t(f"「{shown}」是空的，新建一个文件吧", f"{shown} is empty; create a file")
+        return {"status": "ok", "view_type": "table",
+                "data": {"title": f"📁 {shown}", "folder": folder,
+                         "columns": [{"key": "name", "label": c.t("名称", "Name")},
+                                     {"key": "type", "label": c.t("类型", "Type")},
+                                     {"key": "size", "label": c.t("大小", "Size")},
+                                     {"key": "modified", "label": c.t("修改时间", "Modified")}],
+                         "rows": rows},
+                "actions": [*crumbs, *per_row, create, refresh],
+                "message": message or default, "state": {"folder": folder}}
+
+    @staticmethod
+    def _btn(label: str, action_id: str, path: str) -> dict[str, Any]:
+        return {"type": "button", "label": label, "action_id": action_id,
+                "params": {"path": path}}
+
+    def _file_actions(self, c: Ctx, rel: str) -> list[dict[str, Any]]:
+        url = fl.file_url(c.app, rel)
+        return [self._btn(c.t("← 返回", "← Back"), "open_folder", fl.parent_of(rel)),
+                {"type": "link", "label": c.t("在新标签页打开", "Open in a new tab"),
+                 "action_id": "open_link", "href": url},
+                {"type": "link", "label": c.t("下载", "Download"), "action_id": "download",
+                 "href": url},
+                self._btn(c.t("重命名", "Rename"), "rename", rel),
+                {**self._btn(c.t("删除", "Delete"), "delete", rel),
+                 "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?")}]
+
+    def _preview(self, c: Ctx, rel: str) -> dict[str, Any]:
+        entry = self._must_exist(c, rel)
+        kind = fl.kind_of(rel, str(entry.get("type")))
+        if kind.key == "dir":
+            return self._browse(c, rel)
+        actions = self._file_actions(c, rel)
+        name = fl.base_of(rel)
+        message = c.t(f"预览「{name}」", f"Previewing {name}")
+        if kind.key == "image":
+            return self._reply("image", {"url": fl.file_url(c.app, rel), "caption": name},
+                               actions, message)
+        if kind.key in ("audio", "video"):
+            return self._reply("media", {"url": fl.file_url(c.app, rel), "type": kind.key,
+                                         "title": name}, actions, message)
+        try:
+            text = self.call_tool("file_read", path=c.tool_path(rel), limit=PREVIEW_CHARS)
+        except ToolError as e:
+            raise Problem(f"读不了「{rel}」：{e.error}", f"cannot read {rel!r}: {e.error}",
+                          fl.parent_of(rel)) from e
+        text = str(text)
+        if "\x00" in text or "\ufffd" in text[:4096]:
+            return self._reply("text", {"title": name, "content": c.t(
+                "这是二进制文件，不能按文本预览。可以用「下载」打开它。",
+                "This is a binary file; it cannot be previewed as text. Use Download.")},
+                actions, message)
+        size = entry.get("size")
+        if isinstance(size, int) and size > len(text.encode("utf-8")):
+            message += c.t(f"（只显示前 {PREVIEW_CHARS} 个字符）",
+                           f" (first {PREVIEW_CHARS} characters only)")
+        lang = fl.CODE_LANG.get(fl.ext_of(rel))
+        if lang:
+            return self._reply("code", {"language": lang, "code": text, "title": name},
+                               actions, message)
+        return self._reply("text", {"title": name, "content": text}, actions, message)
+
+    def _rename_form(self, c: Ctx, rel: str) -> dict[str, Any]:
+        self._must_exist(c, rel)
+        return self._reply("form", {
+            "title": c.t(f"重命名「{rel}」", f"Rename {rel!r}"),
+            "fields": [{"name": "new_name", "label": c.t("新名称", "New name"), "type": "text",
+                        "value": fl.base_of(rel), "required": True},
+                       {"name": "path", "type": "hidden", "value": rel}]},
+            [{"type": "submit_form", "label": c.t("重命名", "Rename"), "action_id": "do_rename"},
+             self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel))],
+            c.t("请输入新名称", "Enter the new name"))
+
+    def _do_rename(self, c: Ctx, raw_path: Any, raw_name: Any) -> dict[str, Any]:
+        rel = fl.clean_rel(raw_path)
+        name = fl.clean_name(raw_name)
+        folder = fl.parent_of(rel)
+        target = fl.join(folder, name)
+        entry = self._must_exist(c, rel)
+        if target == rel:
+            return self._browse(c, folder, c.t("名称没有变化", "The name is unchanged"))
+        if self._entry(c, target) is not None:
+            raise Problem(f"「{target}」已经存在，换一个名字吧（没有覆盖任何文件）",
+                          f"{target!r} already exists; choose another name (nothing was "
+                          "overwritten)", folder)
+        if not self._rename_text(c, rel, target, entry):
+            self._helper(c, "mv", rel, target)
+        return self._browse(c, folder, c.t(f"已将「{fl.base_of(rel)}」重命名为「{name}」",
+                                           f"Renamed {fl.base_of(rel)!r} to {name!r}"))
+
+    def _rename_text(self, c: Ctx, rel: str, target: str, entry: dict[str, Any]) -> bool:
+        """Read + write + delete for a text file; False when that would not be lossless."""
+        size = entry.get("size")
+        kind = fl.kind_of(rel, str(entry.get("type")))
+        if entry.get("type") != "file" or kind.key not in ("text", "code") \
+                or not isinstance(size, int) or size > RENAME_TEXT_MAX:
+            return False
+        text = str(self.call_tool("file_read", path=c.tool_path(rel)))
+        # The round trip is byte-exact only if decoding replaced nothing.
+        if len(text.encode("utf-8")) != size or "\ufffd" in text:
+            return False
+        self.call_tool("file_write", path=c.tool_path(target), content=text)
+        self._helper(c, "rm", rel)
+        return True
+
+    def _ask_delete(self, c: Ctx, rel: str) -> dict[str, Any]:
+        entry = self._must_exist(c, rel)
+        what = c.t("文件夹", "folder") if entry.get("type") == "dir" else c.t("文件", "file")
+        return self._reply("text", {
+            "title": c.t("确认删除", "Confirm delete"),
+            "content": c.t(f"确定要删除{what}「{rel}」吗？删除后无法恢复。",
+                           f"Really delete the {what} {rel!r}? This cannot be undone."),
+            "path": rel},
+            [{"type": "button", "label": c.t("确认删除", "Delete"), "action_id": "confirm_delete",
+              "params": {"path": rel}},
+             self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel))],
+            c.t(f"请确认是否删除「{rel}」", f"Please confirm deleting {rel!r}"))
+
+    def _delete(self, c: Ctx, rel: str) -> dict[str, Any]:
+        entry = self._must_exist(c, rel)
+        if entry.get("type") == "dir" and self._listing(c, rel):
+            raise Problem(f"文件夹「{rel}」不是空的，请先删除里面的文件",
+                          f"folder {rel!r} is not empty; delete its files first", rel)
+        self._helper(c, "rm", rel)
+        return self._browse(c, fl.parent_of(rel), c.t(f"已删除「{rel}」", f"Deleted {rel!r}"))
+
+    def _create(self, c: Ctx, raw_name: Any, content: Any, raw_folder: Any) -> dict[str, Any]:
+        folder = fl.clean_rel(raw_folder, allow_root=True, what="folder", zh="文件夹")
+        rel = fl.join(folder, fl.clean_rel(raw_name, what="file name", zh="文件名"))
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise Problem(f"内容必须是文字（收到 {type(content).__name__}）",
+                          f"content must be text (got {type(content).__name__})", folder)
+        if len(content) > CREATE_MAX_CHARS:
+            raise Problem(f"内容太长（{len(content)} 字符，最多 {CREATE_MAX_CHARS}）",
+                          f"content too long ({len(content)} characters, at most "
+                          f"{CREATE_MAX_CHARS})", folder)
+        if self._entry(c, rel) is not None:
+            raise Problem(f"「{rel}」已经存在，没有覆盖它；换个名字吧",
+                          f"{rel!r} already exists and was not overwritten; choose another name",
+                          folder)
+        try:
+            self.call_tool("file_write", path=c.tool_path(rel), content=content)
+        except ToolError as e:
+            raise Problem(f"没能创建「{rel}」：{e.error}", f"could not create {rel!r}: {e.error}",
+                          folder) from e
+        return self._browse(c, fl.parent_of(rel), c.t(f"已创建「{rel}」", f"Created {rel!r}"))
+
+    # ------------------------------------------------------------ replies
+
+    @staticmethod
+    def _reply(view_type: str, data: dict[str, Any], actions: list[dict[str, Any]],
+               message: str) -> dict[str, Any]:
+        return {"status": "ok", "view_type": view_type, "data": data, "actions": actions,
+                "message": message}
+
+    def _error(self, c: Ctx, message: str, folder: str = "") -> dict[str, Any]:
+        return {"status": "error", "view_type": "error",
+                "data": {"title": c.t("文件管理：出错了", "Files: error"), "message": message},
+                "actions": [self._btn(c.t("返回文件列表", "Back to the files"), "open_folder",
+                                      folder)],
+                "message": message}
+
+
+if __name__ == "__main__":
+    FilesAgent().run()

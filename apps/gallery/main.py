@@ -1,0 +1,474 @@
+"""组件展示 (gallery): every view type and every action control, with sample data.
+
+For users it is a tour of what an app can show; for the desktop's end-to-end
+tests it is the fixture that produces each view (``show`` with
+``{"view": "<type>"}``), each control (the ``controls`` view), and hostile
+data for each view type (``{"view": "hostile", "as": "<type>"}``). Every
+action reply carries the received ``action_request`` unchanged under
+``data.received``, so a test can assert exactly what the desktop sent.
+
+The media and image views point at files the app generates into its
+workspace at first use through its own ``@tool``s (``make_tone``,
+``make_image``), run as steps so the system audits them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import hostile_views
+import media_assets
+import sample_views
+
+from aios_sdk import AIOSAgent, tool
+
+log = logging.getLogger(__name__)
+
+VIEW_TYPES = ("text", "list", "card", "table", "form", "media", "image", "chart", "code",
+              "dashboard")
+EXTRA_VIEWS = ("loading", "error", "controls", "hostile", "notify", "push")
+ALL_VIEWS = (*VIEW_TYPES, *EXTRA_VIEWS)
+
+TONE_FILE = "tone.wav"
+IMAGE_FILE = "sample.png"
+CACHE_KEY = "gallery.loading_demo"
+CACHE_TTL = 300
+PUSH_EVENTS = 4
+
+LIMITS = {"rows": (0, 5000, 20), "items": (0, 1000, 8), "points": (1, 500, 7),
+          "series": (1, 5, 1)}
+"""param: (min, max, default)."""
+
+LABELS = {
+    "text": ("文本", "Text", "多行文字、emoji 与特殊字符"),
+    "list": ("列表", "List", "带副标题的条目，可选 N 条"),
+    "card": ("卡片", "Card", "带图片与描述的卡片"),
+    "table": ("表格", "Table", "订单表，可选 1,000 行"),
+    "form": ("表单", "Form", "常见字段类型与提交"),
+    "media": ("媒体", "Media", "自动生成的 440 Hz 正弦音 WAV"),
+    "image": ("图片", "Image", "自动生成的 PNG 图片"),
+    "chart": ("图表", "Chart", "柱状 / 折线 / 饼图 / 环形图"),
+    "code": ("代码", "Code", "Python 示例代码高亮"),
+    "dashboard": ("仪表盘", "Dashboard", "文本 + 图表 + 表格 + 列表组件"),
+    "loading": ("加载中", "Loading", "先显示加载视图，再运行两步计划"),
+    "error": ("错误", "Error", "错误视图示例"),
+    "controls": ("全部控件", "All controls", "十种操作控件，点击后原样回显"),
+    "hostile": ("恶意数据", "Hostile data", "用恶意字符串测试每种视图的安全渲染"),
+    "notify": ("通知", "Notify", "通过步骤发送桌面通知"),
+    "push": ("推送", "Push", "推送几条实时进度事件"),
+}
+
+# Instruction words → view (checked longest first, so "饼图" wins over "图").
+VIEW_WORDS: dict[str, tuple[str, ...]] = {
+    "hostile": ("hostile", "恶意", "攻击", "xss"),
+    "controls": ("controls", "control", "控件", "操作"),
+    "dashboard": ("dashboard", "仪表盘", "看板"),
+    "chart": ("chart", "图表", "柱状图", "折线图", "饼图", "环形图"),
+    "table": ("table", "表格"),
+    "list": ("list", "列表"),
+    "card": ("cards", "card", "卡片"),
+    "form": ("form", "表单"),
+    "media": ("media", "audio", "sound", "tone", "媒体", "音频", "声音"),
+    "image": ("image", "picture", "png", "图片", "图像"),
+    "code": ("code", "代码"),
+    "text": ("text", "文本", "文字"),
+    "loading": ("loading", "加载"),
+    "error": ("error", "错误"),
+    "notify": ("notify", "notification", "通知"),
+    "push": ("push", "progress", "推送", "进度"),
+}
+CHART_WORDS = {"bar": ("bar", "柱状"), "line": ("line", "折线"), "pie": ("pie", "饼"),
+               "doughnut": ("doughnut", "donut", "环形")}
+
+
+class BadParam(ValueError):
+    """A ``show`` parameter that is missing or out of range; the message names it."""
+
+
+def controls() -> list[dict[str, Any]]:
+    """All ten action controls of spec §6.3, one each."""
+    return [
+        {"type": "button", "label": "按钮 button", "action_id": "ctl_button",
+         "params": {"n": 1, "who": "gallery"}},
+        {"type": "submit_form", "label": "提交 submit_form", "action_id": "ctl_form",
+         "fields": [{"name": "name", "label": "姓名 name", "type": "text", "value": "张三"},
+                    {"name": "age", "label": "年龄 age", "type": "number", "value": 30},
+                    {"name": "color", "label": "颜色 color", "type": "select",
+                     "options": ["red", "green", "blue"], "value": "green"}]},
+        {"type": "select", "label": "选择 select", "action_id": "ctl_select",
+         "options": [{"label": "苹果 apple", "value": "apple"},
+                     {"label": "香蕉 banana", "value": "banana"},
+                     {"label": "樱桃 cherry", "value": "cherry"}], "value": "apple"},
+        {"type": "checkbox", "label": "多选 checkbox", "action_id": "ctl_checkbox",
+         "options": ["a", "b", "c"], "value": ["a"]},
+        {"type": "radio", "label": "单选 radio", "action_id": "ctl_radio",
+         "options": ["small", "medium", "large"], "value": "medium"},
+        {"type": "input", "label": "输入 input", "action_id": "ctl_input",
+         "placeholder": "输入文字后回车 type and press Enter", "value": ""},
+        {"type": "link", "label": "链接 link", "action_id": "ctl_link",
+         "href": "https://example.com"},
+        {"type": "toggle", "label": "开关 toggle", "action_id": "ctl_toggle", "value": False},
+        {"type": "slider", "label": "滑块 slider", "action_id": "ctl_slider", "min": 0,
+         "max": 100, "step": 1, "value": 50},
+        {"type": "datetime", "label": "日期时间 datetime", "action_id": "ctl_datetime",
+         "mode": "datetime", "value": "2026-01-01T09:00"},
+    ]
+
+
+ECHO_IDS = frozenset({a["action_id"] for a in controls()} | {"form_submit"})
+
+
+def _t(en: bool, zh: str, en_text: str) -> str:
+    return en_text if en else zh
+
+
+def _home_button(en: bool) -> dict[str, Any]:
+    return {"type": "button", "label": _t(en, "🏠 返回目录", "🏠 All views"),
+            "action_id": "home"}
+
+
+def _show(label: str, **params: Any) -> dict[str, Any]:
+    return {"type": "button", "label": label, "action_id": "show", "params": params}
+
+
+def _int_param(params: dict[str, Any], key: str) -> int:
+    lo, hi, default = LIMITS[key]
+    raw = params.get(key, default)
+    value: Any = raw
+    if isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise BadParam(f"参数 {key} 必须是 {lo}–{hi} 之间的整数（收到 {raw!r}）"
+                       f" / param {key} must be an integer from {lo} to {hi} (got {raw!r})")
+    return value
+
+
+def parse_instruction(text: str | None) -> dict[str, Any] | None:
+    """``show`` params for an instruction such as "gallery table 1000" or "展示饼图"."""
+    lowered = (text or "").strip().lower()
+    if not lowered:
+        return None
+    words = set(re.findall(r"[a-z]+", lowered))
+
+    def has(word: str) -> bool:
+        return word in words if word.isascii() else word in lowered
+
+    found = [view for view, keys in VIEW_WORDS.items() if any(has(k) for k in keys)]
+    if not found:
+        return None
+    params: dict[str, Any] = {"view": found[0]}
+    if found[0] == "hostile" and len(found) > 1 and found[1] in VIEW_TYPES:
+        params["as"] = found[1]
+    kind = next((k for k, keys in CHART_WORDS.items() if any(has(w) for w in keys)), None)
+    if kind and params["view"] == "chart":
+        params["type"] = kind
+    number = re.search(r"\d+", lowered)
+    if number:
+        key = {"table": "rows", "list": "items", "chart": "points"}.get(params["view"])
+        if key:
+            params[key] = int(number.group())
+    return params
+
+
+class GalleryAgent(AIOSAgent):
+    name = "组件展示"
+    description = "展示全部视图类型和操作控件"
+    icon = "🧩"
+    role_prompt = "你是组件展示小AI，展示每种视图和控件。"
+
+    # ------------------------------------------------------------ handle
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        context = context if isinstance(context, dict) else {}
+        en = str(context.get("locale", "")).startswith("en")
+        try:
+            if action_request is not None:
+                return self._action(action_request, context, en)
+            params = parse_instruction(instruction)
+            if params is None:
+                note = None
+                if (instruction or "").strip():
+                    note = _t(en, "没认出要看哪种视图，下面是全部类型。",
+                              "Which view? Here are all of them.")
+                return self._home(en, note)
+            return self._render(params, context, en, received=None)
+        except Exception as e:  # noqa: BLE001 - a bug must become a view, not a dead window
+            log.exception("gallery failed")
+            return self._error(en, f"{type(e).__name__}: {e}", received=action_request)
+
+    def _action(self, req: Any, context: dict[str, Any], en: bool) -> dict[str, Any]:
+        if not isinstance(req, dict):
+            return self._error(en, _t(en, "操作请求必须是对象", "the action request must be an "
+                                      "object"), received=req)
+        action_id = req.get("action_id")
+        if action_id in ECHO_IDS:
+            return self._echo(req, en)
+        if action_id == "home":
+            reply = self._home(en)
+            reply["data"]["received"] = req
+            return reply
+        if action_id == "show":
+            params = req.get("params")
+            if not isinstance(params, dict):
+                return self._error(en, _t(
+                    en, "show 需要参数 params，例如 {\"view\": \"table\"}",
+                    "show needs params, e.g. {\"view\": \"table\"}"), received=req)
+            return self._render(params, context, en, received=req)
+        return self._error(en, _t(en, f"未知的操作 {action_id!r}", f"unknown action {action_id!r}"),
+                           received=req)
+
+    # ------------------------------------------------------------- views
+
+    def _home(self, en: bool, note: str | None = None) -> dict[str, Any]:
+        items = []
+        actions: list[dict[str, Any]] = []
+        for view in ALL_VIEWS:
+            zh, en_name, desc = LABELS[view]
+            items.append({"id": view, "title": f"{zh} {en_name}" if not en else en_name,
+                          "sub": desc, "view": view})
+            actions.append(_show(_t(en, "打开", "Show"), view=view))
+        actions += [_show(_t(en, "1,000 行", "1,000 rows"), view="table", rows=1000),
+                    _show(_t(en, "100 条", "100 items"), view="list", items=100),
+                    _show(_t(en, "折线", "Line"), view="chart", type="line", points=12),
+                    _show(_t(en, "饼图", "Pie"), view="chart", type="pie", points=5)]
+        return {"status": "ok", "view_type": "list",
+                "data": {"title": _t(en, "组件展示：全部视图类型", "Gallery: every view type"),
+                         "items": items},
+                "actions": actions,
+                "message": note or _t(en, "请选择要展示的视图", "Pick a view to show")}
+
+    def _render(self, params: dict[str, Any], context: dict[str, Any], en: bool,
+                received: dict[str, Any] | None) -> dict[str, Any]:
+        try:
+            reply = self._build(params, context, en)
+        except BadParam as e:
+            reply = self._error(en, str(e), received=None)
+        if received is not None and isinstance(reply.get("data"), dict):
+            reply["data"]["received"] = received
+        return reply
+
+    def _build(self, params: dict[str, Any], context: dict[str, Any],
+               en: bool) -> dict[str, Any]:
+        view = params.get("view", "home")
+        if view == "home":
+            return self._home(en)
+        if not isinstance(view, str) or view not in ALL_VIEWS:
+            raise BadParam(f"参数 view 必须是 {', '.join(ALL_VIEWS)} 之一（收到 {view!r}）"
+                           f" / param view must be one of them (got {view!r})")
+        results = context.get("tool_results")
+        results = results if isinstance(results, dict) else {}
+        files = (context.get("cwd_state") or {}).get("files") or []
+        app = context.get("app") or "gallery"
+        name = LABELS[view][1] if en else LABELS[view][0]
+        done = _t(en, f"已展示{name}视图", f"Showing the {name} view")
+        simple = {"text": sample_views.text_view, "form": sample_views.form_view,
+                  "code": sample_views.code_view, "dashboard": sample_views.dashboard_view}
+        if view in simple:
+            actions = [{"type": "submit_form", "label": _t(en, "提交", "Submit"),
+                        "action_id": "form_submit"}] if view == "form" else []
+            return self._view(view, simple[view](), en, done, actions)
+        if view == "table":
+            rows = _int_param(params, "rows")
+            return self._view("table", sample_views.table_view(rows), en,
+                              _t(en, f"表格共 {rows} 行", f"Table with {rows} rows"))
+        if view == "list":
+            return self._view("list", sample_views.list_view(_int_param(params, "items")), en,
+                              done)
+        if view == "chart":
+            kind = params.get("type", params.get("chart_type", "bar"))
+            if kind not in sample_views.CHART_TYPES:
+                raise BadParam(f"参数 type 必须是 bar、line、pie 或 doughnut（收到 {kind!r}）"
+                               f" / param type must be bar, line, pie or doughnut "
+                               f"(got {kind!r})")
+            data = sample_views.chart_view(_int_param(params, "points"), kind,
+                                           _int_param(params, "series"))
+            return self._view("chart", data, en, done)
+        if view == "card":
+            url = f"/apps/{app}/files/{IMAGE_FILE}" if IMAGE_FILE in files else None
+            return self._view("card", sample_views.card_view(url), en, done)
+        if view == "media":
+            return self._asset(results, files, "make_tone", TONE_FILE, en, lambda: self._view(
+                "media", {"url": f"/apps/{app}/files/{TONE_FILE}", "type": "audio",
+                          "title": _t(en, "440 Hz 正弦音", "440 Hz sine tone"),
+                          "artist": _t(en, "组件展示生成", "made by the gallery")}, en, done))
+        if view == "image":
+            return self._asset(results, files, "make_image", IMAGE_FILE, en, lambda: self._view(
+                "image", {"url": f"/apps/{app}/files/{IMAGE_FILE}",
+                          "caption": _t(en, "组件展示生成的 PNG 图片",
+                                        "A PNG made by the gallery")}, en, done))
+        return {"loading": self._loading, "error": self._sample_error,
+                "controls": self._controls, "hostile": self._hostile,
+                "notify": self._notify, "push": self._push}[view](params, results, en)
+
+    def _view(self, view_type: str, data: dict[str, Any], en: bool, message: str,
+              actions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {"status": "ok", "view_type": view_type, "data": data,
+                "actions": [*(actions or []), _home_button(en)], "message": message}
+
+    def _asset(self, results: dict[str, Any], files: list[str], tool_name: str, filename: str,
+               en: bool, final: Any) -> dict[str, Any]:
+        """The view once ``filename`` exists; first a step running ``tool_name`` to make it."""
+        step = results.get("step_1")
+        if isinstance(step, dict):
+            if step.get("status") != "ok":
+                return self._error(en, _t(en, f"生成 {filename} 失败：{step.get('error')}",
+                                          f"could not make {filename}: {step.get('error')}"))
+            return final()
+        if filename in files:
+            return final()
+        return {"status": "ok", "view_type": "loading",
+                "data": {"message": _t(en, f"正在生成 {filename}…", f"Making {filename}…")},
+                "steps": self.plan_steps([{"tool": tool_name, "args": {}}]),
+                "message": _t(en, "正在准备", "Preparing")}
+
+    def _loading(self, params: dict[str, Any], results: dict[str, Any],
+                 en: bool) -> dict[str, Any]:
+        if "step_1" not in results:
+            value = {"prepared_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "items": ["α", "β", "γ"]}
+            return {"status": "ok", "view_type": "loading",
+                    "data": {"message": _t(en, "正在加载…（缓存写入，再读回）",
+                                           "Loading… (write to the cache, read it back)"),
+                             "plan": ["cache_set", "cache_get"]},
+                    "steps": self.plan_steps([
+                        {"tool": "cache_set", "args": {"key": CACHE_KEY, "value": value,
+                                                       "ttl": CACHE_TTL}},
+                        {"tool": "cache_get", "args": {"key": CACHE_KEY}}]),
+                    "message": _t(en, "加载中", "Loading")}
+        statuses = {k: v.get("status") for k, v in results.items() if isinstance(v, dict)}
+        read = results.get("step_2")
+        if not isinstance(read, dict) or read.get("status") != "ok":
+            failed = next((v.get("error") for v in results.values()
+                           if isinstance(v, dict) and v.get("status") != "ok"), "?")
+            return self._error(en, _t(en, f"加载失败：{failed}", f"loading failed: {failed}"))
+        value = read.get("result")
+        return self._view("text", {
+            "title": _t(en, "加载完成", "Loaded"),
+            "content": _t(en, "两步计划已运行：先 cache_set 再 cache_get。读回的值：\n",
+                          "The two-step plan ran: cache_set, then cache_get. Read back:\n")
+            + json.dumps(value, ensure_ascii=False, indent=2),
+            "value": value, "steps": statuses}, en, _t(en, "加载完成", "Loaded"))
+
+    def _sample_error(self, params: dict[str, Any], results: dict[str, Any],
+                      en: bool) -> dict[str, Any]:
+        message = _t(en, "这是一个示例错误：找不到文件 missing.txt（这不是真的故障）。",
+                     "A sample error: file missing.txt not found (nothing is really broken).")
+        return {"status": "error", "view_type": "error",
+                "data": {"title": _t(en, "示例错误", "Sample error"), "message": message,
+                         "detail": {"code": "E_SAMPLE", "hint": "show {\"view\": \"home\"}"}},
+                "actions": [_home_button(en)], "message": message}
+
+    def _controls(self, params: dict[str, Any], results: dict[str, Any],
+                  en: bool) -> dict[str, Any]:
+        return {"status": "ok", "view_type": "text",
+                "data": {"title": _t(en, "全部十种操作控件", "All ten action controls"),
+                         "content": _t(en, "每个控件触发后，回复里会原样显示桌面发送的内容。",
+                                       "Use any control: the reply shows exactly what the "
+                                       "desktop sent.")},
+                "actions": [*controls(), _home_button(en)],
+                "message": _t(en, "十种控件", "Ten controls")}
+
+    def _echo(self, req: dict[str, Any], en: bool) -> dict[str, Any]:
+        return {"status": "ok", "view_type": "text",
+                "data": {"title": _t(en, "收到的操作", "Received action"),
+                         "content": json.dumps(req, ensure_ascii=False, indent=2,
+                                               sort_keys=True),
+                         "received": req},
+                "actions": [*controls(), _home_button(en)],
+                "message": _t(en, f"收到 {req.get('action_id')}",
+                              f"Received {req.get('action_id')}")}
+
+    def _hostile(self, params: dict[str, Any], results: dict[str, Any],
+                 en: bool) -> dict[str, Any]:
+        kind = params.get("as")
+        if kind is None:
+            items = [{"id": v, "title": _t(en, f"恶意数据 → {LABELS[v][0]}",
+                                           f"Hostile data → {LABELS[v][1]}"), "sub": v}
+                     for v in VIEW_TYPES]
+            actions = [_show(_t(en, "打开", "Show"), view="hostile", **{"as": v})
+                       for v in VIEW_TYPES]
+            return self._view("list", {"title": _t(en, "恶意数据测试", "Hostile data"),
+                                       "items": items}, en,
+                              _t(en, "请选择视图类型", "Pick a view type"), actions)
+        if kind not in VIEW_TYPES:
+            raise BadParam(f"参数 as 必须是 {', '.join(VIEW_TYPES)} 之一（收到 {kind!r}）"
+                           f" / param as must be a view type (got {kind!r})")
+        return {"status": "ok", "view_type": kind, "data": hostile_views.BUILDERS[kind](),
+                "actions": [*hostile_views.actions(), _home_button(en)],
+                "message": _t(en, "恶意数据：", "Hostile data: ") + hostile_views.IMG_ONERROR}
+
+    def _notify(self, params: dict[str, Any], results: dict[str, Any],
+                en: bool) -> dict[str, Any]:
+        if not results:
+            steps = [{"tool": "notify", "args": {
+                "title": _t(en, "组件展示", "Gallery"),
+                "body": _t(en, f"这是一条 {level} 级别的通知。", f"A notification, level {level}."),
+                "level": level}} for level in ("info", "success")]
+            return {"status": "ok", "view_type": "loading",
+                    "data": {"message": _t(en, "正在发送通知…", "Sending notifications…")},
+                    "steps": self.plan_steps(steps), "message": _t(en, "发送中", "Sending")}
+        delivered = [bool((r.get("result") or {}).get("delivered"))
+                     for r in results.values() if isinstance(r, dict)]
+        return self._view("text", {
+            "title": _t(en, "通知", "Notifications"),
+            "content": _t(en, f"已通过步骤发送 {len(delivered)} 条通知，送达 {sum(delivered)} 条。",
+                          f"Sent {len(delivered)} notifications through steps; "
+                          f"{sum(delivered)} delivered."),
+            "delivered": delivered}, en, _t(en, "通知已发送", "Notifications sent"))
+
+    def _push(self, params: dict[str, Any], results: dict[str, Any],
+              en: bool) -> dict[str, Any]:
+        sent = 0
+        for i in range(1, PUSH_EVENTS + 1):
+            if self.push({"progress": i / PUSH_EVENTS, "label": f"{i}/{PUSH_EVENTS}",
+                          "source": "gallery"}):
+                sent += 1
+        return self._view("text", {
+            "title": _t(en, "推送", "Push"),
+            "content": _t(en, f"已推送 {PUSH_EVENTS} 条进度事件，系统接收 {sent} 条。",
+                          f"Pushed {PUSH_EVENTS} progress events; the system took {sent}."),
+            "pushed": PUSH_EVENTS, "accepted": sent}, en, _t(en, "推送完成", "Pushed"))
+
+    def _error(self, en: bool, message: str, received: Any = None) -> dict[str, Any]:
+        data: dict[str, Any] = {"title": _t(en, "组件展示：出错了", "Gallery: error"),
+                                "message": message}
+        if received is not None:
+            data["received"] = received
+        return {"status": "error", "view_type": "error", "data": data,
+                "actions": [_home_button(en)], "message": message}
+
+    # ------------------------------------------------------ custom tools
+
+    def _workdir(self) -> Path:
+        return Path(os.environ.get("AIOS_WORKDIR") or self.app_dir() / "workspace")
+
+    def _write_asset(self, name: str, data: bytes) -> dict[str, Any]:
+        # Fixed file names only (no argument reaches the path), written atomically.
+        target = self._workdir() / name
+        if target.is_file() and target.read_bytes() == data:
+            return {"path": name, "size": len(data), "created": False}
+        tmp = target.with_name(f".{name}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        return {"path": name, "size": len(data), "created": True}
+
+    @tool(name="make_tone", desc="Write workspace/tone.wav: a 1.5 s 440 Hz sine tone")
+    def make_tone(self) -> dict[str, Any]:
+        return self._write_asset(TONE_FILE, media_assets.sine_wav())
+
+    @tool(name="make_image", desc="Write workspace/sample.png: a small generated picture")
+    def make_image(self) -> dict[str, Any]:
+        return self._write_asset(IMAGE_FILE, media_assets.gradient_png())
+
+
+if __name__ == "__main__":
+    GalleryAgent().run()

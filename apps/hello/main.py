@@ -1,0 +1,94 @@
+"""Hello小AI: the spec's §8.4 example as a bundled app.
+
+It reads ``workspace/greeting.txt`` through the ``file_read`` atomic tool and
+answers a text view with a "再说一次" button. What it said last is kept in
+the session state, so the button repeats it. A missing or unreadable
+greeting file is reported as an error view naming the file, not a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from aios_sdk import AIOSAgent, ToolError
+
+log = logging.getLogger(__name__)
+
+GREETING_FILE = "greeting.txt"
+MAX_NAME_CHARS = 200
+"""Longer instructions are cut: a greeting is not the place to echo an essay."""
+
+# Routing words the controller leaves in the instruction ("打开 hello", "hello 世界").
+_ROUTING = re.compile(
+    r"^\s*(?:请|帮我)?(?:打开|启动|open\s+|launch\s+|start\s+)?"
+    r"(?:hello(?:\s*小?ai)?(?![a-z])|hi(?![a-z])|greet(?:ing)?(?![a-z])|打招呼|问候|问好)"
+    r"[\s,，:：!！]*",
+    re.IGNORECASE)
+
+
+def _t(context: dict[str, Any], zh: str, en: str) -> str:
+    return en if str(context.get("locale", "")).startswith("en") else zh
+
+
+def who_from(instruction: str | None) -> str:
+    """The part of the instruction to greet, routing words removed."""
+    text = (instruction or "").strip()
+    text = _ROUTING.sub("", text, count=1).strip()
+    return text[:MAX_NAME_CHARS]
+
+
+class HelloAgent(AIOSAgent):
+    name = "Hello小AI"
+    description = "打招呼"
+    icon = "👋"
+    role_prompt = "你是一个友好的小AI，负责打招呼"
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        context = context if isinstance(context, dict) else {}
+        state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
+        if action_request is not None:
+            action_id = action_request.get("action_id") if isinstance(action_request,
+                                                                       dict) else None
+            if action_id != "again":
+                return self._error(context, _t(
+                    context, f"未知的操作 {action_id!r}；这个应用只有「再说一次」(again)。",
+                    f"unknown action {action_id!r}; this app only has 'again'."))
+            said = state.get("said")
+            who = said if isinstance(said, str) else ""
+        else:
+            who = who_from(instruction)
+        try:
+            greeting = self.call_tool("file_read", path=GREETING_FILE)
+        except ToolError as e:
+            return self._error(context, _t(
+                context, f"读不到问候语文件 {GREETING_FILE}：{e.error}。请在工作区里放一个 "
+                         f"{GREETING_FILE}，写上问候语（例如「你好」）。",
+                f"cannot read the greeting file {GREETING_FILE}: {e.error}. Put a "
+                f"{GREETING_FILE} with a greeting (e.g. 'Hello') in the workspace."))
+        greeting = str(greeting).strip() or _t(context, "你好", "Hello")
+        target = who or _t(context, "朋友", "friend")
+        content = _t(context, f"{greeting}，{target}", f"{greeting}, {target}")
+        return {
+            "status": "ok",
+            "view_type": "text",
+            "data": {"content": content},
+            "actions": [{"type": "button", "label": _t(context, "再说一次", "Say it again"),
+                         "action_id": "again"}],
+            "message": _t(context, "已回复", "Replied"),
+            "state": {"said": who},
+        }
+
+    def _error(self, context: dict[str, Any], message: str) -> dict[str, Any]:
+        return {"status": "error", "view_type": "error",
+                "data": {"title": _t(context, "Hello小AI 出错了", "Hello: something went wrong"),
+                         "message": message},
+                "actions": [{"type": "button", "label": _t(context, "再试一次", "Try again"),
+                             "action_id": "again"}],
+                "message": message}
+
+
+if __name__ == "__main__":
+    HelloAgent().run()

@@ -1,0 +1,287 @@
+"""记事本 (notes): notes in SQLite, through the ``db_query`` atomic tool.
+
+The database is ``notes.db`` in the app's workspace, so notes survive a
+restart of the system. The table is created on first use. Views: a list of
+notes (done ones ticked) with a search input, a tag filter, an add form,
+one toggle per note (done / not done) and one delete button per note.
+The current search and tag filter are kept in the session state, so an
+action on a filtered list keeps the filter.
+
+Offline the app understands "记一下明天买牛奶" / "add note buy milk",
+"搜索 牛奶" / "search milk" and "打开记事本" / "open notes"; with an LLM it
+also picks a tag for a new note and reads free-form requests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+import notes_lib as nl
+from notes_lib import BadInput
+
+from aios.errors import LLMError
+from aios_sdk import AIOSAgent, LLMUnavailable, ToolError
+
+log = logging.getLogger(__name__)
+
+DSN = "notes.db"
+SCHEMA = ("CREATE TABLE IF NOT EXISTS notes ("
+          "id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
+          "body TEXT NOT NULL DEFAULT '', tag TEXT NOT NULL DEFAULT 'other', "
+          "done INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL)")
+LIST_LIMIT = 200
+"""Notes shown at most (the message tells the total)."""
+CONTROLS_LIMIT = 30
+"""Notes that get their own toggle and delete button."""
+TOGGLE_PREFIX = "done."
+ACTIONS = ("add", "search", "filter_tag", "delete", "show_all", "refresh")
+
+
+class Problem(Exception):
+    def __init__(self, zh: str, en: str):
+        super().__init__(zh)
+        self.zh, self.en = zh, en
+
+
+class NotesAgent(AIOSAgent):
+    name = "记事本"
+    description = "记笔记、搜索、标签、完成"
+    icon = "📝"
+    role_prompt = "你是记事本小AI。"
+
+    # ------------------------------------------------------------ handle
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        context = context if isinstance(context, dict) else {}
+        en = str(context.get("locale", "")).startswith("en")
+        state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
+        query = state.get("query") if isinstance(state.get("query"), str) else ""
+        tag = state.get("tag") if state.get("tag") in nl.TAGS else ""
+        try:
+            self._db(SCHEMA)
+            if action_request is not None:
+                return self._action(en, action_request, query, tag)
+            return self._instruction(en, instruction)
+        except (Problem, BadInput) as e:
+            return self._error(en, e.en if en else e.zh)
+
+    def _instruction(self, en: bool, text: str | None) -> dict[str, Any]:
+        intent, arg = nl.parse_instruction(text)
+        if intent == "unknown":
+            intent, arg = self._llm_intent(arg)
+        if intent == "add":
+            title, tag = nl.split_hashtag(arg)
+            return self._add(en, title, "", tag)
+        if intent == "search":
+            return self._search(en, arg, "")
+        reply = self._list(en, "", "")
+        if intent == "unknown":
+            reply["message"] = _t(en, f"没看懂「{arg}」。可以说：记一下 明天买牛奶；搜索 牛奶。",
+                                  f"I did not understand {arg!r}. Try: add note buy milk; "
+                                  "search milk.")
+        return reply
+
+    def _action(self, en: bool, req: Any, query: str, tag: str) -> dict[str, Any]:
+        if not isinstance(req, dict):
+            raise Problem("操作请求必须是对象", "the action request must be an object")
+        action_id = req.get("action_id")
+        if isinstance(action_id, str) and action_id.startswith(TOGGLE_PREFIX):
+            return self._set_done(en, action_id[len(TOGGLE_PREFIX):], req.get("on"), query, tag)
+        if action_id == "add":
+            values = req.get("form_values")
+            if not isinstance(values, dict):
+                raise Problem("添加笔记需要表单内容 form_values", "add needs form_values")
+            return self._add(en, values.get("title"), values.get("body"),
+                             nl.check_tag(values.get("tag")))
+        if action_id == "search":
+            return self._search(en, req.get("value"), tag)
+        if action_id == "filter_tag":
+            selected = req.get("selected")
+            chosen = "" if selected == "all" else nl.check_tag(selected)
+            if chosen is None:
+                raise Problem("请选择一个标签", "choose a tag")
+            reply = self._list(en, query, chosen)
+            return reply
+        if action_id == "delete":
+            params = req.get("params") if isinstance(req.get("params"), dict) else {}
+            return self._delete(en, params.get("id"), query, tag)
+        if action_id in ("show_all", "refresh"):
+            return self._list(en, "" if action_id == "show_all" else query,
+                              "" if action_id == "show_all" else tag)
+        raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}、done.<编号>）",
+                      f"unknown action {action_id!r} (known: {', '.join(ACTIONS)}, done.<id>)")
+
+    # ------------------------------------------------------------ commands
+
+    def _add(self, en: bool, title: Any, body: Any, tag: str | None) -> dict[str, Any]:
+        title = nl.check_text(title, "title", "标题", nl.MAX_TITLE * 50, required=True)
+        body = nl.check_text(body, "body", "内容", nl.MAX_BODY, required=False)
+        if len(title) > nl.MAX_TITLE:
+            # A long dictated note: a short title, the whole text as the body.
+            body = f"{title}\n\n{body}".strip() if body else title
+            title = title[:40] + "…"
+        tag = tag or self._pick_tag(f"{title} {body}")
+        created = datetime.now().strftime("%Y-%m-%d %H:%M")
+        self._db("INSERT INTO notes (title, body, tag, done, created) VALUES (?, ?, ?, 0, ?)",
+                 [title, body, tag, created])
+        return self._list(en, "", "", _t(en, f"已记下：{title}（{nl.tag_label(tag, en)}）",
+                                         f"Noted: {title} ({nl.tag_label(tag, en)})"))
+
+    def _search(self, en: bool, value: Any, tag: str) -> dict[str, Any]:
+        query = nl.check_text(value, "search text", "搜索内容", nl.MAX_QUERY, required=False)
+        return self._list(en, query, tag)
+
+    def _set_done(self, en: bool, raw_id: str, on: Any, query: str, tag: str) -> dict[str, Any]:
+        note_id = nl.check_id(raw_id)
+        if not isinstance(on, bool):
+            raise Problem(f"开关的值 on 必须是 true 或 false（收到 {on!r}）",
+                          f"the toggle value 'on' must be true or false (got {on!r})")
+        title = self._title(note_id)
+        self._db("UPDATE notes SET done = ? WHERE id = ?", [int(on), note_id])
+        return self._list(en, query, tag,
+                          _t(en, f"已完成：{title}" if on else f"已改为未完成：{title}",
+                             f"Done: {title}" if on else f"Not done: {title}"))
+
+    def _delete(self, en: bool, raw_id: Any, query: str, tag: str) -> dict[str, Any]:
+        note_id = nl.check_id(raw_id)
+        title = self._title(note_id)
+        self._db("DELETE FROM notes WHERE id = ?", [note_id])
+        return self._list(en, query, tag, _t(en, f"已删除：{title}", f"Deleted: {title}"))
+
+    def _title(self, note_id: int) -> str:
+        rows = self._db("SELECT title FROM notes WHERE id = ?", [note_id])["rows"]
+        if not rows:
+            raise Problem(f"没有编号为 {note_id} 的笔记（可能已被删除）",
+                          f"there is no note {note_id} (it may have been deleted)")
+        return str(rows[0][0])
+
+    # --------------------------------------------------------------- view
+
+    def _list(self, en: bool, query: str, tag: str, message: str | None = None) -> dict[str, Any]:
+        where, params = [], []
+        if tag:
+            where.append("tag = ?")
+            params.append(tag)
+        if query:
+            where.append("(title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\')")
+            params += [nl.like_pattern(query)] * 2
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        total = self._db(f"SELECT COUNT(*) FROM notes{clause}", params)["rows"][0][0]
+        rows = self._db(f"SELECT id, title, body, tag, done, created FROM notes{clause} "
+                        f"ORDER BY done, id DESC LIMIT {LIST_LIMIT}", params)["rows"]
+        items = []
+        per_note: list[dict[str, Any]] = []
+        for i, (note_id, title, body, note_tag, done, created) in enumerate(rows):
+            snippet = (body or "").replace("\n", " ")
+            snippet = snippet[:60] + ("…" if len(snippet) > 60 else "")
+            sub = " · ".join(p for p in (snippet, f"#{nl.tag_label(note_tag, en)}", created) if p)
+            items.append({"id": note_id, "title": f"{'✅' if done else '⬜'} {title}", "sub": sub,
+                          "done": bool(done), "tag": note_tag, "created": created})
+            if i < CONTROLS_LIMIT:
+                per_note.append({"type": "toggle", "label": title[:30],
+                                 "action_id": f"{TOGGLE_PREFIX}{note_id}", "value": bool(done)})
+                per_note.append({"type": "button", "label": _t(en, "删除", "Delete"),
+                                 "action_id": "delete", "params": {"id": note_id},
+                                 "confirm": _t(en, f"删除笔记「{title[:30]}」？",
+                                               f"Delete the note {title[:30]!r}?")})
+        tag_options = [{"label": _t(en, "全部标签", "All tags"), "value": "all"}] + [
+            {"label": nl.tag_label(k, en), "value": k} for k in nl.TAGS]
+        actions: list[dict[str, Any]] = [
+            {"type": "input", "label": _t(en, "搜索", "Search"), "action_id": "search",
+             "placeholder": _t(en, "搜索笔记…", "Search notes…"), "value": query},
+            {"type": "select", "label": _t(en, "标签", "Tag"), "action_id": "filter_tag",
+             "options": tag_options, "value": tag or "all"},
+            {"type": "submit_form", "label": _t(en, "添加笔记", "Add note"), "action_id": "add",
+             "fields": [
+                 {"name": "title", "label": _t(en, "标题", "Title"), "type": "text",
+                  "required": True},
+                 {"name": "body", "label": _t(en, "内容", "Body"), "type": "textarea"},
+                 {"name": "tag", "label": _t(en, "标签", "Tag"), "type": "select",
+                  "options": [{"label": nl.tag_label(k, en), "value": k} for k in nl.TAGS],
+                  "value": nl.DEFAULT_TAG}]},
+            *per_note,
+        ]
+        if query or tag:
+            actions.append({"type": "button", "label": _t(en, "显示全部", "Show all"),
+                            "action_id": "show_all"})
+        if message is None:
+            message = self._summary(en, total, query, tag)
+        title = _t(en, "记事本", "Notes")
+        if query:
+            title += _t(en, f" · 搜索「{query}」", f" · search {query!r}")
+        if tag:
+            title += f" · #{nl.tag_label(tag, en)}"
+        return {"status": "ok", "view_type": "list",
+                "data": {"title": title, "items": items, "total": total, "query": query,
+                         "tag": tag or "all"},
+                "actions": actions, "message": message, "state": {"query": query, "tag": tag}}
+
+    @staticmethod
+    def _summary(en: bool, total: int, query: str, tag: str) -> str:
+        if query or tag:
+            if not total:
+                return _t(en, "没有找到符合条件的笔记", "No notes match")
+            return _t(en, f"找到 {total} 条笔记", f"Found {total} notes")
+        if not total:
+            return _t(en, "还没有笔记，添加第一条吧", "No notes yet; add the first one")
+        return _t(en, f"共 {total} 条笔记", f"{total} notes")
+
+    # ------------------------------------------------------------ helpers
+
+    def _db(self, sql: str, params: list[Any] | None = None) -> dict[str, Any]:
+        try:
+            result = self.call_tool("db_query", dsn=DSN, sql=sql, params=params or [])
+        except ToolError as e:
+            raise Problem(f"数据库出错：{e.error}", f"database error: {e.error}") from e
+        if not isinstance(result, dict) or not isinstance(result.get("rows"), list):
+            raise Problem("数据库返回了意外的结果", "the database returned an unexpected result")
+        return result
+
+    def _pick_tag(self, text: str) -> str:
+        """Ask the LLM for a tag when one is configured; otherwise guess from words."""
+        try:
+            answer = self.llm([
+                {"role": "system", "content": "Classify the note into exactly one tag of: "
+                 f"{', '.join(nl.TAGS)}. Answer with the tag only."},
+                {"role": "user", "content": text[:1000]}])
+            tag = nl.tag_from_word(str(answer.get("content") or "").strip().strip(".").lower())
+            if tag:
+                return tag
+        except (LLMUnavailable, LLMError, AttributeError):
+            pass
+        return nl.guess_tag(text)
+
+    def _llm_intent(self, text: str) -> tuple[str, str]:
+        try:
+            answer = self.llm([
+                {"role": "system", "content": "The user talks to a notes app. Answer JSON "
+                 "{\"intent\": \"add\"|\"search\"|\"list\"|\"unknown\", \"text\": \"the note "
+                 "text or the search words\"} and nothing else."},
+                {"role": "user", "content": text[:1000]}])
+            parsed = json.loads(str(answer.get("content") or "").strip().strip("`")
+                                .removeprefix("json").strip())
+        except (LLMUnavailable, LLMError, ValueError, AttributeError):
+            return "unknown", text
+        if isinstance(parsed, dict) and parsed.get("intent") in ("add", "search", "list") \
+                and isinstance(parsed.get("text", ""), str):
+            return str(parsed["intent"]), str(parsed.get("text", "")).strip()
+        return "unknown", text
+
+    def _error(self, en: bool, message: str) -> dict[str, Any]:
+        return {"status": "error", "view_type": "error",
+                "data": {"title": _t(en, "记事本：出错了", "Notes: error"), "message": message},
+                "actions": [{"type": "button", "label": _t(en, "返回笔记列表", "Back to notes"),
+                             "action_id": "show_all"}],
+                "message": message}
+
+
+def _t(en: bool, zh: str, en_text: str) -> str:
+    return en_text if en else zh
+
+
+if __name__ == "__main__":
+    NotesAgent().run()

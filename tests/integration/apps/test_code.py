@@ -1,0 +1,157 @@
+"""The bundled ``code`` app: Python snippets run through shell_exec in the OS sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.conftest import Running, copy_apps
+
+APP = "code"
+SECRET = "sk-TOP-SECRET-KEY"
+
+
+@pytest.fixture
+def code(make_system: Callable[..., Running], tmp_path: Path) -> Running:
+    (tmp_path / "config.json").write_text(f'{{"deepseek_api_key": "{SECRET}"}}')
+    (tmp_path / "apps").mkdir()
+    (tmp_path / "apps" / "config.json").write_text(f'{{"deepseek_api_key": "{SECRET}"}}')
+    return make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
+
+
+def act(system: Running, payload: dict[str, Any]) -> dict[str, Any]:
+    r = system.post("/api/action", {"app": APP, **payload})
+    assert r.status_code == 200, r.text
+    return r.json()["response"]
+
+
+def run(system: Running, snippet: str, **extra: Any) -> dict[str, Any]:
+    return act(system, {"action_id": "run", "params": {"code": snippet, **extra}})
+
+
+def widgets(resp: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {w["type"] + ":" + w["title"]: w for w in resp["data"]["widgets"]}
+
+
+def test_home_is_an_editor_with_run_controls(code: Running) -> None:
+    resp = code.open(APP)["response"]
+    assert resp["status"] == "ok" and resp["view_type"] == "form"
+    assert [f["name"] for f in resp["data"]["fields"]] == ["code", "timeout"]
+    kinds = {(a["type"], a["action_id"]) for a in resp["actions"]}
+    assert {("submit_form", "run_form"), ("input", "run_line"), ("button", "run")} <= kinds
+
+
+def test_run_shows_source_and_output_in_a_dashboard(code: Running) -> None:
+    resp = act(code, {"action_id": "run_form",
+                      "form_values": {"code": "print(6 * 7)\nprint('你好')", "timeout": 5}})
+    assert resp["status"] == "ok" and resp["view_type"] == "dashboard"
+    types = [w["type"] for w in resp["data"]["widgets"]]
+    assert types == ["code", "text", "text", "text"]
+    src = resp["data"]["widgets"][0]
+    assert src["language"] == "python" and src["code"] == "print(6 * 7)\nprint('你好')"
+    assert resp["data"]["widgets"][1]["content"] == "42\n你好\n"
+    assert resp["data"]["outcome"] == "ok" and resp["data"]["exit_code"] == 0
+    assert "退出码 0" in resp["message"]
+    rows = code.get(f"/api/audit?app={APP}").json()
+    assert rows[0]["tool"] == "shell_exec" and rows[0]["status"] == "ok"
+    assert "print(6 * 7)" in rows[0]["args"] and rows[0]["step_id"]
+    # "run again" and the one-line input run too; the editor remembers the last code
+    again = next(a for a in resp["actions"] if a["action_id"] == "run")
+    assert act(code, {"action_id": "run", "params": again["params"]})["data"]["stdout"] \
+        == "42\n你好\n"
+    line = act(code, {"action_id": "run_line", "value": "print(sum(range(101)))"})
+    assert line["data"]["stdout"] == "5050\n"
+
+
+@pytest.mark.parametrize("text", ["运行 print(1+1)", "run print(1+1)", "代码 执行 print(1+1)"])
+def test_instructions_run_code(code: Running, text: str) -> None:
+    out = code.instruct(text)
+    [res] = out["results"]
+    assert res["app"] == APP
+    assert res["response"]["view_type"] == "dashboard"
+    assert res["response"]["data"]["stdout"] == "2\n"
+    home = code.open(APP, out["session_id"])["response"]
+    assert home["data"]["fields"][0]["value"] == "print(1+1)"
+
+
+def test_words_without_an_llm_are_explained_not_run(code: Running) -> None:
+    resp = code.instruct("运行 算一下1到100的和")["results"][0]["response"]
+    assert resp["status"] == "error" and "不是 Python 代码" in resp["message"]
+    assert "print(1+1)" in resp["message"]
+    assert [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()] == []
+
+
+def test_errors_exit_codes_and_timeouts_are_shown_clearly(code: Running) -> None:
+    resp = run(code, "import sys\nprint('partial')\nsys.exit(3)")
+    assert resp["status"] == "error" and resp["view_type"] == "dashboard"
+    assert resp["data"]["outcome"] == "exit" and resp["data"]["exit_code"] == 3
+    assert resp["data"]["stdout"] == "partial\n" and "exit code 3" in resp["message"]
+    resp = run(code, "1/0")
+    assert "ZeroDivisionError" in resp["data"]["stderr"]
+    assert "ZeroDivisionError" in widgets(resp)["text:标准错误 stderr"]["content"]
+    resp = run(code, "import time\ntime.sleep(30)", timeout=1)
+    assert resp["data"]["outcome"] == "timeout" and "超时" in resp["message"]
+    resp = run(code, "print(", timeout=2)
+    assert resp["data"]["outcome"] == "exit" and "SyntaxError" in resp["data"]["stderr"]
+
+
+def test_snippets_cannot_read_secrets_or_write_outside_the_workdir(
+        code: Running, tmp_path: Path) -> None:
+    workdir = code.apps_dir / APP / "workspace"
+    for snippet in ("print(open('../../config.json').read())",
+                    "print(open('../../../config.json').read())",
+                    f"print(open({str(tmp_path / 'config.json')!r}).read())",
+                    "import os\nprint(open(os.path.join('..', '..', 'config.json')).read())"):
+        resp = run(code, snippet)
+        assert resp["status"] == "error", snippet
+        assert resp["data"]["outcome"] in ("exit", "refused"), snippet
+        assert SECRET not in str(resp), snippet
+    for target in ("../../pwned.txt", "../pwned.txt", str(tmp_path / "pwned.txt"),
+                   str(code.data_dir / "pwned.txt")):
+        snippet = f"open({target!r}, 'w').write('owned')"
+        resp = run(code, snippet)
+        assert resp["status"] == "error", snippet
+        assert resp["data"]["outcome"] in ("exit", "refused"), snippet
+    assert not list(tmp_path.rglob("pwned.txt"))
+    # writing inside its own workdir is allowed
+    resp = run(code, "open('inside.txt', 'w').write('ok')\nprint('written')")
+    assert resp["status"] == "ok" and (workdir / "inside.txt").read_text() == "ok"
+
+
+def test_refused_commands_are_reported_as_refusals(code: Running) -> None:
+    # an argument the command policy reads as a path outside the workdir
+    resp = run(code, "print(open('../../../../etc/hostname').read())")
+    assert resp["status"] == "error"
+    assert resp["data"]["outcome"] == "refused"
+    assert "被沙箱拒绝" in resp["message"] and "path confinement" in resp["message"]
+    rows = code.get(f"/api/audit?app={APP}").json()
+    assert rows[0]["tool"] == "shell_exec" and rows[0]["status"] == "denied"
+
+
+GARBAGE: list[tuple[dict[str, Any], str]] = [
+    ({"action_id": "run"}, "代码必须是文字"),
+    ({"action_id": "run", "params": {"code": ""}}, "空"),
+    ({"action_id": "run", "params": {"code": 42}}, "int"),
+    ({"action_id": "run", "params": {"code": "print(1)", "timeout": 999}}, "999"),
+    ({"action_id": "run", "params": {"code": "print(1)", "timeout": "soon"}}, "'soon'"),
+    ({"action_id": "run", "params": {"code": "print(1)", "timeout": True}}, "True"),
+    ({"action_id": "run", "params": {"code": "x" * 30_000}}, "太长"),
+    ({"action_id": "run_form"}, "form_values"),
+    ({"action_id": "run_form", "form_values": {"code": ["print(1)"]}}, "list"),
+    ({"action_id": "run_line", "value": {"code": 1}}, "dict"),
+    ({"action_id": "edit", "params": {"code": 7}}, "int"),
+    ({"action_id": "format_disk", "on": True}, "'format_disk'"),
+]
+
+
+def test_garbage_payloads_give_clear_errors(code: Running) -> None:
+    for payload, needle in GARBAGE:
+        resp = act(code, payload)
+        assert resp["status"] == "error" and resp["view_type"] == "error", payload
+        assert needle in resp["message"], (payload, resp["message"])
+    assert [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()] == []
+    assert run(code, "print('still here')")["data"]["stdout"] == "still here\n"

@@ -1,0 +1,255 @@
+"""The bundled ``files`` app: browse, preview, create, rename, delete — on a real disk."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.conftest import Running, copy_apps
+
+APP = "files"
+PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00"
+       b"\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe"
+       b"\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82")
+
+
+@pytest.fixture
+def files(make_system: Callable[..., Running], tmp_path: Path) -> Running:
+    return make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
+
+
+def ws(system: Running) -> Path:
+    return system.apps_dir / APP / "workspace"
+
+
+def act(system: Running, payload: dict[str, Any], sid: str | None = None) -> dict[str, Any]:
+    body = {"app": APP, **payload}
+    if sid:
+        body["session_id"] = sid
+    r = system.post("/api/action", body)
+    assert r.status_code == 200, r.text
+    return r.json()["response"]
+
+
+def row_ids(resp: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in resp["data"]["rows"]]
+
+
+def buttons_for(resp: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
+    return {a["action_id"]: a for a in resp["actions"]
+            if a["type"] == "button" and a.get("params", {}).get("path") == path}
+
+
+def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running) -> None:
+    home = files.open(APP)["response"]
+    assert home["status"] == "ok" and home["view_type"] == "table"
+    assert home["data"]["rows"] == [] and "空" in home["message"]
+    [create] = [a for a in home["actions"] if a["type"] == "submit_form"]
+    assert create["action_id"] == "create"
+    assert [f["name"] for f in create["fields"]] == ["name", "content", "folder"]
+
+    resp = act(files, {"action_id": "create",
+                       "form_values": {"name": "购物.txt", "content": "牛奶\n面包\n",
+                                       "folder": ""}})
+    assert resp["status"] == "ok" and "购物.txt" in resp["message"]
+    assert (ws(files) / "购物.txt").read_text(encoding="utf-8") == "牛奶\n面包\n"
+    [row] = resp["data"]["rows"]
+    assert row["name"] == "购物.txt" and row["size"] == "14 B" and row["type"] == "文本"
+    mine = buttons_for(resp, "购物.txt")
+    assert set(mine) == {"preview", "rename", "delete"}
+    assert "购物.txt" in mine["delete"]["confirm"]
+
+    resp = act(files, {"action_id": "create", "form_values": {
+        "name": "docs/readme.md", "content": "# hi", "folder": ""}})
+    assert row_ids(resp) == ["docs/readme.md"]  # shows the folder it was created in
+    assert (ws(files) / "docs" / "readme.md").read_text() == "# hi"
+    root = act(files, {"action_id": "open_folder", "params": {"path": ""}})
+    assert row_ids(root) == ["docs", "购物.txt"]  # folders first
+    assert root["data"]["rows"][0]["name"] == "docs/"
+    assert buttons_for(root, "docs")["open_folder"]["label"] == "打开"
+    inside = act(files, {"action_id": "open_folder", "params": {"path": "docs"}})
+    crumbs = [a["params"]["path"] for a in inside["actions"] if a["action_id"] == "open_folder"]
+    assert crumbs[:2] == ["", "docs"]
+    # creating over an existing file is refused and keeps the file
+    resp = act(files, {"action_id": "create",
+                       "form_values": {"name": "购物.txt", "content": "x", "folder": ""}})
+    assert resp["status"] == "error" and "已经存在" in resp["message"]
+    assert (ws(files) / "购物.txt").read_text(encoding="utf-8") == "牛奶\n面包\n"
+    tools = {r["tool"] for r in files.get(f"/api/audit?app={APP}").json()}
+    assert {"file_list", "file_write"} <= tools
+
+
+def test_preview_by_file_type(files: Running) -> None:
+    (ws(files) / "a.txt").write_text("第一行\nline 2", encoding="utf-8")
+    (ws(files) / "run.py").write_text("print('hi')\n")
+    (ws(files) / "pic.png").write_bytes(PNG)
+    (ws(files) / "beep.wav").write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt ")
+    (ws(files) / "blob.bin").write_bytes(bytes(range(256)))
+    text = act(files, {"action_id": "preview", "params": {"path": "a.txt"}})
+    assert text["view_type"] == "text" and text["data"]["content"] == "第一行\nline 2"
+    links = [a for a in text["actions"] if a["type"] == "link"]
+    assert links and all(a["href"] == "/apps/files/files/a.txt" for a in links)
+    assert files.get(links[0]["href"]).text == "第一行\nline 2"
+    follow = act(files, {"action_id": links[0]["action_id"], "href": links[0]["href"]})
+    assert follow["view_type"] == "text" and follow["data"]["title"] == "a.txt"
+    code = act(files, {"action_id": "preview", "params": {"path": "run.py"}})
+    assert code["view_type"] == "code" and code["data"] == {
+        "language": "python", "code": "print('hi')\n", "title": "run.py"}
+    image = act(files, {"action_id": "preview", "params": {"path": "pic.png"}})
+    assert image["view_type"] == "image" and image["data"]["url"] == "/apps/files/files/pic.png"
+    assert files.get(image["data"]["url"]).content == PNG
+    media = act(files, {"action_id": "preview", "params": {"path": "beep.wav"}})
+    assert media["view_type"] == "media" and media["data"]["type"] == "audio"
+    binary = act(files, {"action_id": "preview", "params": {"path": "blob.bin"}})
+    assert binary["view_type"] == "text" and "二进制" in binary["data"]["content"]
+
+
+def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
+    (ws(files) / "old.txt").write_text("内容 ✓\n", encoding="utf-8")
+    (ws(files) / "pic.png").write_bytes(PNG)
+    form = act(files, {"action_id": "rename", "params": {"path": "old.txt"}})
+    assert form["view_type"] == "form"
+    assert {f["name"]: f.get("value") for f in form["data"]["fields"]} == \
+        {"new_name": "old.txt", "path": "old.txt"}
+    assert form["actions"][0] == {"type": "submit_form", "label": "重命名",
+                                  "action_id": "do_rename", "fields": [], "disabled": False}
+    resp = act(files, {"action_id": "do_rename",
+                       "form_values": {"path": "old.txt", "new_name": "新.txt"}})
+    assert resp["status"] == "ok" and "新.txt" in resp["message"]
+    assert not (ws(files) / "old.txt").exists()
+    assert (ws(files) / "新.txt").read_text(encoding="utf-8") == "内容 ✓\n"
+    tools = [r["tool"] for r in files.get(f"/api/audit?app={APP}").json()]
+    assert {"file_read", "file_write", "shell_exec"} <= set(tools)
+
+    resp = act(files, {"action_id": "do_rename",
+                       "form_values": {"path": "pic.png", "new_name": "photo.png"}})
+    assert resp["status"] == "ok"
+    assert (ws(files) / "photo.png").read_bytes() == PNG and not (ws(files) / "pic.png").exists()
+
+    # onto an existing name: refused, both files unchanged
+    resp = act(files, {"action_id": "do_rename",
+                       "form_values": {"path": "photo.png", "new_name": "新.txt"}})
+    assert resp["status"] == "error" and "已经存在" in resp["message"]
+    assert (ws(files) / "photo.png").read_bytes() == PNG
+    assert (ws(files) / "新.txt").read_text(encoding="utf-8") == "内容 ✓\n"
+    # out of the folder: refused, nothing moved
+    for bad in ("../escaped.txt", "sub/x.txt", ".hidden", ""):
+        resp = act(files, {"action_id": "do_rename",
+                           "form_values": {"path": "photo.png", "new_name": bad}})
+        assert resp["status"] == "error" and resp["view_type"] == "error", bad
+        assert "新名称" in resp["message"]
+    assert (ws(files) / "photo.png").read_bytes() == PNG
+    assert not (files.apps_dir / APP / "escaped.txt").exists()
+
+
+def test_delete_needs_a_second_confirmation(files: Running) -> None:
+    (ws(files) / "gone.txt").write_text("bye")
+    (ws(files) / "full").mkdir()
+    (ws(files) / "full" / "keep.txt").write_text("keep")
+    (ws(files) / "empty").mkdir()
+    ask = act(files, {"action_id": "delete", "params": {"path": "gone.txt"}})
+    assert ask["view_type"] == "text" and "gone.txt" in ask["data"]["content"]
+    labels = {a["label"]: a for a in ask["actions"]}
+    assert labels["确认删除"]["action_id"] == "confirm_delete"
+    assert labels["确认删除"]["params"] == {"path": "gone.txt"}
+    assert labels["取消"]["action_id"] == "open_folder"
+    assert (ws(files) / "gone.txt").exists()  # asking deletes nothing
+    assert act(files, {"action_id": "open_folder", "params": {"path": ""}})["status"] == "ok"
+    assert (ws(files) / "gone.txt").exists()  # cancel deletes nothing
+    done = act(files, {"action_id": "confirm_delete", "params": {"path": "gone.txt"}})
+    assert done["status"] == "ok" and "已删除" in done["message"]
+    assert not (ws(files) / "gone.txt").exists()
+    assert "gone.txt" not in row_ids(done)
+    rows = files.get(f"/api/audit?app={APP}").json()
+    assert any(r["tool"] == "shell_exec" and "gone.txt" in r["args"] and r["status"] == "ok"
+               for r in rows)
+
+    full = act(files, {"action_id": "confirm_delete", "params": {"path": "full"}})
+    assert full["status"] == "error" and "不是空的" in full["message"]
+    assert (ws(files) / "full" / "keep.txt").read_text() == "keep"
+    assert act(files, {"action_id": "confirm_delete", "params": {"path": "empty"}})["status"] \
+        == "ok"
+    assert not (ws(files) / "empty").exists()
+    again = act(files, {"action_id": "confirm_delete", "params": {"path": "gone.txt"}})
+    assert again["status"] == "error" and "找不到" in again["message"]
+
+
+def test_paths_outside_the_workspace_are_refused_and_nothing_changes(
+        files: Running, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    os.symlink(secret, ws(files) / "link.txt")
+    for action in ("preview", "rename", "delete", "confirm_delete"):
+        for path in ("../../../secret.txt", "/etc/passwd", "~/x", ".aios/tmp"):
+            resp = act(files, {"action_id": action, "params": {"path": path}})
+            assert resp["status"] == "error" and resp["view_type"] == "error", (action, path)
+            assert repr(path) in resp["message"] or "为空" in resp["message"]
+    # a symlink pointing outside: listed, but neither read nor deleted through it
+    resp = act(files, {"action_id": "preview", "params": {"path": "link.txt"}})
+    assert resp["status"] == "error" and "top secret" not in str(resp)
+    resp = act(files, {"action_id": "confirm_delete", "params": {"path": "link.txt"}})
+    assert resp["status"] == "error"
+    assert secret.read_text() == "top secret" and (ws(files) / "link.txt").is_symlink()
+    resp = act(files, {"action_id": "create", "form_values": {
+        "name": "../../evil.txt", "content": "x", "folder": ""}})
+    assert resp["status"] == "error" and "'..'" in resp["message"]
+    resp = act(files, {"action_id": "create", "form_values": {
+        "name": "evil.txt", "content": "x", "folder": "../.."}})
+    assert resp["status"] == "error"
+    assert not list(tmp_path.rglob("evil.txt"))
+
+
+def test_instructions_in_chinese_and_english(files: Running) -> None:
+    out = files.instruct("文件管理 新建 hello.txt 你好世界")
+    [res] = out["results"]
+    assert res["app"] == APP and res["response"]["status"] == "ok"
+    assert (ws(files) / "hello.txt").read_text(encoding="utf-8") == "你好世界"
+    sid = out["session_id"]
+    prev = files.instruct("files preview hello.txt", sid)["results"][0]["response"]
+    assert prev["view_type"] == "text" and prev["data"]["content"] == "你好世界"
+    files.instruct("文件管理 重命名 hello.txt 为 hi.txt", sid)
+    assert (ws(files) / "hi.txt").read_text(encoding="utf-8") == "你好世界"
+    ask = files.instruct("files delete hi.txt", sid)["results"][0]["response"]
+    assert ask["view_type"] == "text" and "确认删除" in [a["label"] for a in ask["actions"]]
+    assert (ws(files) / "hi.txt").exists()  # an instruction never deletes without a click
+    home = files.instruct("打开文件管理", sid)["results"][0]["response"]
+    assert home["view_type"] == "table" and row_ids(home) == ["hi.txt"]
+
+
+GARBAGE: list[dict[str, Any]] = [
+    {"action_id": "open_folder", "params": {"path": 42}},
+    {"action_id": "open_folder", "params": {"path": "nowhere"}},
+    {"action_id": "preview"},
+    {"action_id": "preview", "params": {"path": None}},
+    {"action_id": "preview", "params": {"path": ["a.txt"]}},
+    {"action_id": "rename", "params": {"path": {"x": 1}}},
+    {"action_id": "do_rename"},
+    {"action_id": "do_rename", "form_values": {"path": "a.txt"}},
+    {"action_id": "do_rename", "form_values": {"path": 1, "new_name": 2}},
+    {"action_id": "delete", "params": {"path": "missing.txt"}},
+    {"action_id": "confirm_delete", "params": {}},
+    {"action_id": "create", "form_values": {"name": "", "content": "x"}},
+    {"action_id": "create", "form_values": {"name": "b.txt", "content": {"no": 1}}},
+    {"action_id": "create", "params": {"name": "b.txt"}},
+    {"action_id": "download", "href": "https://evil.example/x"},
+    {"action_id": "open_link"},
+    {"action_id": "rm_rf", "value": "/"},
+]
+
+
+def test_garbage_payloads_give_clear_errors_and_nothing_changes(files: Running) -> None:
+    (ws(files) / "a.txt").write_text("keep me")
+    before = sorted(p.name for p in ws(files).iterdir())
+    for payload in GARBAGE:
+        resp = act(files, payload)
+        assert resp["status"] == "error" and resp["view_type"] == "error", payload
+        assert resp["message"] and resp["data"]["message"] == resp["message"]
+        assert resp["actions"][0]["action_id"] == "open_folder"
+    assert sorted(p.name for p in ws(files).iterdir()) == before
+    assert (ws(files) / "a.txt").read_text() == "keep me"
+    assert files.open(APP)["response"]["status"] == "ok"

@@ -1,0 +1,184 @@
+"""The bundled ``notes`` app: notes in a real SQLite file through db_query, across restarts."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.conftest import Running, copy_apps
+
+APP = "notes"
+
+
+@pytest.fixture
+def notes(make_system: Callable[..., Running], tmp_path: Path) -> Running:
+    return make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
+
+
+def db_rows(system: Running) -> list[tuple[Any, ...]]:
+    path = system.apps_dir / APP / "workspace" / "notes.db"
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT id, title, body, tag, done FROM notes ORDER BY id").fetchall()
+
+
+def act(system: Running, payload: dict[str, Any], sid: str | None = None) -> dict[str, Any]:
+    body = {"app": APP, **payload}
+    if sid:
+        body["session_id"] = sid
+    r = system.post("/api/action", body)
+    assert r.status_code == 200, r.text
+    return r.json()["response"]
+
+
+def titles(resp: dict[str, Any]) -> list[str]:
+    return [i["title"] for i in resp["data"]["items"]]
+
+
+def add(system: Running, title: str, body: str = "", tag: str = "other",
+        sid: str | None = None) -> dict[str, Any]:
+    return act(system, {"action_id": "add",
+                        "form_values": {"title": title, "body": body, "tag": tag}}, sid)
+
+
+def test_first_open_creates_the_table_and_shows_an_empty_list(notes: Running) -> None:
+    resp = notes.open(APP)["response"]
+    assert resp["status"] == "ok" and resp["view_type"] == "list"
+    assert resp["data"]["items"] == [] and "还没有笔记" in resp["message"]
+    types = {a["type"]: a for a in resp["actions"]}
+    assert set(types) >= {"input", "select", "submit_form"}
+    assert [f["name"] for f in types["submit_form"]["fields"]] == ["title", "body", "tag"]
+    tag_field = types["submit_form"]["fields"][2]
+    assert tag_field["type"] == "select"
+    assert {o["value"] for o in tag_field["options"]} == {"work", "life", "shopping", "study",
+                                                          "other"}
+    assert db_rows(notes) == []
+    audit = notes.get(f"/api/audit?app={APP}").json()
+    assert audit and all(r["tool"] == "db_query" for r in audit)
+    assert any("CREATE TABLE" in r["args"] for r in audit)
+
+
+def test_add_toggle_filter_search_and_delete(notes: Running) -> None:
+    sid = notes.open(APP)["session_id"]
+    resp = add(notes, "买牛奶", "两盒，低脂", "shopping", sid)
+    assert resp["status"] == "ok" and "买牛奶" in resp["message"]
+    add(notes, "写周报", "周五前", "work", sid)
+    resp = add(notes, "Read SICP", "chapter 3", "study", sid)
+    assert titles(resp) == ["⬜ Read SICP", "⬜ 写周报", "⬜ 买牛奶"]
+    assert db_rows(notes) == [(1, "买牛奶", "两盒，低脂", "shopping", 0),
+                              (2, "写周报", "周五前", "work", 0),
+                              (3, "Read SICP", "chapter 3", "study", 0)]
+    toggles = {a["action_id"]: a for a in resp["actions"] if a["type"] == "toggle"}
+    assert set(toggles) == {"done.1", "done.2", "done.3"}
+    assert toggles["done.1"]["value"] is False
+    deletes = [a for a in resp["actions"] if a["action_id"] == "delete"]
+    assert sorted(a["params"]["id"] for a in deletes) == [1, 2, 3]
+    assert all(a["confirm"] for a in deletes)
+
+    resp = act(notes, {"action_id": "done.1", "on": True}, sid)
+    assert "已完成" in resp["message"]
+    assert titles(resp)[-1] == "✅ 买牛奶"  # done notes sink to the bottom
+    assert resp["data"]["items"][-1]["done"] is True
+    assert db_rows(notes)[0][4] == 1
+    resp = act(notes, {"action_id": "done.1", "on": False}, sid)
+    assert db_rows(notes)[0][4] == 0
+
+    resp = act(notes, {"action_id": "filter_tag", "selected": "work"}, sid)
+    assert titles(resp) == ["⬜ 写周报"] and resp["data"]["tag"] == "work"
+    # the filter is kept in the session: a toggle on the filtered list keeps it
+    resp = act(notes, {"action_id": "done.2", "on": True}, sid)
+    assert titles(resp) == ["✅ 写周报"]
+    resp = act(notes, {"action_id": "filter_tag", "selected": "all"}, sid)
+    assert len(resp["data"]["items"]) == 3
+
+    resp = act(notes, {"action_id": "search", "value": "低脂"}, sid)
+    assert titles(resp) == ["⬜ 买牛奶"] and "找到 1 条" in resp["message"]
+    resp = act(notes, {"action_id": "search", "value": "100%_"}, sid)
+    assert resp["data"]["items"] == [] and "没有找到" in resp["message"]
+    show_all = [a for a in resp["actions"] if a["action_id"] == "show_all"]
+    assert show_all
+    resp = act(notes, {"action_id": "show_all"}, sid)
+    assert len(resp["data"]["items"]) == 3
+
+    resp = act(notes, {"action_id": "delete", "params": {"id": 3}}, sid)
+    assert "已删除" in resp["message"] and "⬜ Read SICP" not in titles(resp)
+    assert [r[0] for r in db_rows(notes)] == [1, 2]
+
+
+@pytest.mark.parametrize(("text", "title", "tag"), [
+    ("记一下明天买牛奶", "明天买牛奶", "shopping"),
+    ("add note buy milk", "buy milk", "shopping"),
+    ("notes add prepare the meeting #work", "prepare the meeting", "work"),
+    ("记事本 记下 给妈妈打电话", "给妈妈打电话", "life"),
+])
+def test_instructions_add_notes(notes: Running, text: str, title: str, tag: str) -> None:
+    out = notes.instruct(text)
+    [res] = out["results"]
+    assert res["app"] == APP
+    assert res["response"]["status"] == "ok"
+    assert f"⬜ {title}" in titles(res["response"])
+    assert db_rows(notes) == [(1, title, "", tag, 0)]
+
+
+def test_instructions_search_and_open(notes: Running) -> None:
+    notes.instruct("记一下明天买牛奶")
+    notes.instruct("add note buy milk")
+    notes.instruct("记一下 交电费")
+    zh = notes.instruct("搜索 牛奶")["results"][0]["response"]
+    assert titles(zh) == ["⬜ 明天买牛奶"]
+    en = notes.instruct("search milk")["results"][0]["response"]
+    assert titles(en) == ["⬜ buy milk"]
+    for text in ("打开记事本", "open notes"):
+        resp = notes.instruct(text)["results"][0]["response"]
+        assert len(resp["data"]["items"]) == 3, text
+
+
+def test_notes_survive_a_system_restart(make_system: Callable[..., Running],
+                                        tmp_path: Path) -> None:
+    first = make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
+    first.instruct("记一下明天买牛奶")
+    act(first, {"action_id": "done.1", "on": True})
+    first.stop()
+    second = make_system(apps_dir=first.apps_dir, data_dir=first.data_dir)
+    resp = second.open(APP)["response"]
+    assert titles(resp) == ["✅ 明天买牛奶"]
+    assert resp["data"]["items"][0]["done"] is True
+
+
+GARBAGE: list[tuple[dict[str, Any], str]] = [
+    ({"action_id": "add"}, "form_values"),
+    ({"action_id": "add", "form_values": {"title": "", "tag": "work"}}, "标题不能为空"),
+    ({"action_id": "add", "form_values": {"title": 5}}, "标题必须是文字"),
+    ({"action_id": "add", "form_values": {"title": "x", "tag": "secret"}}, "'secret'"),
+    ({"action_id": "add", "form_values": {"title": "x", "body": ["a"]}}, "内容必须是文字"),
+    ({"action_id": "add", "form_values": {"title": "x" * 20_000}}, "标题太长"),
+    ({"action_id": "search", "value": {"q": 1}}, "搜索内容必须是文字"),
+    ({"action_id": "filter_tag", "selected": 3}, "3"),
+    ({"action_id": "filter_tag"}, "标签"),
+    ({"action_id": "done.1"}, "None"),
+    ({"action_id": "done.1", "value": "yes"}, "None"),
+    ({"action_id": "done.999", "on": True}, "999"),
+    ({"action_id": "done.abc", "on": True}, "'abc'"),
+    ({"action_id": "done.", "on": True}, "''"),
+    ({"action_id": "delete"}, "None"),
+    ({"action_id": "delete", "params": {"id": "1; DROP TABLE notes"}}, "DROP"),
+    ({"action_id": "delete", "params": {"id": -1}}, "-1"),
+    ({"action_id": "delete", "params": {"id": True}}, "True"),
+    ({"action_id": "explode", "value": 1}, "'explode'"),
+]
+
+
+def test_garbage_payloads_give_clear_errors_and_the_data_is_intact(notes: Running) -> None:
+    add(notes, "keep me")
+    for payload, needle in GARBAGE:
+        resp = act(notes, payload)
+        assert resp["status"] == "error" and resp["view_type"] == "error", payload
+        assert needle in resp["message"], (payload, resp["message"])
+        assert resp["actions"][0]["action_id"] == "show_all"
+    assert db_rows(notes) == [(1, "keep me", "", "other", 0)]
+    resp = notes.open(APP)["response"]
+    assert resp["status"] == "ok" and titles(resp) == ["⬜ keep me"]
