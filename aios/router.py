@@ -281,6 +281,22 @@ class OfflineRouter:
                 return app.id
         return None
 
+    def _addressed_app(self, clause: str) -> str | None:
+        """"files preview hello.txt" / "记事本 搜索牛奶": a clause that starts with an
+        app's id or name is addressed to that app, whatever words follow."""
+        text = clause.strip().strip(_CLAUSE_PUNCT).lower()
+        best: tuple[int, str] | None = None
+        for app in self.apps:
+            for name in {app.id.lower(), app.name.lower()}:
+                if len(name) < 2 or not text.startswith(name):
+                    continue
+                rest = text[len(name):len(name) + 1]
+                if name.isascii() and rest and (rest.isalnum() or rest == "_"):
+                    continue  # "filesystem" does not address "files"
+                if best is None or len(name) > best[0]:
+                    best = (len(name), app.id)
+        return best[1] if best else None
+
     def score(self, text: str) -> list[tuple[str, float]]:
         """(app id, score) for every app with a positive score, best first."""
         query = tokenize(text)
@@ -304,7 +320,7 @@ class OfflineRouter:
 
     def best(self, clause: str) -> tuple[str, float] | None:
         """The app for one clause, or None when nothing matches well enough."""
-        opened = self._opened_app(clause)
+        opened = self._opened_app(clause) or self._addressed_app(clause)
         if opened:
             return opened, 1.0 + NAME_BONUS
         query = tokenize(clause)

@@ -158,3 +158,19 @@ def test_a_long_role_prompt_does_not_outscore_a_precise_short_app() -> None:
 
 def test_router_with_no_apps_routes_nothing() -> None:
     assert OfflineRouter([]).route("播放音乐") == []
+
+
+def test_a_clause_starting_with_an_app_id_or_name_is_addressed_to_it() -> None:
+    router = OfflineRouter([
+        AppProfile(id="files", name="文件管理", description="浏览 预览 文件",
+                   keywords=["files", "file"], role_prompt=""),
+        AppProfile(id="hello", name="Hello小AI", description="打招呼",
+                   keywords=["hello"], role_prompt=""),
+        AppProfile(id="notes", name="记事本", description="笔记 搜索", keywords=["notes"],
+                   role_prompt=""),
+        AppProfile(id="music", name="音乐", description="播放 搜索 歌曲", keywords=["music"],
+                   role_prompt=""),
+    ])
+    assert [t.app for t in router.route("files preview hello.txt")] == ["files"]
+    assert [t.app for t in router.route("记事本 搜索 牛奶")] == ["notes"]
+    assert [t.app for t in router.route("filesystem hello")] == ["hello"]
