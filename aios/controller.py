@@ -103,7 +103,9 @@ class Controller:
         sid = self.store.ensure_session(session_id)
         self.store.add_history(sid, "user", {"text": text})
         profiles = self.profiles()
-        plan = plan_instruction(text, profiles, llm=self.llm, router=OfflineRouter(profiles),
+        last_app = self.store.context_vars(sid).get("last_app")
+        plan = plan_instruction(text, profiles, llm=self.llm,
+                                router=OfflineRouter(profiles, prefer=last_app),
                                 history_summary=self.history_summary(sid))
         for note in plan.notes:
             log.warning("planner: %s", note)

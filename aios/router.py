@@ -49,6 +49,10 @@ class Task(BaseModel):
     depends_on: list[str] = Field(default_factory=list)
 
 
+NEAR_TIE = 0.9
+"""A score within this fraction of the best counts as a tie (see OfflineRouter.prefer)."""
+
+
 @dataclass
 class AppProfile:
     """What the router and the planner know about an app: its manifest text."""
@@ -219,7 +223,10 @@ def _norm_name(s: str) -> str:
 class OfflineRouter:
     """Routes instructions to apps by their manifest text (no network, deterministic)."""
 
-    def __init__(self, apps: list[AppProfile]):
+    def __init__(self, apps: list[AppProfile], *, prefer: str | None = None):
+        """``prefer``: the app the session used last; it wins near-ties ("搜索 牛奶"
+        right after using notes means notes, not music)."""
+        self.prefer = prefer
         self.apps = list(apps)
         self._terms: dict[str, dict[str, float]] = {a.id: self._app_terms(a) for a in self.apps}
         df: dict[str, int] = {}
@@ -328,6 +335,10 @@ class OfflineRouter:
         if not scores or scores[0][1] < MIN_SCORE:
             return None
         app_id, score = scores[0]
+        if self.prefer and self.prefer != app_id:
+            near = dict(scores).get(self.prefer, 0.0)
+            if near >= score * NEAR_TIE:
+                app_id, score = self.prefer, near
         # Unigrams alone ("歌" in "你好歌") are too weak to decide; require a word or bigram.
         strong = [t for t, w in query.items() if t in self._terms[app_id]
                   and (w >= 1.0 or t in self._key_chars[app_id])]

@@ -3,10 +3,17 @@
 Tables: ``tool_calls_log`` (audit), ``cache`` (per-app namespaces, TTL),
 ``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``.
 
-Each thread gets its own connection; WAL lets readers run beside the one
-writer, and ``busy_timeout`` makes concurrent writers wait instead of fail,
-so writes from many threads lose nothing. ``sqlite3`` errors are mapped to
-StoreError here.
+Each thread holds its own connection while it lives; WAL lets readers run
+beside the one writer, and ``busy_timeout`` makes concurrent writers wait
+instead of fail, so writes from many threads lose nothing. ``sqlite3``
+errors are mapped to StoreError here.
+
+The HTTP server runs every request in a new thread, so a connection is
+leased to a thread and returns to an idle pool when the thread ends (else
+each request would open, and keep, one more connection and its file
+descriptors). Writers of this process queue on a lock before ``BEGIN
+IMMEDIATE``: SQLite's busy handler waits by sleeping with growing delays,
+which under many concurrent requests costs far more than the writes.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,8 +114,27 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _ensure_session(db: sqlite3.Connection, sid: str) -> None:
+    now = time.time()
+    db.execute("INSERT OR IGNORE INTO sessions (id, created, updated) VALUES (?,?,?)",
+               (sid, now, now))
+
+
 def new_session_id() -> str:
     return "sess_" + uuid.uuid4().hex[:16]
+
+
+IDLE_CONNECTIONS = 16
+"""Connections kept for reuse after their threads ended; more are closed."""
+
+
+class _Lease:
+    """A thread's hold on one connection; when it is freed the connection returns."""
+
+    __slots__ = ("conn", "__weakref__")
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
 
 
 class Store:
@@ -119,7 +146,9 @@ class Store:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._conns_lock = threading.RLock()
+        self._write_lock = threading.RLock()
         self._closed = False
         try:
             self._conn().executescript(SCHEMA)
@@ -129,39 +158,77 @@ class Store:
     # ---------------------------------------------------------- connections
 
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
+        lease = getattr(self._local, "lease", None)
+        if lease is not None:
+            return lease.conn
+        conn = None
+        with self._conns_lock:
             if self._closed:
                 raise StoreError("the store is closed")
-            try:
-                conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
-                                       check_same_thread=False)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA busy_timeout=30000")
-            except sqlite3.Error as e:
-                raise StoreError(f"cannot open database {self.path}: {e}") from e
-            conn.row_factory = sqlite3.Row
-            self._local.conn = conn
-            with self._conns_lock:
-                self._conns.append(conn)
+            if self._idle:
+                conn = self._idle.pop()
+        if conn is None:
+            conn = self._open()
+        lease = _Lease(conn)
+        # Runs when the thread ends (its locals die) or the store is closed.
+        finalizer = weakref.finalize(lease, self._release, conn)
+        finalizer.atexit = False
+        self._local.lease = lease
         return conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open database {self.path}: {e}") from e
+        conn.row_factory = sqlite3.Row
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        """A thread is done with ``conn``: keep it for the next thread (a few at most)."""
+        with self._conns_lock:
+            if self._closed or conn not in self._conns:
+                return
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                self._idle_full(conn)
+                return
+            if len(self._idle) < IDLE_CONNECTIONS:
+                self._idle.append(conn)
+            else:
+                self._idle_full(conn)
+
+    def _idle_full(self, conn: sqlite3.Connection) -> None:
+        self._conns.remove(conn)
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as e:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise StoreError(f"database error in {self.path}: {e}") from e
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        with self._write_lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"database error in {self.path}: {e}") from e
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         try:
@@ -178,6 +245,7 @@ class Store:
                 except sqlite3.Error:
                     pass
             self._conns.clear()
+            self._idle.clear()
         self._local = threading.local()
 
     # ---------------------------------------------------------------- audit
@@ -245,28 +313,30 @@ class Store:
 
     def ensure_session(self, session_id: str | None = None) -> str:
         sid = session_id or new_session_id()
-        now = time.time()
         with self._tx() as db:
-            db.execute("INSERT OR IGNORE INTO sessions (id, created, updated) VALUES (?,?,?)",
-                       (sid, now, now))
+            _ensure_session(db, sid)
         return sid
 
     def session_exists(self, session_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM sessions WHERE id=?", (session_id,)))
 
     def set_context_var(self, session_id: str, name: str, value: Any) -> None:
-        self.ensure_session(session_id)
-        with self._tx() as db:
+        with self._tx() as db:  # one transaction, not two: this runs on every request
+            _ensure_session(db, session_id)
             row = db.execute("SELECT context FROM sessions WHERE id=?", (session_id,)).fetchone()
             ctx = json.loads(row[0]) if row else {}
             ctx[name] = value
             db.execute("UPDATE sessions SET context=?, updated=? WHERE id=?",
                        (_dumps(ctx), time.time(), session_id))
 
+    def context_vars(self, session_id: str) -> dict[str, Any]:
+        rows = self._query("SELECT context FROM sessions WHERE id=?", (session_id,))
+        return json.loads(rows[0][0]) if rows else {}
+
     def add_history(self, session_id: str, role: str, content: Any,
                     app: str | None = None) -> int:
-        self.ensure_session(session_id)
         with self._tx() as db:
+            _ensure_session(db, session_id)
             cur = db.execute("INSERT INTO history (session_id, ts, role, app, content)"
                              " VALUES (?,?,?,?,?)",
                              (session_id, time.time(), role, app, _dumps(content)))

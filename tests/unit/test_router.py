@@ -174,3 +174,16 @@ def test_a_clause_starting_with_an_app_id_or_name_is_addressed_to_it() -> None:
     assert [t.app for t in router.route("files preview hello.txt")] == ["files"]
     assert [t.app for t in router.route("记事本 搜索 牛奶")] == ["notes"]
     assert [t.app for t in router.route("filesystem hello")] == ["hello"]
+
+
+def test_the_sessions_last_app_wins_a_near_tie() -> None:
+    apps = [AppProfile(id="notes", name="记事本", description="搜索笔记", keywords=["牛奶"],
+                       role_prompt=""),
+            AppProfile(id="music", name="音乐", description="搜索歌曲", keywords=["牛奶"],
+                       role_prompt="")]
+    plain = OfflineRouter(apps).route("搜索 牛奶")
+    assert [t.app for t in OfflineRouter(apps, prefer="notes").route("搜索 牛奶")] == ["notes"]
+    assert [t.app for t in OfflineRouter(apps, prefer="music").route("搜索 牛奶")] == ["music"]
+    assert plain  # without a preference it still picks one of them
+    # a clear winner is not overridden by the preference
+    assert [t.app for t in OfflineRouter(apps, prefer="music").route("记事本 搜索")] == ["notes"]
