@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import aios_sdk
 from aios.errors import LLMUnavailable, ProtocolError, ToolError
 from tests.conftest import ROOT
@@ -43,3 +45,22 @@ def test_importing_the_sdk_does_not_pull_in_the_system() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+AGENT_METHODS = ["call_tool", "handle", "llm", "make_app", "plan_steps", "push", "run", "ui"]
+
+
+def test_agent_methods_are_locked() -> None:
+    for name in AGENT_METHODS:
+        assert callable(getattr(aios_sdk.AIOSAgent, name, None)), name
+
+
+def test_ui_outside_the_system_says_it_needs_the_desktop() -> None:
+    class Standalone(aios_sdk.AIOSAgent):
+        pass
+
+    agent = Standalone()
+    with pytest.raises(ToolError, match="UI operations need the running desktop"):
+        agent.ui({"op": "hide", "id": "clock"})
+    with pytest.raises(ProtocolError, match="ui expects an operation"):
+        agent.ui("hide the clock")  # type: ignore[arg-type]

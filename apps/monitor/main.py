@@ -1,0 +1,518 @@
+"""系统监控 (system monitor): CPU, memory, disks and the busiest processes, live.
+
+Readings come from one custom tool, ``read_system`` (the only place psutil is
+used), which the reply plans as a step, so the executor dispatches it to this
+app and audits it like any tool. The dashboard (charts + process table) is
+refreshed live: the first look starts one background thread that pushes a new
+dashboard every few seconds (``self.push``) while someone has looked at the
+monitor in the last minute, and stops after that. A short history for the
+line chart lives in the app's cache (``cache_get``/``cache_set``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import psutil
+
+from aios.errors import AIOSError
+from aios_sdk import AIOSAgent, ToolError, tool
+
+log = logging.getLogger(__name__)
+
+HISTORY_KEY = "history"
+SETTINGS_KEY = "settings"
+HISTORY_MAX = 30
+"""Points on the history line chart."""
+IDLE_SECONDS = 60.0
+"""Live refresh stops when nobody looked at the monitor for this long."""
+INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 1, 10, 2
+TOP_DEFAULT, TOP_MAX = 10, 50
+SORTS = ("cpu", "mem")
+READ_STEP = "read"
+GB = 1024 ** 3
+
+T: dict[str, tuple[str, str]] = {
+    "title": ("系统监控", "System monitor"),
+    "cpu_cores": ("CPU 每核占用 (%)", "CPU per core (%)"),
+    "history": ("最近占用 (%)", "Recent usage (%)"),
+    "memory": ("内存 (GB)", "Memory (GB)"),
+    "disks": ("磁盘占用 (%)", "Disk usage (%)"),
+    "procs": ("进程（按 {sort} 排序）", "Processes (by {sort})"),
+    "used": ("已用", "used"), "free": ("可用", "free"),
+    "cpu": ("CPU", "CPU"), "mem": ("内存", "memory"),
+    "columns": ("PID|名称|CPU %|内存 %|用户", "PID|Name|CPU %|Memory %|User"),
+    "summary": ("CPU {cpu:.0f}%（{cores} 核）· 内存 {mem:.0f}%（{used:.1f}/{total:.1f} GB）"
+                "· 磁盘 {disk} · {procs} 个进程 · 已运行 {uptime}",
+                "CPU {cpu:.0f}% ({cores} cores) · memory {mem:.0f}% ({used:.1f}/{total:.1f} GB)"
+                " · disk {disk} · {procs} processes · up {uptime}"),
+    "message": ("CPU 占用 {cpu:.0f}%，内存占用 {mem:.0f}%。{top}",
+                "CPU at {cpu:.0f}%, memory at {mem:.0f}%. {top}"),
+    "top": ("占用最高的进程是 {name}。", "The busiest process is {name}."),
+    "live": ("实时刷新", "Live refresh"),
+    "interval": ("刷新间隔（秒）", "Refresh interval (s)"),
+    "sort": ("进程排序", "Sort processes"),
+    "refresh": ("立即刷新", "Refresh now"),
+    "processes": ("全部进程", "All processes"),
+    "dashboard": ("返回仪表盘", "Back to dashboard"),
+    "paused": ("已暂停实时刷新。", "Live refresh paused."),
+    "resumed": ("已开启实时刷新，每 {n} 秒更新一次。", "Live refresh on, every {n} s."),
+    "interval_set": ("刷新间隔已设为 {n} 秒。", "Refresh interval set to {n} s."),
+    "sorted": ("进程已按{sort}排序。", "Processes sorted by {sort}."),
+    "bad_action": ("无法处理操作“{action}”：{error}",
+                   "Cannot handle the action \"{action}\": {error}"),
+    "unknown_action": ("未知操作“{action}”。可用的操作：{known}",
+                       "Unknown action \"{action}\". Known actions: {known}"),
+    "read_failed": ("读取系统状态失败：{error}", "Could not read the system status: {error}"),
+    "failed": ("出错了：{error}", "Something went wrong: {error}"),
+    "proc_title": ("进程列表（前 {n} 个，按{sort}）", "Processes (top {n} by {sort})"),
+    "analysis": ("分析", "Analysis"),
+}
+ACTIONS = ("live", "interval", "sort", "refresh", "processes", "dashboard")
+
+
+def t(key: str, lang: str, **kw: Any) -> str:
+    zh, en = T[key]
+    return (en if lang == "en" else zh).format(**kw)
+
+
+class Failure(Exception):
+    """A user-facing failure; the message is the reply."""
+
+
+class Monitor(AIOSAgent):
+    name = "系统监控"
+    description = "CPU、内存、磁盘与进程的实时监控 / live CPU, memory, disk and process monitor"
+    icon = "📊"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        """Guards the thread handle, the settings and the last-seen time."""
+        self._push_lock = threading.Lock()
+        """Held while one live update is built and pushed: pausing waits for it, so no push
+        lands after the pause was answered."""
+        self._history_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._last_seen = 0.0
+        self._lang = "zh"
+        self._settings: dict[str, Any] | None = None
+        self._cpu_primed = False
+
+    # ------------------------------------------------------------ the tool
+
+    @tool(name="read_system", desc="Read CPU (total and per core), memory, disks and the top "
+                                   "processes of this machine (psutil).")
+    def read_system(self, top: int = TOP_DEFAULT, sort: str = "cpu") -> dict[str, Any]:
+        if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= TOP_MAX:
+            raise ToolError(f"read_system: top must be a whole number from 1 to {TOP_MAX}, "
+                            f"got {top!r}")
+        if sort not in SORTS:
+            raise ToolError(f"read_system: sort must be one of {', '.join(SORTS)}, got {sort!r}")
+        if not self._cpu_primed:
+            # psutil measures CPU between two calls; the first call has no "before".
+            for _ in psutil.process_iter(["cpu_percent"]):
+                pass
+            psutil.cpu_percent(interval=0.2, percpu=True)
+            self._cpu_primed = True
+        per_core = psutil.cpu_percent(interval=None, percpu=True)
+        mem = psutil.virtual_memory()
+        try:
+            load = [round(x, 2) for x in psutil.getloadavg()]
+        except (AttributeError, OSError):
+            load = None
+        procs = _processes()
+        key = "cpu" if sort == "cpu" else "memory"
+        procs.sort(key=lambda p: (-p[key], p["pid"]))
+        return {
+            "time": datetime.now().isoformat(timespec="seconds"),
+            "cpu": {"percent": round(sum(per_core) / max(1, len(per_core)), 1),
+                    "per_core": [round(x, 1) for x in per_core], "cores": len(per_core),
+                    "load": load},
+            "memory": {"total": mem.total, "used": mem.total - mem.available,
+                       "available": mem.available, "percent": round(mem.percent, 1)},
+            "disks": _disks(),
+            "processes": procs[:top],
+            "process_count": len(procs),
+            "boot_time": psutil.boot_time(),
+            "sort": sort,
+        }
+
+    # ------------------------------------------------------------ handle
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        context = context if isinstance(context, dict) else {}
+        lang = "en" if str(context.get("locale") or "").lower().startswith("en") else "zh"
+        self._lang = lang
+        try:
+            settings = self._load_settings()
+            note = ""
+            view = "dashboard"
+            if action_request is not None:
+                note, view = self._action(action_request, settings, lang)
+            else:
+                note, view = self._instruction(instruction, settings, lang)
+            self._seen()
+            reading = self._reading(context, settings, view)
+            if isinstance(reading, list):  # not read yet: the steps that read it
+                return {"status": "ok", "view_type": "loading",
+                        "data": {"message": "正在读取系统状态…" if lang == "zh" else
+                                 "Reading the system status…"},
+                        "actions": [], "steps": reading}
+            history = self._add_history(reading)
+            if view == "processes":
+                return self._process_view(reading, settings, lang, note)
+            reply = self.dashboard(reading, history, settings, lang)
+            reply["message"] = (note + " " if note else "") + reply["message"]
+            if _wants_analysis(instruction):
+                reply["message"] = self._analysis(reading, lang) or reply["message"]
+            return reply
+        except Failure as e:
+            return _error(str(e), lang)
+        except ToolError as e:
+            return _error(t("read_failed", lang, error=e.error), lang)
+        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
+            log.exception("monitor failed")
+            return _error(t("failed", lang, error=f"{type(e).__name__}: {e}"), lang)
+
+    def _reading(self, context: dict[str, Any], settings: dict[str, Any],
+                 view: str) -> dict[str, Any] | list[dict[str, Any]]:
+        results = context.get("tool_results")
+        results = results if isinstance(results, dict) else {}
+        entry = results.get(f"step_{READ_STEP}")
+        top = TOP_MAX if view == "processes" else TOP_DEFAULT
+        if not isinstance(entry, dict):
+            if results:  # someone else's results: read directly rather than loop
+                return self.read_system(top=top, sort=settings["sort"])
+            return self.plan_steps([{"step_id": READ_STEP, "tool": "read_system",
+                                     "args": {"top": top, "sort": settings["sort"]}}])
+        if entry.get("status") != "ok" or not isinstance(entry.get("result"), dict):
+            raise Failure(t("read_failed", self._lang,
+                            error=str(entry.get("error") or "no result")))
+        return entry["result"]
+
+    # ----------------------------------------------------------- controls
+
+    def _action(self, req: Any, settings: dict[str, Any], lang: str) -> tuple[str, str]:
+        if not isinstance(req, dict) or not isinstance(req.get("action_id"), str):
+            raise Failure(t("bad_action", lang, action="?", error="action_id is missing"))
+        action = req["action_id"]
+        if action not in ACTIONS:
+            raise Failure(t("unknown_action", lang, action=action, known=", ".join(ACTIONS)))
+        if action == "live":
+            on = req.get("on")
+            if not isinstance(on, bool):
+                raise Failure(t("bad_action", lang, action=action,
+                                error=f"on 必须是 true 或 false（收到 {on!r}）" if lang == "zh"
+                                else f"on must be true or false (got {on!r})"))
+            return self._set_live(on, settings, lang), "dashboard"
+        if action == "interval":
+            return self._set_interval(req.get("value"), settings, lang), "dashboard"
+        if action == "sort":
+            return self._set_sort(req.get("selected"), settings, lang), "dashboard"
+        return "", "processes" if action == "processes" else "dashboard"
+
+    def _instruction(self, instruction: Any, settings: dict[str, Any],
+                     lang: str) -> tuple[str, str]:
+        text = instruction.strip().lower() if isinstance(instruction, str) else ""
+        if not text:
+            return "", "dashboard"
+        if re.search(r"暂停|停止刷新|别刷新|pause|stop (?:live|refresh|updat)", text):
+            return self._set_live(False, settings, lang), "dashboard"
+        if re.search(r"继续|恢复|开启实时|开始刷新|resume|start (?:live|refresh|updat)|live on",
+                     text):
+            return self._set_live(True, settings, lang), "dashboard"
+        m = re.search(r"(\d+)\s*(?:秒|s\b|sec|second)", text)
+        if m and re.search(r"刷新|间隔|interval|every|refresh", text):
+            return self._set_interval(int(m.group(1)), settings, lang), "dashboard"
+        note = ""
+        if re.search(r"按内存|内存排序|by mem|sort.*mem", text):
+            note = self._set_sort("mem", settings, lang)
+        elif re.search(r"按\s*cpu|cpu\s*排序|by cpu|sort.*cpu", text):
+            note = self._set_sort("cpu", settings, lang)
+        if re.search(r"进程|process|task", text):
+            return note, "processes"
+        return note, "dashboard"
+
+    def _set_live(self, on: bool, settings: dict[str, Any], lang: str) -> str:
+        with self._push_lock, self._lock:
+            settings["live"] = on
+        self._save_settings(settings)
+        return t("resumed", lang, n=settings["interval"]) if on else t("paused", lang)
+
+    def _set_interval(self, value: Any, settings: dict[str, Any], lang: str) -> str:
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not INTERVAL_MIN <= value <= INTERVAL_MAX:
+            zh = f"刷新间隔必须是 {INTERVAL_MIN}-{INTERVAL_MAX} 秒（收到 {value!r}）"
+            en = f"the interval must be {INTERVAL_MIN}-{INTERVAL_MAX} seconds (got {value!r})"
+            raise Failure(t("bad_action", lang, action="interval",
+                            error=zh if lang == "zh" else en))
+        with self._lock:
+            settings["interval"] = int(round(value))
+        self._save_settings(settings)
+        return t("interval_set", lang, n=settings["interval"])
+
+    def _set_sort(self, value: Any, settings: dict[str, Any], lang: str) -> str:
+        if value not in SORTS:
+            raise Failure(t("bad_action", lang, action="sort",
+                            error=f"排序只能是 cpu 或 mem（收到 {value!r}）" if lang == "zh"
+                            else f"sort must be cpu or mem (got {value!r})"))
+        with self._lock:
+            settings["sort"] = value
+        self._save_settings(settings)
+        return t("sorted", lang, sort=t(value, lang))
+
+    # ----------------------------------------------------------- settings
+
+    def _load_settings(self) -> dict[str, Any]:
+        with self._lock:
+            if self._settings is not None:
+                return self._settings
+        stored: Any = None
+        try:
+            stored = self.call_tool("cache_get", key=SETTINGS_KEY)
+        except ToolError as e:
+            log.warning("settings not readable, using defaults: %s", e)
+        settings = {"live": True, "interval": INTERVAL_DEFAULT, "sort": "cpu"}
+        if isinstance(stored, dict):
+            if isinstance(stored.get("live"), bool):
+                settings["live"] = stored["live"]
+            if isinstance(stored.get("interval"), int) and \
+                    INTERVAL_MIN <= stored["interval"] <= INTERVAL_MAX:
+                settings["interval"] = stored["interval"]
+            if stored.get("sort") in SORTS:
+                settings["sort"] = stored["sort"]
+        with self._lock:
+            if self._settings is None:
+                self._settings = settings
+            return self._settings
+
+    def _save_settings(self, settings: dict[str, Any]) -> None:
+        try:
+            self.call_tool("cache_set", key=SETTINGS_KEY, value=dict(settings))
+        except ToolError as e:
+            log.warning("settings not saved: %s", e)
+
+    # ------------------------------------------------------------ history
+
+    def _add_history(self, reading: dict[str, Any]) -> list[dict[str, Any]]:
+        point = {"t": reading["time"][11:19], "cpu": reading["cpu"]["percent"],
+                 "mem": reading["memory"]["percent"]}
+        with self._history_lock:
+            try:
+                history = self.call_tool("cache_get", key=HISTORY_KEY)
+            except ToolError as e:
+                log.warning("history not readable: %s", e)
+                history = None
+            history = [p for p in history if isinstance(p, dict)] \
+                if isinstance(history, list) else []
+            history = (history + [point])[-HISTORY_MAX:]
+            try:
+                self.call_tool("cache_set", key=HISTORY_KEY, value=history)
+            except ToolError as e:
+                log.warning("history not saved: %s", e)
+        return history
+
+    # ------------------------------------------------------------- live
+
+    def _seen(self) -> None:
+        """Someone looked: (re)start the one live thread if live refresh is on."""
+        with self._lock:
+            self._last_seen = time.monotonic()
+            if not (self._settings or {}).get("live"):
+                return
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(target=self._live_loop, name="monitor-live",
+                                            daemon=True)
+            self._thread.start()
+
+    def _live_loop(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._lock:
+                interval = (self._settings or {}).get("interval", INTERVAL_DEFAULT)
+            time.sleep(interval)
+            with self._lock:
+                settings = self._settings or {}
+                if not settings.get("live") or \
+                        time.monotonic() - self._last_seen > IDLE_SECONDS:
+                    if self._thread is me:
+                        self._thread = None
+                    log.info("live refresh stopped (%s)", "paused" if not settings.get("live")
+                             else "nobody looked for a minute")
+                    return
+            try:
+                with self._push_lock:
+                    if not (self._settings or {}).get("live"):
+                        continue
+                    self._push_once(dict(self._settings or {}))
+            except Exception:  # noqa: BLE001 - one failed update must not end live refresh
+                log.exception("live update failed")
+
+    def _push_once(self, settings: dict[str, Any]) -> None:
+        reading = self.read_system(top=TOP_DEFAULT, sort=settings.get("sort", "cpu"))
+        history = self._add_history(reading)
+        view = self.dashboard(reading, history, settings, self._lang)
+        view.pop("message", None)  # a pushed refresh is shown, not spoken
+        self.push(view)
+
+    # ------------------------------------------------------------- views
+
+    def dashboard(self, r: dict[str, Any], history: list[dict[str, Any]],
+                  settings: dict[str, Any], lang: str) -> dict[str, Any]:
+        cpu, mem = r["cpu"], r["memory"]
+        cores = cpu.get("per_core") or []
+        disks = r.get("disks") or []
+        procs = r.get("processes") or []
+        widgets: list[dict[str, Any]] = [
+            {"type": "text", "title": t("title", lang), "span": "full",
+             "content": _summary(r, lang)},
+            {"type": "chart", "chart_type": "bar", "title": t("cpu_cores", lang),
+             "labels": [f"CPU{i}" for i in range(len(cores))], "values": cores},
+            {"type": "chart", "chart_type": "line", "title": t("history", lang),
+             "labels": [p.get("t", "") for p in history],
+             "datasets": [{"label": t("cpu", lang), "values": [p.get("cpu") for p in history]},
+                          {"label": t("mem", lang), "values": [p.get("mem") for p in history]}]},
+            {"type": "chart", "chart_type": "doughnut", "title": t("memory", lang),
+             "labels": [t("used", lang), t("free", lang)],
+             "values": [round(mem["used"] / GB, 2), round(mem["available"] / GB, 2)]},
+            {"type": "chart", "chart_type": "bar", "title": t("disks", lang),
+             "labels": [d["mount"] for d in disks], "values": [d["percent"] for d in disks]},
+            {"type": "table", "title": t("procs", lang, sort=t(settings["sort"], lang)),
+             "span": "full", "columns": t("columns", lang).split("|"),
+             "rows": [_row(p) for p in procs]},
+        ]
+        busiest = procs[0] if procs else None
+        key = "cpu" if settings["sort"] == "cpu" else "memory"
+        top = t("top", lang, name=busiest["name"]) if busiest and busiest[key] > 0 else ""
+        return {"status": "ok", "view_type": "dashboard",
+                "data": {"title": t("title", lang), "widgets": widgets, "time": r["time"],
+                         "live": {"on": settings["live"], "interval": settings["interval"]}},
+                "actions": self._controls(settings, lang, "dashboard"),
+                "message": t("message", lang, cpu=cpu["percent"], mem=mem["percent"], top=top)}
+
+    def _process_view(self, r: dict[str, Any], settings: dict[str, Any], lang: str,
+                      note: str) -> dict[str, Any]:
+        procs = r.get("processes") or []
+        sort = t(settings["sort"], lang)
+        title = t("proc_title", lang, n=len(procs), sort=sort)
+        return {"status": "ok", "view_type": "table",
+                "data": {"title": title, "columns": t("columns", lang).split("|"),
+                         "rows": [_row(p) for p in procs]},
+                "actions": self._controls(settings, lang, "processes"),
+                "message": (note + " " if note else "") + title}
+
+    def _controls(self, settings: dict[str, Any], lang: str, view: str) -> list[dict[str, Any]]:
+        back = ("dashboard", t("dashboard", lang)) if view == "processes" else \
+            ("processes", t("processes", lang))
+        return [
+            {"type": "toggle", "label": t("live", lang), "action_id": "live",
+             "value": bool(settings["live"])},
+            {"type": "slider", "label": t("interval", lang), "action_id": "interval",
+             "min": INTERVAL_MIN, "max": INTERVAL_MAX, "step": 1,
+             "value": settings["interval"]},
+            {"type": "select", "label": t("sort", lang), "action_id": "sort",
+             "options": [{"label": t("cpu", lang), "value": "cpu"},
+                         {"label": t("mem", lang), "value": "mem"}],
+             "value": settings["sort"]},
+            {"type": "button", "label": t("refresh", lang), "action_id": "refresh"},
+            {"type": "button", "label": back[1], "action_id": back[0]},
+        ]
+
+    # -------------------------------------------------------------- llm
+
+    def _analysis(self, r: dict[str, Any], lang: str) -> str | None:
+        """A short diagnosis from the system's LLM, when one is configured."""
+        procs = ", ".join(f"{p['name']} (CPU {p['cpu']}%, mem {p['memory']}%)"
+                          for p in (r.get("processes") or [])[:5])
+        question = (f"CPU {r['cpu']['percent']}% on {r['cpu']['cores']} cores, load "
+                    f"{r['cpu'].get('load')}, memory {r['memory']['percent']}%, disks "
+                    f"{[(d['mount'], d['percent']) for d in r.get('disks') or []]}, top "
+                    f"processes: {procs}.")
+        lang_hint = "Answer in English" if lang == "en" else "用中文回答"
+        try:
+            reply = self.llm([{"role": "system", "content": "You are a concise system "
+                               f"administrator. In at most three sentences, say whether this "
+                               f"machine is healthy and what to do if not. {lang_hint}."},
+                              {"role": "user", "content": question}])
+        except AIOSError as e:
+            log.info("no LLM analysis: %s", e)
+            return None
+        content = reply.get("content") if isinstance(reply, dict) else None
+        return content.strip()[:800] if isinstance(content, str) and content.strip() else None
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _processes() -> list[dict[str, Any]]:
+    out = []
+    for p in psutil.process_iter(["pid", "name", "cpu_percent", "memory_percent", "username"]):
+        info = p.info
+        out.append({"pid": info.get("pid"), "name": info.get("name") or "?",
+                    "cpu": round(info.get("cpu_percent") or 0.0, 1),
+                    "memory": round(info.get("memory_percent") or 0.0, 1),
+                    "user": info.get("username") or ""})
+    return out
+
+
+def _disks() -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    out = []
+    parts = psutil.disk_partitions(all=False) or []
+    mounts = [p.mountpoint for p in parts if not p.mountpoint.startswith(("/snap", "/boot/efi"))]
+    for mount in mounts or ["/"]:
+        try:
+            usage = psutil.disk_usage(mount)
+        except OSError:
+            continue
+        key = f"{usage.total}:{usage.used}"
+        if key in seen:  # bind mounts of one disk
+            continue
+        seen.add(key)
+        out.append({"mount": mount, "total": usage.total, "used": usage.used,
+                    "free": usage.free, "percent": round(usage.percent, 1)})
+        if len(out) >= 8:
+            break
+    return out
+
+
+def _row(p: dict[str, Any]) -> list[Any]:
+    return [p.get("pid"), p.get("name"), p.get("cpu"), p.get("memory"), p.get("user")]
+
+
+def _summary(r: dict[str, Any], lang: str) -> str:
+    mem = r["memory"]
+    disks = r.get("disks") or []
+    disk = ", ".join(f"{d['mount']} {d['percent']:.0f}%" for d in disks[:3]) or "-"
+    up = max(0, int(time.time() - float(r.get("boot_time") or time.time())))
+    days, rest = divmod(up, 86400)
+    uptime = (f"{days} 天 {rest // 3600} 小时" if lang == "zh" else
+              f"{days}d {rest // 3600}h") if days else \
+        (f"{rest // 3600} 小时 {rest % 3600 // 60} 分" if lang == "zh" else
+         f"{rest // 3600}h {rest % 3600 // 60}m")
+    return t("summary", lang, cpu=r["cpu"]["percent"], cores=r["cpu"]["cores"],
+             mem=mem["percent"], used=mem["used"] / GB, total=mem["total"] / GB, disk=disk,
+             procs=r.get("process_count", 0), uptime=uptime)
+
+
+def _wants_analysis(instruction: Any) -> bool:
+    return isinstance(instruction, str) and re.search(
+        r"分析|诊断|为什么|卡|慢|analy[sz]e|diagnos|why|slow", instruction, re.I) is not None
+
+
+def _error(message: str, lang: str) -> dict[str, Any]:
+    return {"status": "error", "view_type": "text",
+            "data": {"title": t("title", lang), "content": message},
+            "actions": [{"type": "button", "label": t("refresh", lang), "action_id": "refresh"}],
+            "message": message}
+
+
+if __name__ == "__main__":
+    Monitor().run()

@@ -1,0 +1,202 @@
+"""The music library and the words of music commands: pure functions, no I/O.
+
+Songs are files in the app's workspace (and one level of sub-folders); their
+title and artist come from the file name ("周杰伦 - 七里香.wav") or the folder
+("周杰伦/七里香.mp3"). Online results follow the shape documented in role.md:
+``{"results": [{"title", "artist", "url"}]}``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+AUDIO_EXTENSIONS = (".wav", ".mp3", ".ogg", ".flac", ".m4a")
+RESULTS_MAX = 50
+LIBRARY_MAX = 500
+
+
+@dataclass
+class Song:
+    id: str
+    """The path relative to the workdir (local) or the URL (online)."""
+    title: str
+    artist: str = ""
+    url: str = ""
+    source: str = "local"
+    folder: str = ""
+
+    def item(self) -> dict[str, Any]:
+        """A list-view row; ``id`` lets the desktop draw the row's own play button."""
+        sub = " · ".join(x for x in (self.artist, self.folder,
+                                     "在线" if self.source == "online" else "") if x)
+        return {"id": self.id, "title": self.title, "sub": sub}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "artist": self.artist, "url": self.url,
+                "source": self.source, "folder": self.folder}
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Song | None:
+        if not isinstance(raw, dict):
+            return None
+        fields = {k: raw.get(k) for k in ("id", "title", "artist", "url", "source", "folder")}
+        if not all(isinstance(v, str) for v in fields.values()):
+            return None
+        if not fields["id"] or not fields["url"] or fields["source"] not in ("local", "online"):
+            return None
+        return cls(**fields)  # type: ignore[arg-type]
+
+
+def is_audio(name: str) -> bool:
+    return name.lower().endswith(AUDIO_EXTENSIONS) and not name.startswith(".")
+
+
+def local_song(path: str, app_id: str) -> Song:
+    """A song from its path in the workdir: "周杰伦 - 七里香.wav", "周杰伦/七里香.mp3"."""
+    folder, _, name = path.rpartition("/")
+    stem = name.rsplit(".", 1)[0]
+    artist, title = "", stem
+    m = re.match(r"^(.+?)\s+[-–—]\s+(.+)$", stem) or re.match(r"^(.+?)[-–—_](.+)$", stem)
+    if m:
+        artist, title = m.group(1).strip(), m.group(2).strip()
+    elif folder:
+        artist = folder
+    return Song(id=path, title=title or stem, artist=artist,
+                url=f"/apps/{app_id}/files/{quote(path, safe='/')}", folder=folder)
+
+
+def online_results(body: Any) -> list[Song]:
+    """Songs from a search API reply; raises ValueError naming what is wrong with it."""
+    if not isinstance(body, dict) or not isinstance(body.get("results"), list):
+        kind = type(body).__name__ if not isinstance(body, dict) else \
+            f"an object with keys {', '.join(list(body)[:8]) or 'none'}"
+        raise ValueError(f"expected {{\"results\": [{{\"title\", \"artist\", \"url\"}}]}}, "
+                         f"got {kind}")
+    songs: list[Song] = []
+    for raw in body["results"][:RESULTS_MAX]:
+        if not isinstance(raw, dict):
+            continue
+        url, title = raw.get("url"), raw.get("title")
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") \
+                or not isinstance(title, str) or not title.strip():
+            continue  # a row we cannot play is left out, the others stay
+        artist = raw.get("artist") if isinstance(raw.get("artist"), str) else ""
+        songs.append(Song(id=url[:2000], title=title.strip()[:200], artist=artist.strip()[:200],
+                          url=url[:2000], source="online"))
+    return songs
+
+
+# -------------------------------------------------------------- matching
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s\-–—_·.,，。!！?？'\"“”《》()（）]+", "", (text or "").lower())
+
+
+def match(query: str, songs: list[Song]) -> list[Song]:
+    """Songs for ``query``: the title first, then every song of an artist, then near misses."""
+    q = _norm(query)
+    if not q:
+        return []
+    exact = [s for s in songs if _norm(s.title) == q or _norm(s.id.rsplit(".", 1)[0]) == q]
+    if exact:
+        return exact
+    in_title = [s for s in songs if q in _norm(s.title) or (len(_norm(s.title)) >= 2
+                                                            and _norm(s.title) in q)]
+    by_artist = [s for s in songs if s.artist and (_norm(s.artist) == q or
+                                                   (len(_norm(s.artist)) >= 2
+                                                    and _norm(s.artist) in q))]
+    if in_title and by_artist:
+        both = [s for s in in_title if s in by_artist]
+        return both or in_title
+    if in_title or by_artist:
+        return in_title or by_artist
+    titles = {_norm(s.title): s for s in songs}
+    close = difflib.get_close_matches(q, list(titles), n=5, cutoff=0.6)
+    return [titles[c] for c in close]
+
+
+# ------------------------------------------------------------- commands
+
+_ROUTING = re.compile(r"^\s*(?:请|帮我|麻烦)?\s*(?:打开|启动|用|使用|open|launch|start|use)?\s*"
+                      r"(?:the\s+)?(?:音乐播放器|音乐|music(?:\s+player)?(?![a-z]))(?:应用|app)?"
+                      r"\s*[:：,，]?\s*(?=\S|$)", re.IGNORECASE)
+_PLAY = re.compile(r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放|放一首|放首|放|来一首|来首|来点"
+                   r"|听一下|听听|听|play(?:\s+me)?|listen\s+to|put\s+on)\s*(?P<q>.*)$",
+                   re.IGNORECASE)
+_SEARCH = re.compile(r"^(?:请|帮我)?\s*(?:在线搜索|网上搜索|在线找|搜索一下|搜索|搜一下|搜"
+                     r"|找一下|找歌|查找|search(?:\s+online)?(?:\s+for)?|find|look\s+up)\s*(?P<q>.*)$",
+                     re.IGNORECASE)
+_NEXT = re.compile(r"^(?:播放)?(?:下一首|下首|下一曲|切歌|换一首|换首)(?:歌)?$"
+                   r"|^(?:play\s+)?(?:the\s+)?next(?:\s+(?:song|track|one))?$"
+                   r"|^skip(?:\s+(?:this|song|track))?$", re.I)
+_PREV = re.compile(r"^(?:播放)?(?:上一首|上首|上一曲)(?:歌)?$|^(?:play\s+)?(?:the\s+)?"
+                   r"(?:previous|prev|last)(?:\s+(?:song|track|one))?$|^go\s+back$", re.I)
+_PAUSE = re.compile(r"^(?:暂停|停止|停|别放了|pause|stop)(?:播放|音乐|一下|music|playback)?$", re.I)
+_VOLUME = re.compile(r"(?:音量|volume)\D{0,6}?(\d{1,3})", re.IGNORECASE)
+_LOUDER = re.compile(r"大声|调大|音量加|增大音量|louder|volume\s+up|turn\s+it\s+up", re.I)
+_QUIETER = re.compile(r"小声|调小|音量减|减小音量|quieter|softer|volume\s+down|turn\s+it\s+down",
+                      re.I)
+_MUTE = re.compile(r"静音|mute", re.I)
+_LIST = re.compile(r"^(?:曲库|歌单|播放列表|列表|本地音乐|所有歌曲|全部歌曲|我的音乐"
+                   r"|library|playlist|songs|all songs|my music|list)$", re.I)
+_NOTHING = frozenset({"music", "some music", "a song", "song", "songs", "something", "歌",
+                      "音乐", "歌曲", "一首歌", "点歌", "首歌", "it"})
+_TRIM = re.compile(r"(?:的歌曲?|的音乐|这首歌|歌曲|的歌|一首歌|一首|音乐|\s+songs?|\s+music|"
+                   r"\s+by\s*$)$", re.IGNORECASE)
+
+
+def strip_routing(text: str) -> str:
+    text = (text or "").strip()
+    m = _ROUTING.match(text)
+    return text[m.end():].strip() if m and m.end() else text
+
+
+def clean_query(q: str) -> str:
+    q = (q or "").strip().strip("\"'“”《》「」")
+    prev = None
+    while prev != q:
+        prev = q
+        q = _TRIM.sub("", q).strip()
+    q = re.sub(r"^(?:by|some|a|the|歌手)\s+", "", q, flags=re.IGNORECASE).strip()
+    q = q.strip("\"'“”《》「」 ")
+    return "" if q.lower() in _NOTHING else q
+
+
+def parse_command(text: str) -> tuple[str, Any]:
+    """(kind, argument) for one instruction.
+
+    kinds: home, play (query or ""), search (query), next, prev, pause,
+    volume (absolute number), volume_step (+/-), unknown (text).
+    """
+    t = strip_routing(text)
+    if not t:
+        return "home", None
+    if _NEXT.match(t):
+        return "next", None
+    if _PREV.match(t):
+        return "prev", None
+    if _PAUSE.match(t):
+        return "pause", None
+    if _MUTE.search(t) and len(t) <= 12:
+        return "volume", 0
+    m = _VOLUME.search(t)
+    if m:
+        return "volume", int(m.group(1))
+    if _LOUDER.search(t):
+        return "volume_step", 10
+    if _QUIETER.search(t):
+        return "volume_step", -10
+    if _LIST.match(t):
+        return "home", None
+    m = _SEARCH.match(t)
+    if m:
+        return "search", clean_query(m.group("q"))
+    m = _PLAY.match(t)
+    if m:
+        return "play", clean_query(m.group("q"))
+    return "unknown", clean_query(t)

@@ -1,0 +1,206 @@
+"""系统监控 (monitor) end to end: the real system and app process, readings through the app's
+own read_system tool run as a step, live refresh through pushed views on the event bus."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import requests
+
+from aios.events import Subscription
+from tests.conftest import ROOT
+from tests.integration.conftest import Running, copy_apps
+
+APP = "monitor"
+
+
+@pytest.fixture
+def running(make_system: Callable[..., Running], tmp_path: Path) -> Running:
+    return make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
+
+
+@pytest.fixture
+def events(running: Running) -> Iterator[Subscription]:
+    sub = running.system.bus.subscribe()
+    yield sub
+    sub.close()
+
+
+def pushed_views(sub: Subscription, wait: float) -> list[dict[str, Any]]:
+    """Views the app pushed by itself during the next ``wait`` seconds."""
+    out = []
+    deadline = time.monotonic() + wait
+    while (left := deadline - time.monotonic()) > 0:
+        event = sub.get(timeout=min(left, 0.2))
+        if event and event["type"] == "view" and event.get("pushed") and event["app"] == APP:
+            out.append(event["response"])
+    return out
+
+
+def first_push(sub: Subscription, within: float = 20) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        event = sub.get(timeout=0.2)
+        if event and event["type"] == "view" and event.get("pushed") and event["app"] == APP:
+            return event["response"]
+    raise AssertionError(f"no live update pushed within {within} s")
+
+
+def act(running: Running, action_id: str, **payload: Any) -> dict[str, Any]:
+    r = running.post("/api/action", {"app": APP, "action_id": action_id, **payload})
+    assert r.status_code == 200, r.text
+    return r.json()["response"]
+
+
+def widget(reply: dict[str, Any], kind: str, chart_type: str | None = None,
+           index: int = 0) -> dict[str, Any]:
+    found = [w for w in reply["data"]["widgets"] if w["type"] == kind
+             and (chart_type is None or w.get("chart_type") == chart_type)]
+    return found[index]
+
+
+def test_open_shows_a_dashboard_read_through_the_custom_tool(running: Running) -> None:
+    reply = running.open(APP)["response"]
+    assert reply["status"] == "ok" and reply["view_type"] == "dashboard"
+    cores = widget(reply, "chart", "bar")
+    assert cores["labels"] == [f"CPU{i}" for i in range(psutil.cpu_count())]
+    assert all(0 <= v <= 100 for v in cores["values"])
+    memory = widget(reply, "chart", "doughnut")
+    total_gb = psutil.virtual_memory().total / 1024 ** 3
+    assert abs(sum(memory["values"]) - total_gb) < 0.1
+    disks = widget(reply, "chart", "bar", 1)
+    assert "/" in disks["labels"]
+    history = widget(reply, "chart", "line")
+    assert [d["label"] for d in history["datasets"]] == ["CPU", "内存"]
+    table = widget(reply, "table")
+    assert table["columns"][:2] == ["PID", "名称"] and 1 <= len(table["rows"]) <= 10
+    pids = {row[0] for row in table["rows"]}
+    assert pids & {p.pid for p in psutil.process_iter()}
+    assert "CPU" in reply["message"] and "内存" in reply["message"]
+    kinds = {a["action_id"]: a["type"] for a in reply["actions"]}
+    assert kinds == {"live": "toggle", "interval": "slider", "sort": "select",
+                     "refresh": "button", "processes": "button"}
+    # the reading was a step: the executor called the app's own tool and audited it
+    rows = running.get(f"/api/audit?app={APP}").json()
+    assert any(r["tool"] == "read_system" and r["status"] == "ok" and r["step_id"]
+               for r in rows)
+    # the history for the line chart is in the app's cache
+    assert len(running.system.store.cache_get(APP, "history")) >= 1
+
+
+def test_live_refresh_pushes_dashboards_and_pauses(running: Running,
+                                                   events: Subscription) -> None:
+    running.open(APP)
+    one = first_push(events)
+    assert one["view_type"] == "dashboard" and "message" not in one  # shown, not spoken
+    two = first_push(events)
+    # each push adds a point to the history line chart
+    assert len(widget(two, "chart", "line")["labels"]) > len(
+        widget(one, "chart", "line")["labels"])
+
+    reply = act(running, "interval", value=1)
+    assert reply["data"]["live"] == {"on": True, "interval": 1}
+    assert "1 秒" in reply["message"]
+    # opening again and again never starts a second pushing thread
+    for _ in range(3):
+        running.open(APP)
+    pushes = pushed_views(events, 3.5)
+    assert 1 <= len(pushes) <= 5
+
+    reply = act(running, "live", on=False)
+    assert reply["message"].startswith("已暂停实时刷新")
+    assert reply["data"]["live"]["on"] is False
+    assert next(a for a in reply["actions"] if a["action_id"] == "live")["value"] is False
+    assert pushed_views(events, 3) == []  # nothing after the pause was answered
+
+    reply = act(running, "live", on=True)
+    assert "已开启实时刷新" in reply["message"]
+    assert first_push(events)["view_type"] == "dashboard"
+    # settings survive in the cache (an app restart keeps them)
+    assert running.system.store.cache_get(APP, "settings") == {"live": True, "interval": 1,
+                                                               "sort": "cpu"}
+    act(running, "live", on=False)
+
+
+def test_sort_and_process_list(running: Running) -> None:
+    reply = act(running, "sort", selected="mem")
+    assert "内存" in reply["message"]
+    table = widget(reply, "table")
+    mem = [row[3] for row in table["rows"]]
+    assert mem == sorted(mem, reverse=True) and mem[0] > 0
+    procs = act(running, "processes")
+    assert procs["view_type"] == "table"
+    assert 10 < len(procs["data"]["rows"]) <= 50
+    assert [a["action_id"] for a in procs["actions"]][-1] == "dashboard"
+    back = act(running, "dashboard")
+    assert back["view_type"] == "dashboard"
+    act(running, "live", on=False)
+
+
+def test_instructions_in_chinese_and_english(running: Running) -> None:
+    out = running.instruct("看看CPU和内存占用")
+    assert [r["app"] for r in out["results"]] == [APP]
+    assert out["results"][0]["response"]["view_type"] == "dashboard"
+    sid = out["session_id"]
+    reply = running.instruct("监控 按内存排序", sid)["results"][0]["response"]
+    assert "已按内存排序" in reply["message"]
+    reply = running.instruct("system monitor: refresh every 5 seconds", sid)
+    assert reply["results"][0]["response"]["data"]["live"]["interval"] == 5
+    reply = running.instruct("show the top processes in the monitor", sid)
+    assert reply["results"][0]["response"]["view_type"] == "table"
+    reply = running.instruct("暂停系统监控刷新", sid)["results"][0]["response"]
+    assert reply["data"]["live"]["on"] is False
+
+
+GARBAGE: list[dict[str, Any]] = [
+    {"action_id": "explode"},
+    {"action_id": "live"},
+    {"action_id": "live", "on": None, "value": "yes"},
+    {"action_id": "interval", "value": 0},
+    {"action_id": "interval", "value": 11},
+    {"action_id": "interval", "value": "fast"},
+    {"action_id": "interval", "value": True},
+    {"action_id": "sort", "selected": "name"},
+    {"action_id": "sort"},
+    {"action_id": "refresh", "params": {"junk": [1, {"a": None}]}},
+    {"action_id": "processes", "checked": ["x"], "href": "javascript:alert(1)"},
+]
+
+
+def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(
+        running: Running) -> None:
+    for payload in GARBAGE:
+        reply = act(running, **payload)
+        assert reply["message"], payload
+        if payload["action_id"] in ("refresh", "processes"):
+            assert reply["status"] == "ok", (payload, reply)
+        else:
+            assert reply["status"] == "error" and reply["view_type"] == "text", (payload, reply)
+    assert "explode" in act(running, "explode")["message"]
+    assert "1-10" in act(running, "interval", value=99)["message"]
+    # bad settings were not saved
+    reply = running.open(APP)["response"]
+    assert reply["status"] == "ok"
+    assert reply["data"]["live"] == {"on": True, "interval": 2}
+    act(running, "live", on=False)
+
+
+def test_read_system_refuses_bad_arguments(running: Running) -> None:
+    record = running.system.launcher.get(APP)
+    assert record is not None
+    url = running.system.launcher.url(APP) + "/tools/read_system"
+    headers = {"X-AIOS-App-Token": record.token}
+    bad = requests.post(url, json={"top": 0}, headers=headers, timeout=10).json()
+    assert bad["status"] == "error" and "top must be a whole number from 1 to 50" in bad["error"]
+    bad = requests.post(url, json={"sort": "name"}, headers=headers, timeout=10).json()
+    assert bad["status"] == "error" and "sort must be one of cpu, mem" in bad["error"]
+    good = requests.post(url, json={"top": 3}, headers=headers, timeout=10).json()
+    assert good["status"] == "ok" and len(good["result"]["processes"]) == 3
+    # nobody else may call it (no body: the refusal comes before the body would be read)
+    refused = requests.post(url, timeout=10)
+    assert refused.status_code == 403

@@ -1,0 +1,312 @@
+"""音乐 (music) end to end: real WAV files in the copied app's workspace, the real system and
+app process, and a real HTTP search API on 127.0.0.1 for the online path."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import struct
+import threading
+import wave
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.integration.conftest import Running, copy_apps
+
+APP = "music"
+
+
+def write_wav(path: Path, freq: float = 440.0, seconds: float = 0.2) -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rate = 8000
+    frames = b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * freq * i / rate)))
+                      for i in range(int(rate * seconds)))
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(frames)
+    return path.read_bytes()
+
+
+class SearchAPI:
+    """A music search API: /search?q= answers the documented shape; /bad a wrong one."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+        self.wav = b""
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                q = parse_qs(parts.query).get("q", [""])[0]
+                if parts.path == "/search":
+                    api.queries.append(q)
+                    base = f"http://127.0.0.1:{api.port}"
+                    body = {"results": [
+                        {"title": f"{q} 精选", "artist": q, "url": f"{base}/song.wav"},
+                        {"title": "稻香", "artist": "周杰伦", "url": f"{base}/daoxiang.wav"},
+                        {"title": "no url"},
+                        {"title": "bad scheme", "url": "javascript:alert(1)"},
+                    ]}
+                    self._send(200, json.dumps(body, ensure_ascii=False).encode(),
+                               "application/json")
+                elif parts.path == "/bad":
+                    api.queries.append(q)
+                    self._send(200, b'{"songs": []}', "application/json")
+                elif parts.path.endswith(".wav"):
+                    self._send(200, api.wav, "audio/wav")
+                else:
+                    self._send(404, b'{"error": "no route"}', "application/json")
+
+            def _send(self, status: int, body: bytes, ctype: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def api() -> Iterator[SearchAPI]:
+    server = SearchAPI()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def apps_dir(tmp_path: Path) -> Path:
+    apps = copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps")
+    ws = apps / APP / "workspace"
+    write_wav(ws / "周杰伦 - 七里香.wav", 440)
+    write_wav(ws / "周杰伦 - 晴天.wav", 523)
+    write_wav(ws / "Beyond" / "海阔天空.wav", 330)
+    write_wav(ws / "deep" / "more" / "too-deep.wav")  # two levels down: not in the library
+    write_wav(ws / ".hidden.wav")
+    (ws / "notes.txt").write_text("not a song")
+    return apps
+
+
+@pytest.fixture
+def running(make_system: Callable[..., Running], apps_dir: Path) -> Running:
+    return make_system(apps_dir=apps_dir)
+
+
+def workspace(running: Running) -> Path:
+    return running.apps_dir / APP / "workspace"
+
+
+def set_api(running: Running, url: str) -> None:
+    (workspace(running) / "settings.json").write_text(json.dumps({"search_api": url}))
+
+
+def act(running: Running, action_id: str, sid: str | None = None,
+        **payload: Any) -> dict[str, Any]:
+    body = {"app": APP, "action_id": action_id, **payload}
+    if sid:
+        body["session_id"] = sid
+    r = running.post("/api/action", body)
+    assert r.status_code == 200, r.text
+    return r.json()["response"]
+
+
+def say(running: Running, text: str, sid: str | None = None) -> dict[str, Any]:
+    out = running.instruct(text, sid)
+    assert [r["app"] for r in out["results"]] == [APP], out
+    return out["results"][0]["response"]
+
+
+def file_url(path: str) -> str:
+    return f"/apps/{APP}/files/{quote(path, safe='/')}"
+
+
+def test_library_lists_audio_one_level_deep_with_a_play_button_per_song(
+        running: Running) -> None:
+    reply = running.open(APP)["response"]
+    assert reply["view_type"] == "list"
+    items = reply["data"]["items"]
+    assert [(i["title"], i["id"]) for i in items] == [
+        ("海阔天空", "Beyond/海阔天空.wav"), ("七里香", "周杰伦 - 七里香.wav"),
+        ("晴天", "周杰伦 - 晴天.wav")]
+    assert items[1]["sub"] == "周杰伦" and items[0]["sub"] == "Beyond · Beyond"
+    plays = [a for a in reply["actions"] if a["action_id"] == "play"]
+    assert [a["params"]["id"] for a in plays] == [i["id"] for i in items]
+    assert reply["message"] == "本地曲库共 3 首歌。"
+    kinds = {a["action_id"]: a["type"] for a in reply["actions"]}
+    assert kinds["volume"] == "slider" and kinds["search"] == "input"
+
+
+def test_play_next_previous_and_the_file_is_served(running: Running) -> None:
+    reply = say(running, "播放七里香")
+    data = reply["data"]
+    assert reply["view_type"] == "media" and reply["message"] == "正在播放：七里香 - 周杰伦"
+    assert data["url"] == file_url("周杰伦 - 七里香.wav")
+    assert data["type"] == "audio" and data["title"] == "七里香" and data["volume"] == 80
+    served = running.get(data["url"])
+    assert served.status_code == 200
+    assert served.content == (workspace(running) / "周杰伦 - 七里香.wav").read_bytes()
+    playlist = running.system.store.cache_get(APP, "playlist")
+    assert [s["title"] for s in playlist["items"]] == ["海阔天空", "七里香", "晴天"]
+    assert playlist["index"] == 1
+
+    assert say(running, "下一首")["data"]["title"] == "晴天"
+    assert say(running, "next")["data"]["title"] == "海阔天空"  # wraps around
+    assert say(running, "上一首")["data"]["title"] == "晴天"
+    assert say(running, "play 海阔天空")["data"]["url"] == file_url("Beyond/海阔天空.wav")
+    # an artist plays all of their songs
+    reply = say(running, "播放周杰伦的歌")
+    assert reply["data"]["title"] == "七里香" and reply["data"]["count"] == 2
+    assert act(running, "next")["data"]["title"] == "晴天"
+    paused = act(running, "pause")
+    assert paused["data"]["autoplay"] is False and paused["message"].startswith("已暂停")
+    # the play button of a list row
+    reply = act(running, "play", params={"id": "Beyond/海阔天空.wav"})
+    assert reply["data"]["title"] == "海阔天空"
+
+
+def test_volume_slider_is_kept_and_sent_with_the_media(running: Running) -> None:
+    say(running, "播放晴天")
+    reply = act(running, "volume", value=35)
+    assert reply["view_type"] == "media" and reply["data"]["volume"] == 35
+    assert reply["message"] == "音量已调到 35。"
+    assert running.system.store.cache_get(APP, "volume") == 35
+    assert say(running, "下一首")["data"]["volume"] == 35
+    assert say(running, "volume 60")["data"]["volume"] == 60
+    assert say(running, "大声点")["data"]["volume"] == 70
+    for bad in (101, -1, "loud", None, True):
+        reply = act(running, "volume", value=bad)
+        assert reply["status"] == "error" and "0 到 100" in reply["message"], bad
+    assert running.system.store.cache_get(APP, "volume") == 70
+
+
+def test_online_search_through_steps_then_play_a_result(running: Running,
+                                                        api: SearchAPI) -> None:
+    set_api(running, f"http://127.0.0.1:{api.port}/search?q={{query}}")
+    api.wav = write_wav(workspace(running).parent / "remote.wav", 600)
+    reply = say(running, "搜索 周杰伦")
+    assert api.queries == ["周杰伦"]
+    assert reply["view_type"] == "list" and reply["status"] == "ok"
+    items = reply["data"]["items"]
+    # rows without a playable http(s) url are left out
+    assert [i["title"] for i in items] == ["周杰伦 精选", "稻香"]
+    assert "在线找到 2 首" in reply["message"]
+    url = f"http://127.0.0.1:{api.port}/song.wav"
+    play = next(a for a in reply["actions"] if a["action_id"] == "play")
+    assert play["params"] == {"id": url}
+    # spec §12.2: ① http_request ② cache_set, both run as audited steps
+    rows = running.get(f"/api/audit?app={APP}").json()
+    tools = [r["tool"] for r in rows if r["step_id"]]
+    assert "http_request" in tools and "cache_set" in tools
+    assert running.system.store.cache_get(APP, "last_search")["query"] == "周杰伦"
+
+    reply = act(running, "play", params={"id": url})
+    assert reply["view_type"] == "media" and reply["data"]["url"] == url
+    assert act(running, "next")["data"]["title"] == "稻香"
+    # an English search through the input control
+    reply = act(running, "search", value="jay chou")
+    assert api.queries[-1] == "jay chou" and reply["data"]["items"][0]["title"] == "jay chou 精选"
+    # a song that is not local is looked up online
+    reply = say(running, "播放 双截棍")
+    assert api.queries[-1] == "双截棍"
+    assert reply["message"].startswith("本地曲库里没有“双截棍”") and "在线找到" in reply["message"]
+    # a URL that was never in the results is not played
+    reply = act(running, "play", params={"id": "http://evil.example/x.mp3"})
+    assert reply["status"] == "error" and "找不到这首歌" in reply["message"]
+
+
+def test_offline_or_refused_search_says_why_and_falls_back_to_the_library(
+        running: Running, api: SearchAPI) -> None:
+    with socket.socket() as s:  # a port nobody listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    set_api(running, f"http://127.0.0.1:{dead}/search?q={{query}}")
+    reply = say(running, "搜索 周杰伦")
+    assert reply["message"].startswith("在线搜索失败：")
+    assert str(dead) in reply["message"] or "refused" in reply["message"].lower()
+    assert "已改为在本地曲库中查找“周杰伦”：找到 2 首" in reply["message"]
+    assert [i["title"] for i in reply["data"]["items"]] == ["七里香", "晴天"]
+
+    set_api(running, f"http://127.0.0.1:{api.port}/bad?q={{query}}")
+    reply = say(running, "search beyond")
+    assert "搜索接口的回复格式不对" in reply["message"] and "results" in reply["message"]
+    assert [i["title"] for i in reply["data"]["items"]] == ["海阔天空"]
+
+    # no settings.json: the default placeholder is written and fails clearly (no network)
+    (workspace(running) / "settings.json").unlink()
+    reply = say(running, "搜索 不存在的歌")
+    assert reply["status"] == "error" and reply["message"].startswith("在线搜索失败：")
+    assert "本地曲库里也没有" in reply["message"]
+    written = json.loads((workspace(running) / "settings.json").read_text())
+    assert "{query}" in written["search_api"]
+
+    (workspace(running) / "settings.json").write_text("{not json")
+    reply = say(running, "搜索 晴天")
+    assert "settings.json 有问题" in reply["message"]
+    assert (workspace(running) / "settings.json").read_text() == "{not json"  # left alone
+
+
+GARBAGE: list[dict[str, Any]] = [
+    {"action_id": "explode"},
+    {"action_id": "play"},
+    {"action_id": "play", "params": {"id": 42}},
+    {"action_id": "play", "params": {"id": "../../../etc/passwd"}},
+    {"action_id": "play", "params": {"id": "notes.txt"}},
+    {"action_id": "volume"},
+    {"action_id": "volume", "value": {"v": 1}},
+    {"action_id": "search"},
+    {"action_id": "search", "value": ["a"]},
+    {"action_id": "search", "value": "   "},
+]
+
+
+def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(
+        running: Running) -> None:
+    before = sorted(p.name for p in workspace(running).rglob("*"))
+    for payload in GARBAGE:
+        reply = act(running, **payload)
+        assert reply["status"] == "error" and reply["view_type"] == "text", (payload, reply)
+        assert reply["message"], payload
+    assert "explode" in act(running, "explode")["message"]
+    assert "找不到这首歌" in act(running, "play", params={"id": "notes.txt"})["message"]
+    for payload in ({"action_id": "library", "params": {"x": [1]}},
+                    {"action_id": "next", "on": True}, {"action_id": "playlist"},
+                    {"action_id": "pause", "checked": [1]}):
+        assert act(running, **payload)["status"] == "ok", payload
+    assert sorted(p.name for p in workspace(running).rglob("*")) == before
+    assert say(running, "播放七里香")["view_type"] == "media"
+
+
+def test_router_sends_music_system_control_and_monitor_commands_apart(
+        make_system: Callable[..., Running], apps_dir: Path) -> None:
+    copy_apps(apps_dir, ["system_agent", "monitor"], source=ROOT / "apps")
+    running = make_system(apps_dir=apps_dir)
+    cases = {"播放七里香": APP, "play 七里香": APP, "下一首": APP, "搜索 周杰伦": APP,
+             "把播放按钮移到左上角": "system_agent", "hide the clock": "system_agent",
+             "把时钟变成红色": "system_agent", "看看CPU占用": "monitor",
+             "show memory usage": "monitor"}
+    for text, app in cases.items():
+        out = running.instruct(text)
+        assert [r["app"] for r in out["results"]] == [app], (text, out["plan"])
