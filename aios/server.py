@@ -33,7 +33,7 @@ from aios.launcher import AppRecord
 from aios.protocol import ActionRequest, describe_validation_error
 from aios.sandbox import resolve_path
 from aios.system import System
-from aios.tools import invoke
+from aios.tools import audit_args, invoke
 from aios.voice import VoiceError, grammar_source, grammar_words, synthesize
 
 log = logging.getLogger(__name__)
@@ -361,9 +361,16 @@ def create_app(system: System) -> Flask:
             return _error(403, f"app {record.id!r} lacks the 'desktop.control' permission")
         body = _json_body()
         ops = body.get("ops") if isinstance(body.get("ops"), list) else [body]
-        checked = [validate_ui_op(op) for op in ops]
+        try:
+            checked = [validate_ui_op(op) for op in ops]
+        except _BadRequest as e:
+            system.store.audit(app=record.id, tool="ui_op", args=audit_args(ops),
+                               status="denied", duration_ms=0.0, error=str(e))
+            raise
         for op in checked:
             system.bus.emit("ui_op", {**op, "by": record.id})
+            system.store.audit(app=record.id, tool="ui_op", args=audit_args(op), status="ok",
+                               duration_ms=0.0)
         return jsonify({"ok": True, "applied": len(checked), "listeners": system.bus.subscribers})
 
     # ---------------------------------------------------------------- events

@@ -85,6 +85,9 @@ def create_app(agent: AIOSAgent) -> Flask:
         if expected:
             given = request.headers.get(APP_TOKEN_HEADER, "")
             if not hmac.compare_digest(given.encode(), expected.encode()):
+                # read the body first: answering before it is read can reset the
+                # connection under the client, which then sees no answer at all
+                request.get_data()
                 return _tool_error(f"custom tool {tool_name!r}: missing or wrong "
                                    f"{APP_TOKEN_HEADER}; only the system may call it", 403)
         info = tools.get(tool_name)

@@ -129,6 +129,10 @@ def test_ui_operations_need_the_desktop_control_permission(system: Running) -> N
                         ({"op": "change_color", "id": "clock"}, "'color'")]:
         r = bare(system, "POST", "/api/sys/ui", json=bad, headers=ctl)
         assert r.status_code == 400 and needle in r.json()["error"], bad
+    # UI operations are in the audit log like tool calls, refused ones as denied
+    rows = system.get("/api/audit?app=ctl").json()
+    assert [r["status"] for r in rows if r["tool"] == "ui_op"][:1] == ["denied"]
+    assert any(r["status"] == "ok" and '"move"' in r["args"] for r in rows)
 
 
 def test_bad_requests_get_json_reasons(system: Running) -> None:
