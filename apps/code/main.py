@@ -39,7 +39,7 @@ SAMPLES = {
 }
 REFUSAL_PREFIXES = ("command policy", "command whitelist", "path confinement", "OS sandbox",
                     "resource limit")
-ACTIONS = ("run", "run_form", "run_line", "edit", "home")
+ACTIONS = ("run", "run_form", "run_line", "run_bg", "bg_log", "edit", "home")
 
 _APP_WORDS = re.compile(
     r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start)?\s*"
@@ -160,6 +160,10 @@ class CodeAgent(AIOSAgent):
                              check_timeout(values.get("timeout")), results)
         if action_id == "run_line":
             return self._run(en, check_code(req.get("value")), DEFAULT_TIMEOUT, results)
+        if action_id == "run_bg":
+            return self._run_background(en, check_code(params.get("code", last)), results)
+        if action_id == "bg_log":
+            return self._background_log(en, params.get("log"), results, last)
         if action_id == "edit":
             code = params.get("code", last)
             return self._editor(en, check_code(code) if code != last else last)
@@ -205,6 +209,51 @@ class CodeAgent(AIOSAgent):
                     "message": _t(en, "正在运行", "Running")}
         return self._result(en, code, timeout, step)
 
+    def _run_background(self, en: bool, code: str,
+                        results: dict[str, Any]) -> dict[str, Any]:
+        """Long jobs: process_start in the background; its output goes to a log file."""
+        step = results.get("step_1")
+        if not isinstance(step, dict):
+            return {"status": "ok", "view_type": "loading",
+                    "data": {"message": _t(en, "正在后台启动…", "Starting in the background…")},
+                    "steps": self.plan_steps([{"tool": "process_start", "args": {
+                        "cmd": "python3", "args": ["-c", code], "background": True}}]),
+                    "message": _t(en, "正在后台启动", "Starting in the background")}
+        if step.get("status") != "ok" or not isinstance(step.get("result"), dict):
+            raise Problem(f"后台运行失败：{step.get('error')}",
+                          f"could not start in the background: {step.get('error')}")
+        info = step["result"]
+        text = _t(en, f"已在后台运行，进程 {info.get('pid')}，输出写入 {info.get('log')}",
+                  f"Running in the background as process {info.get('pid')}; output goes to "
+                  f"{info.get('log')}")
+        return {"status": "ok", "view_type": "text", "data": {"content": text, **info},
+                "actions": [{"type": "button", "label": _t(en, "查看输出", "Show output"),
+                             "action_id": "bg_log", "params": {"log": info.get("log")}},
+                            {"type": "button", "label": _t(en, "✎ 编辑", "✎ Edit"),
+                             "action_id": "edit", "params": {"code": code}}],
+                "message": text, "state": {"code": code}}
+
+    def _background_log(self, en: bool, log: Any, results: dict[str, Any],
+                        last: str) -> dict[str, Any]:
+        if not isinstance(log, str) or not log:
+            raise Problem("查看输出需要日志路径 params.log", "bg_log needs params.log")
+        step = results.get("step_1")
+        if not isinstance(step, dict):
+            return {"status": "ok", "view_type": "loading", "data": {},
+                    "steps": self.plan_steps([{"tool": "file_read", "args": {"path": log}}])}
+        if step.get("status") != "ok":
+            raise Problem(f"读取输出失败：{step.get('error')}",
+                          f"cannot read the output: {step.get('error')}")
+        return {"status": "ok", "view_type": "code",
+                "data": {"language": "plaintext", "code": str(step.get("result") or ""),
+                         "title": log},
+                "actions": [{"type": "button", "label": _t(en, "刷新", "Refresh"),
+                             "action_id": "bg_log", "params": {"log": log}},
+                            {"type": "button", "label": _t(en, "返回编辑", "Back to the editor"),
+                             "action_id": "home"}],
+                "message": _t(en, "后台任务的输出", "Output of the background job"),
+                "state": {"code": last}}
+
     def _result(self, en: bool, code: str, timeout: float,
                 step: dict[str, Any]) -> dict[str, Any]:
         out = step.get("result") if isinstance(step.get("result"), dict) else {}
@@ -246,7 +295,9 @@ class CodeAgent(AIOSAgent):
                 "actions": [{"type": "button", "label": _t(en, "↻ 再运行一次", "↻ Run again"),
                              "action_id": "run", "params": {"code": code, "timeout": timeout}},
                             {"type": "button", "label": _t(en, "✎ 编辑", "✎ Edit"),
-                             "action_id": "edit", "params": {"code": code}}],
+                             "action_id": "edit", "params": {"code": code}},
+                            {"type": "button", "label": _t(en, "⏵ 后台运行", "⏵ Run in background"),
+                             "action_id": "run_bg", "params": {"code": code}}],
                 "message": summary, "state": {"code": code}}
 
     def _from_words(self, en: bool, text: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,23 @@ def test_garbage_payloads_give_clear_errors(code: Running) -> None:
         assert needle in resp["message"], (payload, resp["message"])
     assert [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()] == []
     assert run(code, "print('still here')")["data"]["stdout"] == "still here\n"
+
+
+def test_background_run_writes_its_output_to_a_log_the_app_can_show(code: Running) -> None:
+    started = act(code, {"action_id": "run_bg",
+                         "params": {"code": "import time\nprint('后台', flush=True)\n"
+                                            "time.sleep(0.2)\nprint('done', flush=True)"}})
+    assert started["status"] == "ok" and started["data"]["running"] is True
+    log = started["data"]["log"]
+    assert log.startswith("workspace/.aios/proc_") and log.endswith(".log")
+    button = next(a for a in started["actions"] if a["action_id"] == "bg_log")
+    deadline = time.monotonic() + 10
+    shown = ""
+    while time.monotonic() < deadline and "done" not in shown:
+        shown = act(code, {"action_id": "bg_log", "params": button["params"]})["data"]["code"]
+        time.sleep(0.1)
+    assert "后台\ndone\n" in shown
+    tools = [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()]
+    assert "process_start" in tools and "file_read" in tools
+    bad = act(code, {"action_id": "bg_log", "params": {"log": "../../config.json"}})
+    assert bad["status"] == "error" and SECRET not in str(bad)
