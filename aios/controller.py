@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from aios.errors import (
     AppError,
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CWD_FILES_MAX = 50
+HISTORY_WINDOW = 40
+"""History entries a summary is made from."""
+SUMMARY_CACHE = 256
+"""Sessions whose summary is kept in memory."""
 HISTORY_DATA_MAX = 20_000
 """Bytes of a reply's ``data`` kept in the session history (the message is always kept)."""
 
@@ -69,12 +73,16 @@ class Controller:
         self.executor = Executor()
         self._tool_context = tool_context
         self._custom_tools = custom_tools
-        self._http = threading.local()
+        self._http = requests.Session()
+        self._http.trust_env = False
+        self._http.mount("http://", HTTPAdapter(pool_connections=32,
+                                                  pool_maxsize=32))
         self._summaries: dict[str, tuple[int, str]] = {}
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="aios-task")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._http.close()
 
     # ------------------------------------------------------------ entry points
 
@@ -257,12 +265,9 @@ class Controller:
             raise AppReplyInvalid(f"app {record.id!r}: {e}") from e
 
     def _session(self) -> requests.Session:
-        s = getattr(self._http, "session", None)
-        if s is None:
-            s = requests.Session()
-            s.trust_env = False
-            self._http.session = s
-        return s
+        # One session for all request threads (the HTTP server makes a thread per
+        # request): its connection pool keeps connections to the apps alive.
+        return self._http
 
     # ----------------------------------------------------------------- context
 
@@ -285,12 +290,16 @@ class Controller:
         }
 
     def history_summary(self, sid: str) -> str:
-        history = self.store.history(sid, limit=40)
+        """§4.3 ``history_summary``; recomputed only when the session gained entries."""
+        history = self.store.history(sid, limit=HISTORY_WINDOW)
+        newest = history[-1]["id"] if history else 0
         cached = self._summaries.get(sid)
-        if cached and cached[0] == len(history) and history:
+        if cached and cached[0] == newest:
             return cached[1]
         summary = summarize_history(history, self.llm, self.config.history_summary_chars)
-        self._summaries[sid] = (len(history), summary)
+        self._summaries[sid] = (newest, summary)
+        while len(self._summaries) > SUMMARY_CACHE:
+            self._summaries.pop(next(iter(self._summaries)))
         return summary
 
     def _remember(self, sid: str, outcome: Outcome) -> None:

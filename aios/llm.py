@@ -19,15 +19,24 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from aios.config import Config
 from aios.errors import LLMError, LLMUnavailable, StoreError
 from aios.store import Store
 
+if TYPE_CHECKING:
+    import openai
+
 logger = logging.getLogger(__name__)
+
+
+def _openai() -> Any:
+    """The ``openai`` package, imported on first use: it takes ~0.35 s to import, and
+    a desktop without an LLM key never needs it."""
+    import openai
+
+    return openai
 
 RETRY_AFTER_CAP = 2.0
 """Seconds: the longest we wait on a Retry-After before the next attempt (a user is waiting)."""
@@ -115,6 +124,7 @@ def _api_message(e: openai.APIStatusError) -> str:
 
 def _classify(e: Exception, provider: _Provider) -> _Failure:
     """Map an ``openai`` exception to a message for a person and whether to retry."""
+    openai = _openai()
     if isinstance(e, openai.APITimeoutError):
         return _Failure(f"timed out after {provider.timeout:g} s", True)
     if isinstance(e, openai.APIConnectionError):
@@ -252,6 +262,7 @@ class LLMClient:
         with self._lock:
             client = self._clients.get(provider.name)
             if client is None:
+                openai = _openai()
                 # max_retries=0: retries are ours, so they are bounded, logged and recorded.
                 client = openai.OpenAI(api_key=provider.api_key, base_url=provider.base_url,
                                        timeout=provider.timeout, max_retries=0)
@@ -261,6 +272,7 @@ class LLMClient:
     def _call_provider(self, provider: _Provider, kwargs: dict[str, Any],
                        purpose: str | None) -> ChatResult:
         client = self._client(provider)
+        openai = _openai()
         attempts = provider.retries + 1
         for attempt in range(attempts):
             start = time.monotonic()

@@ -363,8 +363,15 @@ class AIOSAgent:
             # the background processes its tools started.
             signal.signal(signal.SIGTERM, _exit_on_term)
         log.info("%s serving on http://%s:%d", self.display_name, host, port)
+        from werkzeug.serving import WSGIRequestHandler
+
+        class KeepAlive(WSGIRequestHandler):
+            # HTTP/1.1 keeps the system's connection open between calls: a step
+            # round trip then costs no new TCP connection and no new thread.
+            protocol_version = "HTTP/1.1"
+
         self.make_app().run(host=host, port=port, threaded=True, debug=False,
-                            use_reloader=False)
+                            use_reloader=False, request_handler=KeepAlive)
 
 
 def _exit_on_term(signum: int, frame: Any) -> None:

@@ -245,3 +245,14 @@ def test_history_is_json_in_the_store(system_all: Running) -> None:
     assert json.dumps(rows, ensure_ascii=False)  # serialisable, nothing opaque lost
     assert rows[-1]["content"]["message"] == "echo: echo 你好" or \
         rows[-1]["content"]["message"].startswith("echo:")
+
+
+def test_history_summary_keeps_up_with_a_long_session(system_all: Running) -> None:
+    sid = system_all.open("echo")["session_id"]
+    for i in range(25):  # 50 more history entries: past the summary's window
+        system_all.post("/api/action", {"app": "echo", "action_id": "again",
+                                        "params": {"i": i}, "session_id": sid})
+    system_all.instruct("echo 最新的一句", sid)
+    ctx = system_all.open("echo", sid)["response"]["data"]["context"]
+    assert "最新的一句" in ctx["history_summary"]
+    assert len(ctx["history_summary"]) <= system_all.system.config.history_summary_chars
