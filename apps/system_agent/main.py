@@ -620,7 +620,9 @@ def describe(op: dict[str, Any], name: str, lang: str, *, where: str | None = No
             "resize": lambda: f"Resized {name} to {op['width']:g}×{op['height']:g}",
             "hide": lambda: f"Hid {name}",
             "show": lambda: f"Showed {name}",
-            "change_color": lambda: f"Made {name} {said or op['color']}"
+            # an English reply names the CSS colour, not the Chinese word the user said
+            "change_color": lambda: f"Made {name} "
+                                    f"{said if said and said.isascii() else op['color']}"
             if op["color"] != "revert-layer" else f"{cap} has its own colour again",
             "change_text": lambda: f"Changed the text of {name} to “{op['text']}”",
             "rotate": lambda: f"Rotated {name} to {op['degrees']:g} degrees"
