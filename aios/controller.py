@@ -145,7 +145,7 @@ class Controller:
             for tid, task in tasks.items():
                 if tid in done or tid in running.values():
                     continue
-                if any(d in failed for d in task.depends_on):
+                if any(d in failed or d not in tasks for d in task.depends_on):
                     done[tid] = self._skipped(task)
                     failed.add(tid)
                     continue
@@ -153,7 +153,13 @@ class Controller:
                     upstream = {d: _upstream_entry(done[d]) for d in task.depends_on}
                     running[self._pool.submit(self._run_task, task, sid, upstream)] = tid
             if not running:
-                continue
+                # nothing can start: the rest wait on each other (a cycle the planner
+                # should have refused); skip them rather than spin
+                for tid, task in tasks.items():
+                    if tid not in done:
+                        done[tid] = self._skipped(task)
+                        failed.add(tid)
+                break
             finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for fut in finished:
                 tid = running.pop(fut)

@@ -256,3 +256,17 @@ def test_history_summary_keeps_up_with_a_long_session(system_all: Running) -> No
     ctx = system_all.open("echo", sid)["response"]["data"]["context"]
     assert "最新的一句" in ctx["history_summary"]
     assert len(ctx["history_summary"]) <= system_all.system.config.history_summary_chars
+
+
+def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) -> None:
+    # The planner refuses such plans; the dispatcher must still end if one slips through.
+    from aios.planner import Plan, Task
+    ctl = system_all.system.controller
+    sid = system_all.system.store.ensure_session()
+    plan = Plan(tasks=[Task(id="t1", app="echo", instruction="a", depends_on=["t2"]),
+                       Task(id="t2", app="echo", instruction="b", depends_on=["t1"]),
+                       Task(id="t3", app="echo", instruction="c", depends_on=["t9"]),
+                       Task(id="t4", app="echo", instruction="d")], source="llm")
+    outcomes = ctl._run_plan(plan, "x", sid)
+    assert [o.response["status"] for o in outcomes] == ["error", "error", "error", "ok"]
+    assert all("skipped" in o.response["message"] for o in outcomes[:3])
