@@ -31,6 +31,8 @@ export const DEFAULTS = Object.freeze({
   /** JSON tree: deeper or longer structures are cut with a "… n more" line. */
   jsonMaxDepth: 8,
   jsonMaxEntries: 200,
+  /** Tables draw this many rows with the window and the rest right after its first paint. */
+  tableFirstRows: 100,
   /** Dashboards may nest, but not without end. */
   dashboardMaxDepth: 3,
   /** Audit window default page size. */

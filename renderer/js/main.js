@@ -21,6 +21,28 @@ import * as wm from './wm.js';
 const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID]);
 let welcomed = false;
 
+// Requests this desktop has in flight, per app window ('*': instructions, whose apps are known
+// only from the reply). An interim view (the "loading" of a step plan, sent over the WebSocket)
+// is drawn only while one is pending: the event races the HTTP reply, and arriving after it
+// it would replace the final view with a loading view that never ends.
+const ANY_APP = '*';
+const pending = new Map();
+
+async function tracked(key, work) {
+  pending.set(key, (pending.get(key) || 0) + 1);
+  try {
+    return await work();
+  } finally {
+    const left = (pending.get(key) || 1) - 1;
+    if (left) pending.set(key, left);
+    else pending.delete(key);
+  }
+}
+
+function awaitsReply(app) {
+  return pending.has(app) || pending.has(ANY_APP);
+}
+
 function errorReply(title, message, body) {
   const detail = isObject(body) ? Object.fromEntries(Object.entries(body).filter(([k]) => k !== 'error')) : null;
   return { status: 'error', view_type: 'error',
@@ -80,7 +102,7 @@ async function loadApps({ announce = false } = {}) {
 async function openApp(id) {
   ensureWindow(id);
   try {
-    const reply = await api.open(id, state.sessionId);
+    const reply = await tracked(id, () => api.open(id, state.sessionId));
     rememberSession(reply && reply.session_id);
     if (wm.get(id)) renderResponse(id, reply && reply.response);
   } catch (err) {
@@ -108,7 +130,7 @@ async function runAction(winId, action, payload) {
   const w = wm.get(winId);
   if (w) w.el.classList.add('is-busy');
   try {
-    const reply = await api.action(body);
+    const reply = await tracked(winId, () => api.action(body));
     rememberSession(reply && reply.session_id);
     const response = reply && reply.response;
     if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true });
@@ -125,7 +147,7 @@ async function runInstruction({ text }) {
   taskbar.setCommandBusy(true);
   taskbar.setCommandText(text);
   try {
-    const reply = await api.instruction(text, state.sessionId);
+    const reply = await tracked(ANY_APP, () => api.instruction(text, state.sessionId));
     rememberSession(reply && reply.session_id);
     taskbar.clearCommand();
     const results = reply && Array.isArray(reply.results) ? reply.results : [];
@@ -229,6 +251,7 @@ function onEvent(msg) {
     }
     case 'view':
       if (typeof msg.app !== 'string') return;
+      if (msg.interim === true && !awaitsReply(msg.app)) return;
       ensureWindow(msg.app);
       renderResponse(msg.app, msg.response, { app: msg.app });
       return;

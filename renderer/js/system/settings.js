@@ -56,7 +56,10 @@ function renderForm(w) {
     : t('llm.unknown');
   const error = el('p', { id: 'settings_error', class: 'form-error', hidden: true, attrs: { role: 'alert' } });
   const save = el('button', { id: 'settings_save', type: 'submit', class: 'btn btn-primary', text: t('settings.save') });
-  const form = el('form', { class: 'settings-form', autocomplete: 'off' },
+  // noValidate: the server's validation is the authority (it names the key and the rule, and
+  // knows rules the inputs cannot express); the browser's bubbles would pre-empt its message
+  // with one that differs per engine (Chromium, WebKitGTK in the pywebview window).
+  const form = el('form', { class: 'settings-form', autocomplete: 'off', noValidate: true },
     el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.title') }),
       row('settings.language', lang), row('settings.default_voice', voice), row('settings.voice_rate', rate)),
     el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.llm') }),

@@ -1,0 +1,369 @@
+"""End-to-end fixtures: the real system in-process, the real desktop page in Debian's Chromium.
+
+- One browser for the e2e tests, launched by us with plain ``playwright.sync_api`` (never
+  ``playwright install``: Debian's ``/usr/bin/chromium``), a new context + page per test.
+- The system is the real one (``tests/integration/conftest.py``'s ``start_system``) with
+  the bundled ``apps/gallery`` and the small apps of ``tests/fixtures/apps_e2e`` copied to a
+  temporary apps dir. A test module names its apps in ``SYSTEM_APPS``; the system is shared
+  by the module's tests (``running``) unless a test starts its own (``system_factory``).
+- Every page records console errors, page errors, CSP violations and dialogs; the test
+  fails at teardown when any is left that it did not announce with ``desk.allow_console``.
+- Screenshots go to ``test-results/e2e/<test>/`` (ignored by git), or under
+  ``$AIOS_E2E_RESULTS`` when set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Dialog,
+    Locator,
+    Page,
+    expect,
+    sync_playwright,
+)
+
+from tests.conftest import ROOT
+from tests.integration.conftest import TOKEN, Running, copy_apps, start_system
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run"]
+INSTALL_HINT = ("Chromium is missing at /usr/bin/chromium: the desktop's end-to-end tests "
+                "need it. Install it with `scripts/install --test` (apt-get install chromium); "
+                "CI installs it, so these tests run there.")
+BUNDLED_APPS = ROOT / "apps"
+E2E_APPS = ROOT / "tests" / "fixtures" / "apps_e2e"
+RESULTS = Path(os.environ.get("AIOS_E2E_RESULTS") or ROOT / "test-results" / "e2e")
+VIEWPORT = {"width": 1280, "height": 800}
+WAIT_MS = 15_000
+"""Playwright's waits; generous because the machine is shared (a wait ends as soon as it holds)."""
+
+expect.set_options(timeout=WAIT_MS)
+
+# Installed before any of the page's own scripts run (by Playwright, so the page's CSP does
+# not apply to it): records every CSP violation, which the teardown reports.
+PAGE_PROBE = """
+window.__e2e = {csp: []};
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.__e2e.csp.push(`${e.violatedDirective} blocked ${e.blockedURI || '(inline)'}`);
+});
+"""
+
+_browser_roots: set[int] = set()
+"""Pids of the Playwright driver: Chromium and its per-page processes live below it."""
+
+
+# ---------------------------------------------------------------------------- processes
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _in_browser_tree(p: psutil.Process) -> bool:
+    try:
+        return p.pid in _browser_roots or any(a.pid in _browser_roots for a in p.parents())
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_children() -> Iterator[None]:
+    """tests/conftest.py's leak check, minus the browser's own process tree.
+
+    Chromium starts and ends renderer and utility processes per page on its own schedule;
+    they belong to the session's browser, not to the test. App processes, commands and
+    everything else the system starts are still checked.
+    """
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    yield
+    deadline = time.monotonic() + 3
+    leaked: list[psutil.Process] = []
+    while time.monotonic() < deadline:
+        leaked = [p for p in me.children(recursive=True)
+                  if p.pid not in before and _alive(p) and not _in_browser_tree(p)]
+        if not leaked:
+            return
+        time.sleep(0.05)
+    names = [f"{p.pid}:{' '.join(p.cmdline()[:4]) if _alive(p) else '?'}" for p in leaked]
+    for p in leaked:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    pytest.fail(f"test leaked child processes: {names}")
+
+
+# ---------------------------------------------------------------------------- browser
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Without Chromium every e2e test skips; say so where nobody can miss it."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if any(INSTALL_HINT in str(getattr(r, "longrepr", "")) for r in skipped):
+        terminalreporter.write_sep("!", "END-TO-END TESTS DID NOT RUN", red=True, bold=True)
+        terminalreporter.write_line(INSTALL_HINT, red=True, bold=True)
+
+
+@pytest.fixture(scope="package")
+def chromium() -> Iterator[Browser]:
+    """One browser for all the end-to-end tests.
+
+    Package scope, which is the session of tests/e2e: closed as soon as the last e2e test
+    ends, because an idle Chromium still starts utility processes now and then, and the
+    rest of the suite's leak check would rightly blame them on whatever test runs then.
+    """
+    if not CHROMIUM.exists():
+        pytest.skip(INSTALL_HINT)
+    me = psutil.Process()
+    before = {p.pid for p in me.children()}
+    pw = sync_playwright().start()
+    _browser_roots.update(p.pid for p in me.children() if p.pid not in before)
+    try:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     headless=True)
+    except Exception:
+        pw.stop()
+        raise
+    yield browser
+    browser.close()
+    pw.stop()
+
+
+# ---------------------------------------------------------------------------- system
+
+
+def make_apps_dir(dest: Path, apps: Sequence[str]) -> Path:
+    """Bundled apps by name (``gallery``), e2e fixture apps by their ``e2e_`` names."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in apps:
+        source = E2E_APPS if (E2E_APPS / name).is_dir() else BUNDLED_APPS
+        copy_apps(dest, [name], source=source)
+    return dest
+
+
+def start_e2e_system(tmp: Path, apps: Sequence[str], **overrides: Any) -> Running:
+    """The real system on a free port; English UI (stable text to assert), no welcome line."""
+    settings: dict[str, Any] = {"language": "en", "voice": {"welcome": False},
+                                "handle_timeout": 15}
+    settings.update(overrides)
+    return start_system(make_apps_dir(tmp / "apps", apps), tmp / "data", **settings)
+
+
+@pytest.fixture(scope="module")
+def running(request: pytest.FixtureRequest,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """One system for the module's tests, with the apps the module names in SYSTEM_APPS."""
+    apps = getattr(request.module, "SYSTEM_APPS", ["gallery"])
+    system = start_e2e_system(tmp_path_factory.mktemp("e2e"), apps)
+    yield system
+    system.stop()
+
+
+@pytest.fixture
+def system_factory(tmp_path: Path) -> Iterator[Callable[..., Running]]:
+    """A system of the test's own, for tests that stop apps or change settings."""
+    started: list[Running] = []
+
+    def make(apps: Sequence[str], **overrides: Any) -> Running:
+        system = start_e2e_system(tmp_path / f"sys{len(started)}", apps, **overrides)
+        started.append(system)
+        return system
+
+    yield make
+    for system in started:
+        system.stop()
+
+
+def wait_until(check: Callable[[], Any], what: str, timeout: float = WAIT_MS / 1000) -> Any:
+    """Poll a server-side condition (the page's own state is waited on with ``expect``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------------------- the page
+
+
+@dataclass
+class Desk:
+    """The desktop page of one test, with the helpers its assertions need."""
+
+    page: Page
+    running: Running
+    out_dir: Path
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    allowed: list[re.Pattern[str]] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    """Response headers of the desktop page itself."""
+
+    # -- recording
+
+    def allow_console(self, pattern: str) -> None:
+        """A console error line the test causes on purpose (e.g. a refused request)."""
+        self.allowed.append(re.compile(pattern))
+
+    def problems(self) -> list[str]:
+        out = [f"console error: {m}" for m in self.console_errors
+               if not any(p.search(m) for p in self.allowed)]
+        out += [f"page error: {m}" for m in self.page_errors]
+        out += [f"dialog opened: {m}" for m in self.dialogs]
+        if not self.page.is_closed():
+            out += [f"CSP violation: {v}" for v in
+                    self.page.evaluate("() => (window.__e2e && window.__e2e.csp) || []")]
+        return out
+
+    def shot(self, name: str) -> Path:
+        # JPEG: a tenth of the time PNG encoding takes, and plenty to see what was drawn.
+        path = self.out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}.jpg"
+        self.page.screenshot(path=str(path), type="jpeg", quality=85)
+        return path
+
+    # -- locating
+
+    def win(self, app: str) -> Locator:
+        return self.page.locator(f"#win_{app}")
+
+    def body(self, app: str) -> Locator:
+        return self.page.locator(f"#winbody_{app}")
+
+    def control(self, app: str, action_id: str) -> Locator:
+        return self.page.locator(f'#win_{app} [data-id="btn_{action_id}"]')
+
+    def item_button(self, app: str, item_title: str, label: str) -> Locator:
+        """A button drawn inside the list row (or card) whose title is item_title."""
+        title = self.page.locator(".list-title",
+                                  has_text=re.compile(rf"^{re.escape(item_title)}$"))
+        row = self.body(app).locator(".list-item").filter(has=title)
+        return row.get_by_role("button", name=label, exact=True)
+
+    # -- doing
+
+    def wait_view(self, app: str, view_type: str) -> Locator:
+        body = self.body(app)
+        expect(body).to_have_attribute("data-view-type", view_type)
+        return body
+
+    def open_app(self, app: str) -> Locator:
+        """Open the app from its taskbar icon and wait until its first view is drawn."""
+        self.page.locator(f"#icon_{app}").click()
+        body = self.body(app)
+        expect(body).to_be_visible()
+        expect(body).not_to_have_attribute("data-view-type", "loading")
+        return body
+
+    def gallery_show(self, view: str, label: str = "Show") -> Locator:
+        """From the gallery's home list, press a button in the row of ``view``."""
+        names = {"loading": "Loading", "error": "Error", "controls": "All controls",
+                 "hostile": "Hostile data", "notify": "Notify", "push": "Push"}
+        row = names.get(view, view.capitalize())
+        if not self.win("gallery").count():
+            self.open_app("gallery")
+        home = self.body("gallery").locator(
+            ".view-title", has_text=re.compile(r"^Gallery: every view type$"))
+        if not home.count():
+            self.control("gallery", "home").click()
+        expect(home).to_be_visible()
+        self.item_button("gallery", row, label).click()
+        return self.body("gallery")
+
+    def echo(self, action_id: str, app: str = "gallery") -> dict[str, Any]:
+        """The action_request the gallery received, as its echo view shows it."""
+        body = self.body(app)
+        expect(body.locator(".view-title")).to_have_text("Received action")
+        content = body.locator(".text-content")
+        expect(content).to_contain_text(f'"action_id": "{action_id}"')
+        return json.loads(content.text_content() or "null")
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        resp = self.running.http.request(method, self.running.url + path, json=body, timeout=20)
+        assert resp.ok, f"{method} {path}: {resp.status_code} {resp.text}"
+        return resp.json()
+
+
+def _out_dir(request: pytest.FixtureRequest) -> Path:
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("tests/e2e/")[-1])
+    out = RESULTS / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+@pytest.fixture
+def open_desk(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Callable[..., Desk]]:
+    """open_desk(running, muted=True) → a new context + page showing that system's desktop."""
+    desks: list[tuple[Desk, BrowserContext]] = []
+    out = _out_dir(request)
+
+    def open_(running: Running, *, muted: bool = True) -> Desk:
+        context = chromium.new_context(viewport=VIEWPORT, reduced_motion="reduce",
+                                       locale="en-US", timezone_id="UTC")
+        context.set_default_timeout(WAIT_MS)
+        context.add_init_script(PAGE_PROBE)
+        page = context.new_page()
+        desk = Desk(page, running, out / f"page{len(desks)}" if desks else out)
+        desk.out_dir.mkdir(parents=True, exist_ok=True)
+        desks.append((desk, context))
+        page.on("console", lambda m: m.type == "error" and desk.console_errors.append(
+            f"{m.text} ({m.location.get('url', '')})"))
+        page.on("pageerror", lambda e: desk.page_errors.append(str(e)))
+
+        def on_dialog(dialog: Dialog) -> None:
+            desk.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        response = page.goto(f"{running.url}/?token={TOKEN}")
+        assert response is not None and response.ok, "the desktop page did not load"
+        desk.headers = response.headers
+        expect(page.locator("#tray_net")).to_have_attribute("data-state", "open")
+        expect(page.locator("#start_apps > li").first).to_be_attached()
+        if muted:
+            page.locator("#tray_volume").click()
+            expect(page.locator("#tray_volume")).to_have_attribute("aria-pressed", "true")
+        return desk
+
+    yield open_
+    failures: list[str] = []
+    for desk, context in desks:
+        if not desk.page.is_closed():
+            # A screenshot is a courtesy for whoever reads a failure, not a check.
+            with contextlib.suppress(Exception):
+                desk.shot("final")
+            failures += desk.problems()
+        context.close()
+    if failures:
+        pytest.fail("the page reported problems:\n  " + "\n  ".join(failures))
+
+
+@pytest.fixture
+def desk(open_desk: Callable[..., Desk], running: Running) -> Desk:
+    """The desktop of the module's shared system, muted (replies are not spoken)."""
+    return open_desk(running)

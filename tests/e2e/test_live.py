@@ -1,0 +1,212 @@
+"""Live updates over /api/events in a real browser: notifications, pushes, app status,
+UI operations from a desktop.control app and the snapshot that tells it what is on
+screen (DESIGN §8, §10), and the voice: spoken replies, mute, the mic without a microphone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import requests
+from playwright.sync_api import Request, expect
+
+from tests.e2e.conftest import Desk, wait_until
+from tests.integration.conftest import Running
+
+pytestmark = pytest.mark.e2e
+
+SYSTEM_APPS = ["gallery", "e2e_control"]
+DESKTOP_IDS = ["taskbar", "start_button", "start_menu", "tray", "clock", "calendar",
+               "command_input", "mic_button", "notifications"]
+
+
+def app_post(running: Running, app: str, path: str, body: dict[str, Any]) -> requests.Response:
+    """A request the way an app makes it: with its own token, no browser involved."""
+    record = running.system.launcher.get(app)
+    assert record is not None
+    return requests.post(running.url + path, json=body, timeout=10,
+                         headers={"Authorization": f"Bearer {record.token}"})
+
+
+def ui_op(running: Running, **op: Any) -> None:
+    resp = app_post(running, "e2e_control", "/api/sys/ui", op)
+    assert resp.status_code == 200, resp.text
+
+
+def snapshot(running: Running) -> dict[str, dict[str, Any]]:
+    snap = running.system.store.cache_get("desktop", "ui_snapshot") or {}
+    return {e["id"]: e for e in snap.get("elements", [])}
+
+
+def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
+    page = desk.page
+    body = desk.gallery_show("notify")
+    expect(body.locator(".text-content")).to_have_text(
+        "Sent 2 notifications through steps; 2 delivered.")
+    toasts = page.locator("#toasts .toast")
+    expect(toasts.filter(has_text="A notification, level info.")).to_have_count(1)
+    success = toasts.filter(has_text="A notification, level success.")
+    expect(success).to_have_class(re.compile(r"\btoast-success\b"))
+    expect(success.locator(".toast-title")).to_have_text("Gallery")
+    expect(page.locator("#notifications_count")).to_have_text("2")
+    desk.shot("toasts")
+
+    page.locator("#notifications_button").click()
+    items = page.locator("#notifications_list .notify-item")
+    expect(items).to_have_count(2)
+    expect(items.locator(".notify-body")).to_have_text(
+        ["A notification, level success.", "A notification, level info."])
+    expect(items.first.locator(".notify-app")).to_have_text("组件展示")
+    expect(page.locator("#notifications_count")).to_be_hidden()
+    desk.shot("notification_list")
+
+
+def test_pushed_progress_and_views_update_the_window(desk: Desk) -> None:
+    body = desk.gallery_show("push")
+    expect(body.locator(".text-content")).to_have_text(
+        "Pushed 4 progress events; the system took 4.")
+    win = desk.win("gallery")
+    expect(win.locator(".win-progress")).to_have_attribute("aria-valuenow", "100")
+    expect(win.locator(".win-status")).to_have_text("Progress 100%")
+
+    running = desk.running
+    resp = app_post(running, "gallery", "/api/sys/push", {
+        "status": "ok", "view_type": "text",
+        "data": {"title": "Pushed view", "content": "a view pushed by the app"}})
+    assert resp.status_code == 200, resp.text
+    expect(body.locator(".view-title")).to_have_text("Pushed view")
+    expect(body.locator(".text-content")).to_have_text("a view pushed by the app")
+
+    # Data merged into the current view, then a status line in the title bar.
+    app_post(running, "gallery", "/api/sys/push", {"data": {"content": "merged by a push"}})
+    expect(body.locator(".text-content")).to_have_text("merged by a push")
+    expect(body.locator(".view-title")).to_have_text("Pushed view")
+    app_post(running, "gallery", "/api/sys/push", {"status": "now playing"})
+    expect(win.locator(".win-status")).to_have_text("now playing")
+    desk.shot("pushed")
+
+
+def test_app_status_events_update_the_menu_and_window_without_reload(
+        system_factory: Callable[..., Running], open_desk: Callable[..., Desk]) -> None:
+    running = system_factory(["e2e_slow"])
+    desk = open_desk(running)
+    page = desk.page
+    desk.open_app("e2e_slow")
+    page.evaluate("() => { window.__e2e.sameDocument = true; }")
+    page.locator("#start_button").click()
+    badge = page.locator("#menu_e2e_slow .status-badge")
+    expect(badge).to_have_text("running")
+
+    running.system.launcher.stop_app("e2e_slow")
+    expect(badge).to_have_text("stopped")
+    expect(page.locator("#icon_e2e_slow")).to_have_class(re.compile(r"\bstatus-stopped\b"))
+    status = desk.win("e2e_slow").locator(".win-status")
+    expect(status).to_have_text("App status: stopped")
+    desk.shot("stopped")
+
+    # Using the stopped app's window says why it cannot answer.
+    desk.allow_console(r"status of 503")
+    page.keyboard.press("Escape")
+    desk.control("e2e_slow", "fail").click()
+    banner = desk.win("e2e_slow").locator(".win-banner")
+    expect(banner).to_be_visible()
+    expect(banner.locator(".error-title")).to_have_text("Action failed")
+    expect(banner.locator(".error-message")).to_contain_text("not running")
+
+    running.system.launcher.restart("e2e_slow")
+    page.locator("#start_button").click()
+    expect(badge).to_have_text("running")
+    expect(status).to_have_text("")
+    assert page.evaluate("() => window.__e2e.sameDocument") is True
+
+
+def test_ui_operations_from_a_desktop_control_app(desk: Desk) -> None:
+    page, running = desk.page, desk.running
+    desk.gallery_show("controls")
+    button = desk.control("gallery", "ctl_button")
+    expect(button).to_be_visible()
+
+    # The desktop reported what is on screen, with the stable ids of DESIGN §10.
+    snap = wait_until(lambda: (s := snapshot(running)).get("btn_ctl_button") and s,
+                      "the snapshot to list the gallery's controls")
+    expected = [*DESKTOP_IDS, "menu_gallery", "icon_gallery", "menu_e2e_control",
+                "icon_e2e_control", "win_gallery", "winbody_gallery", "btn_ctl_button",
+                "btn_ctl_slider", "btn_home"]
+    assert [i for i in expected if i not in snap] == []
+    assert snap["btn_ctl_button"]["window"] == "gallery"
+    assert snap["btn_ctl_button"]["type"] == "button"
+    assert snap["win_gallery"]["visible"] is True and snap["calendar"]["visible"] is False
+
+    # Only an app with desktop.control may drive the desktop.
+    refused = app_post(running, "gallery", "/api/sys/ui", {"op": "hide", "id": "clock"})
+    assert refused.status_code == 403 and "desktop.control" in refused.json()["error"]
+
+    ui_op(running, op="move", id="btn_ctl_button", window="gallery", x=20, y=20)
+    expect(button).to_have_css("left", "20px")
+    moved = button.bounding_box()
+    assert moved is not None and (round(moved["x"]), round(moved["y"])) == (20, 20)
+    wait_until(lambda: snapshot(running)["btn_ctl_button"]["x"] == 20,
+               "the snapshot to show the moved button")
+
+    ui_op(running, op="move", id="win_gallery", x=300, y=120)
+    ui_op(running, op="resize", id="win_gallery", width=520, height=360)
+    expect(desk.win("gallery")).to_have_css("width", "520px")
+    win = desk.win("gallery").bounding_box()
+    assert win is not None and (win["x"], win["y"], win["width"], win["height"]) == (
+        300, 120, 520, 360)
+
+    clock = page.locator("#clock")
+    ui_op(running, op="hide", id="clock")
+    expect(clock).to_be_hidden()
+    ui_op(running, op="show", id="clock")
+    expect(clock).to_be_visible()
+    ui_op(running, op="change_color", id="clock", color="rgb(200, 30, 40)")
+    expect(clock).to_have_css("background-color", "rgb(200, 30, 40)")
+    ui_op(running, op="rotate", id="clock", degrees=30)
+    expect(clock).to_have_css("rotate", "30deg")
+    ui_op(running, op="change_text", id="win_gallery", text="Renamed by E2E")
+    expect(desk.win("gallery").locator(".win-title")).to_have_text("Renamed by E2E")
+    ui_op(running, op="change_text", id="btn_ctl_button", window="gallery", text="Press me")
+    expect(button).to_have_text("Press me")
+    desk.shot("ui_ops")
+
+    # The desktop checks what the server cannot know: the screen and its elements.
+    ui_op(running, op="move", id="clock", x=99999, y=0)
+    expect(page.locator("#toasts .toast-error").last).to_contain_text("outside the screen")
+    ui_op(running, op="hide", id="no_such_element")
+    expect(page.locator("#toasts .toast-error").last).to_contain_text("no_such_element")
+    expect(clock).to_be_visible()
+
+
+def test_a_reply_is_spoken_by_the_servers_voice_and_mute_stops_it(
+        desk: Desk, open_desk: Callable[..., Desk]) -> None:
+    # Headless Chromium has no speech voices, so the page asks the server to speak.
+    loud = open_desk(desk.running, muted=False)
+    spoken: list[Request] = []
+    loud.page.on("request", lambda r: "/api/voice/speak" in r.url and spoken.append(r))
+    with loud.page.expect_response("**/api/voice/speak") as said:
+        loud.gallery_show("text")
+    assert said.value.status == 200
+    assert said.value.headers["content-type"] == "audio/wav"
+    assert said.value.request.post_data_json["text"] == "Showing the Text view"
+
+    loud.page.locator("#tray_volume").click()
+    expect(loud.page.locator("#tray_volume")).to_have_attribute("aria-pressed", "true")
+    before = len(spoken)
+    loud.running.system.bus.emit("speak", {"text": "not now", "lang": "en-US"})
+    # Events arrive in order: once this toast shows, the speak event has been handled.
+    loud.running.system.bus.emit("notify", {"app": "gallery", "title": "marker", "body": "m"})
+    expect(loud.page.locator("#toasts .toast", has_text="marker")).to_be_visible()
+    assert len(spoken) == before
+
+
+def test_the_mic_without_a_microphone_says_why(desk: Desk) -> None:
+    desk.allow_console(r"status of 422")
+    desk.page.locator("#mic_button").click()
+    toast = desk.page.locator("#toasts .toast-error")
+    expect(toast).to_contain_text("Speech recognition failed")
+    expect(toast).to_contain_text("microphone")
+    expect(desk.page.locator("#mic_button")).to_have_attribute("aria-pressed", "false")
