@@ -252,6 +252,8 @@ function onEvent(msg) {
     case 'view':
       if (typeof msg.app !== 'string') return;
       if (msg.interim === true && !awaitsReply(msg.app)) return;
+      // A pushed view refreshes an open window; it never reopens one the user closed.
+      if (msg.pushed === true && !wm.get(msg.app)) return;
       ensureWindow(msg.app);
       renderResponse(msg.app, msg.response, { app: msg.app });
       return;

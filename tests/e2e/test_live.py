@@ -88,6 +88,18 @@ def test_pushed_progress_and_views_update_the_window(desk: Desk) -> None:
     expect(win.locator(".win-status")).to_have_text("now playing")
     desk.shot("pushed")
 
+    # Closed by the user, the window stays closed whatever the app pushes. Events
+    # arrive in order, so once the notification after the push shows, the push
+    # has been handled.
+    win.locator(".win-close").click()
+    expect(win).to_have_count(0)
+    app_post(running, "gallery", "/api/sys/push", {
+        "status": "ok", "view_type": "text", "data": {"content": "after close"}})
+    running.system.bus.emit("notify", {"app": "gallery", "title": "t", "body": "after push",
+                                       "level": "info", "id": "n-after-push"})
+    expect(desk.page.locator("#toasts .toast", has_text="after push")).to_have_count(1)
+    expect(win).to_have_count(0)
+
 
 def test_app_status_events_update_the_menu_and_window_without_reload(
         system_factory: Callable[..., Running], open_desk: Callable[..., Desk]) -> None:
