@@ -278,13 +278,16 @@ def _submit_form(desk: Desk, ctl: Locator) -> None:
     ctl.get_by_role("button", name="提交 submit_form").click()
 
 
+# Checkbox and radio are clicked, not check()ed: check() re-checks the state after its
+# click, and when the app's reply has already re-rendered the window, it finds a new,
+# unchecked control and clicks again, sending the action twice.
 CONTROLS: dict[str, tuple[Callable[[Desk, Locator], None], dict[str, Any]]] = {
     "button": (lambda d, c: c.click(), {"params": {"n": 1, "who": "gallery"}}),
     "form": (_submit_form, {"form_values": {"name": "李四", "age": 31, "color": "blue"}}),
     "select": (lambda d, c: c.locator("select").select_option(label="香蕉 banana"),
                {"selected": "banana"}),
-    "checkbox": (lambda d, c: c.get_by_label("c", exact=True).check(), {"checked": ["a", "c"]}),
-    "radio": (lambda d, c: c.get_by_label("large").check(), {"selected": "large"}),
+    "checkbox": (lambda d, c: c.get_by_label("c", exact=True).click(), {"checked": ["a", "c"]}),
+    "radio": (lambda d, c: c.get_by_label("large").click(), {"selected": "large"}),
     "input": (lambda d, c: (c.locator("input").fill("hello 世界"),
                             c.locator("input").press("Enter")), {"value": "hello 世界"}),
     "link": (_link, {"href": "https://example.com"}),
