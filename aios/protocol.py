@@ -26,26 +26,15 @@ from pydantic import (
 )
 
 from aios.errors import ProtocolError
-
-VIEW_TYPES: tuple[str, ...] = (
-    "text", "list", "card", "table", "form", "media", "image", "chart", "code", "dashboard",
+from aios.names import (  # noqa: F401  (re-exported: the protocol's vocabulary)
+    ACTION_ID_PATTERN,
+    ACTION_TYPES,
+    ATOMIC_TOOLS,
+    SYSTEM_VIEW_TYPES,
+    TOOL_NAME_PATTERN,
+    VIEW_TYPES,
+    error_response,
 )
-"""The ten view types of spec §6.2."""
-
-SYSTEM_VIEW_TYPES: tuple[str, ...] = ("loading", "error")
-"""Placeholder (§8.2) and the system's own error view."""
-
-ACTION_TYPES: tuple[str, ...] = (
-    "button", "submit_form", "select", "checkbox", "radio",
-    "input", "link", "toggle", "slider", "datetime",
-)
-"""The ten action controls of spec §6.3."""
-
-ATOMIC_TOOLS: tuple[str, ...] = (
-    "http_request", "file_read", "file_write", "file_list", "shell_exec",
-    "process_start", "db_query", "cache_get", "cache_set", "notify",
-)
-"""The ten atomic tools of spec §7.2."""
 
 ViewType = Literal[
     "text", "list", "card", "table", "form", "media", "image", "chart", "code", "dashboard",
@@ -79,10 +68,6 @@ class Option(_Model):
     value: OptionValue
 
 
-
-
-ACTION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
-TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 
 
 class _ActionBase(_Open):
@@ -364,15 +349,6 @@ def parse_steps(payload: Any) -> list[Step]:
         raise ProtocolError(f"invalid steps: {describe_validation_error(e)}") from e
     except ValueError as e:
         raise ProtocolError(f"invalid steps: {e}") from e
-
-
-def error_response(message: str, *, title: str = "", detail: Any = None) -> dict[str, Any]:
-    """The reply the system shows when something failed (status error, view ``error``)."""
-    data: dict[str, Any] = {"title": title or "错误 / Error", "message": message}
-    if detail is not None:
-        data["detail"] = detail
-    return {"status": "error", "view_type": "error", "data": data, "actions": [],
-            "steps": [], "message": message}
 
 
 # -------------------------------------------------------------------- schemas

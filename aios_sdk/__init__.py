@@ -19,7 +19,7 @@ fails when they drift.
 from __future__ import annotations
 
 from aios.errors import LLMUnavailable, ProtocolError, ToolError
-from aios.protocol import ATOMIC_TOOLS
+from aios.names import ATOMIC_TOOLS
 from aios_sdk.agent import AIOSAgent, current_session_id, tool
 
 __all__ = [

@@ -29,10 +29,13 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from aios.errors import ProtocolError
-from aios.protocol import ATOMIC_TOOLS, TOOL_NAME_PATTERN, Step, parse_steps
+from aios.names import ATOMIC_TOOLS, TOOL_NAME_PATTERN
+
+if TYPE_CHECKING:
+    from aios.protocol import Step
 
 log = logging.getLogger(__name__)
 
@@ -285,11 +288,13 @@ class AIOSAgent:
             raise ProtocolError(f"plan_steps expects a list of steps, got {type(steps).__name__}")
         numbered: list[Any] = []
         for i, step in enumerate(steps, 1):
-            if isinstance(step, Step):
+            if not isinstance(step, dict) and hasattr(step, "model_dump"):
                 step = step.model_dump()
             if isinstance(step, dict) and "step_id" not in step:
                 step = {"step_id": i, **step}
             numbered.append(step)
+        from aios.protocol import parse_steps  # pydantic loads on first use, not at start
+
         parsed = parse_steps(numbered)
         for step in parsed:
             if step.tool not in ATOMIC_TOOLS and step.tool not in self._aios_tools:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, Response, request
 
 from aios.errors import ToolError
-from aios.protocol import error_response
+from aios.names import error_response
 from aios_sdk.agent import bind_session, unbind_session
 
 if TYPE_CHECKING:
