@@ -4,7 +4,7 @@ and a guard that fails any test which leaves a child process behind."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -18,21 +18,23 @@ from aios.tools.base import ToolContext
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_children() -> Iterator[None]:
-    """Every test must reap what it starts (apps, commands, background processes)."""
+def children_now() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def fail_on_leaked_children(before: set[int],
+                            ignore: Callable[[psutil.Process], bool] = lambda p: False) -> None:
+    """Fail (and kill them) if child processes born since ``before`` outlive a short grace."""
     me = psutil.Process()
-    before = {p.pid for p in me.children(recursive=True)}
-    yield
     deadline = time.monotonic() + 3
     leaked: list[psutil.Process] = []
     while time.monotonic() < deadline:
         leaked = [p for p in me.children(recursive=True)
-                  if p.pid not in before and _alive(p)]
+                  if p.pid not in before and alive(p) and not ignore(p)]
         if not leaked:
             return
         time.sleep(0.05)
-    names = [f"{p.pid}:{' '.join(p.cmdline()[:4]) if _alive(p) else '?'}" for p in leaked]
+    names = [f"{p.pid}:{' '.join(p.cmdline()[:4]) if alive(p) else '?'}" for p in leaked]
     for p in leaked:
         try:
             p.kill()
@@ -41,7 +43,15 @@ def no_leaked_children() -> Iterator[None]:
     pytest.fail(f"test leaked child processes: {names}")
 
 
-def _alive(p: psutil.Process) -> bool:
+@pytest.fixture(autouse=True)
+def no_leaked_children() -> Iterator[None]:
+    """Every test must reap what it starts (apps, commands, background processes)."""
+    before = children_now()
+    yield
+    fail_on_leaked_children(before)
+
+
+def alive(p: psutil.Process) -> bool:
     try:
         return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

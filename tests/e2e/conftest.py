@@ -37,7 +37,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, children_now, fail_on_leaked_children
 from tests.integration.conftest import TOKEN, Running, copy_apps, start_system
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -72,13 +72,6 @@ _browser_roots: set[int] = set()
 # ---------------------------------------------------------------------------- processes
 
 
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def _in_browser_tree(p: psutil.Process) -> bool:
     try:
         return p.pid in _browser_roots or any(a.pid in _browser_roots for a in p.parents())
@@ -94,24 +87,9 @@ def no_leaked_children() -> Iterator[None]:
     they belong to the session's browser, not to the test. App processes, commands and
     everything else the system starts are still checked.
     """
-    me = psutil.Process()
-    before = {p.pid for p in me.children(recursive=True)}
+    before = children_now()
     yield
-    deadline = time.monotonic() + 3
-    leaked: list[psutil.Process] = []
-    while time.monotonic() < deadline:
-        leaked = [p for p in me.children(recursive=True)
-                  if p.pid not in before and _alive(p) and not _in_browser_tree(p)]
-        if not leaked:
-            return
-        time.sleep(0.05)
-    names = [f"{p.pid}:{' '.join(p.cmdline()[:4]) if _alive(p) else '?'}" for p in leaked]
-    for p in leaked:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    pytest.fail(f"test leaked child processes: {names}")
+    fail_on_leaked_children(before, ignore=_in_browser_tree)
 
 
 # ---------------------------------------------------------------------------- browser
