@@ -317,11 +317,15 @@ def history_extract(history: list[dict[str, Any]], max_chars: int) -> str:
 
 def summarize_history(history: list[dict[str, Any]], llm: LLMClient | None,
                       max_chars: int) -> str:
-    """A short summary of the session for ``context.history_summary`` (≤ ``max_chars``)."""
+    """A short summary of the session for ``context.history_summary`` (≤ ``max_chars``).
+
+    The LLM is asked only when the exchanges no longer fit verbatim: a short
+    session is passed as it is, which is both exact and free.
+    """
     if max_chars <= 0 or not history:
         return ""
     extract = history_extract(history, max_chars * 4)
-    if llm is None or not llm.enabled or not extract:
+    if llm is None or not llm.enabled or not extract or len(extract) <= max_chars:
         return _tail_lines(extract.splitlines(), max_chars)
     try:
         result = llm.chat([

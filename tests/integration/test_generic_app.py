@@ -130,7 +130,8 @@ def test_multi_round_plan_runs_tools_feeds_results_back_and_shows_the_view(
     first, second = fake.app_requests()[:2]
     assert functions(first) == [*ATOMIC_TOOLS, "show_view"]
     system_prompt = first["messages"][0]["content"]
-    assert system_prompt.startswith("你是智能助手") and "用户在使用智能助手" in system_prompt
+    # the session so far is short, so it reaches the app verbatim (no summary request)
+    assert system_prompt.startswith("你是智能助手") and "智能助手已就绪" in system_prompt
     assert first["messages"][1] == {"role": "user",
                                     "content": "把买牛奶和写周报记到 todo.txt，然后列出文件"}
     # round 2 carries round 1's calls and, for each call id, its result as a tool message

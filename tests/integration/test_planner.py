@@ -229,16 +229,24 @@ def test_history_extract_keeps_the_newest_exchanges_within_bounds() -> None:
 def test_history_summary_by_llm_is_bounded(fake: FakeOpenAI, llm: LLMClient,
                                            store: Store) -> None:
     fake.script([text("用户在听周杰伦的七里香，并记在了记事本。" * 10)])
-    summary = summarize_history(HISTORY, llm, 100)
-    assert summary.startswith("用户在听周杰伦的七里香") and len(summary) <= 100
+    summary = summarize_history(HISTORY, llm, 40)  # the exchanges do not fit in 40
+    assert summary.startswith("用户在听周杰伦的七里香") and len(summary) <= 40
     sent = fake.requests[0]["messages"]
-    assert "七里香" in sent[1]["content"] and "100" in sent[0]["content"]
+    assert "七里香" in sent[1]["content"] and "40" in sent[0]["content"]
     assert store.llm_usage()[0]["purpose"] == "summary"
 
 
 def test_history_summary_falls_back_to_the_extract(fake: FakeOpenAI, llm: LLMClient) -> None:
     fake.default = http_error(401)
+    summary = summarize_history(HISTORY, llm, 40)  # the 59-character extract does not fit
+    assert fake.requests  # the LLM was asked, failed, and the newest lines were used
+    assert 0 < len(summary) <= 40 and summary in history_extract(HISTORY, 1000)
+
+
+def test_a_short_history_is_passed_verbatim_without_asking_the_llm(
+        fake: FakeOpenAI, llm: LLMClient) -> None:
     assert summarize_history(HISTORY, llm, 1000) == history_extract(HISTORY, 1000)
+    assert fake.requests == []
 
 
 def test_plan_serialises_for_the_api() -> None:
