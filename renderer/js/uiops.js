@@ -101,6 +101,10 @@ function applyOp(msg) {
       if (msg.text.length > DEFAULTS.uiTextMax) {
         throw new Refused(`text is ${msg.text.length} characters; the limit is ${DEFAULTS.uiTextMax}`);
       }
+      if (!winId && node.matches('input, textarea')) {
+        node.placeholder = msg.text; // an input's visible text is its placeholder
+        break;
+      }
       const target = winId ? wm.get(winId).titleEl : labelTarget(node);
       target.textContent = msg.text;
       if (node.dataset.label !== undefined) node.dataset.label = msg.text;

@@ -183,6 +183,8 @@ def test_ui_operations_from_a_desktop_control_app(desk: Desk) -> None:
     expect(desk.win("gallery").locator(".win-title")).to_have_text("Renamed by E2E")
     ui_op(running, op="change_text", id="btn_ctl_button", window="gallery", text="Press me")
     expect(button).to_have_text("Press me")
+    ui_op(running, op="change_text", id="command_input", text="说出你的指令")
+    expect(page.locator("#command_input")).to_have_attribute("placeholder", "说出你的指令")
     desk.shot("ui_ops")
 
     # The desktop checks what the server cannot know: the screen and its elements.
