@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 from playwright.sync_api import Request, expect
 
-from tests.e2e.conftest import Desk, wait_until
-from tests.integration.conftest import Running
+from tests.e2e.conftest import Desk, make_apps_dir, wait_until
+from tests.integration.conftest import Running, start_system
 
 pytestmark = pytest.mark.e2e
 
@@ -224,3 +225,30 @@ def test_the_mic_without_a_microphone_says_why(desk: Desk) -> None:
     expect(toast).to_contain_text("Speech recognition failed")
     expect(toast).to_contain_text("microphone")
     expect(desk.page.locator("#mic_button")).to_have_attribute("aria-pressed", "false")
+
+
+def test_the_desktop_reconnects_after_the_server_restarts(
+        open_desk: Callable[..., Desk], tmp_path: Path) -> None:
+    apps = make_apps_dir(tmp_path / "apps", ["gallery"])
+    settings = {"language": "en", "voice": {"welcome": False}}
+    first = start_system(apps, tmp_path / "data", **settings)
+    second = None
+    try:
+        desk = open_desk(first)
+        # while the server is away, the page's failed requests and socket are expected
+        desk.allow_console(r"ERR_CONNECTION_REFUSED|WebSocket|Failed to load resource")
+        net = desk.page.locator("#tray_net")
+        first.stop()  # the whole system goes away: sockets close, apps stop
+        expect(net).not_to_have_attribute("data-state", "open")
+        second = start_system(apps, tmp_path / "data", port=first.system.port, **settings)
+        expect(net).to_have_attribute("data-state", "open", timeout=30_000)
+        # events of the new server reach the page, and its API answers the page
+        second.system.bus.emit("notify", {"app": "gallery", "title": "t", "level": "info",
+                                          "body": "after the restart", "id": "n-restart"})
+        expect(desk.page.locator("#toasts .toast", has_text="after the restart")).to_be_visible()
+        desk.open_app("gallery")
+        assert desk.problems() == []
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()

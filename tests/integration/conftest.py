@@ -65,14 +65,15 @@ def copy_apps(dest: Path, names: list[str], source: Path = SYSTEM_APPS) -> Path:
     return dest
 
 
-def start_system(apps_dir: Path, data_dir: Path, **overrides: Any) -> Running:
+def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0,
+                 **overrides: Any) -> Running:
     raw: dict[str, Any] = {"apps_dir": str(apps_dir), "data_dir": str(data_dir),
                            "handle_timeout": 3, "app_start_timeout": 20, "max_rounds": 4,
                            "llm": {"api_key": ""}}
     for k, v in overrides.items():
         raw[k] = {**raw[k], **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v
     config = validate_config(raw)
-    server = ServerThread(0)
+    server = ServerThread(port)
     system = System(config, port=server.port, token=TOKEN)
     server.attach(create_app(system))
     server.start()
