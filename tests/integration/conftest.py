@@ -44,6 +44,16 @@ class Running:
         assert r.status_code == 200, r.text
         return r.json()
 
+    def act(self, app: str, payload: dict[str, Any],
+            session_id: str | None = None) -> dict[str, Any]:
+        """POST /api/action as the desktop does; the app's (validated) reply."""
+        body: dict[str, Any] = {"app": app, **payload}
+        if session_id:
+            body["session_id"] = session_id
+        r = self.post("/api/action", body)
+        assert r.status_code == 200, r.text
+        return r.json()["response"]
+
     def instruct(self, text: str, session_id: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"text": text}
         if session_id:

@@ -25,9 +25,7 @@ def code(make_system: Callable[..., Running], tmp_path: Path) -> Running:
 
 
 def act(system: Running, payload: dict[str, Any]) -> dict[str, Any]:
-    r = system.post("/api/action", {"app": APP, **payload})
-    assert r.status_code == 200, r.text
-    return r.json()["response"]
+    return system.act(APP, payload)
 
 
 def run(system: Running, snippet: str, **extra: Any) -> dict[str, Any]:

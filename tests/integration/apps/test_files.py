@@ -28,12 +28,7 @@ def ws(system: Running) -> Path:
 
 
 def act(system: Running, payload: dict[str, Any], sid: str | None = None) -> dict[str, Any]:
-    body = {"app": APP, **payload}
-    if sid:
-        body["session_id"] = sid
-    r = system.post("/api/action", body)
-    assert r.status_code == 200, r.text
-    return r.json()["response"]
+    return system.act(APP, payload, sid)
 
 
 def row_ids(resp: dict[str, Any]) -> list[str]:

@@ -45,9 +45,7 @@ def events(gallery: Running) -> Iterator[Events]:
 
 
 def act(system: Running, payload: dict[str, Any]) -> dict[str, Any]:
-    r = system.post("/api/action", {"app": APP, **payload})
-    assert r.status_code == 200, r.text
-    return r.json()["response"]
+    return system.act(APP, payload)
 
 
 def show(system: Running, **params: Any) -> dict[str, Any]:

@@ -52,9 +52,7 @@ def first_push(sub: Subscription, within: float = 20) -> dict[str, Any]:
 
 
 def act(running: Running, action_id: str, **payload: Any) -> dict[str, Any]:
-    r = running.post("/api/action", {"app": APP, "action_id": action_id, **payload})
-    assert r.status_code == 200, r.text
-    return r.json()["response"]
+    return running.act(APP, {"action_id": action_id, **payload})
 
 
 def widget(reply: dict[str, Any], kind: str, chart_type: str | None = None,

@@ -125,12 +125,7 @@ def set_api(running: Running, url: str) -> None:
 
 def act(running: Running, action_id: str, sid: str | None = None,
         **payload: Any) -> dict[str, Any]:
-    body = {"app": APP, "action_id": action_id, **payload}
-    if sid:
-        body["session_id"] = sid
-    r = running.post("/api/action", body)
-    assert r.status_code == 200, r.text
-    return r.json()["response"]
+    return running.act(APP, {"action_id": action_id, **payload}, sid)
 
 
 def say(running: Running, text: str, sid: str | None = None) -> dict[str, Any]:
