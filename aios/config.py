@@ -91,6 +91,34 @@ class DesktopConfig(_Section):
     height: int = Field(default=800, ge=240)
 
 
+class AppsConfig(_Section):
+    """``apps``: how far one app may go before it is stopped, and how it is watched."""
+
+    max_concurrent_calls: int = Field(default=8, ge=1, le=256)
+    """Calls in flight to one app at once; more wait behind that app only."""
+    max_waiting_calls: int = Field(default=32, ge=0, le=4096)
+    """Calls that may wait for a busy app; beyond that a call fails at once (HTTP 503)."""
+    busy_wait: float = Field(default=30, ge=0)
+    """Seconds a call waits for one of a busy app's slots before failing (HTTP 503)."""
+    liveness_interval: float = Field(default=5, gt=0)
+    """Seconds between two liveness probes (``GET /health``) of a running app."""
+    liveness_timeout: float = Field(default=5, gt=0)
+    """Seconds a probe waits; any HTTP answer, even a 404, counts as alive."""
+    liveness_failures: int = Field(default=3, ge=1)
+    """Probes in a row without an answer before the app is restarted."""
+    handle_timeouts: int = Field(default=3, ge=1)
+    """``/handle`` calls in a row that time out before the app is restarted."""
+    max_memory_mb: int = Field(default=1024, ge=16)
+    """Resident memory of an app's whole process tree; beyond it the app is restarted."""
+    log_max_bytes: int = Field(default=5_000_000, ge=1024)
+    """An app's log is rotated to ``<id>.log.1`` (one backup) at this size, while it runs."""
+    restart_limit: int = Field(default=3, ge=0)
+    """Crashes in a row (each run shorter than ``stable_start_time``) before ``failed``."""
+    stable_start_time: float = Field(default=10, ge=0)
+    backoff_initial: float = Field(default=0.5, ge=0)
+    backoff_max: float = Field(default=8, ge=0)
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -100,6 +128,7 @@ class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
     desktop: DesktopConfig = Field(default_factory=DesktopConfig)
+    apps: AppsConfig = Field(default_factory=AppsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""
