@@ -9,8 +9,10 @@ primary gives up and ``llm.fallback`` names a base_url and model, the
 fallback provider is tried the same way (Metona's ``fallbackProvider``).
 
 Every attempt, failed ones included, is recorded in the store's
-``llm_usage`` table. ``openai`` exceptions are mapped to ``LLMError`` here
-with a message naming the provider and the cause.
+``llm_usage`` table. ``openai`` exceptions — and anything else a provider call raises, such as
+the ``JSONDecodeError`` the client lets escape on a 200 whose body is not
+JSON — are mapped to ``LLMError`` here with a message naming the provider and
+the cause, so callers fall back (offline router) as for an HTTP 500.
 """
 
 from __future__ import annotations
@@ -152,7 +154,12 @@ def _classify(e: Exception, provider: _Provider) -> _Failure:
         return _Failure(f"request rejected (HTTP {status}){suffix}", False)
     if isinstance(e, openai.OpenAIError):
         return _Failure(f"invalid response: {e}", False)
-    return _Failure(f"invalid response: {type(e).__name__}: {e}", False)
+    if isinstance(e, LLMError):  # ours: a well-formed reply without a message
+        return _Failure(str(e), False)
+    # Anything else escaped the client library: a 200 whose body is not JSON
+    # (JSONDecodeError), an odd shape (KeyError, TypeError…), a raw httpx error.
+    # The provider misbehaved, which may pass like an HTTP 500: retry, then fall back.
+    return _Failure(f"invalid response: {type(e).__name__}: {e}", True)
 
 
 def _message_dict(msg: Any) -> dict[str, Any]:
@@ -272,7 +279,6 @@ class LLMClient:
     def _call_provider(self, provider: _Provider, kwargs: dict[str, Any],
                        purpose: str | None) -> ChatResult:
         client = self._client(provider)
-        openai = _openai()
         attempts = provider.retries + 1
         for attempt in range(attempts):
             start = time.monotonic()
@@ -282,10 +288,14 @@ class LLMClient:
                 if not choices or getattr(choices[0], "message", None) is None:
                     raise LLMError("invalid response: no message in the reply")
                 message = _message_dict(choices[0].message)
-            except (openai.OpenAIError, LLMError) as e:
+                usage = resp.usage
+                usage_d = {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                           "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+                           "total_tokens": int(getattr(usage, "total_tokens", 0) or 0)}
+                model = str(resp.model or provider.model)
+            except Exception as e:  # noqa: BLE001 - every provider failure is an LLM failure
                 latency = (time.monotonic() - start) * 1000
-                failure = _classify(e, provider) if not isinstance(e, LLMError) \
-                    else _Failure(str(e), False)
+                failure = _classify(e, provider)
                 self._record(provider, purpose, latency, ok=False, error=failure.message)
                 last = attempt == attempts - 1
                 if not failure.retryable or last:
@@ -300,13 +310,8 @@ class LLMClient:
                 time.sleep(wait)
                 continue
             latency = (time.monotonic() - start) * 1000
-            usage = resp.usage
-            usage_d = {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                       "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-                       "total_tokens": int(getattr(usage, "total_tokens", 0) or 0)}
             self._record(provider, purpose, latency, ok=True, usage=usage_d)
-            return ChatResult(message=message, provider=provider.name,
-                              model=resp.model or provider.model, usage=usage_d,
+            return ChatResult(message=message, provider=provider.name, model=model, usage=usage_d,
                               latency_ms=round(latency, 1))
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 

@@ -19,6 +19,7 @@ A script item is a ``Reply``, a plain string (text content) or a dict spec
     {"status": 429, "message": "slow down", "retry_after": 1}
     {"delay": 3, "then": {...}}                  # answer late (client timeouts)
     {"raw": {...}}                               # this JSON body verbatim
+    {"body": "not json"}                         # HTTP 200 with this non-JSON text
 
 Standalone, for benchmarks and manual runs::
 
@@ -61,6 +62,8 @@ class Reply:
     delay: float = 0.0
     raw: Any = None
     """When set, sent verbatim as the JSON body (to break the schema on purpose)."""
+    body: str | None = None
+    """When set, sent verbatim as a 200 body labelled JSON that is not (a broken proxy)."""
 
     @classmethod
     def from_spec(cls, spec: Reply | str | dict[str, Any]) -> Reply:
@@ -76,6 +79,8 @@ class Reply:
             return later
         if "raw" in spec:
             return cls(raw=spec["raw"])
+        if "body" in spec:
+            return not_json(str(spec["body"]))
         if "status" in spec and int(spec["status"]) != 200:
             return http_error(int(spec["status"]), spec.get("message", ""),
                               retry_after=spec.get("retry_after"))
@@ -107,6 +112,11 @@ def http_error(status: int, message: str = "", *, retry_after: float | None = No
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
     return Reply(status=status, message=message or _DEFAULT_ERRORS.get(status, "error"),
                  headers=headers)
+
+
+def not_json(body: str = "not json") -> Reply:
+    """HTTP 200, ``Content-Type: application/json``, and a body that does not parse."""
+    return Reply(body=body)
 
 
 def delay(seconds: float, then: Reply | str = "late reply") -> Reply:
@@ -147,7 +157,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self._send_bytes(status, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
+
+    def _send_bytes(self, status: int, data: bytes,
+                    headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -202,7 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
         reply = owner._next()
         if reply.delay and owner._stop.wait(reply.delay):
             return  # shutting down: drop the late answer
-        if reply.raw is not None:
+        if reply.body is not None:
+            self._send_bytes(200, reply.body.encode("utf-8"))
+        elif reply.raw is not None:
             self._send_json(200, reply.raw)
         elif reply.status != 200:
             self._send_json(reply.status, _error_body(reply.status, reply.message), reply.headers)

@@ -14,7 +14,14 @@ from aios.config import Config
 from aios.errors import LLMError, LLMUnavailable
 from aios.llm import LLMClient, normalize_base_url
 from aios.store import Store
-from tests.fakes.fake_openai import FakeOpenAI, delay, http_error, text, tool_call
+from tests.fakes.fake_openai import (
+    FakeOpenAI,
+    delay,
+    http_error,
+    not_json,
+    text,
+    tool_call,
+)
 
 KEY = "sk-test"
 
@@ -187,6 +194,29 @@ def test_a_reply_without_choices_is_an_error_not_a_crash(fake: FakeOpenAI,
     with pytest.raises(LLMError, match="invalid response"):
         client_for(make_config(fake.url, retries=3)).chat(HELLO)
     assert len(fake.requests) == 1
+
+
+def test_a_200_whose_body_is_not_json_is_retried_like_a_server_error(
+        fake: FakeOpenAI, client_for: Any, store: Store) -> None:
+    # The openai client lets json.decoder.JSONDecodeError escape on such a body.
+    fake.script([not_json("<html>bad gateway</html>"), text("恢复了")])
+    result = client_for(make_config(fake.url, retries=1)).chat(HELLO)
+    assert result.content == "恢复了"
+    rows = list(reversed(store.llm_usage()))
+    assert [r["ok"] for r in rows] == [0, 1]
+    assert "invalid response: JSONDecodeError" in rows[0]["error"]
+
+
+def test_a_non_json_body_everywhere_falls_back_then_is_an_llm_error(
+        fake: FakeOpenAI, backup: FakeOpenAI, client_for: Any) -> None:
+    fake.default = not_json()
+    backup.script([not_json(), text("备用线路")])
+    config = make_config(fake.url, retries=1,
+                         fallback={"base_url": backup.url, "model": "backup-model"})
+    assert client_for(config).chat(HELLO).provider == "fallback"
+    backup.default = not_json()
+    with pytest.raises(LLMError, match="primary LLM .*JSONDecodeError.*fallback LLM"):
+        client_for(config).chat(HELLO)
 
 
 def test_no_key_means_no_llm(fake: FakeOpenAI, client_for: Any) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.fakes.fake_openai import FakeOpenAI, http_error, text, tool_call
+from tests.fakes.fake_openai import FakeOpenAI, http_error, not_json, text, tool_call
 from tests.integration.conftest import Running
 
 
@@ -62,7 +62,8 @@ def test_invalid_llm_plan_is_retried_with_the_error(system: Running, fake: FakeO
     [http_error(401)],
     [http_error(429)],
     [tool_call("dispatch_tasks", "{not json"), tool_call("dispatch_tasks", "{still not")],
-], ids=["401", "429", "malformed"])
+    [not_json()],
+], ids=["401", "429", "malformed", "200-not-json"])
 def test_llm_failures_fall_back_to_the_offline_router_visibly(system: Running, fake: FakeOpenAI,
                                                               failure: list[object]) -> None:
     fake.script(failure)
@@ -73,7 +74,8 @@ def test_llm_failures_fall_back_to_the_offline_router_visibly(system: Running, f
     assert out["notes"] and "offline router" in out["notes"][0]
     usage = system.system.store.llm_usage()
     assert usage and usage[0]["purpose"] == "plan"  # every attempt is recorded
-    http_failure = getattr(failure[0], "status", 200) != 200
+    http_failure = getattr(failure[0], "status", 200) != 200 or \
+        getattr(failure[0], "body", None) is not None
     assert (usage[0]["ok"] == 0) == http_failure
 
 
