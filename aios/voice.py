@@ -11,9 +11,10 @@ audio, and transcribe it with
   vocabulary offline recognition is unusable). The grammar is rebuilt when
   the set of apps changes.
 
-Speaking: pyttsx3 (espeak-ng on Linux; Mandarin voice ``sit/cmn-latn-pinyin``)
-renders the reply to a WAV in a child process (pyttsx3 engines are not
-thread-safe); the page plays it.
+Speaking: espeak-ng (pyttsx3 where it is missing) renders the reply to a WAV in a
+child process, one run per script: Han text with the Mandarin voice
+``sit/cmn-latn-pinyin``, Latin text with an English voice; emoji and symbols are
+dropped or, when nothing else is left, spelled by name. The page plays it.
 
 Every failure is a :class:`VoiceError` whose message is one line for the UI.
 """
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import unicodedata
 import warnings
 import wave
 from collections.abc import Iterable
@@ -46,6 +48,9 @@ COMMAND_VERBS = ("open", "show", "close", "hide", "play")
 DESKTOP_THINGS = ("clock", "calendar", "settings", "notifications", "music")
 MAX_AUDIO_BYTES = 20_000_000
 TTS_TIMEOUT = 30.0
+ESPEAK_WPM = 175
+"""espeak-ng's default speed; ``voice_rate`` scales it."""
+WAV_HEADER_BYTES = 44
 _WORD = re.compile(r"^[a-z]+$")
 
 
@@ -229,6 +234,18 @@ class Recognizer:
 # ------------------------------------------------------------------- speaking
 
 
+MAX_SPEECH_CHARS = 2000
+"""Longer replies are cut: nobody listens to more, and synthesis time grows with length."""
+LATIN_VOICE = "en"
+"""espeak-ng voice for Latin-script runs inside a Mandarin reply (the Mandarin voice
+spells them letter by letter or, past a length, produces nothing through pyttsx3)."""
+_HAN = re.compile(r"[\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3400-\u4dbf\u4e00-\u9fff"
+                  r"\uf900-\ufaff\U00020000-\U0003134f]")
+_SPEAKABLE_CATEGORIES = ("L", "N", "P", "Sm", "Zs")
+"""Letters, digits, punctuation and spaces reach the engine; symbols and emoji are
+dropped, or spelled by name when nothing else is left."""
+
+
 def _tts_script() -> str:
     return (
         "import sys, pyttsx3\n"
@@ -246,27 +263,98 @@ def voice_for(language: str, config: Config) -> str:
     return config.voice.mandarin_voice if language.lower().startswith("zh") else ""
 
 
+def speakable(text: str) -> str:
+    """``text`` with what a speech engine cannot say removed (emoji, symbols, controls);
+    a text of symbols only is spelled by their names ("★" → "black star")."""
+    text = unicodedata.normalize("NFKC", text)
+    kept = "".join(c if unicodedata.category(c).startswith(_SPEAKABLE_CATEGORIES) else " "
+                   for c in text)
+    if any(c.isalnum() for c in kept):
+        return " ".join(kept.split())
+    names = [unicodedata.name(c, "").lower() for c in text
+             if unicodedata.category(c).startswith("S")]
+    return ", ".join(n for n in names if n)
+
+
+def speech_runs(text: str, *, language: str, config: Config) -> list[tuple[str, str]]:
+    """Split ``text`` by script into ``(voice, text)`` runs: Han with the Mandarin voice,
+    the rest with the reply language's voice (English inside a Mandarin reply).
+    Punctuation and spaces stay with the run they follow."""
+    mandarin = config.voice.mandarin_voice
+    other = LATIN_VOICE if language.lower().startswith("zh") else voice_for(language, config)
+    runs: list[tuple[str, str]] = []
+    for c in speakable(text):
+        voice = mandarin if _HAN.match(c) else other
+        if runs and (voice == runs[-1][0] or not c.isalnum()):
+            runs[-1] = (runs[-1][0], runs[-1][1] + c)
+        else:
+            runs.append((voice, c))
+    return [(v, t.strip()) for v, t in runs if any(c.isalnum() for c in t)]
+
+
+def _espeak_run(espeak: str, text: str, voice: str, rate: float, out: Path) -> None:
+    args = [espeak, "-s", str(round(ESPEAK_WPM * rate)), "-w", str(out), "--stdin"]
+    if voice:
+        args[1:1] = ["-v", voice]
+    proc = subprocess.run(args, input=text.encode("utf-8"), capture_output=True,
+                          timeout=TTS_TIMEOUT, check=False)
+    _check_output(proc, out)
+
+
+def _pyttsx3_run(text: str, voice: str, rate: float, out: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", _tts_script(), text, str(out), voice,
+                           str(rate)], capture_output=True, timeout=TTS_TIMEOUT, check=False)
+    _check_output(proc, out)
+
+
+def _check_output(proc: subprocess.CompletedProcess[bytes], out: Path) -> None:
+    if proc.returncode != 0 or not out.exists() or out.stat().st_size <= WAV_HEADER_BYTES:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise VoiceError("语音合成失败（需要 espeak-ng） / speech synthesis failed: "
+                         + (detail[-1] if detail else "no audio produced"))
+
+
+def _concatenate(parts: list[Path]) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(str(parts[0])) as first:
+        params = first.getparams()
+    with wave.open(buf, "wb") as dst:
+        dst.setparams(params)
+        for part in parts:
+            with wave.open(str(part)) as src:
+                if (src.getnchannels(), src.getsampwidth(), src.getframerate()) != \
+                        (params.nchannels, params.sampwidth, params.framerate):
+                    raise VoiceError("语音合成失败 / speech synthesis failed: the voices "
+                                     "produced audio in different formats")
+                dst.writeframes(src.readframes(src.getnframes()))
+    return buf.getvalue()
+
+
 def synthesize(text: str, *, language: str, config: Config) -> bytes:
-    """Render ``text`` to WAV bytes with pyttsx3 (in a child process)."""
-    text = text.strip()
+    """Render any ``text`` to WAV bytes: espeak-ng (or pyttsx3 where espeak-ng is not
+    installed) in a child process per script run, concatenated."""
+    text = text.strip()[:MAX_SPEECH_CHARS]
     if not text:
         raise VoiceError("没有要朗读的内容 / nothing to speak")
     if config.voice.tts_engine == "none":
         raise VoiceError("语音播报已关闭 / speech output is turned off in settings")
+    runs = speech_runs(text, language=language, config=config)
+    if not runs:
+        raise VoiceError("没有可朗读的文字 / nothing speakable in the text")
+    espeak = shutil.which("espeak-ng") or shutil.which("espeak")
     with tempfile.TemporaryDirectory(prefix="aios-tts-") as tmp:
-        out = Path(tmp) / "speech.wav"
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-c", _tts_script(), text[:2000], str(out),
-                 voice_for(language, config), str(config.voice_rate)],
-                capture_output=True, timeout=TTS_TIMEOUT, check=False)
-        except subprocess.TimeoutExpired as e:
-            raise VoiceError("语音合成超时 / speech synthesis timed out") from e
-        if proc.returncode != 0 or not out.exists() or out.stat().st_size < 100:
-            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise VoiceError("语音合成失败（需要 espeak-ng 和 pyttsx3） / speech synthesis "
-                             "failed: " + (detail[-1] if detail else "no audio produced"))
-        return out.read_bytes()
+        parts = []
+        for i, (voice, run) in enumerate(runs):
+            out = Path(tmp) / f"run{i}.wav"
+            try:
+                if espeak:
+                    _espeak_run(espeak, run, voice, config.voice_rate, out)
+                else:
+                    _pyttsx3_run(run, voice, config.voice_rate, out)
+            except subprocess.TimeoutExpired as e:
+                raise VoiceError("语音合成超时 / speech synthesis timed out") from e
+            parts.append(out)
+        return _concatenate(parts)
 
 
 def wav_seconds(data: bytes) -> float:

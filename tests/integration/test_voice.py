@@ -94,3 +94,18 @@ def test_mandarin_reply_is_rendered_to_speech(voice_system: Running) -> None:
                                {"text": "欢迎使用 Triton AIOS。已将播放按钮移到左上角。"})
     assert wav_seconds(longer.content) > seconds
     assert voice_system.post("/api/voice/speak", {"text": " "}).status_code == 400
+
+
+@pytest.mark.parametrize("text", [
+    "「帮我写一个计算斐波那契的 python 程序并运行」不是 Python 代码。例如：运行 print(1+1)",
+    "★ → ✓",
+    "🎵🎶",
+    "def f(x):\n    return x ** 2  # 平方",
+    "Hello, 世界! 100% ok?",
+])
+def test_any_reply_text_is_rendered_to_speech(voice_system: Running, text: str) -> None:
+    """Mixed scripts, symbols only, emoji only and code all give audible speech."""
+    r = voice_system.post("/api/voice/speak", {"text": text, "lang": "zh-CN"})
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "audio/wav"
+    assert wav_seconds(r.content) > 0.5
