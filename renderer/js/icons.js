@@ -9,6 +9,7 @@ const SHAPES = {
     ['path', { d: 'M12 17v5M8 22h8' }]],
   volume: [['path', { d: 'M4 9h4l5-4v14l-5-4H4z' }], ['path', { d: 'M16.5 8.5a5 5 0 0 1 0 7' }],
     ['path', { d: 'M19 6a8.5 8.5 0 0 1 0 12' }]],
+  speechOff: [['path', { d: 'M4 9h4l5-4v14l-5-4H4z' }], ['path', { d: 'M19 7v6' }], ['circle', { cx: 19, cy: 17, r: 0.6 }]],
   mute: [['path', { d: 'M4 9h4l5-4v14l-5-4H4z' }], ['path', { d: 'M17 9l5 6M22 9l-5 6' }]],
   net: [['path', { d: 'M2 8.5a15 15 0 0 1 20 0' }], ['path', { d: 'M5.5 12a10 10 0 0 1 13 0' }],
     ['path', { d: 'M9 15.5a5 5 0 0 1 6 0' }], ['circle', { cx: 12, cy: 19, r: 1 }]],

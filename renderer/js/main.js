@@ -299,6 +299,7 @@ function wire() {
   on('command:submit', runInstruction);
   on('voice:listen', voice.listen);
   on('voice:mute', voice.setMuted);
+  on('voice:state', tray.renderSpeech);
   on('system:settings', settings.open);
   on('system:audit', audit.open);
   on('system:about', () => modal.info(t('about.title'), [t('about.body'), t('about.apps', { n: state.apps.size })]));

@@ -11,6 +11,8 @@ export const state = {
   llm: null,
   lang: 'zh-CN',
   muted: false,
+  /** Why the server's speech engine failed last, or null while it works. */
+  speechError: null,
   voiceRate: DEFAULTS.voiceRate,
   /** "connecting" | "open" | "closed" */
   wsState: 'connecting',

@@ -11,9 +11,10 @@ let nodes = null;
 let shownMonth = null;
 
 export function init() {
-  nodes = { net: $('tray_net'), volume: $('tray_volume'), llm: $('tray_llm'), clock: $('clock'),
-    calendar: $('calendar') };
+  nodes = { net: $('tray_net'), volume: $('tray_volume'), llm: $('tray_llm'), speech: $('tray_speech'),
+    clock: $('clock'), calendar: $('calendar') };
   nodes.llm.appendChild(icon('chip'));
+  nodes.speech.appendChild(icon('speechOff'));
   nodes.volume.addEventListener('click', () => {
     state.muted = !state.muted;
     renderVolume();
@@ -41,6 +42,7 @@ export function render() {
   renderNet();
   renderVolume();
   renderLLM();
+  renderSpeech();
   renderClock();
   if (!nodes.calendar.hidden) renderCalendar();
 }
@@ -70,6 +72,16 @@ export function renderLLM() {
   const label = llm ? (on ? t('llm.on', { model: llm.model || '' }) : t('llm.off')) : t('llm.unknown');
   nodes.llm.title = label;
   nodes.llm.setAttribute('aria-label', label);
+}
+
+/** The server's speech engine failing: a tray state whose tooltip says why (hidden when it works). */
+export function renderSpeech() {
+  const error = state.speechError;
+  nodes.speech.hidden = !error;
+  nodes.speech.dataset.state = error ? 'failed' : 'ok';
+  const label = error ? t('speech.failed', { error }) : '';
+  nodes.speech.title = label;
+  nodes.speech.setAttribute('aria-label', label);
 }
 
 // ------------------------------------------------------------------ clock

@@ -162,6 +162,7 @@ function stopServerAudio() {
 async function speakOnServer(words, want) {
   try {
     const wav = await api.voiceSpeak(words, want);
+    setSpeechError(null);
     if (state.muted) return;
     stopServerAudio();
     const audio = new Audio(URL.createObjectURL(wav));
@@ -178,8 +179,15 @@ async function speakOnServer(words, want) {
       document.addEventListener('keydown', later, { once: true, capture: true });
     }
   } catch (err) {
-    toast(t('speak.failed', { error: err.message }), { level: 'error' });
+    // A broken engine fails every reply the same way: one tray state, not a toast each time.
+    setSpeechError(err.message || String(err));
   }
+}
+
+function setSpeechError(message) {
+  if (state.speechError === message) return;
+  state.speechError = message;
+  emit('voice:state', message);
 }
 
 /** Mute stops what is being said now; later replies are not spoken until unmuted. */

@@ -218,6 +218,29 @@ def test_a_reply_is_spoken_by_the_servers_voice_and_mute_stops_it(
     assert len(spoken) == before
 
 
+def test_a_failing_speech_engine_is_one_tray_state_not_a_toast_per_reply(
+        system_factory: Callable[..., Running], open_desk: Callable[..., Desk]) -> None:
+    running = system_factory(["gallery"], voice={"welcome": False,
+                                                 "mandarin_voice": "no/such-voice"})
+    desk = open_desk(running, muted=False)
+    desk.allow_console(r"status of 422")
+    page = desk.page
+    tray = page.locator("#tray_speech")
+    expect(tray).to_be_hidden()
+    for text in ("第一条回复", "第二条回复"):
+        with page.expect_response("**/api/voice/speak") as said:
+            running.system.bus.emit("speak", {"text": text, "lang": "zh-CN"})
+        assert said.value.status == 422
+    expect(tray).to_be_visible()
+    expect(tray).to_have_attribute("data-state", "failed")
+    expect(tray).to_have_attribute("title", re.compile(r"Speech output unavailable: .*voice"))
+    # Events arrive in order: once this toast shows, both replies have been handled.
+    running.system.bus.emit("notify", {"app": "gallery", "title": "marker", "body": "m"})
+    expect(page.locator("#toasts .toast", has_text="marker")).to_be_visible()
+    expect(page.locator("#toasts .toast-error")).to_have_count(0)
+    desk.shot("speech_failed")
+
+
 def test_the_mic_without_a_microphone_says_why(desk: Desk) -> None:
     desk.allow_console(r"status of 422")
     desk.page.locator("#mic_button").click()
