@@ -30,6 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.json)")
     p.add_argument("--selftest", action="store_true",
                    help="open the window, print the page title read through the web engine, exit")
+    p.add_argument("--new-token", action="store_true",
+                   help="replace the launch token kept in the data dir (open pages must reload)")
     p.add_argument("--log-level", default=os.environ.get("AIOS_LOG_LEVEL", "INFO"))
     return p.parse_args(argv)
 
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     port_map = None if args.data_dir else Path(__file__).resolve().parent / "port_map.json"
     system = System(config, port=server.port, token=os.environ.get("AIOS_TOKEN") or None,
-                    port_map_path=port_map)
+                    port_map_path=port_map, new_token=args.new_token)
     server.attach(create_app(system))
     server.start()
 

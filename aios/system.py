@@ -7,7 +7,6 @@ and stops them so that no process is left behind.
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ from aios import os_sandbox
 from aios.config import Config, apply_updates, save_settings
 from aios.controller import Controller
 from aios.events import EventBus
+from aios.launch_token import launch_token
 from aios.launcher import AppRecord, Launcher
 from aios.llm import LLMClient
 from aios.protocol import ATOMIC_TOOLS
@@ -33,13 +33,13 @@ log = logging.getLogger(__name__)
 
 class System:
     def __init__(self, config: Config, *, port: int, token: str | None = None,
-                 port_map_path: Path | None = None):
+                 port_map_path: Path | None = None, new_token: bool = False):
         self.config = config
         self.port = port
-        self.token = token or secrets.token_urlsafe(24)
         self.data_dir = config.data_path
         self.apps_dir = config.apps_path
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.token = token or launch_token(self.data_dir, new=new_token)
         self.store = Store(self.data_dir / "aios.db")
         self.bus = EventBus()
         self.llm = LLMClient(config, self.store)
