@@ -119,6 +119,36 @@ class AppsConfig(_Section):
     backoff_max: float = Field(default=8, ge=0)
 
 
+class StoreConfig(_Section):
+    """``store``: the system database (``<data_dir>/aios.db``)."""
+
+    pool_size: int = Field(default=8, ge=1, le=64)
+    """Connections kept open; requests borrow one per operation (about 2 fds each)."""
+    busy_timeout: float = Field(default=30, gt=0)
+    """Seconds to wait for a lock or a free connection before a 503."""
+    history_page: int = Field(default=200, ge=1)
+    """History entries ``GET /api/sessions/<id>`` returns without ``?limit=``."""
+    history_page_max: int = Field(default=1000, ge=1)
+    """Largest ``?limit=`` accepted."""
+
+
+class RetentionConfig(_Section):
+    """``retention``: how much the database keeps; a background pruner enforces it."""
+
+    audit_rows: int = Field(default=100_000, ge=100)
+    """Newest audit rows (``tool_calls_log``) kept; also the cap for LLM usage rows."""
+    audit_days: float = Field(default=30, gt=0)
+    """Audit and LLM usage rows older than this are deleted."""
+    history_rows_per_session: int = Field(default=2000, ge=10)
+    """Newest history entries (and tasks) kept per session."""
+    history_days: float = Field(default=90, gt=0)
+    """History, finished tasks and idle sessions older than this are deleted."""
+    prune_interval: float = Field(default=600, gt=0)
+    """Seconds between two pruning passes (the first runs at start)."""
+    vacuum_hours: float = Field(default=24, gt=0)
+    """Hours between two ``VACUUM``s (run by the pruner after a pass)."""
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -128,6 +158,8 @@ class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
     desktop: DesktopConfig = Field(default_factory=DesktopConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
     apps: AppsConfig = Field(default_factory=AppsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
@@ -136,6 +168,9 @@ class Config(_Section):
     max_rounds: int = Field(default=5, ge=1, le=50)
     handle_timeout: float = Field(default=30, gt=0)
     app_start_timeout: float = Field(default=20, gt=0)
+    startup_ready_wait: float = Field(default=5, gt=0)
+    """Seconds start-up waits for the apps before printing "AIOS ready"; an app still
+    starting then stays ``starting`` (and health says so) until it listens or fails."""
     max_reply_bytes: int = Field(default=5_000_000, ge=1024)
     history_summary_chars: int = Field(default=800, ge=100)
 

@@ -4,13 +4,17 @@
     ├── ConfigError              config.json or an override is invalid
     ├── ManifestError            an app folder's manifest is unusable
     ├── ProtocolError            a message fails validation against aios.protocol
-    ├── StoreError               the SQLite store failed (sqlite3 errors mapped here)
+    ├── StoreError               the SQLite store failed (sqlite3 errors mapped here) (HTTP 500)
+    │   ├── StoreFull            the disk holding the data dir is full  (HTTP 503)
+    │   ├── StoreCorrupt         the database file is damaged           (HTTP 500)
+    │   └── StoreBusy            no connection or lock within the timeout (HTTP 503)
     ├── ToolError                a tool call did not succeed
     │   ├── ToolRefused          a sandbox rule refused it (audited as ``denied``)
     │   └── ToolFailed           it ran and failed (audited as ``error``)
     ├── AppError                 an app could not give a usable reply
     │   ├── AppNotFound          no such app id                      (HTTP 404)
     │   ├── AppUnavailable       the app is not running               (HTTP 503)
+    │   │   └── AppBusy          every call slot of the app is taken  (HTTP 503)
     │   ├── AppTimeout           no reply within handle_timeout       (HTTP 504)
     │   └── AppReplyInvalid      the reply is not valid JSON or fails validation
     └── LLMError                 the language model could not answer
@@ -43,7 +47,19 @@ class ProtocolError(AIOSError):
 
 
 class StoreError(AIOSError):
-    pass
+    http_status = 500
+
+
+class StoreFull(StoreError):
+    http_status = 503
+
+
+class StoreCorrupt(StoreError):
+    http_status = 500
+
+
+class StoreBusy(StoreError):
+    http_status = 503
 
 
 class ToolError(AIOSError):
@@ -80,6 +96,10 @@ class AppNotFound(AppError):
 
 class AppUnavailable(AppError):
     http_status = 503
+
+
+class AppBusy(AppUnavailable):
+    """The app has ``apps.max_concurrent_calls`` calls in flight and no room to wait."""
 
 
 class AppTimeout(AppError):

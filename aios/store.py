@@ -1,35 +1,59 @@
 """The one SQLite database (WAL) of the system: the only module that touches SQLite.
 
 Tables: ``tool_calls_log`` (audit), ``cache`` (per-app namespaces, TTL),
-``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``.
+``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``, ``meta``.
 
-Each thread holds its own connection while it lives; WAL lets readers run
-beside the one writer, and ``busy_timeout`` makes concurrent writers wait
-instead of fail, so writes from many threads lose nothing. ``sqlite3``
-errors are mapped to StoreError here.
+Connections come from a fixed pool of ``pool_size``: every operation borrows
+one and gives it back, so the number of open file descriptors never follows
+the peak number of concurrent requests (SQLite keeps a closed connection's
+descriptors open while another connection holds a lock, so "open more, close
+later" leaks them). A thread that already holds a connection reuses it. WAL
+lets readers run beside the one writer; writers of this process queue on a
+lock before ``BEGIN IMMEDIATE`` (SQLite's busy handler sleeps with growing
+delays, which under many concurrent requests costs far more than the writes).
 
-The HTTP server runs every request in a new thread, so a connection is
-leased to a thread and returns to an idle pool when the thread ends (else
-each request would open, and keep, one more connection and its file
-descriptors). Writers of this process queue on a lock before ``BEGIN
-IMMEDIATE``: SQLite's busy handler waits by sleeping with growing delays,
-which under many concurrent requests costs far more than the writes.
+``sqlite3`` errors are mapped here to the StoreError family: a full disk,
+an I/O error or a damaged file also put the store in a *failing* state that
+``failure()`` reports (``/api/health``) until a write succeeds again. At
+start a damaged file is moved aside (``aios.db.broken-<timestamp>``) and a
+fresh database is created.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
+import os
+import queue
 import sqlite3
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from aios.errors import StoreError
+from aios.errors import StoreBusy, StoreCorrupt, StoreError, StoreFull
+
+log = logging.getLogger(__name__)
+
+POOL_SIZE = 8
+"""Connections per store (each holds about two file descriptors)."""
+BUSY_TIMEOUT = 30.0
+"""Seconds a statement waits for another process's lock, and a thread for a free connection."""
+HISTORY_PAGE = 200
+"""History entries ``session()`` returns when no limit is given."""
+PRUNE_BATCH = 5000
+"""Rows deleted per transaction while pruning, so other writers interleave."""
+PROBE_BYTES = 16384
+"""Size of the health probe's write while failing: large enough to need new pages."""
+UNFINISHED = ("pending", "running")
+FINISHED = ("done", "error", "interrupted")
+
+# sqlite3 primary result codes (the low byte of an extended code)
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 10, 11, 13, 14, 26
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tool_calls_log (
@@ -105,6 +129,14 @@ CREATE TABLE IF NOT EXISTS llm_usage (
     ok INTEGER NOT NULL,
     error TEXT
 );
+CREATE INDEX IF NOT EXISTS llm_usage_ts ON llm_usage (ts);
+CREATE INDEX IF NOT EXISTS tool_calls_ts ON tool_calls_log (ts);
+CREATE INDEX IF NOT EXISTS history_ts ON history (ts);
+
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 _MISSING = object()
@@ -124,129 +156,250 @@ def new_session_id() -> str:
     return "sess_" + uuid.uuid4().hex[:16]
 
 
-IDLE_CONNECTIONS = 16
-"""Connections kept for reuse after their threads ended; more are closed."""
+def _code(e: sqlite3.Error) -> int | None:
+    code = getattr(e, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
-class _Lease:
-    """A thread's hold on one connection; when it is freed the connection returns."""
+def _out_of_fds() -> bool:
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as e:
+        return e.errno in (errno.EMFILE, errno.ENFILE)
+    return False
 
-    __slots__ = ("conn", "__weakref__")
 
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
+def _is_damage(e: sqlite3.Error) -> bool:
+    return _code(e) in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in str(e) \
+        or "not a database" in str(e)
 
 
 class Store:
     """Thread-safe access to the system database at ``path``."""
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, pool_size: int = POOL_SIZE,
+                 busy_timeout: float = BUSY_TIMEOUT):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.pool_size = max(1, pool_size)
+        self.busy_timeout = busy_timeout
+        self.moved_aside: Path | None = None
+        """Where a damaged database found at start was moved, if one was."""
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._opened = 0
+        self._open_lock = threading.Lock()
         self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._idle: list[sqlite3.Connection] = []
-        self._conns_lock = threading.RLock()
         self._write_lock = threading.RLock()
         self._closed = False
+        self._failure: str | None = None
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._set_aside_if_damaged()
         try:
-            self._conn().executescript(SCHEMA)
+            with self._conn() as conn, self._write_lock:
+                conn.executescript(SCHEMA)
         except sqlite3.Error as e:
-            raise StoreError(f"cannot create the schema in {self.path}: {e}") from e
+            raise self._map(e) from e
+
+    @property
+    def location(self) -> str:
+        return str(Path(self.path).resolve().parent) if self.path != ":memory:" else "memory"
+
+    # ----------------------------------------------------------- integrity
+
+    def _set_aside_if_damaged(self) -> None:
+        """quick_check an existing file; move a damaged one (and its -wal/-shm) aside."""
+        db = Path(self.path)
+        if not db.exists() or db.stat().st_size == 0:
+            return  # a zero-length file is a fresh database
+        problem = None
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+            try:
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+            finally:
+                conn.close()
+            if rows != ["ok"]:
+                found = [line for r in rows for line in str(r).splitlines()
+                         if not line.startswith("***")] or ["quick_check failed"]
+                problem = found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+        except sqlite3.Error as e:
+            if not _is_damage(e):
+                raise self._map(e) from e
+            problem = str(e)
+        if problem is None:
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        dest = db.with_name(f"{db.name}.broken-{stamp}")
+        n = 1
+        while dest.exists():
+            n += 1
+            dest = db.with_name(f"{db.name}.broken-{stamp}-{n}")
+        for suffix in ("-wal", "-shm"):
+            side = Path(self.path + suffix)
+            if side.exists():
+                side.rename(str(dest) + suffix)
+        db.rename(dest)
+        self.moved_aside = dest
+        log.warning("the database %s is damaged (%s): moved it to %s and started a fresh one",
+                    self.path, problem, dest)
 
     # ---------------------------------------------------------- connections
 
-    def _conn(self) -> sqlite3.Connection:
-        lease = getattr(self._local, "lease", None)
-        if lease is not None:
-            return lease.conn
-        conn = None
-        with self._conns_lock:
-            if self._closed:
-                raise StoreError("the store is closed")
-            if self._idle:
-                conn = self._idle.pop()
-        if conn is None:
-            conn = self._open()
-        lease = _Lease(conn)
-        # Runs when the thread ends (its locals die) or the store is closed.
-        finalizer = weakref.finalize(lease, self._release, conn)
-        finalizer.atexit = False
-        self._local.lease = lease
-        return conn
-
     def _open(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+            except sqlite3.Error:
+                conn.close()
+                raise
         except sqlite3.Error as e:
-            raise StoreError(f"cannot open database {self.path}: {e}") from e
+            raise self._map(e) from e
         conn.row_factory = sqlite3.Row
-        with self._conns_lock:
-            self._conns.append(conn)
         return conn
 
-    def _release(self, conn: sqlite3.Connection) -> None:
-        """A thread is done with ``conn``: keep it for the next thread (a few at most)."""
-        with self._conns_lock:
-            if self._closed or conn not in self._conns:
-                return
+    def _acquire(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError("the store is closed")
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._open_lock:
+            grow = self._opened < self.pool_size
+            if grow:
+                self._opened += 1
+        if grow:
             try:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                self._idle_full(conn)
-                return
-            if len(self._idle) < IDLE_CONNECTIONS:
-                self._idle.append(conn)
-            else:
-                self._idle_full(conn)
+                return self._open()
+            except BaseException:
+                with self._open_lock:
+                    self._opened -= 1
+                raise
+        try:
+            return self._idle.get(timeout=self.busy_timeout)
+        except queue.Empty:
+            raise StoreBusy(f"the database {self.path} is busy: no connection became free "
+                            f"within {self.busy_timeout:g} s") from None
 
-    def _idle_full(self, conn: sqlite3.Connection) -> None:
-        self._conns.remove(conn)
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            self._discard(conn)
+            return
+        if self._closed:
+            self._discard(conn)
+        else:
+            self._idle.put(conn)
+
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        with self._open_lock:
+            self._opened -= 1
         try:
             conn.close()
         except sqlite3.Error:
             pass
 
     @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        """Borrow a connection for one operation (the thread's own if it holds one)."""
+        held: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        conn = self._acquire()
+        self._local.conn = conn
+        try:
+            yield conn
+        finally:
+            self._local.conn = None
+            self._give_back(conn)
+
+    def _map(self, e: sqlite3.Error) -> StoreError:
+        """The StoreError for a sqlite3 error; full disk, I/O and damage mark the store failing."""
+        code = _code(e)
+        err: StoreError
+        if code == _SQLITE_FULL or "disk is full" in str(e):
+            err = StoreFull(f"the disk holding {self.location} is full: free some space "
+                            "(the system recovers by itself)")
+        elif code == _SQLITE_IOERR:
+            err = StoreError(f"disk I/O error on the database {self.path}: {e}")
+        elif _is_damage(e):
+            err = StoreCorrupt(f"the database {self.path} is damaged ({e}): restart the "
+                               "system to move it aside and start a fresh one")
+        elif code == _SQLITE_CANTOPEN and _out_of_fds():
+            return StoreError(f"cannot open the database {self.path}: the system has run out "
+                              "of file descriptors (too many open files)")
+        elif "locked" in str(e) or "busy" in str(e):
+            return StoreBusy(f"the database {self.path} is busy: {e}")
+        else:
+            return StoreError(f"database error in {self.path}: {e}")
+        self._failure = str(err)
+        return err
+
+    @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        with self._write_lock:
+        with self._conn() as conn, self._write_lock:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
             except sqlite3.Error as e:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise StoreError(f"database error in {self.path}: {e}") from e
+                self._rollback(conn)
+                raise self._map(e) from e
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                self._rollback(conn)
                 raise
+        self._failure = None  # a write went through: whatever failed has recovered
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the rollback of a failed write failing too changes nothing for the caller
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         try:
-            return self._conn().execute(sql, params).fetchall()
+            with self._conn() as conn:
+                return conn.execute(sql, params).fetchall()
         except sqlite3.Error as e:
-            raise StoreError(f"database error in {self.path}: {e}") from e
+            raise self._map(e) from e
 
     def close(self) -> None:
         self._closed = True
-        with self._conns_lock:
-            for conn in self._conns:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._conns.clear()
-            self._idle.clear()
-        self._local = threading.local()
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            self._discard(conn)
+
+    # -------------------------------------------------------------- health
+
+    def failure(self) -> str | None:
+        """Why the store is failing (full disk, I/O error, damage), or None when it works.
+
+        While failing, each call tries one tiny write, so the state clears as
+        soon as the cause is gone even when nothing else writes.
+        """
+        if self._failure is not None and not self._closed:
+            try:
+                self.set_meta("probe", "x" * PROBE_BYTES)
+            except StoreError:
+                pass
+        return self._failure
+
+    def size_bytes(self) -> int:
+        """The database file plus its write-ahead log."""
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal")
+                   if os.path.exists(p))
 
     # ---------------------------------------------------------------- audit
 
@@ -343,16 +496,28 @@ class Store:
             db.execute("UPDATE sessions SET updated=? WHERE id=?", (time.time(), session_id))
             return int(cur.lastrowid or 0)
 
-    def history(self, session_id: str, limit: int = 200) -> list[dict[str, Any]]:
-        rows = self._query("SELECT * FROM (SELECT * FROM history WHERE session_id=?"
-                           " ORDER BY id DESC LIMIT ?) ORDER BY id", (session_id, limit))
-        return [{**dict(r), "content": json.loads(r["content"])} for r in rows]
+    def history(self, session_id: str, limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+        return self.history_page(session_id, limit=limit)[0]
+
+    def history_page(self, session_id: str, *, before: int | None = None,
+                     limit: int = HISTORY_PAGE) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` entries older than entry id ``before`` (oldest first), and
+        whether older ones remain."""
+        sql = "SELECT * FROM history WHERE session_id=?"
+        params: tuple[Any, ...] = (session_id,)
+        if before is not None:
+            sql += " AND id<?"
+            params += (before,)
+        rows = self._query(sql + " ORDER BY id DESC LIMIT ?", (*params, limit + 1))
+        more = len(rows) > limit
+        return [{**dict(r), "content": json.loads(r["content"])}
+                for r in reversed(rows[:limit])], more
 
     def upsert_task(self, session_id: str, task_id: str, *, app: str | None,
                     instruction: str | None, depends_on: list[str], status: str,
                     result: Any = None) -> None:
         now = time.time()
-        finished = now if status in ("done", "error") else None
+        finished = now if status in FINISHED else None
         with self._tx() as db:
             db.execute(
                 "INSERT INTO tasks (session_id, task_id, app, instruction, depends_on, status,"
@@ -362,8 +527,14 @@ class Store:
                 (session_id, task_id, app, instruction, _dumps(depends_on), status, now,
                  finished, None if result is None else _dumps(result)))
 
+    def interrupt_unfinished_tasks(self) -> int:
+        """Mark tasks a previous run left pending or running as ``interrupted``."""
+        with self._tx() as db:
+            return db.execute("UPDATE tasks SET status='interrupted', finished=?"
+                              " WHERE status IN (?, ?)", (time.time(), *UNFINISHED)).rowcount
+
     def tasks(self, session_id: str) -> list[dict[str, Any]]:
-        rows = self._query("SELECT * FROM tasks WHERE session_id=? ORDER BY created",
+        rows = self._query("SELECT * FROM tasks WHERE session_id=? ORDER BY created, rowid",
                            (session_id,))
         out = []
         for r in rows:
@@ -383,21 +554,30 @@ class Store:
                            (session_id, app))
         return json.loads(rows[0][0]) if rows else None
 
-    def session(self, session_id: str) -> dict[str, Any] | None:
-        """Everything §4.4 keeps for one session."""
+    def session(self, session_id: str, *, before: int | None = None,
+                limit: int = HISTORY_PAGE) -> dict[str, Any] | None:
+        """Everything §4.4 keeps for one session, with one page of its history.
+
+        ``history`` holds up to ``limit`` entries older than entry id ``before``
+        (the newest when None); ``has_more`` says whether older entries remain,
+        and ``next_before`` is the ``before`` that fetches them.
+        """
         rows = self._query("SELECT * FROM sessions WHERE id=?", (session_id,))
         if not rows:
             return None
         tasks = self.tasks(session_id)
+        history, more = self.history_page(session_id, before=before, limit=limit)
         states = self._query("SELECT app, state FROM agent_state WHERE session_id=?",
                              (session_id,))
         return {
             "session_id": session_id,
             "created": rows[0]["created"],
             "updated": rows[0]["updated"],
-            "history": self.history(session_id),
-            "current_tasks": [t for t in tasks if t["status"] in ("pending", "running")],
-            "completed_tasks": [t for t in tasks if t["status"] not in ("pending", "running")],
+            "history": history,
+            "has_more": more,
+            "next_before": history[0]["id"] if more and history else None,
+            "current_tasks": [t for t in tasks if t["status"] in UNFINISHED],
+            "completed_tasks": [t for t in tasks if t["status"] not in UNFINISHED],
             "context": json.loads(rows[0]["context"]),
             "agent_states": {r["app"]: json.loads(r["state"]) for r in states},
             "tool_calls_log": list(reversed(self.audit_rows(session_id=session_id, limit=500))),
@@ -418,3 +598,81 @@ class Store:
     def llm_usage(self, limit: int = 100) -> list[dict[str, Any]]:
         return [dict(r) for r in self._query("SELECT * FROM llm_usage ORDER BY id DESC LIMIT ?",
                                              (limit,))]
+
+    # ------------------------------------------------------------ retention
+
+    def prune(self, *, audit_rows: int, audit_days: float, history_rows_per_session: int,
+              history_days: float, llm_usage_rows: int,
+              now: float | None = None) -> dict[str, int]:
+        """Delete what is past retention (by count and by age); rows deleted per table."""
+        now = time.time() if now is None else now
+        audit_cut, history_cut = now - audit_days * 86400, now - history_days * 86400
+        out = {
+            "tool_calls_log": self._delete_batched("tool_calls_log", "ts<?", (audit_cut,))
+            + self._keep_newest("tool_calls_log", audit_rows),
+            "llm_usage": self._delete_batched("llm_usage", "ts<?", (audit_cut,))
+            + self._keep_newest("llm_usage", llm_usage_rows),
+            "history": self._delete_batched("history", "ts<?", (history_cut,)),
+            "tasks": self._delete_batched("tasks", "created<? AND status NOT IN (?, ?)",
+                                          (history_cut, *UNFINISHED), key="rowid"),
+            "cache": self.cache_purge_expired(),
+        }
+        crowded = self._query("SELECT session_id FROM history GROUP BY session_id"
+                              " HAVING count(*) > ?", (history_rows_per_session,))
+        for (sid,) in crowded:
+            out["history"] += self._keep_newest("history", history_rows_per_session,
+                                                "session_id=?", (sid,))
+        tasks = self._query("SELECT session_id FROM tasks GROUP BY session_id"
+                            " HAVING count(*) > ?", (history_rows_per_session,))
+        for (sid,) in tasks:
+            out["tasks"] += self._keep_newest("tasks", history_rows_per_session,
+                                              "session_id=?", (sid,), key="rowid")
+        with self._tx() as db:
+            db.execute("DELETE FROM agent_state WHERE updated<?", (history_cut,))
+            out["sessions"] = db.execute(
+                "DELETE FROM sessions WHERE updated<? AND id NOT IN"
+                " (SELECT session_id FROM history)", (history_cut,)).rowcount
+        return out
+
+    def _keep_newest(self, table: str, keep: int, where: str = "1",
+                     params: tuple[Any, ...] = (), key: str = "id") -> int:
+        rows = self._query(f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key} DESC"
+                           " LIMIT 1 OFFSET ?", (*params, keep))
+        if not rows:
+            return 0
+        return self._delete_batched(table, f"{where} AND {key}<=?", (*params, rows[0][0]),
+                                    key=key)
+
+    def _delete_batched(self, table: str, where: str, params: tuple[Any, ...],
+                        key: str = "id") -> int:
+        total = 0
+        while True:
+            with self._tx() as db:
+                n = db.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table}"
+                               f" WHERE {where} LIMIT ?)", (*params, PRUNE_BATCH)).rowcount
+            total += n
+            if n < PRUNE_BATCH:
+                return total
+
+    def vacuum(self, now: float | None = None) -> None:
+        """Give the space of deleted rows back to the disk and empty the write-ahead log."""
+        with self._conn() as conn, self._write_lock:
+            try:
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as e:
+                raise self._map(e) from e
+        self.set_meta("vacuumed", time.time() if now is None else now)
+
+    def last_vacuum(self) -> float | None:
+        value = self.meta("vacuumed")
+        return float(value) if value is not None else None
+
+    def meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                       (key, str(value)))
