@@ -36,6 +36,17 @@ export function setErrorText(fns) {
   describe = { ...describe, ...fns };
 }
 
+/** Called once a request is refused with 401: the launch token this page holds is stale. */
+let onUnauthorized = () => {};
+
+export function setUnauthorizedHandler(fn) {
+  onUnauthorized = fn;
+}
+
+function refused(res, msg) {
+  if (res.status === 401) onUnauthorized(msg);
+}
+
 async function request(method, path, { json, body, headers = {}, timeout = DEFAULTS.requestTimeoutMs } = {}) {
   const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...headers } };
   if (token) init.headers.Authorization = `Bearer ${token}`;
@@ -69,6 +80,7 @@ async function request(method, path, { json, body, headers = {}, timeout = DEFAU
   if (!res.ok) {
     const msg = payload && typeof payload.error === 'string' && payload.error
       ? payload.error : describe.http(res.status);
+    refused(res, msg);
     throw new ApiError(msg, { status: res.status, body: payload });
   }
   return payload;
@@ -90,6 +102,7 @@ async function requestAudio(path, json, timeout) {
       const payload = await res.json().catch(() => null);
       const msg = payload && typeof payload.error === 'string' && payload.error
         ? payload.error : describe.http(res.status);
+      refused(res, msg);
       throw new ApiError(msg, { status: res.status, body: payload });
     }
     return await res.blob();
@@ -169,7 +182,11 @@ export function connectEvents({ onMessage, onState }) {
     });
     socket.addEventListener('close', () => {
       onState('closed', opened);
-      schedule();
+      // A browser hides why a WebSocket handshake failed; ask the API. A 401 there means
+      // the token is stale (the handler is told by request()): reconnecting cannot help.
+      request('GET', '/api/health').then(schedule, (err) => {
+        if (err.status !== 401) schedule();
+      });
     });
   };
 

@@ -1,6 +1,6 @@
 // Wiring: creates every part of the desktop and connects them through the bus.
 // This is the only module that knows all the others; each of them only draws or reports.
-import { api, connectEvents, initAuth, setErrorText } from './api.js';
+import { api, connectEvents, initAuth, setErrorText, setUnauthorizedHandler } from './api.js';
 import { on } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { applyStatic, setLang, statusText, t } from './i18n.js';
@@ -206,6 +206,7 @@ async function pollHealth() {
     state.health = h && h.status === 'ready' ? 'ready' : 'starting';
   } catch (err) {
     state.health = 'unknown';
+    if (state.wsState === 'unauthorized') return;
     setDesktopStatus(err.message, 'error');
     setTimeout(pollHealth, DEFAULTS.healthPollMs);
     return;
@@ -279,7 +280,19 @@ function onEvent(msg) {
   }
 }
 
+let stopEvents = () => {};
+
+/** The server refused this page's token (it restarted with a new one): say so once, offer a reload. */
+function onUnauthorized() {
+  if (state.wsState === 'unauthorized') return;
+  stopEvents();
+  state.wsState = 'unauthorized';
+  tray.renderNet();
+  modal.reloadOffer(t('auth.lost_title'), [t('auth.lost_body')], t('auth.reload'));
+}
+
 function onSocketState(s, isReconnect) {
+  if (state.wsState === 'unauthorized') return;
   state.wsState = s;
   tray.renderNet();
   snapshot.schedule();
@@ -329,6 +342,7 @@ function wire() {
 
 function boot() {
   initAuth();
+  setUnauthorizedHandler(onUnauthorized);
   setErrorText({
     network: () => t('error.network'),
     timeout: () => t('error.timeout'),
@@ -344,7 +358,7 @@ function boot() {
   wire();
   loadConfig().then(() => pollHealth());
   loadApps();
-  connectEvents({ onMessage: onEvent, onState: onSocketState });
+  stopEvents = connectEvents({ onMessage: onEvent, onState: onSocketState });
   snapshot.schedule();
 }
 

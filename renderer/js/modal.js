@@ -59,3 +59,15 @@ export function info(title, lines) {
     ok.focus();
   });
 }
+
+/** A dialog that cannot be dismissed, only answered by reloading the page. */
+export function reloadOffer(title, lines, label) {
+  const reload = el('button', { class: 'btn btn-primary', type: 'button', id: 'modal_reload', text: label,
+    on: { click: () => location.reload() } });
+  const dialog = el('div', { class: 'modal', id: 'auth_lost', attrs: { role: 'alertdialog', 'aria-modal': 'true' } },
+    el('h2', { class: 'modal-title', text: title }),
+    lines.map((line) => el('p', { class: 'modal-text', text: line })),
+    el('div', { class: 'modal-buttons' }, reload));
+  show(dialog, () => {});
+  reload.focus();
+}

@@ -14,7 +14,7 @@ export const state = {
   /** Why the server's speech engine failed last, or null while it works. */
   speechError: null,
   voiceRate: DEFAULTS.voiceRate,
-  /** "connecting" | "open" | "closed" */
+  /** "connecting" | "open" | "closed" | "unauthorized" (the token is stale: no reconnecting) */
   wsState: 'connecting',
   /** "starting" | "ready" | "unknown" */
   health: 'unknown',

@@ -51,7 +51,8 @@ export function renderNet() {
   const s = state.wsState;
   setIcon(nodes.net, s === 'open' ? 'net' : 'netOff');
   nodes.net.dataset.state = s;
-  const label = t(s === 'open' ? 'net.open' : s === 'connecting' ? 'net.connecting' : 'net.closed');
+  const label = t(s === 'open' ? 'net.open' : s === 'connecting' ? 'net.connecting'
+    : s === 'unauthorized' ? 'net.unauthorized' : 'net.closed');
   nodes.net.title = label;
   nodes.net.setAttribute('aria-label', label);
 }

@@ -38,7 +38,7 @@ from playwright.sync_api import (
 )
 
 from tests.conftest import ROOT, children_now, fail_on_leaked_children
-from tests.integration.conftest import TOKEN, Running, copy_apps, start_system
+from tests.integration.conftest import Running, copy_apps, start_system
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -318,7 +318,7 @@ def open_desk(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Cal
             dialog.dismiss()
 
         page.on("dialog", on_dialog)
-        response = page.goto(f"{running.url}/?token={TOKEN}")
+        response = page.goto(f"{running.url}/?token={running.system.token}")
         assert response is not None and response.ok, "the desktop page did not load"
         desk.headers = response.headers
         expect(page.locator("#tray_net")).to_have_attribute("data-state", "open")

@@ -14,6 +14,9 @@ import pytest
 import requests
 from playwright.sync_api import Request, expect
 
+from aios.config import validate_config
+from aios.server import ServerThread, create_app
+from aios.system import System
 from tests.e2e.conftest import Desk, make_apps_dir, wait_until
 from tests.integration.conftest import Running, start_system
 
@@ -271,6 +274,70 @@ def test_the_desktop_reconnects_after_the_server_restarts(
         expect(desk.page.locator("#toasts .toast", has_text="after the restart")).to_be_visible()
         desk.open_app("gallery")
         assert desk.problems() == []
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def start_with_stored_token(apps: Path, data: Path, port: int = 0) -> Running:
+    """The system as a user starts it: no AIOS_TOKEN, so the token kept in the data dir."""
+    config = validate_config({"apps_dir": str(apps), "data_dir": str(data), "language": "en",
+                              "voice": {"welcome": False}, "llm": {"api_key": ""}})
+    server = ServerThread(port)
+    system = System(config, port=server.port)
+    server.attach(create_app(system))
+    server.start()
+    system.start()
+    running = Running(system, server, apps, data)
+    running.http.headers["Authorization"] = f"Bearer {system.token}"
+    return running
+
+
+def test_the_desktop_reconnects_after_a_restart_with_the_stored_token(
+        open_desk: Callable[..., Desk], tmp_path: Path) -> None:
+    apps = make_apps_dir(tmp_path / "apps", ["gallery"])
+    first = start_with_stored_token(apps, tmp_path / "data")
+    second = None
+    try:
+        desk = open_desk(first)
+        desk.allow_console(r"ERR_CONNECTION_REFUSED|WebSocket|Failed to load resource")
+        net = desk.page.locator("#tray_net")
+        first.stop()
+        expect(net).not_to_have_attribute("data-state", "open")
+        second = start_with_stored_token(apps, tmp_path / "data", port=first.system.port)
+        assert second.system.token == first.system.token
+        expect(net).to_have_attribute("data-state", "open", timeout=30_000)
+        desk.open_app("gallery")
+        expect(desk.page.locator("#auth_lost")).to_have_count(0)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def test_a_page_whose_token_went_stale_offers_a_reload(
+        open_desk: Callable[..., Desk], tmp_path: Path) -> None:
+    apps = make_apps_dir(tmp_path / "apps", ["gallery"])
+    first = start_with_stored_token(apps, tmp_path / "data")
+    second = None
+    try:
+        desk = open_desk(first)
+        desk.allow_console(r"ERR_CONNECTION_REFUSED|WebSocket|Failed to load resource|401")
+        page = desk.page
+        first.stop()
+        # another data dir, so another token: the page's cookie is no longer valid
+        second = start_with_stored_token(apps, tmp_path / "other", port=first.system.port)
+        assert second.system.token != first.system.token
+        offer = page.locator("#auth_lost")
+        expect(offer).to_be_visible(timeout=30_000)
+        expect(offer).to_contain_text("access key is no longer valid")
+        expect(offer.locator("#modal_reload")).to_have_text("Reload")
+        expect(page.locator("#tray_net")).to_have_attribute("data-state", "unauthorized")
+        expect(page.locator("#tray_net")).to_have_attribute("title", re.compile("reload"))
+        desk.shot("stale_token")
+        with page.expect_navigation():
+            offer.locator("#modal_reload").click()
     finally:
         first.stop()
         if second is not None:
