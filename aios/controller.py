@@ -29,7 +29,7 @@ from aios.errors import (
 )
 from aios.executor import Executor
 from aios.planner import Plan, Task, plan_instruction, summarize_history
-from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, parse_response
+from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, forwardable_reply
 from aios.router import AppProfile, OfflineRouter
 
 if TYPE_CHECKING:
@@ -266,7 +266,7 @@ class Controller:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise AppReplyInvalid(f"app {record.id!r} replied with invalid JSON: {e}") from e
         try:
-            return parse_response(payload).model_dump(mode="json", exclude_none=True)
+            return forwardable_reply(payload)
         except ProtocolError as e:
             raise AppReplyInvalid(f"app {record.id!r}: {e}") from e
 

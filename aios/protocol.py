@@ -207,7 +207,8 @@ def _unique_steps(steps: list[Step]) -> list[Step]:
 class AgentResponse(_Open):
     """What an app's ``handle`` returns (spec §6.1, §8.2)."""
 
-    status: Literal["ok", "error"] = "ok"
+    status: Literal["ok", "error"]
+    """Required (spec §6.1): a reply that leaves it out is invalid, never assumed ``ok``."""
     view_type: ViewType
     data: Any = Field(default_factory=dict)
     actions: list[Action] = Field(default_factory=list)
@@ -327,6 +328,23 @@ def _parse(model: type[_M], payload: Any, what: str) -> _M:
 def parse_response(payload: Any) -> AgentResponse:
     """Validate an app's reply; raises ProtocolError naming each bad field."""
     return _parse(AgentResponse, payload, "reply")
+
+
+def forwardable_reply(payload: Any) -> dict[str, Any]:
+    """Validate an app's reply and return what the system forwards: the app's own JSON.
+
+    The models only judge the reply. Re-serialising it from them would add
+    defaults the app never sent (a form field gaining ``"required": false``)
+    and reorder keys, so ``data``, ``actions`` and every other field go on
+    exactly as sent; only an absent ``data`` / ``actions`` / ``steps`` is filled
+    with its empty default. Raises ProtocolError naming each bad field.
+    """
+    parse_response(payload)
+    reply = dict(payload)
+    reply.setdefault("data", {})
+    reply.setdefault("actions", [])
+    reply.setdefault("steps", [])
+    return reply
 
 
 def parse_action_request(payload: Any) -> ActionRequest:

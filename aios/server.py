@@ -97,6 +97,7 @@ def csp_header(port: int, *, window: bool = False) -> str:
 
 def create_app(system: System) -> Flask:
     app = Flask(__name__, static_folder=None)
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # app replies go on as sent
     app.config["MAX_CONTENT_LENGTH"] = 50_000_000
     sock = Sock(app)
     app.extensions["aios_system"] = system
@@ -326,9 +327,9 @@ def create_app(system: System) -> Flask:
         record: AppRecord = g.app_record
         body = _json_body()
         if "view_type" in body:
-            from aios.protocol import parse_response
+            from aios.protocol import forwardable_reply
             try:
-                view = parse_response(body).model_dump(mode="json", exclude_none=True)
+                view = forwardable_reply(body)
             except AIOSError as e:
                 raise _BadRequest(str(e)) from e
             system.bus.emit("view", {"app": record.id, "response": view, "pushed": True})

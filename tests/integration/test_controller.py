@@ -270,3 +270,36 @@ def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) ->
     outcomes = ctl._run_plan(plan, "x", sid)
     assert [o.response["status"] for o in outcomes] == ["error", "error", "error", "ok"]
     assert all("skipped" in o.response["message"] for o in outcomes[:3])
+
+
+# what tests/fixtures/apps_system/bad answers to "verbatim", in the order it sends
+VERBATIM_DATA = {"zeta": 1, "alpha": {"y": None, "b": [3, 1]}, "fields": "opaque"}
+VERBATIM_ACTIONS = [{"type": "submit_form", "action_id": "save", "label": "Save",
+                     "fields": [{"name": "title", "label": "Title", "type": "text"}],
+                     "x_extra": {"kept": True}}]
+
+
+def test_replies_are_forwarded_exactly_as_the_app_sent_them(system_all: Running) -> None:
+    sub = system_all.system.bus.subscribe()
+    try:
+        out = system_all.instruct("bad verbatim")
+        interim = None
+        deadline = time.monotonic() + 10
+        while interim is None and time.monotonic() < deadline:
+            event = sub.get(timeout=0.5)
+            if event and event["type"] == "view" and event["app"] == "bad":
+                interim = event["response"]
+    finally:
+        sub.close()
+    response = out["results"][0]["response"]
+    # validated, but not re-serialised: no "required": false added, no keys reordered
+    for shown in (response, interim):
+        assert shown is not None
+        assert json.dumps(shown["data"]) == json.dumps(VERBATIM_DATA)
+        assert json.dumps(shown["actions"]) == json.dumps(VERBATIM_ACTIONS)
+
+
+def test_a_reply_without_status_is_invalid_and_names_the_field(system_all: Running) -> None:
+    response = system_all.instruct("bad nostatus")["results"][0]["response"]
+    assert response["status"] == "error" and response["view_type"] == "error"
+    assert "status: Field required" in response["message"]

@@ -427,7 +427,8 @@ def test_plan_steps_numbers_and_validates() -> None:
          "on_error": "continue", "timeout": 2},
         {"step_id": 3, "tool": "mine", "args": {}},
     ]
-    assert parse_response({"view_type": "loading", "steps": steps}).steps[2].tool == "mine"
+    reply = parse_response({"status": "ok", "view_type": "loading", "steps": steps})
+    assert reply.steps[2].tool == "mine"
 
 
 @pytest.mark.parametrize(("steps", "problem"), [

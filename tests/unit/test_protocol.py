@@ -21,6 +21,7 @@ from aios.protocol import (
     HandleRequest,
     ToolResult,
     error_response,
+    forwardable_reply,
     generate_schemas,
     parse_action_request,
     parse_manifest,
@@ -51,11 +52,33 @@ def test_spec_6_3_actions_validate() -> None:
 
 
 @pytest.mark.parametrize("name", ["response_6_5.json", "response_7_4.json",
-                                  "response_8_2_loading.json", "response_13_3.json"])
+                                  "response_13_3.json"])
 def test_spec_replies_validate(name: str) -> None:
     reply = parse_response(load(name))
     jsonschema.validate(load(name), schema("agent_response"))
     assert reply.view_type in ("list", "text", "loading")
+
+
+def test_spec_8_2_loading_example_omits_the_required_status() -> None:
+    # §6.1 requires status; the §8.2 example leaves it out, so the spec's own
+    # example is refused with the field named (the rest of it is valid).
+    raw = load("response_8_2_loading.json")
+    with pytest.raises(ProtocolError, match="invalid reply: status: Field required"):
+        parse_response(raw)
+    assert parse_response({"status": "ok", **raw}).view_type == "loading"
+
+
+def test_forwarded_reply_is_the_apps_own_json() -> None:
+    raw = {"view_type": "form", "status": "ok", "data": {"z": 1, "a": None},
+           "actions": [{"type": "submit_form", "action_id": "save",
+                        "fields": [{"name": "title", "label": "Title", "type": "text"}]}],
+           "state": {"n": 1}}
+    forwarded = forwardable_reply(copy.deepcopy(raw))
+    assert json.dumps(forwarded) == json.dumps({**raw, "steps": []})
+    assert forwardable_reply({"status": "error", "view_type": "text"}) == {
+        "status": "error", "view_type": "text", "data": {}, "actions": [], "steps": []}
+    with pytest.raises(ProtocolError, match="status"):
+        forwardable_reply({"view_type": "text"})
 
 
 def test_spec_6_5_keeps_opaque_data_and_repeated_action_ids() -> None:
@@ -130,6 +153,7 @@ def _broken(base: str, mutate: Any) -> Any:
     (lambda r: r.pop("view_type"), "view_type"),
     (lambda r: r.update(view_type="hologram"), "view_type"),
     (lambda r: r.update(status="maybe"), "status"),
+    (lambda r: r.pop("status"), "status"),
     (lambda r: r["actions"][0].update(type="knob"), "actions.0"),
     (lambda r: r["actions"][0].pop("action_id"), "actions.0.button.action_id"),
     (lambda r: r["actions"][0].update(action_id="has space"), "actions.0.button.action_id"),
