@@ -95,6 +95,21 @@ def csp_header(port: int, *, window: bool = False) -> str:
             "frame-ancestors 'none'; form-action 'self'")
 
 
+PROGRESS_MAX = 100
+"""A push's ``progress`` is a fraction 0..1, or a percentage up to this."""
+
+
+def _check_progress(body: dict[str, Any]) -> None:
+    """A push's ``progress``: a number from 0 to 1 (or a percentage up to 100), or null."""
+    if "progress" not in body or body["progress"] is None:
+        return
+    value = body["progress"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or not 0 <= value <= PROGRESS_MAX:
+        raise _BadRequest(f"field 'progress' must be a number from 0 to 1 (or a percentage up to "
+                          f"{PROGRESS_MAX}), or null to clear the bar; got {value!r}")
+
+
 def create_app(system: System) -> Flask:
     app = Flask(__name__, static_folder=None)
     app.json.sort_keys = False  # type: ignore[attr-defined]  # app replies go on as sent
@@ -334,6 +349,7 @@ def create_app(system: System) -> Flask:
                 raise _BadRequest(str(e)) from e
             system.bus.emit("view", {"app": record.id, "response": view, "pushed": True})
         else:
+            _check_progress(body)
             system.bus.emit("push", {"app": record.id, "data": body})
         return jsonify({"ok": True, "listeners": system.bus.subscribers})
 

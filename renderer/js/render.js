@@ -142,6 +142,8 @@ export function renderResponse(winId, response, opts = {}) {
   const app = opts.app || winId;
   wm.runCleanups(winId);
   hideBanner(winId);
+  // A new view ends whatever the progress bar was tracking; data merged by a push does not.
+  if (!opts.keepProgress) clearProgress(winId);
   w.openFailed = false;
   const reply = isObject(response) ? response : { view_type: '__json__', data: response };
   let actions = Array.isArray(reply.actions) ? reply.actions.slice() : [];
@@ -218,23 +220,39 @@ export function hideBanner(winId) {
   w.banner.replaceChildren();
 }
 
+/** Remove the progress bar and the status line it wrote (other status lines stay). */
+export function clearProgress(winId) {
+  const w = wm.get(winId);
+  if (!w) return;
+  const bar = w.el.querySelector(':scope > .win-progress');
+  if (bar) bar.remove();
+  if (w.progressStatus) {
+    w.progressStatus = false;
+    wm.setStatus(winId, '');
+  }
+}
+
+function progressPct(value) {
+  return Math.round(Math.min(1, Math.max(0, value > 1 ? value / 100 : value)) * 100);
+}
+
 function setProgress(w, value) {
   let bar = w.el.querySelector(':scope > .win-progress');
   if (!bar) {
     bar = el('div', { class: 'win-progress' }, el('div', { class: 'win-progress-fill' }));
     w.banner.before(bar);
   }
-  const frac = value > 1 ? value / 100 : value;
-  const clamped = Math.min(1, Math.max(0, frac));
-  bar.firstChild.style.width = `${(clamped * 100).toFixed(1)}%`;
-  bar.title = t('view.progress', { pct: Math.round(clamped * 100) });
+  const pct = progressPct(value);
+  bar.firstChild.style.width = `${pct}%`;
+  bar.title = t('view.progress', { pct });
   bar.setAttribute('role', 'progressbar');
-  bar.setAttribute('aria-valuenow', String(Math.round(clamped * 100)));
+  bar.setAttribute('aria-valuenow', String(pct));
 }
 
 /**
  * Live data for the app's current view (WebSocket "push"):
- * a full reply (has view_type) replaces the view; {progress} draws a progress bar;
+ * a full reply (has view_type) replaces the view and ends the progress bar;
+ * {progress: 0..1 or 1..100} draws a progress bar, {progress: null} removes it;
  * {widget: index|title, …} or {data: {…}} merges into the current view's data;
  * any other scalar fields show as a status line in the title bar.
  */
@@ -249,11 +267,14 @@ export function applyPush(winId, data) {
     wm.setStatus(winId, toText(data));
     return true;
   }
-  if (typeof data.progress === 'number' && Number.isFinite(data.progress)) setProgress(w, data.progress);
+  const hasProgress = typeof data.progress === 'number' && Number.isFinite(data.progress);
+  if (hasProgress) setProgress(w, data.progress);
+  else if (data.progress === null) clearProgress(winId);
   const current = w.response;
+  const merged = { app: winId, keepProgress: true };
   if (current && isObject(current.data)) {
     if (isObject(data.data)) {
-      renderResponse(winId, { ...current, data: { ...current.data, ...data.data } }, { app: winId });
+      renderResponse(winId, { ...current, data: { ...current.data, ...data.data } }, merged);
     } else if (data.widget !== undefined && Array.isArray(current.data.widgets)) {
       const widgets = current.data.widgets.slice();
       const i = typeof data.widget === 'number' ? data.widget
@@ -261,19 +282,25 @@ export function applyPush(winId, data) {
       if (i >= 0 && i < widgets.length) {
         const { widget: _w, ...rest } = data;
         widgets[i] = { ...widgets[i], ...rest };
-        renderResponse(winId, { ...current, data: { ...current.data, widgets } }, { app: winId });
+        renderResponse(winId, { ...current, data: { ...current.data, widgets } }, merged);
       }
     }
   }
   const line = data.message ?? data.status ?? data.text;
-  if (line !== undefined) {
+  if (line !== undefined && line !== null) {
+    w.progressStatus = false;
     wm.setStatus(winId, toText(line));
-  } else if (typeof data.progress === 'number') {
-    wm.setStatus(winId, t('view.progress', { pct: Math.round((data.progress > 1 ? data.progress / 100 : data.progress) * 100) }));
+  } else if (hasProgress) {
+    w.progressStatus = true;
+    wm.setStatus(winId, t('view.progress', { pct: progressPct(data.progress) }));
   } else if (!isObject(data.data) && data.widget === undefined) {
-    const summary = Object.entries(data).filter(([, v]) => v === null || typeof v !== 'object')
+    const summary = Object.entries(data)
+      .filter(([k, v]) => k !== 'progress' && v !== null && v !== undefined && typeof v !== 'object')
       .map(([k, v]) => `${k}: ${toText(v)}`).join(' · ');
-    if (summary) wm.setStatus(winId, summary);
+    if (summary) {
+      w.progressStatus = false;
+      wm.setStatus(winId, summary);
+    }
   }
   return true;
 }

@@ -73,8 +73,9 @@ def test_pushed_progress_and_views_update_the_window(desk: Desk) -> None:
     expect(body.locator(".text-content")).to_have_text(
         "Pushed 4 progress events; the system took 4.")
     win = desk.win("gallery")
-    expect(win.locator(".win-progress")).to_have_attribute("aria-valuenow", "100")
-    expect(win.locator(".win-status")).to_have_text("Progress 100%")
+    # the reply is a new view: the progress its pushes tracked is over
+    expect(win.locator(".win-progress")).to_have_count(0)
+    expect(win.locator(".win-status")).to_have_text("")
 
     running = desk.running
     resp = app_post(running, "gallery", "/api/sys/push", {
@@ -103,6 +104,37 @@ def test_pushed_progress_and_views_update_the_window(desk: Desk) -> None:
                                        "level": "info", "id": "n-after-push"})
     expect(desk.page.locator("#toasts .toast", has_text="after push")).to_have_count(1)
     expect(win).to_have_count(0)
+
+
+def test_progress_ends_with_a_new_view_or_a_null_progress(desk: Desk) -> None:
+    desk.open_app("gallery")
+    win, running = desk.win("gallery"), desk.running
+    bar, status = win.locator(".win-progress"), win.locator(".win-status")
+    assert app_post(running, "gallery", "/api/sys/push", {"progress": 0.84}).status_code == 200
+    expect(bar).to_have_attribute("aria-valuenow", "84")
+    expect(status).to_have_text("Progress 84%")
+    app_post(running, "gallery", "/api/sys/push", {
+        "status": "ok", "view_type": "text", "data": {"title": "Done", "content": "finished"}})
+    expect(desk.body("gallery").locator(".view-title")).to_have_text("Done")
+    expect(bar).to_have_count(0)
+    expect(status).to_have_text("")
+
+    app_post(running, "gallery", "/api/sys/push", {"progress": 50})
+    expect(bar).to_have_attribute("aria-valuenow", "50")
+    app_post(running, "gallery", "/api/sys/push", {"progress": None})
+    expect(bar).to_have_count(0)
+    expect(status).to_have_text("")
+
+    # a status line the app set is not progress: a null progress leaves it
+    app_post(running, "gallery", "/api/sys/push", {"status": "now playing"})
+    app_post(running, "gallery", "/api/sys/push", {"progress": None})
+    running.system.bus.emit("notify", {"app": "gallery", "title": "marker", "body": "m"})
+    expect(desk.page.locator("#toasts .toast", has_text="marker")).to_be_visible()
+    expect(status).to_have_text("now playing")
+
+    bad = app_post(running, "gallery", "/api/sys/push", {"progress": "lots"})
+    assert bad.status_code == 400
+    assert "field 'progress' must be a number" in bad.json()["error"]
 
 
 def test_app_status_events_update_the_menu_and_window_without_reload(
