@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -135,8 +136,9 @@ class Controller:
 
     def _run_plan(self, plan: Plan, text: str, sid: str) -> list[Outcome]:
         tasks = {t.id: t for t in plan.tasks}
+        run = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per run
         for t in plan.tasks:
-            self.store.upsert_task(sid, t.id, app=t.app, instruction=t.instruction,
+            self.store.upsert_task(sid, f"{run}-{t.id}", app=t.app, instruction=t.instruction,
                                    depends_on=list(t.depends_on), status="pending")
         done: dict[str, Outcome] = {}
         running: dict[Future[Outcome], str] = {}
@@ -151,7 +153,8 @@ class Controller:
                     continue
                 if all(d in done for d in task.depends_on):
                     upstream = {d: _upstream_entry(done[d]) for d in task.depends_on}
-                    running[self._pool.submit(self._run_task, task, sid, upstream)] = tid
+                    running[self._pool.submit(self._run_task, task, sid, upstream,
+                                             f"{run}-{tid}")] = tid
             if not running:
                 # nothing can start: the rest wait on each other (a cycle the planner
                 # should have refused); skip them rather than spin
@@ -168,8 +171,8 @@ class Controller:
                     failed.add(tid)
         return [done[t.id] for t in plan.tasks]
 
-    def _run_task(self, task: Task, sid: str, upstream: dict[str, Any]) -> Outcome:
-        self.store.upsert_task(sid, task.id, app=task.app, instruction=task.instruction,
+    def _run_task(self, task: Task, sid: str, upstream: dict[str, Any], key: str) -> Outcome:
+        self.store.upsert_task(sid, key, app=task.app, instruction=task.instruction,
                                depends_on=list(task.depends_on), status="running")
         try:
             record = self._record(task.app)
@@ -177,7 +180,7 @@ class Controller:
         except AppError as e:
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
         status = "done" if outcome.response.get("status") == "ok" else "error"
-        self.store.upsert_task(sid, task.id, app=task.app, instruction=task.instruction,
+        self.store.upsert_task(sid, key, app=task.app, instruction=task.instruction,
                                depends_on=list(task.depends_on), status=status,
                                result={"message": outcome.response.get("message"),
                                        "view_type": outcome.response.get("view_type")})

@@ -25,10 +25,19 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, make_response, request, send_file
 from flask_sock import Sock
 from pydantic import ValidationError
+from werkzeug.exceptions import HTTPException
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from aios.config import PROJECT_ROOT
-from aios.errors import AIOSError, AppError, ConfigError, LLMError, LLMUnavailable, ToolRefused
+from aios.errors import (
+    AIOSError,
+    AppError,
+    ConfigError,
+    LLMError,
+    LLMUnavailable,
+    StoreError,
+    ToolRefused,
+)
 from aios.launcher import AppRecord
 from aios.protocol import ActionRequest, describe_validation_error
 from aios.sandbox import resolve_path
@@ -181,6 +190,19 @@ def create_app(system: System) -> Flask:
     def _app_error(e: AppError) -> Response:
         return _error(e.http_status if e.http_status != 200 else 502, str(e))
 
+    @app.errorhandler(StoreError)
+    def _store_error(e: StoreError) -> Response:
+        log.error("%s %s: %s", request.method, request.path, e)  # one line, no traceback
+        return _error(e.http_status, str(e))
+
+    @app.errorhandler(Exception)
+    def _unexpected(e: Exception) -> Response:
+        # Whatever escaped a route is still answered in JSON, never Werkzeug's HTML page.
+        if isinstance(e, HTTPException):
+            return _error(e.code or 500, e.description or e.name)
+        log.error("%s %s failed", request.method, request.path, exc_info=e)
+        return _error(500, f"internal error ({type(e).__name__}: {e}); the log has the details")
+
     @app.errorhandler(404)
     def _not_found(e: Exception) -> Response:
         return _error(404, f"no such endpoint: {request.method} {request.path}")
@@ -242,8 +264,13 @@ def create_app(system: System) -> Flask:
     @app.get("/api/health")
     def health() -> Response:
         apps = {r.id: str(r.status) for r in system.launcher.apps()}
-        return jsonify({"status": "ready" if system.launcher.ready() else "starting",
-                        "apps": apps, "llm": system.llm.status()})
+        # A failing store (full disk, I/O error, damaged file) outranks the apps: the
+        # system cannot remember anything, so it is "degraded" and says why.
+        store_failure = system.store.failure()
+        status = "degraded" if store_failure else \
+            "ready" if system.launcher.ready() else "starting"
+        return jsonify({"status": status, "apps": apps, "llm": system.llm.status(),
+                        "store": store_failure or "ok"})
 
     @app.get("/api/apps")
     def list_apps() -> Response:
@@ -303,7 +330,10 @@ def create_app(system: System) -> Flask:
 
     @app.get("/api/sessions/<sid>")
     def session(sid: str) -> Response:
-        mem = system.store.session(sid)
+        before = _int_arg("before", 1, None, None)
+        limit = _int_arg("limit", 1, system.config.store.history_page_max,
+                         system.config.store.history_page)
+        mem = system.store.session(sid, before=before, limit=limit)
         if mem is None:
             return _error(404, f"no session {sid!r}")
         return jsonify(mem)
@@ -466,6 +496,22 @@ def create_app(system: System) -> Flask:
                         "welcome": system.config.voice.welcome})
 
     return app
+
+
+def _int_arg(name: str, low: int, high: int | None, default: int | None) -> int | None:
+    """The query parameter ``name`` as an int in [low, high], or ``default`` when absent."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _BadRequest(f"query parameter {name!r} must be a whole number, not {raw!r}") \
+            from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise _BadRequest(f"query parameter {name!r} must be {bound} (got {value})")
+    return value
 
 
 def _session(body: dict[str, Any]) -> str | None:

@@ -22,6 +22,7 @@ from aios.launch_token import launch_token
 from aios.launcher import AppRecord, Launcher
 from aios.llm import LLMClient
 from aios.protocol import ATOMIC_TOOLS
+from aios.pruner import Pruner
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools.base import ToolContext
@@ -40,7 +41,13 @@ class System:
         self.apps_dir = config.apps_path
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.token = token or launch_token(self.data_dir, new=new_token)
-        self.store = Store(self.data_dir / "aios.db")
+        self.store = Store(self.data_dir / "aios.db", pool_size=config.store.pool_size,
+                           busy_timeout=config.store.busy_timeout)
+        interrupted = self.store.interrupt_unfinished_tasks()
+        if interrupted:
+            log.info("%d task(s) left unfinished by the previous run marked interrupted",
+                     interrupted)
+        self.pruner = Pruner(self.store, lambda: self.config.retention)
         self.bus = EventBus()
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
@@ -65,6 +72,7 @@ class System:
     def start(self) -> None:
         if self.config.tool_sandbox.os_sandbox != "off":
             os_sandbox.detect()  # logs its one warning now, not at the first command
+        self.pruner.start()
         self.launcher.start()
 
     def stop(self) -> None:
@@ -78,6 +86,7 @@ class System:
             self.processes.shutdown()
             self.controller.close()
             self.recognizer.close()
+            self.pruner.stop()
             self.store.close()
 
     def update_config(self, updates: dict[str, Any]) -> None:
