@@ -202,13 +202,13 @@ class Controller:
         Raises AppUnavailable / AppTimeout when the app cannot be reached;
         a reply that is reached but unusable becomes an error view.
         """
-        tool_ctx = self._tool_context(record.id, sid)
         context = self.build_context(record, sid, upstream)
         tool_results: dict[str, Any] = {}
         previous_steps: list[dict[str, Any]] | None = None
         notes: list[str] = []
         reply: dict[str, Any] = {}
         max_rounds = self.config.max_rounds
+        round_no = 0
         for round_no in range(1, max_rounds + 1):
             body = {"instruction": instruction, "context": {**context,
                                                             "tool_results": tool_results},
@@ -231,10 +231,13 @@ class Controller:
                 break
             self.bus.emit("view", {"app": record.id, "session_id": sid, "response": reply,
                                    "interim": True})
-            tool_results = self.executor.run(steps, tool_ctx, on_step=None)
+            # Asked for only now that the app answered: a context exists only for
+            # an app that is running (it is rebuilt when the settings change).
+            tool_results = self.executor.run(steps, self._tool_context(record.id, sid),
+                                             on_step=None)
             previous_steps = steps
         final = {**reply, "steps": [], "notes": notes}
-        return Outcome(record.id, final, max_rounds, notes)
+        return Outcome(record.id, final, round_no, notes)
 
     def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
         if record.status != "running" or record.port is None or record.manifest is None:

@@ -31,6 +31,9 @@ from aios.voice import Recognizer
 
 log = logging.getLogger(__name__)
 
+CUSTOM_TOOLS_TIMEOUT = 2.0
+"""Seconds an app gets to answer ``GET /tools`` (a list it serves from memory)."""
+
 
 class System:
     def __init__(self, config: Config, *, port: int, token: str | None = None,
@@ -55,8 +58,12 @@ class System:
             self.apps_dir, self.data_dir, config, system_url=self.url,
             port_map_path=port_map_path or self.data_dir / "port_map.json",
             on_status=self._on_status, on_stop=self.processes.stop_app)
-        self._contexts: dict[tuple[str, str], ToolContext] = {}
-        self._custom: dict[tuple[str, str], list[str]] = {}
+        self._contexts: dict[str, tuple[tuple[str, int], ToolContext]] = {}
+        """app id -> ((app token, config generation), its tool context)."""
+        self._custom: dict[str, tuple[str, list[str]]] = {}
+        """app id -> (app token, names of its ``@tool``s): one entry per app, per launch."""
+        self._generation = 0
+        """Bumped by every settings change: contexts built from an older config are stale."""
         self._lock = threading.Lock()
         self.controller = Controller(config=config, store=self.store, launcher=self.launcher,
                                      bus=self.bus, llm=self.llm,
@@ -90,37 +97,51 @@ class System:
             self.store.close()
 
     def update_config(self, updates: dict[str, Any]) -> None:
-        """Apply settings from the settings window; ConfigError names the bad key."""
+        """Apply settings from the settings window; ConfigError names the bad key.
+
+        Every part that holds the config gets the new one, and the next tool
+        call of every app is made with a context built from it (sandbox
+        policy, timeouts): a stricter setting is in force at once.
+        """
         new = apply_updates(self.config, updates)
         save_settings(self.data_dir, updates)
-        self.config = new
+        old_llm = self.llm
+        with self._lock:
+            self.config = new
+            self._generation += 1
+            self._contexts.clear()
         self.llm = LLMClient(new, self.store)
         self.controller.config = new
         self.controller.llm = self.llm
+        self.launcher.config = new
         self.recognizer.config = new
+        self.processes.max_per_app = new.tool_sandbox.max_background_processes
+        old_llm.close()
 
     # ------------------------------------------------------------- per app
 
     def tool_context(self, app_id: str, session_id: str | None = None) -> ToolContext:
-        """The sandbox context of a running app (rebuilt when the app relaunches)."""
+        """The sandbox context of a running app, rebuilt when the app relaunches and
+        when the settings change."""
         record = self.launcher.get(app_id)
         if record is None or record.manifest is None or record.workdir is None:
             raise KeyError(app_id)
-        key = (app_id, record.token)
         with self._lock:
-            ctx = self._contexts.get(key)
-            if ctx is None:
-                ctx = self._build_context(record)
-                self._contexts = {k: v for k, v in self._contexts.items() if k[0] != app_id}
-                self._contexts[key] = ctx
+            key = (record.token, self._generation)
+            cached = self._contexts.get(app_id)
+            if cached is not None and cached[0] == key:
+                ctx = cached[1]
+            else:
+                ctx = self._build_context(record, self.config)
+                self._contexts[app_id] = (key, ctx)
         return ctx if session_id is None else replace(ctx, session_id=session_id)
 
-    def _build_context(self, record: AppRecord) -> ToolContext:
+    def _build_context(self, record: AppRecord, config: Config) -> ToolContext:
         assert record.manifest is not None and record.workdir is not None
-        policy = SandboxPolicy.build(self.config.tool_sandbox, record.workdir, record.manifest)
+        policy = SandboxPolicy.build(config.tool_sandbox, record.workdir, record.manifest)
         return ToolContext(
             app_id=record.id, workdir=record.workdir.resolve(), policy=policy, store=self.store,
-            timeouts={t: self.config.timeout_for(t) for t in ATOMIC_TOOLS},
+            timeouts={t: config.timeout_for(t) for t in ATOMIC_TOOLS},
             permissions=frozenset(record.manifest.permissions),
             forbidden_ports=self.forbidden_ports, emit=self._emit, processes=self.processes,
             app_url=self.launcher.url(record.id), app_token=record.token)
@@ -129,22 +150,42 @@ class System:
         return {self.port, *self.launcher.ports()}
 
     def custom_tools(self, app_id: str) -> list[str]:
-        """Names of the app's ``@tool``s (its ``GET /tools``); [] for apps without one."""
+        """Names of the app's ``@tool``s (its ``GET /tools``); [] for apps without one.
+
+        Only an answer is cached (per app, for this launch of it): a failed or
+        garbled ``GET /tools`` is asked again next time, and entries of apps
+        that relaunched or are gone are dropped.
+        """
         record = self.launcher.get(app_id)
         if record is None or record.status != "running":
             return []
-        key = (app_id, record.token)
-        if key not in self._custom:
-            names: list[str] = []
-            try:
-                r = requests.get(self.launcher.url(app_id) + "/tools", timeout=2,
-                                 headers={"X-AIOS-App-Token": record.token})
-                if r.ok and isinstance(r.json(), list):
-                    names = [t["name"] for t in r.json() if isinstance(t, dict) and "name" in t]
-            except (requests.RequestException, ValueError):
-                pass
-            self._custom[key] = names
-        return self._custom[key]
+        with self._lock:
+            cached = self._custom.get(app_id)
+        if cached is not None and cached[0] == record.token:
+            return cached[1]
+        try:
+            r = requests.get(self.launcher.url(app_id) + "/tools", timeout=CUSTOM_TOOLS_TIMEOUT,
+                             headers={"X-AIOS-App-Token": record.token})
+            listed = r.json() if r.ok else None
+        except (requests.RequestException, ValueError) as e:
+            log.info("could not list the custom tools of %s (asked again next call): %s",
+                     app_id, e)
+            return []
+        if r.status_code == 404:
+            listed = []  # an app without GET /tools (a raw Flask app) has no custom tools
+        if not isinstance(listed, list):
+            log.info("custom tools of %s: GET /tools answered HTTP %d without a list "
+                     "(asked again next call)", app_id, r.status_code)
+            return []
+        names = [t["name"] for t in listed if isinstance(t, dict) and isinstance(
+            t.get("name"), str)]
+        with self._lock:
+            known = {a.id: a.token for a in self.launcher.apps()}
+            self._custom = {k: v for k, v in self._custom.items() if known.get(k) == v[0]}
+            self._contexts = {k: v for k, v in self._contexts.items()
+                              if known.get(k) == v[0][0]}
+            self._custom[app_id] = (record.token, names)
+        return names
 
     def _emit(self, type_: str, payload: dict[str, Any]) -> None:
         self.bus.emit(type_, payload)

@@ -303,3 +303,64 @@ def test_a_reply_without_status_is_invalid_and_names_the_field(system_all: Runni
     response = system_all.instruct("bad nostatus")["results"][0]["response"]
     assert response["status"] == "error" and response["view_type"] == "error"
     assert "status: Field required" in response["message"]
+
+
+FLAKY_TOOLS_APP = '''
+import os
+from flask import Flask, request
+app = Flask(__name__)
+asked = []
+
+@app.get("/tools")
+def tools():
+    asked.append(1)
+    if len(asked) == 1:
+        return {"error": "warming up"}, 503
+    return [{"name": "mine", "description": "a custom tool"}]
+
+@app.post("/handle")
+def handle():
+    ctx = (request.json or {}).get("context") or {}
+    return {"status": "ok", "view_type": "text",
+            "data": {"content": "ok", "tools": ctx.get("available_tools"),
+                     "asked": len(asked)}}
+
+app.run(host="127.0.0.1", port=int(os.environ["APP_PORT"]))
+'''
+
+
+def test_a_failed_tools_listing_is_asked_again_not_cached(
+        make_system: Callable[..., Running], tmp_path: Path) -> None:
+    apps = tmp_path / "apps_flaky"
+    (apps / "flaky").mkdir(parents=True)
+    (apps / "flaky" / "manifest.json").write_text(json.dumps(
+        {"name": "Flaky", "entry": "main.py", "keywords": ["flaky"], "role_prompt": "flaky"}))
+    (apps / "flaky" / "main.py").write_text(FLAKY_TOOLS_APP)
+    running = make_system(apps_dir=apps)
+    first = running.open("flaky")["response"]["data"]
+    assert "mine" not in first["tools"]  # GET /tools answered 503 this once
+    second = running.open("flaky")["response"]["data"]
+    assert "mine" in second["tools"] and second["asked"] == 2
+    third = running.open("flaky")["response"]["data"]
+    assert third["asked"] == 2  # a real answer is kept for the launch
+
+
+def test_opening_an_app_that_failed_validation_is_a_503_naming_why(
+        make_system: Callable[..., Running], tmp_path: Path) -> None:
+    apps = tmp_path / "apps_invalid"
+    (apps / "norole").mkdir(parents=True)
+    (apps / "norole" / "manifest.json").write_text(json.dumps({"name": "N", "entry": "main.py"}))
+    (apps / "norole" / "main.py").write_text("")
+    r = make_system(apps_dir=apps).post("/api/apps/norole/open", {})
+    assert r.status_code == 503 and "role prompt" in r.json()["error"]
+
+
+def test_rounds_are_the_rounds_that_ran(system_all: Running) -> None:
+    controller = system_all.system.controller
+    record = system_all.system.launcher.get("stepper")
+    assert record is not None
+    sid = system_all.system.store.ensure_session(None)
+    # the loop stops early when the app repeats its steps: round 2, not max_rounds (4)
+    assert controller.call_app(record, "stepper loop", None, sid).rounds == 2
+    assert controller.call_app(record, "stepper forever", None, sid).rounds == 4
+    assert controller.call_app(record, "", None, sid).rounds == 1

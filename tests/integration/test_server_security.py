@@ -157,3 +157,29 @@ def test_app_files_are_served_from_the_workdir_only(system: Running) -> None:
     r = system.get("/apps/echo/files/..%2Fmain.py")
     assert r.status_code in (403, 404) and "main.py" not in r.text.split("error")[0]
     assert system.get("/apps/nobody/files/x").status_code == 404
+
+
+def test_settings_reach_the_next_tool_call_of_a_running_app(system: Running) -> None:
+    echo = {"Authorization": f"Bearer {app_token(system, 'echo')}"}
+
+    def shell(command: str) -> dict[str, object]:
+        r = bare(system, "POST", "/api/sys/tool", headers=echo,
+                 json={"tool": "shell_exec", "args": {"cmd": command}})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def settings(updates: dict[str, object]) -> None:
+        r = system.post("/api/config", {"updates": updates})
+        assert r.status_code == 200, r.text
+
+    first = shell("uname")  # not on the whitelist (and the context is now cached)
+    assert first["status"] == "error" and "whitelist" in str(first["error"]), first
+    settings({"tool_sandbox": {"enable_shell_whitelist": False}})
+    assert shell("uname")["status"] == "ok"
+    # turning the whitelist back on is in force at once, not at the app's next launch
+    settings({"tool_sandbox": {"enable_shell_whitelist": True}})
+    refused = shell("uname")
+    assert refused["status"] == "error" and "whitelist" in str(refused["error"])
+    settings({"tool_timeout": {"shell_exec": 0.5}})
+    slow = shell("python3 -c 'import time; time.sleep(5)'")
+    assert slow["status"] == "error" and "0.5" in str(slow["error"])
