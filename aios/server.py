@@ -363,7 +363,7 @@ def create_app(system: System) -> Flask:
         name, args = body.get("tool"), body.get("args", {})
         if not isinstance(name, str):
             raise _BadRequest("field 'tool' is required")
-        sid = body.get("session_id") if isinstance(body.get("session_id"), str) else None
+        sid = _session(body)
         result = invoke(name, args, system.tool_context(record.id, sid))
         return jsonify(result.model_dump(mode="json", exclude_none=True))
 
@@ -447,30 +447,36 @@ def create_app(system: System) -> Flask:
         return body_lang if isinstance(body_lang, str) and body_lang else \
             system.config.default_voice
 
-    def _heard(text: str) -> Response:
+    def _voice_session() -> str | None:
+        # checked before any audio is decoded, like the body's session_id elsewhere
+        return _session({"session_id": request.args.get("session_id")})
+
+    def _heard(text: str, sid: str | None) -> Response:
         out: dict[str, Any] = {"text": text}
         if request.args.get("run") in ("1", "true"):
-            out["result"] = system.controller.instruction(text, request.args.get("session_id"))
+            out["result"] = system.controller.instruction(text, sid)
         return jsonify(out)
 
     @app.post("/api/voice/transcribe")
     def voice_transcribe() -> Response:
+        sid = _voice_session()
         try:
             text = system.recognizer.transcribe(
                 request.get_data(cache=False), grammar_source(system.launcher.apps()),
                 language=_voice_language(request.args.get("lang")))
         except VoiceError as e:
             return _error(422, str(e))
-        return _heard(text)
+        return _heard(text, sid)
 
     @app.post("/api/voice/listen")
     def voice_listen() -> Response:
+        sid = _voice_session()
         try:
             text = system.recognizer.listen_once(grammar_source(system.launcher.apps()),
                                                  language=_voice_language())
         except VoiceError as e:
             return _error(422, str(e))
-        return _heard(text)
+        return _heard(text, sid)
 
     @app.post("/api/voice/speak")
     def voice_speak() -> Response:

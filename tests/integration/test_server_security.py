@@ -183,3 +183,18 @@ def test_settings_reach_the_next_tool_call_of_a_running_app(system: Running) -> 
     settings({"tool_timeout": {"shell_exec": 0.5}})
     slow = shell("python3 -c 'import time; time.sleep(5)'")
     assert slow["status"] == "error" and "0.5" in str(slow["error"])
+
+
+@pytest.mark.parametrize("sid", ["../etc", "a b", "x" * 65])
+def test_every_route_that_takes_a_session_id_checks_it(system: Running, sid: str) -> None:
+    echo = {"Authorization": f"Bearer {app_token(system, 'echo')}"}
+    r = bare(system, "POST", "/api/sys/tool", headers=echo,
+             json={"tool": "cache_get", "args": {"key": "x"}, "session_id": sid})
+    assert r.status_code == 400 and "session_id" in r.json()["error"]
+    for route in ("/api/voice/transcribe", "/api/voice/listen"):
+        r = system.http.post(system.url + route, params={"run": "1", "session_id": sid},
+                             data=b"RIFF not audio", timeout=10)
+        assert r.status_code == 400 and "session_id" in r.json()["error"], route
+    r = bare(system, "POST", "/api/sys/tool", headers=echo,
+             json={"tool": "cache_get", "args": {"key": "x"}, "session_id": 7})
+    assert r.status_code == 400 and "session_id" in r.json()["error"]
