@@ -31,6 +31,8 @@ HISTORY_MAX = 30
 """Points on the history line chart."""
 IDLE_SECONDS = 60.0
 """Live refresh stops when nobody looked at the monitor for this long."""
+CPU_FIRST_SAMPLE = 0.5
+"""Seconds the first CPU reading samples for (later readings cover the time since the last)."""
 INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 1, 10, 2
 TOP_DEFAULT, TOP_MAX = 10, 50
 SORTS = ("cpu", "mem")
@@ -102,6 +104,9 @@ class Monitor(AIOSAgent):
         self._lang = "zh"
         self._settings: dict[str, Any] | None = None
         self._cpu_primed = False
+        self._pushed = 0
+        """Live updates pushed so far (changed under ``_push_lock``): a reply's
+        ``data.live.pushed`` says how many came before it."""
 
     # ------------------------------------------------------------ the tool
 
@@ -113,13 +118,17 @@ class Monitor(AIOSAgent):
                             f"got {top!r}")
         if sort not in SORTS:
             raise ToolError(f"read_system: sort must be one of {', '.join(SORTS)}, got {sort!r}")
-        if not self._cpu_primed:
-            # psutil measures CPU between two calls; the first call has no "before".
+        if self._cpu_primed:
+            per_core = psutil.cpu_percent(interval=None, percpu=True)  # since the last reading
+        else:
+            # psutil measures CPU between two calls and the first call has no "before":
+            # sample over a short interval instead (a call right after it would measure
+            # almost no time and say 0 %). Processes are primed first so that their
+            # figures cover the same interval.
             for _ in psutil.process_iter(["cpu_percent"]):
                 pass
-            psutil.cpu_percent(interval=0.2, percpu=True)
+            per_core = psutil.cpu_percent(interval=CPU_FIRST_SAMPLE, percpu=True)
             self._cpu_primed = True
-        per_core = psutil.cpu_percent(interval=None, percpu=True)
         mem = psutil.virtual_memory()
         try:
             load = [round(x, 2) for x in psutil.getloadavg()]
@@ -331,6 +340,8 @@ class Monitor(AIOSAgent):
             self._thread = threading.Thread(target=self._live_loop, name="monitor-live",
                                             daemon=True)
             self._thread.start()
+            log.info("live refresh started (every %s s)",
+                     self._settings.get("interval") if self._settings else INTERVAL_DEFAULT)
 
     def _live_loop(self) -> None:
         me = threading.current_thread()
@@ -356,8 +367,10 @@ class Monitor(AIOSAgent):
                 log.exception("live update failed")
 
     def _push_once(self, settings: dict[str, Any]) -> None:
+        """One live update; the caller holds ``_push_lock``."""
         reading = self.read_system(top=TOP_DEFAULT, sort=settings.get("sort", "cpu"))
         history = self._add_history(reading)
+        self._pushed += 1
         view = self.dashboard(reading, history, settings, self._lang)
         view.pop("message", None)  # a pushed refresh is shown, not spoken
         self.push(view)
@@ -393,7 +406,8 @@ class Monitor(AIOSAgent):
         top = t("top", lang, name=busiest["name"]) if busiest and busiest[key] > 0 else ""
         return {"status": "ok", "view_type": "dashboard",
                 "data": {"title": t("title", lang), "widgets": widgets, "time": r["time"],
-                         "live": {"on": settings["live"], "interval": settings["interval"]}},
+                         "live": {"on": settings["live"], "interval": settings["interval"],
+                                  "pushed": self._pushed}},
                 "actions": self._controls(settings, lang, "dashboard"),
                 "message": t("message", lang, cpu=cpu["percent"], mem=mem["percent"], top=top)}
 
