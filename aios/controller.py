@@ -12,7 +12,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 from requests.adapters import HTTPAdapter
 
+from aios.dispatch import AppSlots, run_in_thread
 from aios.errors import (
     AppError,
     AppNotFound,
@@ -79,10 +80,10 @@ class Controller:
         self._http.mount("http://", HTTPAdapter(pool_connections=32,
                                                   pool_maxsize=32))
         self._summaries: dict[str, tuple[int, str]] = {}
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="aios-task")
+        self.slots = AppSlots()
+        """Per-app call slots: a hung app holds its own, never another app's."""
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
 
     # ------------------------------------------------------------ entry points
@@ -153,8 +154,8 @@ class Controller:
                     continue
                 if all(d in done for d in task.depends_on):
                     upstream = {d: _upstream_entry(done[d]) for d in task.depends_on}
-                    running[self._pool.submit(self._run_task, task, sid, upstream,
-                                             f"{run}-{tid}")] = tid
+                    running[run_in_thread(self._run_task, task, sid, upstream,
+                                          f"{run}-{tid}", name=f"aios-task-{task.app}")] = tid
             if not running:
                 # nothing can start: the rest wait on each other (a cycle the planner
                 # should have refused); skip them rather than spin
@@ -245,22 +246,13 @@ class Controller:
                                  + (f": {record.error}" if record.error else ""))
         url = self.launcher.url(record.id) + record.manifest.handle_endpoint
         limit = self.config.max_reply_bytes
-        try:
-            resp = self._session().post(url, json=body, timeout=self.config.handle_timeout,
-                                        stream=True)
-        except requests.Timeout as e:
-            raise AppTimeout(f"app {record.id!r} did not answer within "
-                             f"{self.config.handle_timeout:g} s") from e
-        except requests.ConnectionError as e:
-            raise AppUnavailable(f"app {record.id!r} is not reachable on port "
-                                 f"{record.port}") from e
-        try:
-            raw = _read_capped(resp, limit)
-        except requests.Timeout as e:
-            raise AppTimeout(f"app {record.id!r} did not finish its reply within "
-                             f"{self.config.handle_timeout:g} s") from e
-        finally:
-            resp.close()
+        with self.slots.slot(record.id, self.config.apps):
+            try:
+                resp, raw = self._exchange(record, url, body, limit)
+            except AppTimeout:
+                self.launcher.note_handle(record.id, timed_out=True)
+                raise
+        self.launcher.note_handle(record.id, timed_out=False)
         if raw is None:
             raise AppReplyInvalid(f"app {record.id!r} replied with more than {limit} bytes; "
                                   "the reply was discarded")
@@ -275,6 +267,26 @@ class Controller:
             return forwardable_reply(payload)
         except ProtocolError as e:
             raise AppReplyInvalid(f"app {record.id!r}: {e}") from e
+
+    def _exchange(self, record: AppRecord, url: str, body: dict[str, Any],
+                  limit: int) -> tuple[requests.Response, bytes | None]:
+        """POST ``body`` and read the reply (None when larger than ``limit`` bytes)."""
+        try:
+            resp = self._session().post(url, json=body, timeout=self.config.handle_timeout,
+                                        stream=True)
+        except requests.Timeout as e:
+            raise AppTimeout(f"app {record.id!r} did not answer within "
+                             f"{self.config.handle_timeout:g} s") from e
+        except requests.ConnectionError as e:
+            raise AppUnavailable(f"app {record.id!r} is not reachable on port "
+                                 f"{record.port}") from e
+        try:
+            return resp, _read_capped(resp, limit)
+        except requests.Timeout as e:
+            raise AppTimeout(f"app {record.id!r} did not finish its reply within "
+                             f"{self.config.handle_timeout:g} s") from e
+        finally:
+            resp.close()
 
     def _session(self) -> requests.Session:
         # One session for all request threads (the HTTP server makes a thread per

@@ -13,6 +13,7 @@ restart, stop) so two of them never launch the same app twice.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import logging
@@ -32,13 +33,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aios.config import PROJECT_ROOT, Config
-from aios.errors import AppNotFound, AppUnavailable, ProtocolError
+from aios.errors import AppNotFound, AppUnavailable, ConfigError, ProtocolError
 from aios.protocol import Manifest, parse_manifest
 from aios.supervisor import (
     AppStatus,
     AppSupervisor,
+    Liveness,
     RestartPolicy,
     app_env,
+    force_kill,
     spawn_process,
 )
 
@@ -54,6 +57,10 @@ STOP_GRACE = 3.0
 """Seconds an app gets between SIGTERM and SIGKILL."""
 WATCH_INTERVAL = 1.0
 """Seconds between two hot-reload passes."""
+SETTLE_POLL = 0.05
+"""Seconds between two looks at the starting apps while :meth:`Launcher.start` waits."""
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
+"""Errors that say the machine is busy, not that a file is bad: never make an app invalid."""
 
 
 @dataclass
@@ -99,6 +106,11 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or child.is_relative_to(parent)
 
 
+def _raise_if_transient(e: BaseException) -> None:
+    if isinstance(e, OSError) and e.errno in TRANSIENT_ERRNOS:
+        raise e
+
+
 def _validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
     """Manifest, role prompt and (created) workdir of a folder; ManifestError-like ValueError."""
     if not APP_ID_RE.match(app_id):
@@ -113,6 +125,7 @@ def _validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
         raise ValueError(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: "
                          f"{e.msg}") from e
     except (OSError, UnicodeDecodeError) as e:
+        _raise_if_transient(e)
         raise ValueError(f"{MANIFEST} cannot be read: {e}") from e
     if not isinstance(raw, dict):
         raise ValueError(f"{MANIFEST} must hold a JSON object, not {type(raw).__name__}")
@@ -133,6 +146,7 @@ def _validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
         try:
             role = (path / ROLE_FILE).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as e:
+            _raise_if_transient(e)
             raise ValueError(f"{ROLE_FILE} cannot be read: {e}") from e
     if not role:
         raise ValueError(f"no role prompt: set \"role_prompt\" in {MANIFEST} or add a "
@@ -147,7 +161,11 @@ def _validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
 
 
 def load_app(path: Path, logs_dir: Path) -> AppRecord:
-    """Read and validate one app folder; never raises for a bad folder."""
+    """Read and validate one app folder; never raises for a bad folder.
+
+    Raises OSError only for a transient failure to read it (EMFILE...), which
+    says nothing about the folder.
+    """
     app_id = path.name
     rec = AppRecord(id=app_id, path=path, status=AppStatus.STOPPED,
                     log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None)
@@ -159,14 +177,19 @@ def load_app(path: Path, logs_dir: Path) -> AppRecord:
 
 
 def _fingerprint(path: Path) -> tuple[Any, ...]:
-    """What hot reload compares: the manifest (mtime and bytes) and role.md (bytes)."""
+    """What hot reload compares: the manifest (mtime and bytes) and role.md (bytes).
+
+    A missing or unreadable file counts as None; a transient error (EMFILE...)
+    raises OSError, so that a busy machine never looks like a changed app.
+    """
     out: list[Any] = []
     for name in (MANIFEST, ROLE_FILE):
         try:
             st = (path / name).stat()
             out.append((st.st_mtime_ns if name == MANIFEST else 0,
                         (path / name).read_bytes()))
-        except OSError:
+        except OSError as e:
+            _raise_if_transient(e)
             out.append(None)
     return tuple(out)
 
@@ -233,7 +256,7 @@ class Launcher:
         self.system_url = system_url
         self.port_map_path = port_map_path
         self.routes_path = data_dir / ROUTES_FILE
-        self.policy = restart_policy or RestartPolicy()
+        self.policy = restart_policy or RestartPolicy.from_config(config.apps)
         self.stop_grace = stop_grace
         self.watch_interval = watch_interval
         self._on_status = on_status
@@ -246,30 +269,52 @@ class Launcher:
         self._sticky_ports: dict[str, int] = {}
         self._closing = threading.Event()
         self._started = False
+        self._discovered = False
+        """Every folder found at start has its record (and, if valid, its supervisor)."""
+        self._spawned: dict[int, subprocess.Popen[bytes]] = {}
+        """Every process spawned in this run that was not reaped yet: shutdown kills them all."""
+        self._scan_failing = False
         self._watcher: threading.Thread | None = None
         self._system_port = urlsplit(system_url).port
 
     # -------------------------------------------------------------- lifecycle
 
-    def start(self) -> None:
-        """Scan, validate, assign ports, start every app in parallel and wait for each."""
+    def start(self, ready_wait: float | None = None,
+              cancel: threading.Event | None = None) -> None:
+        """Scan, validate, assign ports and start every app in parallel.
+
+        Then wait until every app has settled (running or failed), at most
+        ``ready_wait`` seconds (None: no bound) and never past ``cancel`` or
+        :meth:`stop`. An app still starting after that carries on by itself
+        until it listens or its own ``app_start_timeout`` fails it;
+        :meth:`ready` tells when every app has settled. The wait is a loop of
+        short timed waits, so the caller's thread (the main thread, which
+        must run signal handlers) is never parked for long.
+
+        Raises ConfigError when the apps folder does not exist or cannot be listed.
+        """
         with self._reload_lock:
             if self._started:
                 raise RuntimeError("the launcher was already started; create a new one")
             self._started = True
             self.logs_dir.mkdir(parents=True, exist_ok=True)
-            self.apps_dir.mkdir(parents=True, exist_ok=True)  # so hot load has a folder to watch
+            try:
+                folders = self._list_folders()
+            except OSError as e:
+                raise ConfigError(f"the apps folder {self.apps_dir} cannot be listed: "
+                                  f"{e.strerror or e}") from e
             self._sticky_ports = _read_port_map(self.port_map_path)
-            records = [self._add(path) for path in self._folders().values()]
+            records = [self._add(path) for path in folders.values()]
             # Apps that name a port in their manifest choose first, so a port
             # remembered from a previous run never pushes them off it.
             records.sort(key=lambda r: (r.manifest is None or r.manifest.port is None, r.id))
             sups = [self._prepare(r) for r in records if r.status != AppStatus.INVALID]
+            with self._lock:
+                self._discovered = True
             self._write_maps()
             for sup in sups:
                 sup.start()
-        for sup in sups:
-            sup.wait_settled()
+        self._wait_settled(sups, ready_wait, cancel)
         log.info("launcher: %d app(s) found, %d running", len(self._records),
                  sum(r.status == AppStatus.RUNNING for r in self.apps()))
         self._watcher = threading.Thread(target=self._watch, name="app-watcher", daemon=True)
@@ -282,11 +327,15 @@ class Launcher:
             self._watcher.join()
         with self._reload_lock:
             ids = list(self._sups)
-            if ids:
-                with ThreadPoolExecutor(max_workers=min(len(ids), 16)) as pool:
-                    for app_id, fut in [(i, pool.submit(self._halt, i)) for i in ids]:
-                        if fut.exception() is not None:  # keep stopping the others
-                            log.error("stopping app %s failed: %s", app_id, fut.exception())
+            try:
+                if ids:
+                    with ThreadPoolExecutor(max_workers=min(len(ids), 16)) as pool:
+                        for app_id, fut in [(i, pool.submit(self._halt, i)) for i in ids]:
+                            if fut.exception() is not None:  # keep stopping the others
+                                log.error("stopping app %s failed: %s", app_id,
+                                          fut.exception())
+            finally:
+                self._sweep()
 
     def restart(self, app_id: str) -> None:
         """Reload one app's folder and start it afresh; wait until it is up or failed."""
@@ -313,6 +362,8 @@ class Launcher:
             if self._closing.is_set():
                 return
             folders = self._folders()
+            if folders is None:
+                return  # a failed listing says nothing about which folders exist
             changed = False
             for app_id in [i for i in self._records if i not in folders]:
                 log.info("app %s: folder removed, unloading", app_id)
@@ -324,23 +375,10 @@ class Launcher:
                 self._notify(rec)  # get(app_id) is already None: listeners can tell "removed"
                 changed = True
             for app_id, path in folders.items():
-                rec = self.get(app_id)
-                if rec is None:
-                    log.info("app %s: new folder, loading", app_id)
-                    rec = self._add(path)
-                    if rec.status != AppStatus.INVALID:
-                        self._prepare(rec).start()
-                    changed = True
-                    continue
-                new, old = _fingerprint(path), self._prints.get(app_id)
-                if new != old and rec.status != AppStatus.INVALID and old and new[0] == old[0] \
-                        and self._refresh_role(rec, new):
-                    continue
-                if new != old or (rec.status == AppStatus.INVALID
-                                  and load_app(path, self.logs_dir).error != rec.error):
-                    log.info("app %s: folder changed, reloading", app_id)
-                    self._reload(rec)
-                    changed = True
+                try:
+                    changed = self._rescan_one(app_id, path) or changed
+                except OSError as e:  # transient (EMFILE...): look again next pass
+                    self._scan_failed(e)
             if changed:
                 self._write_maps()
 
@@ -379,23 +417,95 @@ class Launcher:
         return f"http://127.0.0.1:{rec.port}"
 
     def ready(self) -> bool:
-        """Every valid app has finished starting (it runs, or it failed)."""
+        """Every valid app has finished starting (it runs, or it failed).
+
+        False until the apps folder has been scanned, so an empty registry
+        before discovery never reads as "ready".
+        """
         with self._lock:
-            return self._started and all(s.settled for s in self._sups.values())
+            return self._discovered and all(s.settled for s in self._sups.values())
 
     def ports(self) -> set[int]:
         return {r.port for r in self.apps() if r.port is not None}
 
+    def note_handle(self, app_id: str, timed_out: bool) -> None:
+        """Tell an app's supervisor that a ``/handle`` call timed out (or was answered)."""
+        with self._lock:
+            sup = self._sups.get(app_id)
+        if sup is not None:
+            sup.note_handle(timed_out)
+
     # -------------------------------------------------------------- internals
 
-    def _folders(self) -> dict[str, Path]:
-        try:
-            entries = sorted(self.apps_dir.iterdir())
-        except OSError as e:
-            log.warning("cannot list the apps folder %s: %s", self.apps_dir, e)
-            return {}
+    def _list_folders(self) -> dict[str, Path]:
+        """The app folders by id; OSError when the apps folder cannot be listed."""
+        entries = sorted(self.apps_dir.iterdir())
         return {p.name: p for p in entries
                 if p.is_dir() and not p.name.startswith((".", "_"))}
+
+    def _folders(self) -> dict[str, Path] | None:
+        """:meth:`_list_folders`, or None (logged once per outage) when it fails."""
+        try:
+            folders = self._list_folders()
+        except OSError as e:
+            self._scan_failed(e)
+            return None
+        if self._scan_failing:
+            self._scan_failing = False
+            log.info("the apps folder %s can be read again; hot reload resumes", self.apps_dir)
+        return folders
+
+    def _scan_failed(self, e: OSError) -> None:
+        if not self._scan_failing:
+            log.warning("cannot read the apps folder %s: %s; the apps stay as they are until "
+                        "it can be read again", self.apps_dir, e)
+        self._scan_failing = True
+
+    def _rescan_one(self, app_id: str, path: Path) -> bool:
+        """Load a new folder or reload a changed one; True if the route table changed."""
+        rec = self.get(app_id)
+        if rec is None:
+            log.info("app %s: new folder, loading", app_id)
+            rec = self._add(path)
+            if rec.status != AppStatus.INVALID:
+                self._prepare(rec).start()
+            return True
+        new, old = _fingerprint(path), self._prints.get(app_id)
+        if new != old and rec.status != AppStatus.INVALID and old and new[0] == old[0] \
+                and self._refresh_role(rec, new):
+            return False
+        if new != old or (rec.status == AppStatus.INVALID
+                          and load_app(path, self.logs_dir).error != rec.error):
+            log.info("app %s: folder changed, reloading", app_id)
+            self._reload(rec)
+            return True
+        return False
+
+    def _wait_settled(self, sups: list[AppSupervisor], timeout: float | None,
+                      cancel: threading.Event | None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        wake = cancel or self._closing
+        while True:
+            pending = [s.app_id for s in sups if not s.settled]
+            if not pending or self._closing.is_set() or wake.is_set():
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                log.warning("launcher: not waiting longer than %g s for %s: still starting "
+                            "(each has up to %g s to listen)", timeout, ", ".join(pending),
+                            self.config.app_start_timeout)
+                return
+            wake.wait(SETTLE_POLL)
+
+    def _sweep(self) -> None:
+        """Kill whatever is left of every process spawned in this run (after errors, too)."""
+        with self._lock:
+            procs = [p for p in self._spawned.values() if p.returncode is None]
+            self._spawned.clear()
+        for proc in procs:
+            if proc.poll() is None:
+                log.error("app process %d outlived its stop; killing its process group",
+                          proc.pid)
+                force_kill(proc)
 
     def _notify(self, rec: AppRecord) -> None:
         if self._on_status is None:
@@ -438,10 +548,13 @@ class Launcher:
         return True
 
     def _reload(self, rec: AppRecord) -> AppSupervisor | None:
-        """Stop ``rec``'s process, re-read its folder and start it again (if valid)."""
-        self._halt(rec.id, final=False)
+        """Re-read ``rec``'s folder, stop its process and start it again (if valid).
+
+        Reading first: a transient OSError leaves the running app untouched.
+        """
         fingerprint = _fingerprint(rec.path)
         fresh = load_app(rec.path, self.logs_dir)
+        self._halt(rec.id, final=False)
         with self._lock:
             self._prints[rec.id] = fingerprint
             rec.manifest, rec.role_prompt, rec.workdir = (fresh.manifest, fresh.role_prompt,
@@ -467,6 +580,7 @@ class Launcher:
                 rec.id, rec.port, spawn=lambda: self._spawn(rec), policy=self.policy,
                 start_timeout=self.config.app_start_timeout, grace=self.stop_grace,
                 log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
+                liveness=Liveness.from_config(self.config.apps),
                 on_status=lambda status, error: self._supervisor_status(rec, sup, status, error))
             self._sups[rec.id] = sup
         self._set(rec, AppStatus.STARTING)
@@ -508,9 +622,12 @@ class Launcher:
             rec.token, rec.spawned_at = token, time.monotonic()
         proc = spawn_process([sys.executable, rec.manifest.entry], cwd=rec.path, env=env,
                              log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
-                             header=f"launch {rec.id} on port {rec.port}")
+                             header=f"launch {rec.id} on port {rec.port}",
+                             log_max_bytes=self.config.apps.log_max_bytes)
         with self._lock:
             rec.pid = proc.pid
+            self._spawned = {pid: p for pid, p in self._spawned.items() if p.returncode is None}
+            self._spawned[proc.pid] = proc
         log.info("app %s: spawned pid %d on port %d", rec.id, proc.pid, rec.port)
         return proc
 
@@ -526,14 +643,20 @@ class Launcher:
             self._stopped(rec.id)
 
     def _halt(self, app_id: str, final: bool = True) -> None:
-        """Stop an app's process; with ``final`` it becomes STOPPED."""
+        """Stop an app's process; with ``final`` it becomes STOPPED.
+
+        The supervisor is dropped only once its process is gone, so a stop
+        that raised leaves it registered for :meth:`stop` to finish.
+        """
         with self._lock:
-            sup = self._sups.pop(app_id, None)
+            sup = self._sups.get(app_id)
             rec = self._records.get(app_id)
         if sup is None or rec is None:
             return
         sup.stop()
         with self._lock:
+            if self._sups.get(app_id) is sup:
+                del self._sups[app_id]
             rec.token, rec.pid = "", None
         if final:
             self._set(rec, AppStatus.STOPPED)

@@ -4,17 +4,22 @@
 routes); this module knows processes and nothing about manifests:
 
 * :func:`app_env` builds an app's environment without the system's secrets;
-* :func:`spawn_process` starts ``argv`` in its own process group, output appended to a log;
+* :func:`spawn_process` starts ``argv`` in its own process group; a :class:`LogPump`
+  thread copies its output into a log that it rotates at a size cap while the app runs;
 * :func:`wait_ready` polls until the port accepts a TCP connection;
 * :func:`stop_process` escalates SIGTERM → grace → SIGKILL over the whole
   group (and descendants that left it) and says which path ran;
 * :class:`RestartPolicy` decides whether and when a crashed app comes back;
+* :class:`Liveness` says how a running app is watched: ``GET /health`` probes
+  (any HTTP answer counts), ``/handle`` timeouts reported by the controller,
+  and the resident memory of its process tree;
 * :class:`AppSupervisor` runs that loop for one app in one thread and reports
   status changes through a callback, like jupyter_client's restarter.
 """
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import re
@@ -28,8 +33,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
+
+if TYPE_CHECKING:
+    from aios.config import AppsConfig
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +47,10 @@ READY_POLL_INTERVAL = 0.02
 KILL_WAIT = 5.0
 """Seconds to wait for SIGKILLed processes to disappear."""
 LOG_TAIL_LINES = 20
-LOG_ROTATE_BYTES = 5_000_000
-"""An app log larger than this is moved to ``<id>.log.1`` at the next launch."""
+LOG_CHUNK = 65536
+"""Bytes the log pump reads from an app's output at once."""
+LIVENESS_PATH = "/health"
+MB = 1024 * 1024
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
 _SYSTEM_PREFIXES = ("AIOS_", "DEEPSEEK_")
@@ -85,6 +96,36 @@ class RestartPolicy:
 
     def backoff(self, crashes: int) -> float:
         return min(self.backoff_max, self.backoff_initial * 2 ** max(crashes - 1, 0))
+
+    @classmethod
+    def from_config(cls, apps: AppsConfig) -> RestartPolicy:
+        return cls(restart_limit=apps.restart_limit, stable_start_time=apps.stable_start_time,
+                   backoff_initial=apps.backoff_initial, backoff_max=apps.backoff_max)
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """How a running app is watched, and when it is restarted although it still runs.
+
+    Every ``interval`` seconds: the resident memory of its process tree is
+    compared with ``max_memory_mb``, and ``GET /health`` must get an HTTP
+    answer within ``timeout`` (any status: the spec's raw-Flask template has
+    no such route, and its 404 still proves it serves HTTP); ``failures``
+    probes in a row without one, or ``handle_timeouts`` ``/handle`` calls in
+    a row that timed out (an HTTP server whose handler hangs), restart it.
+    """
+
+    interval: float
+    timeout: float
+    failures: int
+    handle_timeouts: int
+    max_memory_mb: int
+
+    @classmethod
+    def from_config(cls, apps: AppsConfig) -> Liveness:
+        return cls(interval=apps.liveness_interval, timeout=apps.liveness_timeout,
+                   failures=apps.liveness_failures, handle_timeouts=apps.handle_timeouts,
+                   max_memory_mb=apps.max_memory_mb)
 
 
 # ----------------------------------------------------------------- environment
@@ -140,24 +181,132 @@ def log_tail(log_path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
+def rotate_log(log_path: Path) -> None:
+    """Move ``log_path`` to ``<name>.1`` (the one backup kept), replacing the older backup."""
+    try:
+        os.replace(log_path, log_path.with_name(log_path.name + ".1"))
+    except FileNotFoundError:
+        pass
+
+
+class LogPump(threading.Thread):
+    """Copies an app's output (a pipe) into its log, rotating at ``max_bytes`` while it runs.
+
+    The log never grows past ``max_bytes`` by the pump's writes: a chunk that
+    does not fit is split, the log rotated (one backup) and the rest written to
+    the fresh file. When the log cannot be written (disk full), output is read
+    and dropped, so the app never blocks on a full pipe; writing resumes once
+    the file can be opened again. Ends at end of file (every writer is gone).
+    """
+
+    def __init__(self, source: int, log_path: Path, max_bytes: int, name: str):
+        super().__init__(name=name, daemon=True)
+        self._fd = source
+        self._path = log_path
+        self._max = max_bytes
+        self._out: int | None = None
+        self._failing = False
+
+    def run(self) -> None:
+        try:
+            while chunk := os.read(self._fd, LOG_CHUNK):
+                self._write(chunk)
+        except OSError as e:
+            log.warning("reading the output of %s failed: %s", self._path.stem, e)
+        finally:
+            os.close(self._fd)
+            if self._out is not None:
+                os.close(self._out)
+
+    def _write(self, chunk: bytes) -> None:
+        try:
+            while chunk:
+                if self._out is None:
+                    self._out = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                        0o644)
+                room = self._max - os.fstat(self._out).st_size
+                if room <= 0:
+                    os.close(self._out)
+                    self._out = None
+                    rotate_log(self._path)
+                    continue
+                written = os.write(self._out, chunk[:room])
+                chunk = chunk[written:]
+            self._failing = False
+        except OSError as e:
+            if self._out is not None:
+                os.close(self._out)
+                self._out = None
+            if not self._failing:
+                log.warning("cannot write the log %s (output dropped until it can): %s",
+                            self._path, e)
+            self._failing = True
+
+
+class AppProcess(subprocess.Popen[bytes]):
+    """An app's process, with the :class:`LogPump` that drains its output."""
+
+    log_pump: LogPump | None = None
+
+    def finish_log(self, timeout: float = KILL_WAIT) -> None:
+        """Wait until the pump has written what the app printed before it ended."""
+        if self.log_pump is not None and self.log_pump is not threading.current_thread():
+            self.log_pump.join(timeout)
+
+
 def spawn_process(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
-                  header: str) -> subprocess.Popen[bytes]:
-    """Start ``argv`` as the leader of a new session, stdout+stderr appended to ``log_path``.
+                  header: str, log_max_bytes: int) -> AppProcess:
+    """Start ``argv`` as the leader of a new session, stdout+stderr pumped into ``log_path``.
 
     Raises OSError when the program cannot be started.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        if log_path.stat().st_size > LOG_ROTATE_BYTES:
-            os.replace(log_path, log_path.with_name(log_path.name + ".1"))
+        if log_path.stat().st_size >= log_max_bytes:
+            rotate_log(log_path)
     except FileNotFoundError:
         pass
     log_line(log_path, header)
-    with open(log_path, "ab") as out:
-        # Own session = own process group, so stopping reaches the app's children too.
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                close_fds=True)
+    # Own session = own process group, so stopping reaches the app's children too.
+    proc = AppProcess(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                      stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+    assert proc.stdout is not None
+    # The pump owns the read end from now on (the file object must not close it too).
+    fd = os.dup(proc.stdout.fileno())
+    proc.stdout.close()
+    proc.stdout = None
+    proc.log_pump = LogPump(fd, log_path, log_max_bytes, name=f"log-{log_path.stem}")
+    proc.log_pump.start()
+    return proc
+
+
+def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH) -> bool:
+    """Whether an HTTP server on ``port`` answers ``GET path`` (any status) within ``timeout``."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        conn.getresponse().read()
+        return True
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants (0 when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except (OSError, psutil.Error):
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except (OSError, psutil.Error):
+            continue
+    return total
 
 
 def port_accepts(port: int, timeout: float = 0.2) -> bool:
@@ -202,7 +351,12 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def _group_members(pgid: int) -> list[psutil.Process]:
     """Live processes of a group (orphans included, which ``children()`` cannot see)."""
     members = []
-    for p in psutil.process_iter():
+    try:
+        candidates = list(psutil.process_iter())
+    except OSError as e:  # /proc unreadable (EMFILE...): the group signal still reaches them
+        log.warning("cannot list processes to find group %d's members: %s", pgid, e)
+        return []
+    for p in candidates:
         try:
             if os.getpgid(p.pid) == pgid and not _gone(p):
                 members.append(p)
@@ -232,6 +386,20 @@ def kill_group(pgid: int) -> None:
     _reap(_group_members(pgid))
 
 
+def force_kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process and its group without opening a file; wait until it is reaped.
+
+    The last resort when :func:`stop_process` failed (``/proc`` unreadable
+    under EMFILE, say): signals and ``wait()`` need no file descriptor.
+    """
+    _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        proc.kill()
+        proc.wait(timeout=KILL_WAIT)
+    except (OSError, subprocess.TimeoutExpired) as e:  # pragma: no cover - SIGKILL is final
+        log.error("process %d did not die after SIGKILL: %s", proc.pid, e)
+
+
 def stop_process(proc: subprocess.Popen[bytes], grace: float) -> str:
     """Stop an app and everything it started; return the path that ran.
 
@@ -243,7 +411,7 @@ def stop_process(proc: subprocess.Popen[bytes], grace: float) -> str:
     """
     try:
         tracked = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
+    except (OSError, psutil.Error):
         tracked = []
     known = {p.pid for p in tracked}
     tracked += [p for p in _group_members(proc.pid) if p.pid != proc.pid and p.pid not in known]
@@ -274,6 +442,20 @@ def stop_process(proc: subprocess.Popen[bytes], grace: float) -> str:
     return path
 
 
+def stop_or_kill(proc: subprocess.Popen[bytes], grace: float) -> str:
+    """:func:`stop_process`, falling back to :func:`force_kill` when it fails.
+
+    Returns the path that ran, ``force-killed`` for the fallback: a process
+    the system started is never given up on because ``/proc`` could not be read.
+    """
+    try:
+        return stop_process(proc, grace)
+    except (OSError, psutil.Error) as e:
+        log.error("process %d: orderly stop failed (%s); killing its process group", proc.pid, e)
+        force_kill(proc)
+        return "force-killed"
+
+
 # ------------------------------------------------------------------ supervisor
 
 StatusCallback = Callable[[AppStatus, "str | None"], None]
@@ -290,11 +472,14 @@ class AppSupervisor:
 
     def __init__(self, app_id: str, port: int, *, spawn: Callable[[], subprocess.Popen[bytes]],
                  policy: RestartPolicy, start_timeout: float, grace: float, log_path: Path,
-                 on_status: StatusCallback):
+                 on_status: StatusCallback, liveness: Liveness):
         self.app_id = app_id
         self.port = port
         self._spawn = spawn
         self._policy = policy
+        self._liveness = liveness
+        self._wake = threading.Event()
+        self._handle_timeouts = 0
         self._start_timeout = start_timeout
         self._grace = grace
         self._log_path = log_path
@@ -319,12 +504,22 @@ class AppSupervisor:
     def wait_settled(self, timeout: float | None = None) -> bool:
         return self._settled.wait(timeout)
 
+    def note_handle(self, timed_out: bool) -> None:
+        """The controller's word on one ``/handle`` call: it timed out, or it was answered."""
+        with self._lock:
+            self._handle_timeouts = self._handle_timeouts + 1 if timed_out else 0
+        if timed_out:
+            self._wake.set()
+
     def stop(self) -> str:
         """Stop the app for good (idempotent); return the path that ran."""
         with self._lock:
             self._stopping.set()
             proc = self._proc
-        path = "not running" if proc is None else stop_process(proc, self._grace)
+        self._wake.set()
+        path = "not running" if proc is None else stop_or_kill(proc, self._grace)
+        if isinstance(proc, AppProcess):
+            proc.finish_log()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
         self._settled.set()
@@ -352,6 +547,7 @@ class AppSupervisor:
                     if self._stopping.is_set():
                         return
                     began = time.monotonic()
+                    self._handle_timeouts = 0
                     try:
                         proc = self._proc = self._spawn()
                     except OSError as e:
@@ -362,33 +558,82 @@ class AppSupervisor:
                 if outcome == "cancelled":
                     return
                 if outcome == "timeout":
-                    stop_process(proc, self._grace)
+                    stop_or_kill(proc, self._grace)
+                    if isinstance(proc, AppProcess):
+                        proc.finish_log()
                     log_line(self._log_path, "killed: no connection accepted in time")
                     self._report(AppStatus.FAILED,
                                  f"did not accept connections on port {self.port} within "
                                  f"{self._start_timeout:g} s; last log lines:\n"
                                  f"{log_tail(self._log_path)}")
                     return
+                reason: str | None = None
                 if outcome == "ready":
                     self.ready_at = time.monotonic()
                     self._report(AppStatus.RUNNING)
                     self._settled.set()
-                    proc.wait()
+                    reason = self._watch(proc)
                 if self._stopping.is_set():
                     return
+                if reason is not None:
+                    # Alive but not doing its job: stop it, then count it like a crash.
+                    log.warning("app %s %s; stopping it", self.app_id, reason)
+                    stop_or_kill(proc, self._grace)
                 # The app died on its own: clear its leftovers (they may hold the port).
                 kill_group(proc.pid)
+                if isinstance(proc, AppProcess):
+                    proc.finish_log()
                 crashes = self._policy.count_crash(crashes, time.monotonic() - began)
-                log_line(self._log_path, f"exited with code {proc.returncode}")
+                log_line(self._log_path, f"killed: it {reason}" if reason
+                         else f"exited with code {proc.returncode}")
                 log.warning("app %s exited with code %s (crash %d)", self.app_id,
                             proc.returncode, crashes)
                 if self._policy.gives_up(crashes):
-                    self._report(AppStatus.FAILED, f"crashed {crashes} times; last log lines:\n"
-                                                   f"{log_tail(self._log_path)}")
+                    what = f"it {reason} ({crashes} times in a row)" if reason \
+                        else f"crashed {crashes} times"
+                    self._report(AppStatus.FAILED,
+                                 f"{what}; last log lines:\n{log_tail(self._log_path)}")
                     return
                 self.restarts += 1
-                self._report(AppStatus.RESTARTING)
+                self._report(AppStatus.RESTARTING, f"restarting: it {reason}" if reason else None)
                 if self._stopping.wait(self._policy.backoff(crashes)):
                     return
         finally:
             self._settled.set()
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> str | None:
+        """Watch a running app until it exits (None) or must be restarted (the reason why)."""
+        live = self._liveness
+        exited = threading.Event()
+
+        def wait_exit() -> None:
+            proc.wait()
+            exited.set()
+            self._wake.set()
+
+        threading.Thread(target=wait_exit, name=f"app-{self.app_id}-wait", daemon=True).start()
+        misses = 0
+        answered = time.monotonic()
+        next_probe = answered + live.interval
+        while True:
+            self._wake.wait(max(0.0, next_probe - time.monotonic()))
+            self._wake.clear()
+            if exited.is_set() or self._stopping.is_set():
+                return None
+            with self._lock:
+                timeouts = self._handle_timeouts
+            if timeouts >= live.handle_timeouts:
+                return f"did not answer /handle in time {timeouts} times in a row"
+            if time.monotonic() < next_probe:
+                continue
+            rss = tree_rss(proc.pid)
+            if rss > live.max_memory_mb * MB:
+                return f"used more than {live.max_memory_mb} MB of memory ({rss // MB} MB)"
+            if answers_http(self.port, live.timeout):
+                misses, answered = 0, time.monotonic()
+            else:
+                misses += 1
+                if misses >= live.failures:
+                    return (f"did not answer GET {LIVENESS_PATH} for "
+                            f"{time.monotonic() - answered:.1f} s ({misses} probes in a row)")
+            next_probe = time.monotonic() + live.interval
