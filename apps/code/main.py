@@ -309,7 +309,7 @@ class CodeAgent(AIOSAgent):
                  "with the code only, no explanation."},
                 {"role": "user", "content": text[:2000]}])
             code = strip_fence(str(answer.get("content") or "").strip())
-        except (LLMUnavailable, LLMError, AttributeError):
+        except (LLMUnavailable, LLMError):
             code = ""
         if code and looks_like_python(code):
             reply = self._editor(en, code, _t(en, "AI 写好了代码，检查后点运行",

@@ -200,7 +200,7 @@ class FilesAgent(AIOSAgent):
                                {"role": "user", "content": text}])
             parsed = json.loads(str(answer.get("content") or "").strip().strip("`")
                                 .removeprefix("json").strip())
-        except (LLMUnavailable, LLMError, ValueError, AttributeError):
+        except (LLMUnavailable, LLMError, ValueError):
             return "unknown", [text]
         if not isinstance(parsed, dict):
             return "unknown", [text]

@@ -251,7 +251,7 @@ class NotesAgent(AIOSAgent):
             tag = nl.tag_from_word(str(answer.get("content") or "").strip().strip(".").lower())
             if tag:
                 return tag
-        except (LLMUnavailable, LLMError, AttributeError):
+        except (LLMUnavailable, LLMError):
             pass
         return nl.guess_tag(text)
 
@@ -264,7 +264,7 @@ class NotesAgent(AIOSAgent):
                 {"role": "user", "content": text[:1000]}])
             parsed = json.loads(str(answer.get("content") or "").strip().strip("`")
                                 .removeprefix("json").strip())
-        except (LLMUnavailable, LLMError, ValueError, AttributeError):
+        except (LLMUnavailable, LLMError, ValueError):
             return "unknown", text
         if isinstance(parsed, dict) and parsed.get("intent") in ("add", "search", "list") \
                 and isinstance(parsed.get("text", ""), str):

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,7 +86,9 @@ def running_app(folder: Path, **env_extra: str) -> Iterator[str]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIOS_")}
     env.update(PYTHONPATH=str(ROOT), APP_PORT=str(port), **env_extra)
-    log = folder.parent / f"{folder.name}.log"
+    # the log goes to a temporary folder: never into the source tree beside ``folder``
+    logs = tempfile.TemporaryDirectory(prefix="aios-app-log-")
+    log = Path(logs.name) / f"{folder.name}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "main.py"], cwd=folder, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
@@ -109,6 +112,7 @@ def running_app(folder: Path, **env_extra: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        logs.cleanup()
 
 
 def post(url: str, body: Any, **kw: Any) -> requests.Response:
@@ -173,6 +177,7 @@ def test_exception_in_handle_is_an_error_view_and_the_app_keeps_serving(hello: P
 def test_spec_template_runs_unchanged() -> None:
     folder = FIXTURES / "spec_template"
     before = sorted(p.name for p in folder.iterdir())
+    beside = sorted(p.name for p in FIXTURES.iterdir())
     with running_app(folder) as url:
         r = post(f"{url}/handle", {"instruction": None,
                                    "context": {"role": "...", "workdir": "/w",
@@ -182,6 +187,9 @@ def test_spec_template_runs_unchanged() -> None:
     assert reply.view_type == "list"
     assert [(s.step_id, s.tool) for s in reply.steps] == [(1, "http_request")]
     assert sorted(p.name for p in folder.iterdir()) == before
+    # nothing is written into the source tree beside it either (no spec_template.log)
+    assert sorted(p.name for p in FIXTURES.iterdir()) == beside
+    assert not list(FIXTURES.glob("*.log"))
 
 
 # ------------------------------------------------------------ serving
