@@ -252,7 +252,11 @@ def _offline(text: str, router: OfflineRouter, notes: list[str]) -> Plan:
 
 def plan_instruction(text: str, apps: list[AppProfile], *, llm: LLMClient | None,
                      router: OfflineRouter, history_summary: str = "") -> Plan:
-    """Plan what to do with ``text``; never raises for a bad model answer or a dead LLM."""
+    """Plan what to do with ``text``; never raises for a bad model answer or a dead LLM.
+
+    What went wrong on the way is in ``Plan.notes``, not in the log: the caller
+    (the controller) logs the notes once and shows them to the user.
+    """
     text = (text or "").strip()
     if not text:
         return Plan(source="none", notes=["empty instruction"])
@@ -265,19 +269,16 @@ def plan_instruction(text: str, apps: list[AppProfile], *, llm: LLMClient | None
         try:
             result = llm.chat(messages, tools=tools, tool_choice="auto", purpose="plan")
         except LLMError as e:
-            logger.warning("LLM planning failed, using the offline router: %s", e)
             return _offline(text, router, [f"LLM unavailable: {e}; used offline router"])
         try:
             plan = _parse_reply(result.message, apps)
         except PlanInvalid as e:
             error = str(e)
-            logger.info("LLM plan invalid (attempt %d): %s", attempt + 1, error)
             messages = messages + _feedback(result.message, error)
             continue
         if attempt:
             plan.notes.append(f"LLM plan corrected after: {error}")
         return plan
-    logger.warning("LLM plan invalid twice, using the offline router: %s", error)
     return _offline(text, router, [f"LLM plan invalid: {error}; used offline router"])
 
 

@@ -3,6 +3,7 @@ OpenAI-compatible server that plays the model; the apps are real processes."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -98,3 +99,14 @@ def test_apps_ask_the_llm_through_the_system_with_their_own_token(system: Runnin
     assert r.json()["message"]["content"] == "来自模型的回答"
     assert "sk-test" not in r.text  # the key never leaves the system
     assert system.system.store.llm_usage()[0]["purpose"] == "app:echo"
+
+
+def test_a_planning_failure_is_logged_once(system: Running, fake: FakeOpenAI,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    fake.script([http_error(401)])
+    with caplog.at_level(logging.INFO, logger="aios"):
+        out = system.instruct("echo hello")
+    assert out["source"] == "offline"
+    said = [r for r in caplog.records if "API key rejected" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]
+    assert said[0].name == "aios.controller" and said[0].levelno == logging.WARNING
