@@ -183,6 +183,11 @@ def test_settings_reach_the_next_tool_call_of_a_running_app(system: Running) -> 
     settings({"tool_timeout": {"shell_exec": 0.5}})
     slow = shell("python3 -c 'import time; time.sleep(5)'")
     assert slow["status"] == "error" and "0.5" in str(slow["error"])
+    # no part is left with the old settings
+    sysm = system.system
+    assert sysm.controller.config is sysm.config and sysm.launcher.config is sysm.config
+    assert sysm.recognizer.config is sysm.config and sysm.controller.llm is sysm.llm
+    assert sysm.llm.config is sysm.config
 
 
 @pytest.mark.parametrize("sid", ["../etc", "a b", "x" * 65])
