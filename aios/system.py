@@ -76,11 +76,13 @@ class System:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    def start(self, ready_wait: float | None = None,
+              cancel: threading.Event | None = None) -> None:
+        """Start the apps; wait for them at most ``ready_wait`` s (None: until all settled)."""
         if self.config.tool_sandbox.os_sandbox != "off":
             os_sandbox.detect()  # logs its one warning now, not at the first command
         self.pruner.start()
-        self.launcher.start()
+        self.launcher.start(ready_wait=ready_wait, cancel=cancel)
 
     def stop(self) -> None:
         if self._stopped:
