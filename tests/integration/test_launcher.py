@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import resource
 import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,17 @@ def alive(pid: int | None) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+@contextmanager
+def no_file_descriptors() -> Iterator[None]:
+    """Every open() of this process fails with EMFILE meanwhile (as under a busy machine)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (0, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def launches(d: Path) -> list[int]:
@@ -557,3 +570,79 @@ def test_stop_leaves_no_process_behind(
     assert len(events.status) == n
     with pytest.raises(RuntimeError, match="already started"):
         launcher.start()
+
+
+# ------------------------------------------------------- faults: fds, readiness
+
+
+def test_a_failed_listing_of_the_apps_folder_unloads_nothing(
+        apps: Path, make_launcher: Callable[..., Launcher], events: Events,
+        caplog: pytest.LogCaptureFixture) -> None:
+    make_app(apps, "keep")
+    launcher = make_launcher()
+    launcher.start()
+    pid = launcher.get("keep").pid
+    with caplog.at_level(logging.INFO, logger="aios.launcher"):
+        with no_file_descriptors():
+            launcher.rescan()  # cannot even list the folder: EMFILE
+            launcher.rescan()
+        launcher.rescan()
+    rec = launcher.get("keep")
+    assert rec is not None and rec.status == AppStatus.RUNNING and rec.pid == pid and alive(pid)
+    assert events.of("keep") == [AppStatus.STARTING, AppStatus.RUNNING]
+    messages = [r.getMessage() for r in caplog.records]
+    failed = [m for m in messages if m.startswith("cannot read the apps folder")]
+    assert len(failed) == 1 and "Too many open files" in failed[0]  # logged once per outage
+    assert any("can be read again" in m for m in messages)
+    assert not any("unloading" in m or "reloading" in m for m in messages)
+
+
+def test_stop_kills_every_app_even_when_proc_cannot_be_read(
+        apps: Path, make_launcher: Callable[..., Launcher], events: Events) -> None:
+    grouped = make_app(apps, "grouped", behave={"grandchild": "group", "ignore_term": True})
+    make_app(apps, "plain")
+    launcher = make_launcher(grace=0.5)
+    launcher.start()
+    pids = [r.pid for r in launcher.apps()] + [int((grouped / "grandchild1.pid").read_text())]
+    assert all(alive(p) for p in pids)
+    with no_file_descriptors():  # psutil cannot read /proc; signals and wait() still work
+        launcher.stop()
+    assert not [p for p in pids if alive(p)]
+    assert {r.id: r.status for r in launcher.apps()} == {"grouped": AppStatus.STOPPED,
+                                                          "plain": AppStatus.STOPPED}
+
+
+def test_not_ready_before_every_folder_has_been_discovered(
+        tmp_path: Path, apps: Path) -> None:
+    make_app(apps, "aaa_broken", raw_manifest="{")  # reported while discovery is under way
+    make_app(apps, "zzz")
+    seen: list[tuple[str, str, bool]] = []
+    launcher = Launcher(apps, tmp_path / "data", Config(), system_url=SYSTEM_URL,
+                        port_map_path=tmp_path / "data" / "port_map.json",
+                        on_status=lambda rec: seen.append((rec.id, str(rec.status),
+                                                           launcher.ready())),
+                        restart_policy=FAST)
+    try:
+        assert not launcher.ready()
+        launcher.start()
+        assert seen[0] == ("aaa_broken", "invalid", False)
+        assert ("zzz", "starting", False) in seen
+        assert launcher.ready()
+    finally:
+        launcher.stop()
+
+
+def test_start_waits_at_most_ready_wait_then_the_app_carries_on(
+        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
+    make_app(apps, "mute", behave={"never_listen": True})
+    make_app(apps, "quick")
+    launcher = make_launcher(start_timeout=3)
+    began = time.monotonic()
+    launcher.start(ready_wait=0.5)
+    waited = time.monotonic() - began
+    assert waited < 3, f"start waited {waited:.1f} s for an app that never listens"
+    # "quick" may still be starting on a busy machine; "mute" certainly is.
+    assert launcher.get("mute").status == AppStatus.STARTING and not launcher.ready()
+    wait_for(lambda: launcher.get("mute").status == AppStatus.FAILED, 15, what="mute failed")
+    wait_for(launcher.ready, 15, what="ready once every app settled")
+    assert launcher.get("quick").status == AppStatus.RUNNING
