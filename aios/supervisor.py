@@ -19,6 +19,7 @@ routes); this module knows processes and nothing about manifests:
 
 from __future__ import annotations
 
+import errno
 import http.client
 import logging
 import os
@@ -280,14 +281,24 @@ def spawn_process(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: 
     return proc
 
 
-def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH) -> bool:
-    """Whether an HTTP server on ``port`` answers ``GET path`` (any status) within ``timeout``."""
+_LOCAL_SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+"""Errors that say the system itself is short of resources, not that the app is dead."""
+
+
+def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH) -> bool | None:
+    """Whether an HTTP server on ``port`` answers ``GET path`` (any status) within ``timeout``.
+
+    None when the probe could not be made (the system is out of file
+    descriptors, say): that says nothing about the app.
+    """
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request("GET", path)
         conn.getresponse().read()
         return True
-    except (OSError, http.client.HTTPException):
+    except OSError as e:
+        return None if e.errno in _LOCAL_SHORTAGE else False
+    except http.client.HTTPException:
         return False
     finally:
         conn.close()
@@ -629,9 +640,10 @@ class AppSupervisor:
             rss = tree_rss(proc.pid)
             if rss > live.max_memory_mb * MB:
                 return f"used more than {live.max_memory_mb} MB of memory ({rss // MB} MB)"
-            if answers_http(self.port, live.timeout):
+            alive = answers_http(self.port, live.timeout)
+            if alive:
                 misses, answered = 0, time.monotonic()
-            else:
+            elif alive is False:
                 misses += 1
                 if misses >= live.failures:
                     return (f"did not answer GET {LIVENESS_PATH} for "

@@ -24,7 +24,7 @@ from tests.integration.conftest import FIXTURES, Running, copy_apps, start_syste
 LIMITS_APPS = FIXTURES / "apps_limits"
 DEADLINE = 30.0
 """Seconds any awaited condition may take on a loaded machine."""
-FAST_LIVENESS = {"liveness_interval": 0.1, "liveness_timeout": 0.3, "liveness_failures": 2,
+FAST_LIVENESS = {"liveness_interval": 0.1, "liveness_timeout": 1.0, "liveness_failures": 2,
                  "restart_limit": 1, "backoff_initial": 0.05, "backoff_max": 0.1}
 
 
