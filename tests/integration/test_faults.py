@@ -350,3 +350,27 @@ def test_an_app_that_never_listens_does_not_hold_the_desktop(
     assert d.stop() < EXIT_DEADLINE
     assert d.leftovers() == []
     print(f"ready line after {d.ready_after:.2f} s with one app that never listens")
+
+
+def test_a_hung_app_does_not_delay_calls_to_a_healthy_one(
+        tmp_path: Path, desktop: Callable[..., Desktop]) -> None:
+    """The system as a process: 10 actions wait on an app that accepts TCP and never
+    answers; an action to its healthy neighbour still answers at once."""
+    apps = make_apps(tmp_path, {"healthy": "ok", "hung": "no_answer"})
+    d = desktop(apps)
+    d.wait_ready()
+    stuck = Load(d, "hung")
+    try:
+        # Every client has a call in flight (or was refused as busy) before we measure.
+        wait_for(lambda: len(psutil.Process(d.proc.pid).net_connections()) > CLIENTS, 30,
+                 "the calls to the hung app to be in flight")
+        began = time.monotonic()
+        r = d.act("healthy")
+        took = time.monotonic() - began
+    finally:
+        stuck.stop()
+    assert r.status_code == 200 and r.json()["response"]["status"] == "ok"
+    assert took < 2.0, f"the healthy app answered after {took:.2f} s"
+    assert d.stop() < EXIT_DEADLINE
+    assert d.leftovers() == []
+    print(f"healthy app answered in {took:.3f} s next to a hung one")
