@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not open_window(url, config, stop, selftest=args.selftest) \
                         and args.selftest:
                     code = 1
-    except AIOSError as e:
-        print(f"aios: {e}", file=sys.stderr)
+    except (AIOSError, OSError) as e:  # e.g. the apps folder became unreadable meanwhile
+        print(f"aios: cannot start: {e}", file=sys.stderr)
         code = 2
     finally:
         server.shutdown()
