@@ -111,8 +111,9 @@ def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
     assert form["view_type"] == "form"
     assert {f["name"]: f.get("value") for f in form["data"]["fields"]} == \
         {"new_name": "old.txt", "path": "old.txt"}
+    # exactly what the app sent: the system adds no defaults ("fields", "disabled")
     assert form["actions"][0] == {"type": "submit_form", "label": "重命名",
-                                  "action_id": "do_rename", "fields": [], "disabled": False}
+                                  "action_id": "do_rename"}
     resp = act(files, {"action_id": "do_rename",
                        "form_values": {"path": "old.txt", "new_name": "新.txt"}})
     assert resp["status"] == "ok" and "新.txt" in resp["message"]
