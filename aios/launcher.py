@@ -88,7 +88,7 @@ class AppRecord:
         """What the desktop may see (never the token)."""
         m = self.manifest
         out: dict[str, Any] = {
-            "id": self.id, "name": m.name if m else self.id, "icon": m.icon if m else "📦",
+            "id": self.id, "name": m.name if m else self.id, "icon": m.icon if m else "",
             "description": m.description if m else "", "status": str(self.status),
             "port": self.port, "endpoint": m.handle_endpoint if m else None,
             "keywords": list(m.keywords) if m else [],

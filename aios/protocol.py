@@ -44,6 +44,19 @@ ViewType = Literal[
 _M = TypeVar("_M", bound=BaseModel)
 
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_ICON_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+ICON_IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp")
+MAX_ICON_TEXT = 8
+"""Code points of a text icon: an emoji with its modifiers, not a sentence."""
+
+
+def icon_file(icon: str) -> str | None:
+    """The relative image path a manifest's ``icon`` names, or None when it names none."""
+    p = Path(icon)
+    if icon and p.suffix.lower() in ICON_IMAGE_SUFFIXES and not p.is_absolute() \
+            and ".." not in p.parts and "\\" not in icon and ":" not in icon:
+        return icon
+    return None
 
 
 # defer_build: an app process imports these models but validates few of them;
@@ -278,7 +291,9 @@ class Manifest(_Open):
     name: str = Field(min_length=1)
     entry: str = Field(min_length=1)
     role_prompt: str | None = None
-    icon: str = "📦"
+    icon: str = ""
+    """A Lucide icon name from renderer/vendor/lucide ("music"), an image file in the app
+    folder ("icon.png") or a short text such as an emoji; empty: the app's initial."""
     description: str = ""
     author: str = ""
     version: str = ""
@@ -297,6 +312,21 @@ class Manifest(_Open):
         if p.is_absolute() or ".." in p.parts:
             raise ValueError(f"must be a path inside the app folder (got {v!r})")
         return v
+
+    @field_validator("icon")
+    @classmethod
+    def _icon(cls, v: str) -> str:
+        v = v.strip()
+        if not v or _ICON_NAME.match(v) or icon_file(v) is not None:
+            return v
+        looks_like_path = "/" in v or "\\" in v or "." in v
+        if not looks_like_path and len(v) <= MAX_ICON_TEXT and v.isprintable() \
+                and not any(c.isspace() for c in v):
+            return v
+        raise ValueError(
+            f"must be an icon name such as 'music', an image file inside the app folder "
+            f"({', '.join(ICON_IMAGE_SUFFIXES)}) or an emoji of at most {MAX_ICON_TEXT} "
+            f"characters (got {v!r})")
 
     @field_validator("handle_endpoint")
     @classmethod

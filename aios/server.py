@@ -39,7 +39,7 @@ from aios.errors import (
     ToolRefused,
 )
 from aios.launcher import AppRecord
-from aios.protocol import ActionRequest, describe_validation_error
+from aios.protocol import ActionRequest, describe_validation_error, icon_file
 from aios.sandbox import resolve_path
 from aios.system import System
 from aios.tools import audit_args, invoke
@@ -257,6 +257,24 @@ def create_app(system: System) -> Flask:
         resp = send_file(target, conditional=True, max_age=0)
         resp.headers["Content-Security-Policy"] = "sandbox; default-src 'none'; " \
             "img-src 'self'; media-src 'self'"
+        return resp
+
+    @app.get("/apps/<app_id>/icon")
+    def app_icon(app_id: str) -> Response:
+        """The image file an app's manifest names as its icon, from the app folder only."""
+        record = system.launcher.get(app_id)
+        if record is None or record.manifest is None:
+            return _error(404, f"no app named {app_id!r}")
+        rel = icon_file(record.manifest.icon)
+        if rel is None:
+            return _error(404, f"app {app_id!r} names no icon file (icon "
+                               f"{record.manifest.icon!r})")
+        folder = record.path.resolve()
+        target = (folder / rel).resolve()
+        if not target.is_relative_to(folder) or not target.is_file():
+            return _error(404, f"icon file {rel!r} not found in the folder of app {app_id!r}")
+        resp = send_file(target, conditional=True, max_age=0)
+        resp.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
         return resp
 
     # ----------------------------------------------------------- desktop API

@@ -512,13 +512,14 @@ class GenericAgent(AIOSAgent):
         """The view for an empty instruction (spec §12.1): who I am, and a place to ask."""
         name = self.display_name
         if en:
-            content = (f"{self.icon} {name}\n\n{self.description}\n\nAsk me anything: I answer, "
+            # The icon is the title bar's (a set name or file): not repeated in the text.
+            content = (f"{name}\n\n{self.description}\n\nAsk me anything: I answer, "
                        "and when a task needs it I plan my own tool calls (files in my "
                        "workspace, web requests, commands, a small database) and show the "
                        "result.")
             message = "Please type a question." if hint else f"{name} is ready."
         else:
-            content = (f"{self.icon} {name}\n\n{self.description}\n\n"
+            content = (f"{name}\n\n{self.description}\n\n"
                        "有什么问题都可以问我：我会回答，需要时自己规划工具（工作目录里的文件、"
                        "网络请求、命令、小型数据库）来完成任务，再把结果展示出来。")
             message = "请输入问题。" if hint else f"{name}已就绪。"

@@ -2,6 +2,7 @@
 // mic button, right-click menu, and the "one popup at a time" rule.
 // It only draws and reports intents on the bus (app:activate, command:submit, voice:listen,
 // system:settings|audit|about, apps:refresh); main.js acts on them.
+import { appIcon } from './appicon.js';
 import { emit, on } from './bus.js';
 import { statusText, t } from './i18n.js';
 import { icon } from './icons.js';
@@ -140,8 +141,7 @@ function openContextMenu(x) {
 // ------------------------------------------------------------------ apps
 
 function appTile(app, cls) {
-  const glyph = toText(app.icon).trim() || toText(app.name).slice(0, 1) || '?';
-  return el('span', { class: `app-tile ${cls || ''}`, text: glyph, attrs: { 'aria-hidden': 'true' } });
+  return appIcon(app, cls || '');
 }
 
 /** Apps in the server's order (the launcher's), so icons do not jump when names change. */

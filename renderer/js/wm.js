@@ -1,6 +1,7 @@
 // Window manager: one window per app (or system panel), drag, resize, minimise, maximise,
 // close, z-order. Windows live in #desktop; listeners are delegated on it once.
 // Emits "wm:changed" {id, state} and "layout:changed" for the snapshot.
+import { appIcon } from './appicon.js';
 import { emit } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { t } from './i18n.js';
@@ -50,7 +51,7 @@ function titleButton(cmd, iconName, labelKey) {
 
 /**
  * Open (or restore and raise) the window `id`.
- * opts: {title, icon (emoji/text), system: bool, width?, height?}
+ * opts: {title, icon (a manifest icon: set name, image file or text), system: bool, width?, height?}
  */
 export function open(id, opts = {}) {
   let w = windows.get(id);
@@ -60,7 +61,7 @@ export function open(id, opts = {}) {
     raise(id);
     return w;
   }
-  const iconEl = el('span', { class: 'win-icon', text: opts.icon || '' });
+  const iconEl = el('span', { class: 'win-icon' });
   const titleEl = el('span', { class: 'win-title ui-label', text: opts.title || id });
   const statusEl = el('span', { class: 'win-status' });
   const bar = el('header', { class: 'win-titlebar' }, iconEl, titleEl, statusEl,
@@ -82,6 +83,7 @@ export function open(id, opts = {}) {
   w = { id, el: frame, body, banner, titleEl, iconEl, statusEl, minimized: false, maximized: false,
     cleanups: [], system: !!opts.system, response: null };
   windows.set(id, w);
+  setTitle(id, '', opts.icon || '');
   desktop.appendChild(frame);
   frame.classList.add('win-opening');
   // With reduced motion there is no animation and so no animationend: the timer clears it.
@@ -107,14 +109,17 @@ function initialRect(width = DEFAULTS.windowWidth, height = DEFAULTS.windowHeigh
   return { x: Math.min(x, Math.max(0, dw - w)), y: Math.min(Math.max(0, y), Math.max(0, dh - h)), w, h };
 }
 
-export function setTitle(id, title, iconText) {
+/** ``icon`` is the manifest's icon string (see appicon.js); the tile falls back to the title's initial. */
+export function setTitle(id, title, icon) {
   const w = windows.get(id);
   if (!w) return;
   if (title) {
     w.titleEl.textContent = title;
     w.el.setAttribute('aria-label', title);
   }
-  if (iconText !== undefined) w.iconEl.textContent = iconText || '';
+  if (icon !== undefined) {
+    w.iconEl.replaceChildren(appIcon({ id, name: w.titleEl.textContent, icon }, 'app-tile-small'));
+  }
 }
 
 /** A short line in the title bar (app status, push updates); empty clears it. */

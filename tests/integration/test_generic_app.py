@@ -298,7 +298,7 @@ def test_standalone_the_app_reads_its_manifest_and_explains_the_missing_llm(
         tmp_path: Path) -> None:
     folder = copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps") / APP
     agent = GenericAgent(folder)
-    assert (agent.name, agent.icon) == ("智能助手", "🤖")
+    assert (agent.name, agent.icon) == ("智能助手", "bot")
     assert agent.role_prompt.startswith("你是智能助手")
     assert agent.handle("打开智能助手", {})["view_type"] == "text"  # routing words only: home
     reply = agent.handle("what is 2+2", {"locale": "en"})

@@ -85,7 +85,7 @@ async function load() {
 }
 
 export function open() {
-  wm.open(WIN_ID, { title: t('audit.title'), icon: '📜', system: true, width: 1000, height: 560 });
+  wm.open(WIN_ID, { title: t('audit.title'), icon: 'scroll-text', system: true, width: 1000, height: 560 });
   load();
 }
 

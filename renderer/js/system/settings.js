@@ -102,7 +102,7 @@ function renderForm(w) {
 }
 
 export async function open() {
-  const w = wm.open(WIN_ID, { title: t('settings.title'), icon: '⚙️', system: true, width: 600, height: 620 });
+  const w = wm.open(WIN_ID, { title: t('settings.title'), icon: 'settings', system: true, width: 600, height: 620 });
   renderResponse(WIN_ID, { view_type: 'loading', data: {} });
   try {
     adoptConfig(await api.config());
