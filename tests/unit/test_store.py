@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import sqlite3
 import threading
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aios.config import RetentionConfig
-from aios.errors import StoreFull
+from aios.errors import StoreError, StoreFull
 from aios.pruner import Pruner
 from aios.store import Store
 
@@ -273,3 +274,25 @@ def test_the_pruner_thread_prunes_at_start_and_every_interval(tmp_path: Path) ->
     finally:
         pruner.stop()
         s.close()
+
+
+def test_out_of_file_descriptors_is_a_clear_error_and_the_pool_keeps_working(
+        tmp_path: Path) -> None:
+    s = Store(tmp_path / "aios.db", pool_size=1)
+    s.add_history("s1", "user", "before")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    held: list[int] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_fds() + 16, hard))
+    try:
+        with pytest.raises(OSError):
+            while True:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+        with pytest.raises(StoreError, match="too many open files"):
+            Store(tmp_path / "other.db")
+        s.add_history("s1", "user", "during")  # the pooled connection needs no new fd
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert [h["content"] for h in s.history("s1")] == ["before", "during"]
+    s.close()
