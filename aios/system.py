@@ -107,18 +107,23 @@ class System:
         """
         new = apply_updates(self.config, updates)
         save_settings(self.data_dir, updates)
-        old_llm = self.llm
+        old, old_llm = self.config, self.llm
         with self._lock:
             self.config = new
             self._generation += 1
             self._contexts.clear()
-        self.llm = LLMClient(new, self.store)
+        llm_changed = new.llm != old.llm or new.llm_api_key != old.llm_api_key
+        # a new client only when the LLM settings changed: closing the old one
+        # ends the requests it still has in flight (they fall back visibly)
+        self.llm = LLMClient(new, self.store) if llm_changed else old_llm
+        self.llm.config = new
         self.controller.config = new
         self.controller.llm = self.llm
         self.launcher.config = new
         self.recognizer.config = new
         self.processes.max_per_app = new.tool_sandbox.max_background_processes
-        old_llm.close()
+        if llm_changed:
+            old_llm.close()
 
     # ------------------------------------------------------------- per app
 

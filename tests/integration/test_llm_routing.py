@@ -110,3 +110,16 @@ def test_a_planning_failure_is_logged_once(system: Running, fake: FakeOpenAI,
     said = [r for r in caplog.records if "API key rejected" in r.getMessage()]
     assert len(said) == 1, [r.getMessage() for r in said]
     assert said[0].name == "aios.controller" and said[0].levelno == logging.WARNING
+
+
+def test_llm_settings_reach_the_next_instruction(system: Running, fake: FakeOpenAI) -> None:
+    first = system.system.llm
+    r = system.post("/api/config", {"updates": {"voice_rate": 0.9}})
+    assert r.status_code == 200 and system.system.llm is first  # not an LLM setting
+    with FakeOpenAI(api_key="sk-test") as other:
+        other.script([tool_call("reply_directly", {"text": "来自新的服务"})])
+        r = system.post("/api/config", {"updates": {"llm": {"base_url": other.url}}})
+        assert r.status_code == 200, r.text
+        out = system.instruct("你好")
+        assert len(other.requests) == 1 and fake.requests == []
+    assert out["source"] == "llm" and "来自新的服务" in out["message"]
