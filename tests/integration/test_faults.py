@@ -374,3 +374,100 @@ def test_a_hung_app_does_not_delay_calls_to_a_healthy_one(
     assert d.stop() < EXIT_DEADLINE
     assert d.leftovers() == []
     print(f"healthy app answered in {took:.3f} s next to a hung one")
+
+
+# ------------------------------------------------------ the database, the disk
+
+TMPFS_SIZE = "2m"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs where the first desktop's data dir goes (skipped where mounting
+    is not allowed, with the reason)."""
+    mount = tmp_path / "run0" / "data"
+    mount.mkdir(parents=True)
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
+                               str(mount)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot mount a tmpfs here: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+
+
+def _fill(directory: Path) -> Path:
+    filler = directory / "filler"
+    with filler.open("wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass  # ENOSPC: the disk is full
+    return filler
+
+
+def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
+        tmp_path: Path, small_disk: Path, desktop: Callable[..., Desktop]) -> None:
+    d = desktop(make_apps(tmp_path, {"healthy": "ok"}))
+    assert d.data == small_disk
+    d.wait_ready()
+    assert d.act("healthy").status_code == 200
+    filler = _fill(small_disk)
+
+    def refused() -> list[requests.Response]:  # a list: a 503 Response is falsy
+        r = d.act("healthy")
+        return [r] if r.status_code != 200 else []
+
+    [r] = wait_for(refused, 30, "a write to fail on the full disk")
+    assert r.status_code == 503 and r.headers["Content-Type"] == "application/json"
+    assert f"the disk holding {small_disk} is full" in r.json()["error"]
+    health = d.get("/api/health").json()
+    assert health["status"] == "degraded" and "is full" in health["store"]
+
+    filler.unlink()
+    wait_for(lambda: d.get("/api/health").json()["status"] == "ready", 30,
+             "health to recover once space returned")
+    assert d.act("healthy").status_code == 200
+    assert d.stop() < EXIT_DEADLINE
+    assert not [line for line in d.log if line.startswith("Traceback")], d.log[-20:]
+
+
+def _damaged_db(data_dir: Path, how: str) -> None:
+    from aios.store import Store  # the real store writes the file that is then damaged
+
+    s = Store(data_dir / "aios.db")
+    for i in range(3000):
+        s.add_history("s1", "user", "x" * 200 + str(i))
+    s.close()
+    path = data_dir / "aios.db"
+    with path.open("r+b") as f:
+        if how == "bad header":
+            f.write(b"this is no db!!!")
+        elif how == "truncated":
+            f.truncate(path.stat().st_size // 2)
+        else:
+            f.seek(4096 * 3)
+            f.write(os.urandom(4096 * 20))
+
+
+@pytest.mark.parametrize("how", ["bad header", "truncated", "garbage pages"])
+def test_a_damaged_database_at_start_is_moved_aside_in_one_line_and_the_system_works(
+        tmp_path: Path, how: str, desktop: Callable[..., Desktop]) -> None:
+    _damaged_db(tmp_path / "run0" / "data", how)
+    d = desktop(make_apps(tmp_path, {"healthy": "ok"}))
+    d.wait_ready()
+    assert d.get("/api/health").json()["store"] == "ok"
+    r = d.act("healthy")
+    assert r.status_code == 200 and r.json()["response"]["status"] == "ok"
+    assert d.stop() < EXIT_DEADLINE
+    said = [line for line in d.log if "is damaged" in line]
+    assert len(said) == 1 and "moved it to" in said[0], d.log[-20:]
+    assert not [line for line in d.log if line.startswith("Traceback")]
+    moved = [p for p in d.data.glob("aios.db.broken-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(moved) == 1

@@ -1,173 +1,20 @@
-"""The database under faults, through the real system: a full disk (tmpfs),
-a damaged file at start, store errors as JSON, tasks per instruction,
-history pages, and the background pruner."""
+"""The database through the real system's API: store errors as JSON, tasks per
+instruction, history pages, and the background pruner. (A full disk and a
+damaged file at start, with the desktop as a process, are in test_faults.py.)"""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from aios.errors import StoreFull
 from aios.store import Store
-from tests.integration.conftest import SYSTEM_APPS, Running
+from tests.integration.conftest import Running
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TOKEN = "store-faults-token"
 DEADLINE = 30.0
-TMPFS_SIZE = "2m"
-
-
-def _until(check: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
-
-
-class Desktop:
-    """``desktop_app.py --headless`` with the echo app, stopped with SIGTERM."""
-
-    def __init__(self, tmp_path: Path, data_dir: Path):
-        apps = tmp_path / "apps"
-        if not apps.exists():
-            shutil.copytree(SYSTEM_APPS / "echo", apps / "echo")
-        self.log = tmp_path / f"desktop-{len(list(tmp_path.glob('desktop-*')))}.log"
-        self._log = self.log.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-             "--apps-dir", str(apps), "--data-dir", str(data_dir)],
-            stdout=subprocess.PIPE, stderr=self._log, text=True,
-            env={**os.environ, "AIOS_TOKEN": TOKEN, "AIOS_LLM_API_KEY": "",
-                 "DEEPSEEK_API_KEY": ""})
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("AIOS ready: "):
-            self.stop()
-            pytest.fail(f"no ready line: {line!r}; stderr: {self.stderr}")
-        self.base = line.split(" ", 2)[2].split("/?")[0]
-        self.http = requests.Session()
-        self.http.headers["Authorization"] = f"Bearer {TOKEN}"
-
-    def get(self, path: str) -> requests.Response:
-        return self.http.get(self.base + path, timeout=DEADLINE)
-
-    def post(self, path: str, body: Any) -> requests.Response:
-        return self.http.post(self.base + path, json=body, timeout=DEADLINE)
-
-    def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        self.proc.communicate(timeout=DEADLINE)
-        self._log.close()
-        self.stderr = self.log.read_text()
-        return self.stderr
-
-
-# ------------------------------------------------------------------ full disk
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "data"
-    mount.mkdir()
-    try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
-                               str(mount)], capture_output=True, text=True, timeout=DEADLINE)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot mount a tmpfs here: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=DEADLINE)
-
-
-def _fill(directory: Path) -> Path:
-    filler = directory / "filler"
-    with filler.open("wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    return filler
-
-
-def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
-        tmp_path: Path, small_disk: Path) -> None:
-    desk = Desktop(tmp_path, small_disk)
-    try:
-        assert desk.post("/api/apps/echo/open", {}).status_code == 200
-        filler = _fill(small_disk)
-
-        def refused() -> list[requests.Response]:  # a list: a 503 Response is falsy
-            r = desk.post("/api/apps/echo/open", {})
-            return [r] if r.status_code != 200 else []
-
-        [r] = _until(refused, "a write to fail on the full disk")
-        assert r.status_code == 503 and r.headers["Content-Type"] == "application/json"
-        assert f"the disk holding {small_disk} is full" in r.json()["error"]
-        health = desk.get("/api/health").json()
-        assert health["status"] == "degraded" and "is full" in health["store"]
-
-        filler.unlink()
-        _until(lambda: desk.get("/api/health").json()["status"] == "ready",
-               "health to recover once space returned")
-        assert desk.post("/api/apps/echo/open", {}).status_code == 200
-    finally:
-        err = desk.stop()
-    tracebacks = [line for line in err.splitlines() if line.startswith("Traceback")]
-    assert not tracebacks, err[-2000:]
-
-
-# ------------------------------------------------------- damaged file at start
-
-def _damaged_db(data_dir: Path, how: str) -> None:
-    s = Store(data_dir / "aios.db")
-    for i in range(3000):
-        s.add_history("s1", "user", "x" * 200 + str(i))
-    s.close()
-    path = data_dir / "aios.db"
-    with path.open("r+b") as f:
-        if how == "bad header":
-            f.write(b"this is no db!!!")
-        elif how == "truncated":
-            f.truncate(path.stat().st_size // 2)
-        else:
-            f.seek(4096 * 3)
-            f.write(os.urandom(4096 * 20))
-
-
-@pytest.mark.parametrize("how", ["bad header", "truncated", "garbage pages"])
-def test_a_damaged_database_at_start_is_moved_aside_in_one_line_and_the_system_works(
-        tmp_path: Path, how: str) -> None:
-    data = tmp_path / "data"
-    _damaged_db(data, how)
-    desk = Desktop(tmp_path, data)
-    try:
-        assert desk.get("/api/health").json()["store"] == "ok"
-        r = desk.post("/api/apps/echo/open", {})
-        assert r.status_code == 200 and r.json()["response"]["status"] == "ok"
-    finally:
-        err = desk.stop()
-    said = [line for line in err.splitlines() if "is damaged" in line]
-    assert len(said) == 1 and "moved it to" in said[0], err[-2000:]
-    assert "Traceback" not in err
-    assert len(list(data.glob("aios.db.broken-*"))) >= 1
 
 
 # ------------------------------------------------------------- through the API
