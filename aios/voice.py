@@ -236,6 +236,8 @@ class Recognizer:
 
 MAX_SPEECH_CHARS = 2000
 """Longer replies are cut: nobody listens to more, and synthesis time grows with length."""
+MAX_SPEECH_RUNS = 24
+"""Script changes voiced separately (each starts the engine once)."""
 LATIN_VOICE = "en"
 """espeak-ng voice for Latin-script runs inside a Mandarin reply (the Mandarin voice
 spells them letter by letter or, past a length, produces nothing through pyttsx3)."""
@@ -289,7 +291,13 @@ def speech_runs(text: str, *, language: str, config: Config) -> list[tuple[str, 
             runs[-1] = (runs[-1][0], runs[-1][1] + c)
         else:
             runs.append((voice, c))
-    return [(v, t.strip()) for v, t in runs if any(c.isalnum() for c in t)]
+    runs = [(v, t.strip()) for v, t in runs if any(c.isalnum() for c in t)]
+    if len(runs) > MAX_SPEECH_RUNS:
+        # One engine start per run: past the cap the rest is read by one voice.
+        main = mandarin if language.lower().startswith("zh") else other
+        rest = " ".join(t for _, t in runs[MAX_SPEECH_RUNS - 1:])
+        runs = [*runs[:MAX_SPEECH_RUNS - 1], (main, rest)]
+    return runs
 
 
 def _espeak_run(espeak: str, text: str, voice: str, rate: float, out: Path) -> None:

@@ -109,3 +109,17 @@ def test_any_reply_text_is_rendered_to_speech(voice_system: Running, text: str) 
     assert r.status_code == 200, r.text
     assert r.headers["Content-Type"] == "audio/wav"
     assert wav_seconds(r.content) > 0.5
+
+
+def test_text_is_split_by_script_with_a_voice_per_run() -> None:
+    from aios.config import Config
+    from aios.voice import LATIN_VOICE, MAX_SPEECH_RUNS, speech_runs
+
+    config = Config()
+    mandarin = config.voice.mandarin_voice
+    assert speech_runs("运行 print(1+1)", language="zh-CN", config=config) == [
+        (mandarin, "运行"), (LATIN_VOICE, "print(1+1)")]
+    assert speech_runs("★", language="zh-CN", config=config) == [(LATIN_VOICE, "black star")]
+    many = speech_runs(" ".join(["中文 abc"] * MAX_SPEECH_RUNS), language="zh-CN",
+                       config=config)
+    assert len(many) == MAX_SPEECH_RUNS
