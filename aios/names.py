@@ -6,15 +6,21 @@ models of :mod:`aios.protocol` load only when something is validated.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
-VIEW_TYPES: tuple[str, ...] = (
+AppViewType = Literal[
     "text", "list", "card", "table", "form", "media", "image", "chart", "code", "dashboard",
-)
-"""The ten view types of spec §6.2."""
+]
+"""The ten view types of spec §6.2: what an app's reply may show."""
 
-SYSTEM_VIEW_TYPES: tuple[str, ...] = ("loading", "error")
+SystemViewType = Literal["loading", "error"]
 """Placeholder (§8.2) and the system's own error view."""
+
+ViewType = Literal[AppViewType, SystemViewType]
+"""Every ``view_type`` a reply may carry (the one definition; the tuples derive from it)."""
+
+VIEW_TYPES: tuple[str, ...] = get_args(AppViewType)
+SYSTEM_VIEW_TYPES: tuple[str, ...] = get_args(SystemViewType)
 
 ACTION_TYPES: tuple[str, ...] = (
     "button", "submit_form", "select", "checkbox", "radio",
@@ -30,6 +36,20 @@ ATOMIC_TOOLS: tuple[str, ...] = (
 
 ACTION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+"""An atomic tool, an app's ``@tool``, a step id that is not a number."""
+APP_ID_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
+"""An app id: the name of its folder under ``apps/``."""
+
+SESSION_ID_MAX = 64
+
+
+def valid_session_id(sid: object) -> bool:
+    """A session id: letters, digits and '_' (at least one letter or digit), at most 64."""
+    return isinstance(sid, str) and sid.replace("_", "").isalnum() and len(sid) <= SESSION_ID_MAX
+
+
+SESSION_ID_RULE = f"session_id must be letters, digits and '_' (at most {SESSION_ID_MAX})"
+"""The one-line refusal for a bad session id."""
 
 
 def error_response(message: str, *, title: str = "", detail: Any = None) -> dict[str, Any]:
