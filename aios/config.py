@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -211,7 +211,7 @@ class Config(_Section):
 
     def masked(self) -> dict[str, Any]:
         """The config as JSON with every secret replaced by a hint of its presence."""
-        return _mask(self.model_dump(mode="json"))
+        return cast(dict[str, Any], _mask(self.model_dump(mode="json")))
 
 
 def _mask(obj: Any) -> Any:

@@ -290,8 +290,9 @@ def _entry_text(content: Any) -> str:
         return content
     if isinstance(content, dict):
         for key in ("message", "text", "instruction", "reply"):
-            if isinstance(content.get(key), str) and content[key]:
-                return content[key]
+            value = content.get(key)
+            if isinstance(value, str) and value:
+                return value
         return json.dumps(content, ensure_ascii=False)
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 

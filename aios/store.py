@@ -415,7 +415,8 @@ class Store:
 
     def audit_rows(self, *, app: str | None = None, session_id: str | None = None,
                    limit: int = 200) -> list[dict[str, Any]]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[str | int] = []
         if app:
             where.append("app = ?")
             params.append(app)

@@ -131,7 +131,7 @@ def to_pcm16k(audio: bytes) -> bytes:
             detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise VoiceError("无法读取音频 / cannot read the audio: "
                              + (detail[-1] if detail else f"sox exit {proc.returncode}"))
-        with wave.open(str(dst)) as w:
+        with wave.open(str(dst), "rb") as w:
             return w.readframes(w.getnframes())
 
 
@@ -366,7 +366,7 @@ def synthesize(text: str, *, language: str, config: Config) -> bytes:
 
 
 def wav_seconds(data: bytes) -> float:
-    with wave.open(io.BytesIO(data)) as w:
+    with wave.open(io.BytesIO(data), "rb") as w:
         return w.getnframes() / float(w.getframerate())
 
 

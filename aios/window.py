@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import webbrowser
+from typing import Literal
 
 from aios.config import Config
 
@@ -64,6 +65,8 @@ def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool
 
     window = webview.create_window("Triton AIOS", url, width=config.desktop.width,
                                    height=config.desktop.height, min_size=(800, 560))
+    if window is None:  # pywebview gives None only to a call after start(), off the main thread
+        raise RuntimeError("pywebview did not create the desktop window")
 
     def after_start() -> None:
         if not selftest:
@@ -83,7 +86,7 @@ def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool
             pass
 
     threading.Thread(target=watch_stop, daemon=True).start()
-    gui = "gtk" if sys.platform.startswith("linux") else None
+    gui: Literal["gtk"] | None = "gtk" if sys.platform.startswith("linux") else None
     from aios.server import WINDOW_UA_MARK
     agent = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) "
              f"{WINDOW_UA_MARK}1")

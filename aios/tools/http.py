@@ -40,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -63,6 +63,7 @@ META_MAX_HEADERS = 100
 META_MAX_HEADER_CHARS = 2048
 """``meta.headers`` is bounded: it travels back to the app in every tool_results."""
 
+_Conn = TypeVar("_Conn", bound=HTTPConnection)
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _TEXT_TYPES = frozenset({
     "application/javascript", "application/ecmascript", "application/xml",
@@ -199,7 +200,7 @@ class _Transfer:
                 method, data = "GET", None
                 headers = {k: v for k, v in headers.items()
                            if k.lower() not in ("content-type", "content-length")}
-            if self.session.should_strip_auth(resp.url, nxt):
+            if self.session.should_strip_auth(resp.url, nxt):  # type: ignore[no-untyped-call]
                 # Credentials meant for one host must not follow a redirect to another.
                 headers = {k: v for k, v in headers.items()
                            if k.lower() not in ("authorization", "proxy-authorization", "cookie")}
@@ -359,10 +360,10 @@ class _GuardedAdapter(HTTPAdapter):
 
 
 def _guarded_pools(forbidden: frozenset[int]) -> dict[str, type[HTTPConnectionPool]]:
-    def guard(base: type[HTTPConnection]) -> type[HTTPConnection]:
+    def guard(base: type[_Conn]) -> type[_Conn]:
         class Guarded(base):  # type: ignore[valid-type,misc]
             def _new_conn(self) -> socket.socket:
-                sock = super()._new_conn()
+                sock: socket.socket = super()._new_conn()
                 try:
                     _check_peer(sock, self.host, forbidden)
                 except BaseException:
