@@ -16,7 +16,6 @@ in-process under the same sandbox rules, relative to ``./workspace``.
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import logging
 import os
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from aios.errors import ProtocolError
 from aios.names import ATOMIC_TOOLS, TOOL_NAME_PATTERN
+from aios_sdk._session import current_session_id
 
 if TYPE_CHECKING:
     from aios.protocol import Step
@@ -46,23 +46,7 @@ _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 _MARK = "__aios_tool__"
 _BACKEND_LOCK = threading.Lock()
 
-_session: contextvars.ContextVar[str | None] = contextvars.ContextVar("aios_session_id",
-                                                                     default=None)
-
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def current_session_id() -> str | None:
-    """The session of the request being served (``/handle`` or ``/tools/<name>``)."""
-    return _session.get()
-
-
-def bind_session(session_id: str | None) -> contextvars.Token[str | None]:
-    return _session.set(session_id)
-
-
-def unbind_session(token: contextvars.Token[str | None]) -> None:
-    _session.reset(token)
 
 
 # ----------------------------------------------------------------- @tool

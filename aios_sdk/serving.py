@@ -20,7 +20,7 @@ from flask import Flask, Response, request
 
 from aios.errors import ToolError
 from aios.names import error_response
-from aios_sdk.agent import bind_session, unbind_session
+from aios_sdk._session import bind_session, unbind_session
 
 if TYPE_CHECKING:
     from aios_sdk.agent import AIOSAgent

@@ -1,0 +1,423 @@
+"""The generic LLM app's agent: one request, several rounds (see the package docstring)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from aios.errors import LLMError, LLMUnavailable, ManifestError, ProtocolError
+from aios.protocol import VIEW_TYPES, error_response, parse_response
+from aios_sdk._session import current_session_id
+from aios_sdk.agent import AIOSAgent
+from aios_sdk.generic.loop import (
+    STATE_CHARS,
+    Outcome,
+    assistant_message,
+    check_args,
+    dumps,
+    parse_call,
+    question_from,
+    result_text,
+)
+from aios_sdk.generic.memory import ConversationMemory, conversation_key
+from aios_sdk.generic.prompts import SHOW_VIEW, SHOW_VIEW_TOOL, system_prompt
+from aios_sdk.generic.views import view_data_problems
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_ROUNDS = 3
+"""Rounds of tool calls per request; the system's max_rounds (default 5) must exceed it."""
+ROLE_FILE = "role.md"
+HOME_ACTIONS = ("home", "reset")
+ASK_ACTIONS = ("ask", "retry")
+_OPEN_WORDS = ("打开", "启动", "开启", "进入", "请", "open", "launch", "start", "show")
+_SENTENCE_END = re.compile(r"[。！？]|[.!?](?=\s|$)")
+_PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
+
+
+class GenericAgent(AIOSAgent):
+    """An app that is only a role prompt: the LLM plans tool calls and picks the view."""
+
+    max_tool_rounds: int = MAX_TOOL_ROUNDS
+
+    def __init__(self, app_dir: str | Path | None = None) -> None:
+        if app_dir is not None:
+            self.__dict__["_generic_dir"] = Path(app_dir).resolve()
+        self._memory = ConversationMemory(self.call_tool)
+        self._keywords: list[str] = []
+        self._load_manifest()
+
+    # ------------------------------------------------------------ identity
+
+    def app_dir(self) -> Path:
+        """The app folder: given, else (plain GenericAgent) the folder of the script run."""
+        given: Path | None = self.__dict__.get("_generic_dir")
+        if given is not None:
+            return given
+        if type(self).__module__ != __name__:
+            return super().app_dir()  # a subclass lives in the app's own main.py
+        main = sys.modules.get("__main__")
+        file = getattr(main, "__file__", None)
+        return Path(file).resolve().parent if file else Path.cwd().resolve()
+
+    def _load_manifest(self) -> None:
+        from aios_sdk.standalone import read_manifest
+
+        folder = self.app_dir()
+        try:
+            manifest = read_manifest(folder)
+        except ManifestError as e:
+            # The launcher never starts an app with an unusable manifest; standalone, say why.
+            log.warning("%s", e)
+            manifest = None
+        if manifest is None:
+            return
+        # Per instance, from this folder's manifest: the class defaults stay as they are.
+        vars(self).update(name=manifest.name, description=manifest.description,
+                          icon=manifest.icon)
+        role = (manifest.role_prompt or "").strip()
+        if not role and (folder / ROLE_FILE).is_file():
+            try:
+                role = (folder / ROLE_FILE).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as e:
+                log.warning("cannot read %s: %s", folder / ROLE_FILE, e)
+        if role:
+            vars(self)["role_prompt"] = role
+        self._keywords = list(manifest.keywords)
+        rounds = getattr(manifest, "max_tool_rounds", None)
+        if isinstance(rounds, int) and not isinstance(rounds, bool) and 1 <= rounds <= 20:
+            self.max_tool_rounds = rounds
+
+    # -------------------------------------------------------------- handle
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        context = context if isinstance(context, dict) else {}
+        action = action_request if isinstance(action_request, dict) else None
+        en = context.get("locale") == "en"
+        results = context.get("tool_results")
+        key = self._conversation_key(instruction, action, context)
+        question = ""
+        try:
+            if isinstance(results, dict) and results:
+                conv = self._memory.load(key)
+                steps = [c.get("step") for c in conv.get("pending", [])] if conv else []
+                if conv is None or (steps and not any(s in results for s in steps)):
+                    # None of our steps ran: these results belong to another exchange.
+                    return self._lost_view(en)
+                question = conv.get("question", "")
+                self._feed_results(conv, results)
+            else:
+                request = self._user_request(instruction, action, context)
+                if request is None:
+                    return self.home_view(en, hint=bool(action and action.get("action_id")
+                                                        in ASK_ACTIONS))
+                question, user_text = request
+                conv = {"messages": [{"role": "system", "content": self.system_prompt(context)},
+                                     {"role": "user", "content": user_text}],
+                        "round": 0, "next_step": 1, "pending": [], "question": question}
+            return self._ask(conv, key, context)
+        except LLMUnavailable as e:
+            self._memory.forget(key)
+            return self._no_llm_view(en, str(e))
+        except LLMError as e:
+            self._memory.forget(key)
+            return self._llm_error_view(en, str(e), question)
+
+    # ----------------------------------------------------------- requests
+
+    def _user_request(self, instruction: str | None, action: dict[str, Any] | None,
+                      context: dict[str, Any]) -> tuple[str, str] | None:
+        """(question for a retry, user message for the LLM), or None for the home view."""
+        if action is not None:
+            action_id = action.get("action_id")
+            if action_id in HOME_ACTIONS:
+                return None
+            if action_id in ASK_ACTIONS:
+                text = question_from(action)
+                return (text, text) if text else None
+            payload = {k: v for k, v in action.items() if k != "action_id"}
+            last = context.get("cwd_state", {}).get("last_view") \
+                if isinstance(context.get("cwd_state"), dict) else None
+            described = (f"[The user used the control action_id={action_id!r} of your "
+                         f"previous view. Payload: {dumps(payload, 2000)}]")
+            if last:
+                described += f"\n[That view was: {dumps(last, STATE_CHARS)}]"
+            return "", described
+        text = (instruction or "").strip()
+        if not text or self._only_opens(text):
+            return None
+        return text, text
+
+    def _only_opens(self, text: str) -> bool:
+        """"打开智能助手" / "open assistant": the routing words and nothing else."""
+        words = [*_OPEN_WORDS, self.name, *self._keywords]
+        rest = text.lower()
+        for w in sorted({w.lower() for w in words if w}, key=len, reverse=True):
+            rest = rest.replace(w, " ")
+        return not _PUNCT.sub("", rest)
+
+    def _conversation_key(self, instruction: str | None, action: dict[str, Any] | None,
+                          context: dict[str, Any]) -> str:
+        sid = context.get("session_id") or current_session_id() or "nosession"
+        return conversation_key(str(sid), instruction, action)
+
+    # ------------------------------------------------------------- the LLM
+
+    def tool_specs(self, context: dict[str, Any]) -> list[dict[str, Any]]:
+        """Function schemas offered to the LLM: atomic tools, this app's tools, show_view."""
+        from aios.tools import tool_schemas
+
+        available = context.get("available_tools")
+        allowed = set(available) if isinstance(available, list) and available else None
+        specs = [s for s in tool_schemas()
+                 if allowed is None or s["function"]["name"] in allowed]
+        for name, info in self.custom_tools().items():
+            specs.append({"type": "function",
+                          "function": {"name": name, "description": info.description or name,
+                                       "parameters": info.parameters}})
+        specs.append(SHOW_VIEW_TOOL)
+        return specs
+
+    def system_prompt(self, context: dict[str, Any]) -> str:
+        return system_prompt(context, display_name=self.display_name, app_id=self.app_id(),
+                             role_prompt=self.role_prompt,
+                             max_tool_rounds=self.max_tool_rounds)
+
+    def _ask(self, conv: dict[str, Any], key: str, context: dict[str, Any]) -> dict[str, Any]:
+        en = context.get("locale") == "en"
+        messages: list[dict[str, Any]] = conv["messages"]
+        if conv["round"] >= self.max_tool_rounds:
+            tools = [SHOW_VIEW_TOOL]
+            messages.append({"role": "system", "content": (
+                "No more tool calls are possible for this request: call show_view now with "
+                "what you have (say what is missing, if anything).")})
+        else:
+            tools = self.tool_specs(context)
+        names = {t["function"]["name"] for t in tools}
+        problem = ""
+        for attempt in range(2):
+            reply = self.llm(messages, tools=tools)
+            outcome = self._interpret(reply, names, conv, context)
+            if outcome.kind == "problem":
+                problem = outcome.problem
+                if attempt == 0:
+                    log.info("LLM answer rejected, asking again: %s", problem)
+                    messages.extend([assistant_message(reply), *outcome.feedback])
+                    continue
+                break
+            if outcome.kind == "steps":
+                messages.append(assistant_message(reply))
+                conv["pending"] = outcome.pending
+                self._memory.save(key, conv)
+                return outcome.reply
+            self._memory.forget(key)
+            return outcome.reply
+        self._memory.forget(key)
+        title = "The assistant gave an unusable answer" if en else "智能助手的回答无法显示"
+        message = (f"The LLM's answer could not be used, even after it was told why: {problem}"
+                   if en else f"大语言模型的回答无法使用（已告知原因后仍然如此）：{problem}")
+        return self._error(message, title, conv.get("question", ""), en)
+
+    def _interpret(self, reply: dict[str, Any], names: set[str], conv: dict[str, Any],
+                   context: dict[str, Any]) -> Outcome:
+        en = context.get("locale") == "en"
+        calls = reply.get("tool_calls") or []
+        if not isinstance(calls, list) or not calls:
+            text = str(reply.get("content") or "").strip()
+            if not text:
+                return Outcome.bad("the answer was empty", [{"role": "user", "content": (
+                    "Your answer was empty. Answer the request, or call show_view.")}])
+            return Outcome.done(self._finish(_text_view(text), conv, en))
+        parsed: list[tuple[str, str, Any, str]] = []  # (call id, name, args, problem)
+        for call in calls:
+            cid, name, args, problem = parse_call(call, names)
+            parsed.append((cid, name, args, problem))
+        work = [p for p in parsed if p[1] != SHOW_VIEW]
+        views = [p for p in parsed if p[1] == SHOW_VIEW]
+        problems = {cid: problem for cid, _, _, problem in parsed if problem}
+        if not work and not problems:
+            cid, _, args, _ = views[0]
+            view, problem = self._validate_view(args, context)
+            if not problem:
+                return Outcome.done(self._finish(view, conv, en))
+            problems[cid] = f"show_view rejected: {problem}. Fix it and call show_view again."
+        elif not problems:
+            for cid, name, args, _ in work:
+                problem = check_args(name, args)
+                if problem:
+                    problems[cid] = problem
+        if problems:
+            feedback = [{"role": "tool", "tool_call_id": cid, "content": problems.get(
+                cid, "not run: another call of this turn was invalid; send the whole turn "
+                     "again, corrected")} for cid, _, _, _ in parsed]
+            return Outcome.bad("; ".join(problems.values()), feedback)
+        steps: list[dict[str, Any]] = []
+        pending: list[dict[str, Any]] = []
+        for cid, name, args, _ in parsed:
+            if name == SHOW_VIEW:
+                pending.append({"id": cid, "answer": "not shown: call show_view alone, after "
+                                                     "the results of the other calls"})
+                continue
+            step_id = conv["next_step"]
+            conv["next_step"] = step_id + 1
+            steps.append({"step_id": step_id, "tool": name, "args": args})
+            pending.append({"id": cid, "step": f"step_{step_id}"})
+        try:
+            steps = self.plan_steps(steps)
+        except ProtocolError as e:
+            return Outcome.bad(str(e), [{"role": "tool", "tool_call_id": cid, "content": str(e)}
+                                         for cid, _, _, _ in parsed])
+        tools = ", ".join(s["tool"] for s in steps)
+        said = str(reply.get("content") or "").strip()
+        loading = {"status": "ok", "view_type": "loading",
+                   "data": {"message": said or (f"Working: {tools}…" if en
+                                                else f"正在执行：{tools}…")},
+                   "actions": [], "steps": steps,
+                   "message": said or ("Working on it…" if en else "正在处理…")}
+        return Outcome("steps", reply=loading, pending=pending)
+
+    def _validate_view(self, args: Any, context: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The reply for a show_view call, and "" or the reason it is unusable."""
+        if not isinstance(args, dict):
+            return {}, "the arguments must be an object {view_type, data, actions, message}"
+        extra = sorted(set(args) - {"view_type", "data", "actions", "message", "status"})
+        if extra:
+            return {}, (f"unknown field(s) {', '.join(extra)}; show_view takes view_type, data, "
+                        "actions, message")
+        view_type = args.get("view_type")
+        if view_type not in VIEW_TYPES:
+            return {}, f"view_type must be one of {', '.join(VIEW_TYPES)} (got {view_type!r})"
+        view = {"status": args.get("status") if args.get("status") in ("ok", "error") else "ok",
+                "view_type": view_type, "data": args.get("data", {}),
+                "actions": args.get("actions") if args.get("actions") is not None else [],
+                "message": args.get("message") if isinstance(args.get("message"), str) else ""}
+        try:
+            parse_response(view)
+        except ProtocolError as e:
+            return {}, str(e)
+        problems = view_data_problems(view_type, view["data"])
+        if problems:
+            return {}, "; ".join(problems)
+        return view, ""
+
+    def _finish(self, view: dict[str, Any], conv: dict[str, Any], en: bool) -> dict[str, Any]:
+        """The final reply: the view, a follow-up input, and the state for later clicks."""
+        actions = list(view.get("actions") or [])
+        if not any(isinstance(a, dict) and a.get("action_id") == "ask" for a in actions):
+            actions.append(_ask_input(en, follow_up=True))
+        summary = {"view_type": view["view_type"], "message": view.get("message") or "",
+                   "actions": [{k: a.get(k) for k in ("type", "action_id", "label", "params")
+                                if a.get(k) is not None} for a in actions
+                               if isinstance(a, dict)][:20]}
+        if len(dumps(summary, STATE_CHARS + 1)) > STATE_CHARS:
+            summary["actions"] = [a.get("action_id") for a in summary["actions"]]
+        return {**view, "actions": actions,
+                "state": {"last_question": conv.get("question", "")[:300],
+                          "last_view": summary}}
+
+    def _feed_results(self, conv: dict[str, Any], results: dict[str, Any]) -> None:
+        """Answer every pending tool call from ``tool_results`` (stopped steps say so)."""
+        for call in conv.get("pending") or []:
+            if "answer" in call:
+                content = call["answer"]
+            elif call.get("step") in results:
+                content = result_text(results[call["step"]])
+            else:
+                content = ("not run: an earlier step of the same turn failed and stopped the "
+                           "plan")
+            conv["messages"].append({"role": "tool", "tool_call_id": call["id"],
+                                     "content": content})
+        conv["pending"] = []
+        conv["round"] = int(conv.get("round", 0)) + 1
+
+    # ------------------------------------------------------------ views
+
+    def home_view(self, en: bool, *, hint: bool = False) -> dict[str, Any]:
+        """The view for an empty instruction (spec §12.1): who I am, and a place to ask."""
+        name = self.display_name
+        if en:
+            # The icon is the title bar's (a set name or file): not repeated in the text.
+            content = (f"{name}\n\n{self.description}\n\nAsk me anything: I answer, "
+                       "and when a task needs it I plan my own tool calls (files in my "
+                       "workspace, web requests, commands, a small database) and show the "
+                       "result.")
+            message = "Please type a question." if hint else f"{name} is ready."
+        else:
+            content = (f"{name}\n\n{self.description}\n\n"
+                       "有什么问题都可以问我：我会回答，需要时自己规划工具（工作目录里的文件、"
+                       "网络请求、命令、小型数据库）来完成任务，再把结果展示出来。")
+            message = "请输入问题。" if hint else f"{name}已就绪。"
+        return {"status": "ok", "view_type": "text", "data": {"title": name, "content": content},
+                "actions": [_ask_input(en, follow_up=False)], "message": message}
+
+    def _error(self, message: str, title: str, question: str, en: bool,
+               detail: Any = None) -> dict[str, Any]:
+        reply = error_response(message, title=title, detail=detail)
+        actions: list[dict[str, Any]] = []
+        if question:
+            actions.append({"type": "button", "label": "Try again" if en else "重试",
+                            "action_id": "ask", "params": {"question": question}})
+        actions.append(_ask_input(en, follow_up=False))
+        reply["actions"] = actions
+        return reply
+
+    def _no_llm_view(self, en: bool, reason: str) -> dict[str, Any]:
+        if en:
+            title = "An LLM is needed"
+            message = (
+                f"{self.display_name} thinks with a large language model, and none is "
+                "configured. Set DEEPSEEK_API_KEY (or AIOS_LLM_API_KEY) in the environment "
+                "and restart, or type a key in the settings window. For a local model "
+                "(Ollama, vLLM, llama.cpp or any OpenAI-compatible server) set base_url to its "
+                "address, e.g. http://127.0.0.1:11434/v1, model to the model's name, and any "
+                "non-empty api_key (AIOS_LLM_BASE_URL / AIOS_LLM_MODEL work too).")
+        else:
+            title = "需要配置大语言模型"
+            message = (
+                f"{self.display_name}要靠大语言模型思考，但系统还没有配置。请设置环境变量 "
+                "DEEPSEEK_API_KEY（或 AIOS_LLM_API_KEY）后重启，或在设置窗口填写 API key。"
+                "使用本地模型（Ollama、vLLM、llama.cpp 等 OpenAI 兼容服务）时，把 base_url 设为"
+                "它的地址（例如 http://127.0.0.1:11434/v1），model 设为模型名，api_key 填任意非空值"
+                "（也可用环境变量 AIOS_LLM_BASE_URL / AIOS_LLM_MODEL）。")
+        detail = {"reason": reason,
+                  "settings": {"llm.api_key": "DEEPSEEK_API_KEY / AIOS_LLM_API_KEY",
+                               "llm.base_url": "https://api.deepseek.com | "
+                                               "http://127.0.0.1:11434/v1 (Ollama) | "
+                                               "http://127.0.0.1:8000/v1 (vLLM) | "
+                                               "http://127.0.0.1:8080/v1 (llama.cpp)",
+                               "llm.model": "deepseek-chat | <local model name>"}}
+        return self._error(message, title, "", en, detail)
+
+    def _llm_error_view(self, en: bool, reason: str, question: str) -> dict[str, Any]:
+        title = "The LLM did not answer" if en else "大语言模型没有回答"
+        message = (f"The language model could not answer: {reason}" if en
+                   else f"大语言模型没有回答：{reason}")
+        return self._error(message, title, question, en)
+
+    def _lost_view(self, en: bool) -> dict[str, Any]:
+        message = ("This request's conversation could not be found (the app may have "
+                   "restarted after its cache entry expired); please ask again." if en else
+                   "找不到这次请求的对话记录（可能是应用重启且缓存已过期），请重新提问。")
+        return self._error(message, "Please ask again" if en else "请重新提问", "", en)
+
+
+def _ask_input(en: bool, *, follow_up: bool) -> dict[str, Any]:
+    if en:
+        label, placeholder = ("Ask more", "A follow-up question…") if follow_up else \
+            ("Ask", "Type a question or a task…")
+    else:
+        label, placeholder = ("继续提问", "接着问…") if follow_up else ("提问", "输入问题或任务…")
+    return {"type": "input", "label": label, "action_id": "ask", "placeholder": placeholder}
+
+
+def _text_view(text: str) -> dict[str, Any]:
+    # The spoken message is the first sentence; "todo.txt" is not the end of one.
+    line = text.strip().split("\n", 1)[0]
+    end = _SENTENCE_END.search(line)
+    first = line[:end.end()] if end else line
+    return {"status": "ok", "view_type": "text", "data": {"content": text},
+            "actions": [], "message": first[:200]}
