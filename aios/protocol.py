@@ -26,15 +26,15 @@ from pydantic import (
 )
 
 from aios.errors import ProtocolError
-from aios.names import (  # noqa: F401  (re-exported: the protocol's vocabulary)
-    ACTION_ID_PATTERN,
-    ACTION_TYPES,
-    ATOMIC_TOOLS,
-    SYSTEM_VIEW_TYPES,
-    TOOL_NAME_PATTERN,
-    VIEW_TYPES,
-    ViewType,
-    error_response,
+from aios.names import (  # re-exported ("X as X"): the protocol's vocabulary
+    ACTION_ID_PATTERN as ACTION_ID_PATTERN,
+    ACTION_TYPES as ACTION_TYPES,
+    ATOMIC_TOOLS as ATOMIC_TOOLS,
+    SYSTEM_VIEW_TYPES as SYSTEM_VIEW_TYPES,
+    TOOL_NAME_PATTERN as TOOL_NAME_PATTERN,
+    VIEW_TYPES as VIEW_TYPES,
+    ViewType as ViewType,
+    error_response as error_response,
 )
 
 _M = TypeVar("_M", bound=BaseModel)
