@@ -30,7 +30,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -178,8 +178,10 @@ class Store:
     """Thread-safe access to the system database at ``path``."""
 
     def __init__(self, path: Path | str, *, pool_size: int = POOL_SIZE,
-                 busy_timeout: float = BUSY_TIMEOUT):
+                 busy_timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time):
         self.path = str(path)
+        self.clock = clock
+        """Wall-clock seconds for timestamps and cache expiry (injectable for tests)."""
         self.pool_size = max(1, pool_size)
         self.busy_timeout = busy_timeout
         self.moved_aside: Path | None = None
@@ -410,7 +412,7 @@ class Store:
             cur = db.execute(
                 "INSERT INTO tool_calls_log (ts, session_id, app, step_id, tool, args, status,"
                 " duration_ms, error) VALUES (?,?,?,?,?,?,?,?,?)",
-                (time.time(), session_id, app, step_id, tool, args, status, duration_ms, error))
+                (self.clock(), session_id, app, step_id, tool, args, status, duration_ms, error))
             return int(cur.lastrowid or 0)
 
     def audit_rows(self, *, app: str | None = None, session_id: str | None = None,
@@ -433,7 +435,7 @@ class Store:
     # ---------------------------------------------------------------- cache
 
     def cache_set(self, namespace: str, key: str, value: Any, ttl: float | None = None) -> None:
-        expires = time.time() + ttl if ttl else None
+        expires = self.clock() + ttl if ttl else None
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO cache (namespace, key, value, expires_at)"
                        " VALUES (?,?,?,?)", (namespace, key, _dumps(value), expires))
@@ -444,10 +446,10 @@ class Store:
         if not rows:
             return default
         value, expires = rows[0]
-        if expires is not None and expires <= time.time():
+        if expires is not None and expires <= self.clock():
             with self._tx() as db:
                 db.execute("DELETE FROM cache WHERE namespace=? AND key=? AND expires_at<=?",
-                           (namespace, key, time.time()))
+                           (namespace, key, self.clock()))
             return default
         return json.loads(value)
 
@@ -461,7 +463,7 @@ class Store:
     def cache_purge_expired(self) -> int:
         with self._tx() as db:
             return db.execute("DELETE FROM cache WHERE expires_at IS NOT NULL AND expires_at<=?",
-                              (time.time(),)).rowcount
+                              (self.clock(),)).rowcount
 
     # ------------------------------------------------------------- sessions
 
@@ -481,7 +483,7 @@ class Store:
             ctx = json.loads(row[0]) if row else {}
             ctx[name] = value
             db.execute("UPDATE sessions SET context=?, updated=? WHERE id=?",
-                       (_dumps(ctx), time.time(), session_id))
+                       (_dumps(ctx), self.clock(), session_id))
 
     def context_vars(self, session_id: str) -> dict[str, Any]:
         rows = self._query("SELECT context FROM sessions WHERE id=?", (session_id,))
@@ -493,8 +495,8 @@ class Store:
             _ensure_session(db, session_id)
             cur = db.execute("INSERT INTO history (session_id, ts, role, app, content)"
                              " VALUES (?,?,?,?,?)",
-                             (session_id, time.time(), role, app, _dumps(content)))
-            db.execute("UPDATE sessions SET updated=? WHERE id=?", (time.time(), session_id))
+                             (session_id, self.clock(), role, app, _dumps(content)))
+            db.execute("UPDATE sessions SET updated=? WHERE id=?", (self.clock(), session_id))
             return int(cur.lastrowid or 0)
 
     def history(self, session_id: str, limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
@@ -517,7 +519,7 @@ class Store:
     def upsert_task(self, session_id: str, task_id: str, *, app: str | None,
                     instruction: str | None, depends_on: list[str], status: str,
                     result: Any = None) -> None:
-        now = time.time()
+        now = self.clock()
         finished = now if status in FINISHED else None
         with self._tx() as db:
             db.execute(
@@ -532,7 +534,7 @@ class Store:
         """Mark tasks a previous run left pending or running as ``interrupted``."""
         with self._tx() as db:
             return db.execute("UPDATE tasks SET status='interrupted', finished=?"
-                              " WHERE status IN (?, ?)", (time.time(), *UNFINISHED)).rowcount
+                              " WHERE status IN (?, ?)", (self.clock(), *UNFINISHED)).rowcount
 
     def tasks(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._query("SELECT * FROM tasks WHERE session_id=? ORDER BY created, rowid",
@@ -548,7 +550,7 @@ class Store:
     def set_agent_state(self, session_id: str, app: str, state: Any) -> None:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO agent_state (session_id, app, state, updated)"
-                       " VALUES (?,?,?,?)", (session_id, app, _dumps(state), time.time()))
+                       " VALUES (?,?,?,?)", (session_id, app, _dumps(state), self.clock()))
 
     def agent_state(self, session_id: str, app: str) -> Any:
         rows = self._query("SELECT state FROM agent_state WHERE session_id=? AND app=?",
@@ -593,7 +595,7 @@ class Store:
         with self._tx() as db:
             db.execute("INSERT INTO llm_usage (ts, provider, model, purpose, prompt_tokens,"
                        " completion_tokens, latency_ms, ok, error) VALUES (?,?,?,?,?,?,?,?,?)",
-                       (time.time(), provider, model, purpose, prompt_tokens,
+                       (self.clock(), provider, model, purpose, prompt_tokens,
                         completion_tokens, latency_ms, int(ok), error))
 
     def llm_usage(self, limit: int = 100) -> list[dict[str, Any]]:
@@ -606,7 +608,7 @@ class Store:
               history_days: float, llm_usage_rows: int,
               now: float | None = None) -> dict[str, int]:
         """Delete what is past retention (by count and by age); rows deleted per table."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         audit_cut, history_cut = now - audit_days * 86400, now - history_days * 86400
         out = {
             "tool_calls_log": self._delete_batched("tool_calls_log", "ts<?", (audit_cut,))
@@ -663,7 +665,7 @@ class Store:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as e:
                 raise self._map(e) from e
-        self.set_meta("vacuumed", time.time() if now is None else now)
+        self.set_meta("vacuumed", self.clock() if now is None else now)
 
     def last_vacuum(self) -> float | None:
         value = self.meta("vacuumed")

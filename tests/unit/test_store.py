@@ -51,14 +51,20 @@ def test_many_threads_writing_at_once_lose_nothing(store: Store) -> None:
                for n in range(threads))
 
 
-def test_cache_namespaces_and_ttl(store: Store) -> None:
+def test_cache_namespaces_and_ttl(tmp_path: Path) -> None:
+    now = [1_000.0]
+    store = Store(tmp_path / "aios.db", clock=lambda: now[0])
     store.cache_set("music", "playlist", [1, 2])
     assert store.cache_get("notes", "playlist") is None
     assert store.cache_get("music", "playlist") == [1, 2]
-    store.cache_set("music", "short", "x", ttl=0.05)
-    time.sleep(0.1)
+    store.cache_set("music", "short", "x", ttl=5)
+    now[0] += 4.9
+    assert store.cache_get("music", "short", "gone") == "x"
+    now[0] += 0.2
     assert store.cache_get("music", "short", "gone") == "gone"
     assert not store.cache_has("music", "short")
+    assert store.cache_get("music", "playlist") == [1, 2]  # no ttl: never expires
+    store.close()
 
 
 def test_session_memory_survives_reopening(tmp_path: Path) -> None:

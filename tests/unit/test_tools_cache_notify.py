@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -61,10 +60,14 @@ def test_missing_key_is_a_miss_not_an_error(ctx: ToolContext) -> None:
     assert audit_status(ctx) == "ok"
 
 
-def test_entries_expire_after_their_ttl(ctx: ToolContext) -> None:
-    run(ctx, "cache_set", key="short", value="soon gone", ttl=0.2)
+def test_entries_expire_after_their_ttl(ctx: ToolContext, store: Store) -> None:
+    now = [1_000.0]
+    store.clock = lambda: now[0]
+    run(ctx, "cache_set", key="short", value="soon gone", ttl=20)
     run(ctx, "cache_set", key="long", value="stays")
-    time.sleep(0.3)
+    now[0] += 19
+    assert run(ctx, "cache_get", key="short").result == "soon gone"
+    now[0] += 2
     assert run(ctx, "cache_get", key="short").meta == {"hit": False}
     assert run(ctx, "cache_get", key="long").result == "stays"
 
