@@ -119,6 +119,19 @@ class AppsConfig(_Section):
     backoff_max: float = Field(default=8, ge=0)
 
 
+class WebConfig(_Section):
+    """``web``: what the system's HTTP API accepts in one request."""
+
+    max_json_body: int = Field(default=2_000_000, ge=1024)
+    """Bytes of a JSON request body; a larger one is a 400 naming the limit."""
+    max_upload_bytes: int = Field(default=50_000_000, ge=1024)
+    """Bytes of any request body (audio for transcription included); beyond it a 413."""
+    instruction_max_chars: int = Field(default=4000, ge=1)
+    """Characters of one instruction (``POST /api/instruction``)."""
+    snapshot_max_elements: int = Field(default=5000, ge=1)
+    """Elements in one desktop UI snapshot (``POST /api/ui/snapshot``)."""
+
+
 class StoreConfig(_Section):
     """``store``: the system database (``<data_dir>/aios.db``)."""
 
@@ -159,6 +172,7 @@ class Config(_Section):
     voice: VoiceConfig = Field(default_factory=VoiceConfig)
     desktop: DesktopConfig = Field(default_factory=DesktopConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     apps: AppsConfig = Field(default_factory=AppsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"

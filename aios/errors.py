@@ -4,12 +4,15 @@
     ├── ConfigError              config.json or an override is invalid
     ├── ManifestError            an app folder's manifest is unusable
     ├── ProtocolError            a message fails validation against aios.protocol
+    ├── BadRequest               a request to the system's HTTP API is malformed (HTTP 400)
+    ├── PermissionDenied         the caller lacks a permission it needs       (HTTP 403)
     ├── StoreError               the SQLite store failed (sqlite3 errors mapped here) (HTTP 500)
     │   ├── StoreFull            the disk holding the data dir is full  (HTTP 503)
     │   ├── StoreCorrupt         the database file is damaged           (HTTP 500)
     │   └── StoreBusy            no connection or lock within the timeout (HTTP 503)
     ├── ToolError                a tool call did not succeed
     │   ├── ToolRefused          a sandbox rule refused it (audited as ``denied``)
+    │   │   └── PathNotFound     the path is inside the workdir but does not exist
     │   └── ToolFailed           it ran and failed (audited as ``error``)
     ├── AppError                 an app could not give a usable reply
     │   ├── AppNotFound          no such app id                      (HTTP 404)
@@ -46,6 +49,18 @@ class ProtocolError(AIOSError):
     pass
 
 
+class BadRequest(AIOSError):
+    """A request to the system's HTTP API that cannot be served as sent."""
+
+    http_status = 400
+
+
+class PermissionDenied(AIOSError):
+    """The caller is known but may not do this (a missing manifest permission)."""
+
+    http_status = 403
+
+
 class StoreError(AIOSError):
     http_status = 500
 
@@ -80,6 +95,10 @@ class ToolError(AIOSError):
 
 class ToolRefused(ToolError):
     status = "denied"
+
+
+class PathNotFound(ToolRefused):
+    """A path that passes confinement but names nothing (a 404, not a 403)."""
 
 
 class ToolFailed(ToolError):

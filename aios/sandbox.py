@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from aios.config import SandboxConfig
-from aios.errors import ToolRefused
+from aios.errors import PathNotFound, ToolRefused
 from aios.protocol import Manifest
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
@@ -87,7 +87,7 @@ def resolve_path(policy: SandboxPolicy, path: str | os.PathLike[str], *,
     if resolved != policy.workdir and policy.workdir not in resolved.parents:
         raise ToolRefused(f"path confinement: {raw!r} resolves outside the app's workdir")
     if must_exist and not resolved.exists():
-        raise ToolRefused(f"path not found: {raw!r}")
+        raise PathNotFound(f"path not found: {raw!r}")
     return resolved
 
 

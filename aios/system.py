@@ -17,14 +17,16 @@ import requests
 from aios import os_sandbox
 from aios.config import Config, apply_updates, save_settings
 from aios.controller import Controller
+from aios.errors import BadRequest, PermissionDenied, ProtocolError
 from aios.events import EventBus
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, Launcher
 from aios.llm import LLMClient
-from aios.protocol import ATOMIC_TOOLS
+from aios.protocol import ATOMIC_TOOLS, parse_ui_op
 from aios.pruner import Pruner
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
+from aios.tools import audit_args
 from aios.tools.base import ToolContext
 from aios.tools.process import ProcessTable
 from aios.voice import Recognizer
@@ -125,6 +127,49 @@ class System:
         if llm_changed:
             old_llm.close()
 
+    # ------------------------------------------------------------- desktop
+
+    def save_ui_snapshot(self, body: dict[str, Any]) -> int:
+        """Keep what the desktop reports on screen (spec §9.3) for system-control apps.
+
+        Entries that are not objects with a text ``id`` are dropped; returns
+        how many were kept. BadRequest when ``elements`` is not a list or is too long.
+        """
+        elements = body.get("elements")
+        limit = self.config.web.snapshot_max_elements
+        if not isinstance(elements, list) or len(elements) > limit:
+            raise BadRequest(f"field 'elements' must be a list (at most {limit})")
+        clean = [e for e in elements if isinstance(e, dict) and isinstance(e.get("id"), str)]
+        self.store.cache_set("desktop", "ui_snapshot", {"elements": clean,
+                                                        "viewport": body.get("viewport")})
+        return len(clean)
+
+    def require_ui_permission(self, record: AppRecord) -> None:
+        """PermissionDenied unless the app's manifest asks for ``desktop.control``."""
+        if record.manifest is None or "desktop.control" not in record.manifest.permissions:
+            raise PermissionDenied(f"app {record.id!r} lacks the 'desktop.control' permission")
+
+    def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
+        """Check an app's UI operations (spec §9.4), audit them and send them to the desktop.
+
+        ``body`` is one operation or ``{"ops": [...]}``. All are checked first:
+        one bad operation sends none and is audited as ``denied`` (BadRequest
+        naming it). Returns how many were sent.
+        """
+        self.require_ui_permission(record)
+        ops = body.get("ops") if isinstance(body.get("ops"), list) else [body]
+        try:
+            checked = [parse_ui_op(op) for op in ops]
+        except ProtocolError as e:
+            self.store.audit(app=record.id, tool="ui_op", args=audit_args(ops),
+                             status="denied", duration_ms=0.0, error=str(e))
+            raise BadRequest(str(e)) from e
+        for op in checked:
+            self.bus.emit("ui_op", {**op, "by": record.id})
+            self.store.audit(app=record.id, tool="ui_op", args=audit_args(op), status="ok",
+                             duration_ms=0.0)
+        return len(checked)
+
     # ------------------------------------------------------------- per app
 
     def tool_context(self, app_id: str, session_id: str | None = None) -> ToolContext:
@@ -200,4 +245,3 @@ class System:
     def _on_status(self, record: AppRecord) -> None:
         self.bus.emit("app_status", {"app": record.id, "status": str(record.status),
                                      "error": record.error})
-

@@ -87,7 +87,7 @@ def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool
 
     threading.Thread(target=watch_stop, daemon=True).start()
     gui: Literal["gtk"] | None = "gtk" if sys.platform.startswith("linux") else None
-    from aios.server import WINDOW_UA_MARK
+    from aios.web import WINDOW_UA_MARK
     agent = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) "
              f"{WINDOW_UA_MARK}1")
     webview.start(after_start, gui=gui, user_agent=agent)

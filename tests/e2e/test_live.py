@@ -15,7 +15,7 @@ import requests
 from playwright.sync_api import Request, expect
 
 from aios.config import validate_config
-from aios.server import ServerThread, create_app
+from aios.web import ServerThread, create_app
 from aios.system import System
 from tests.e2e.conftest import Desk, make_apps_dir, wait_until
 from tests.integration.conftest import Running, start_system

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from aios.config import validate_config
-from aios.server import ServerThread, create_app
+from aios.web import ServerThread, create_app
 from aios.system import System
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -1,0 +1,20 @@
+"""``create_app(system)``: the Flask app with every blueprint registered."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from aios.system import System
+from aios.web import desktop_api, events, guards, pages, sys_api, voice
+from aios.web.request import EXTENSION
+
+
+def create_app(system: System) -> Flask:
+    """The desktop's HTTP API around ``system`` (kept in ``app.extensions["aios"]``)."""
+    app = Flask(__name__, static_folder=None)
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # app replies go on as sent
+    app.config["MAX_CONTENT_LENGTH"] = system.config.web.max_upload_bytes
+    app.extensions[EXTENSION] = system
+    for blueprint in (guards.bp, pages.bp, desktop_api.bp, sys_api.bp, voice.bp, events.bp):
+        app.register_blueprint(blueprint)
+    return app

@@ -1,0 +1,111 @@
+"""``/api/*`` for the desktop page (DESIGN §8): apps, instructions, actions, memory, settings."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify, request
+from pydantic import ValidationError
+
+from aios.errors import BadRequest, ConfigError
+from aios.protocol import ActionRequest, describe_validation_error
+from aios.web.request import error, int_arg, json_body, session, system, text_field
+
+bp = Blueprint("desktop_api", __name__, url_prefix="/api")
+
+ACTION_PAYLOAD_KEYS = ("params", "form_values", "selected", "checked", "value", "href", "on")
+AUDIT_PAGE = 200
+"""Audit rows ``GET /api/audit`` returns without ``?limit=``."""
+
+
+@bp.get("/health")
+def health() -> Response:
+    sys_ = system()
+    apps = {r.id: str(r.status) for r in sys_.launcher.apps()}
+    # A failing store (full disk, I/O error, damaged file) outranks the apps: the
+    # system cannot remember anything, so it is "degraded" and says why.
+    store_failure = sys_.store.failure()
+    status = "degraded" if store_failure else "ready" if sys_.launcher.ready() else "starting"
+    return jsonify({"status": status, "apps": apps, "llm": sys_.llm.status(),
+                    "store": store_failure or "ok"})
+
+
+@bp.get("/apps")
+def list_apps() -> Response:
+    return jsonify([r.public() for r in system().launcher.apps()])
+
+
+@bp.post("/apps/<app_id>/open")
+def open_app(app_id: str) -> Response:
+    body = json_body()
+    sid, outcome = system().controller.open_app(app_id, session(body))
+    return jsonify({"app": app_id, "session_id": sid, "response": outcome.response})
+
+
+@bp.post("/action")
+def action() -> Response:
+    body = json_body()
+    app_id = body.get("app")
+    if not isinstance(app_id, str) or not app_id:
+        raise BadRequest("field 'app' (the app id) is required")
+    payload = {k: body[k] for k in ("action_id", *ACTION_PAYLOAD_KEYS) if k in body}
+    try:
+        req = ActionRequest.model_validate(payload)
+    except ValidationError as e:
+        raise BadRequest(f"invalid action: {describe_validation_error(e)}") from e
+    sid, outcome = system().controller.action(app_id, req, session(body))
+    return jsonify({"app": app_id, "session_id": sid, "response": outcome.response})
+
+
+@bp.post("/instruction")
+def instruction() -> Response:
+    body = json_body()
+    text = text_field(body, "text", " (the instruction)")
+    limit = system().config.web.instruction_max_chars
+    if len(text) > limit:
+        raise BadRequest(f"instruction is longer than {limit} characters")
+    return jsonify(system().controller.instruction(text.strip(), session(body)))
+
+
+@bp.post("/ui/snapshot")
+def ui_snapshot() -> Response:
+    kept = system().save_ui_snapshot(json_body())
+    return jsonify({"ok": True, "elements": kept})
+
+
+@bp.get("/audit")
+def audit() -> Response:
+    try:
+        limit = int(request.args.get("limit", AUDIT_PAGE))
+    except ValueError as e:
+        raise BadRequest("limit must be a number") from e
+    rows = system().store.audit_rows(app=request.args.get("app") or None,
+                                     session_id=request.args.get("session") or None,
+                                     limit=limit)
+    return jsonify(rows)
+
+
+@bp.get("/sessions/<sid>")
+def session_memory(sid: str) -> Response:
+    store_config = system().config.store
+    before = int_arg("before", 1, None, None)
+    limit = int_arg("limit", 1, store_config.history_page_max, store_config.history_page)
+    mem = system().store.session(sid, before=before, limit=limit)
+    if mem is None:
+        return error(404, f"no session {sid!r}")
+    return jsonify(mem)
+
+
+@bp.get("/config")
+def get_config() -> Response:
+    return jsonify({"config": system().config.masked(), "llm": system().llm.status()})
+
+
+@bp.post("/config")
+def post_config() -> Response:
+    updates = json_body().get("updates")
+    if not isinstance(updates, dict):
+        raise BadRequest("field 'updates' must be an object")
+    try:
+        system().update_config(updates)
+    except ConfigError as e:
+        raise BadRequest(str(e)) from e
+    return jsonify({"config": system().config.masked(), "llm": system().llm.status()})

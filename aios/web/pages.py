@@ -1,0 +1,83 @@
+"""The desktop page and its static files; an app's own files and its icon."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from flask import Blueprint, Response, make_response, request, send_file
+
+from aios.config import PROJECT_ROOT
+from aios.errors import PathNotFound, ToolRefused
+from aios.protocol import icon_file
+from aios.sandbox import resolve_path
+from aios.web.guards import COOKIE, token_ok
+from aios.web.request import error, system
+
+bp = Blueprint("pages", __name__)
+
+RENDERER_DIR = PROJECT_ROOT / "renderer"
+APP_FILE_CSP = "sandbox; default-src 'none'; img-src 'self'; media-src 'self'"
+ICON_CSP = "sandbox; default-src 'none'"
+
+
+@bp.get("/")
+def index() -> Response:
+    supplied = request.args.get("token", "")
+    if supplied and not token_ok(supplied):
+        return error(401, "launch token invalid")
+    index_file = RENDERER_DIR / "index.html"
+    if not index_file.exists():
+        return error(500, "renderer/index.html is missing")
+    resp = make_response(send_file(index_file, mimetype="text/html", max_age=0))
+    if supplied:
+        resp.set_cookie(COOKIE, system().token, httponly=True, samesite="Strict", path="/")
+    return resp
+
+
+@bp.get("/static/<path:rel>")
+def static_file(rel: str) -> Response:
+    target = (RENDERER_DIR / rel).resolve()
+    if RENDERER_DIR.resolve() not in target.parents or not target.is_file():
+        return error(404, f"no such file: {rel}")
+    mime = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    if target.suffix == ".js":
+        mime = "text/javascript"
+    return send_file(target, mimetype=mime, max_age=0)
+
+
+@bp.get("/apps/<app_id>/files/<path:rel>")
+def app_file(app_id: str, rel: str) -> Response:
+    """An app's own files, from its workdir only, never executable in our origin."""
+    try:
+        ctx = system().tool_context(app_id)
+    except KeyError:
+        return error(404, f"no app named {app_id!r}")
+    try:
+        target = resolve_path(ctx.policy, rel, must_exist=True)
+    except PathNotFound as e:
+        return error(404, str(e))
+    except ToolRefused as e:  # outside the workdir
+        return error(403, str(e))
+    if not target.is_file():
+        return error(404, f"not a file: {rel}")
+    resp = send_file(target, conditional=True, max_age=0)
+    resp.headers["Content-Security-Policy"] = APP_FILE_CSP
+    return resp
+
+
+@bp.get("/apps/<app_id>/icon")
+def app_icon(app_id: str) -> Response:
+    """The image file an app's manifest names as its icon, from the app folder only."""
+    record = system().launcher.get(app_id)
+    if record is None or record.manifest is None:
+        return error(404, f"no app named {app_id!r}")
+    rel = icon_file(record.manifest.icon)
+    if rel is None:
+        return error(404, f"app {app_id!r} names no icon file (icon {record.manifest.icon!r})")
+    folder = record.path.resolve()
+    target = (folder / rel).resolve()
+    if not target.is_relative_to(folder) or not target.is_file():
+        return error(404, f"icon file {rel!r} not found in the folder of app {app_id!r}")
+    resp = send_file(target, conditional=True, max_age=0)
+    resp.headers["Content-Security-Policy"] = ICON_CSP
+    return resp

@@ -1,0 +1,69 @@
+"""``/api/sys/*``: what apps call with their own token (the guards put its record in ``g``)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, g, jsonify
+
+from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
+from aios.launcher import AppRecord
+from aios.protocol import forwardable_reply
+from aios.tools import invoke
+from aios.web.request import check_progress, error, json_body, session, system
+
+bp = Blueprint("sys_api", __name__, url_prefix="/api/sys")
+
+
+def _caller() -> AppRecord:
+    record: AppRecord = g.app_record
+    return record
+
+
+@bp.post("/tool")
+def sys_tool() -> Response:
+    body = json_body()
+    name, args = body.get("tool"), body.get("args", {})
+    if not isinstance(name, str):
+        raise BadRequest("field 'tool' is required")
+    result = invoke(name, args, system().tool_context(_caller().id, session(body)))
+    return jsonify(result.model_dump(mode="json", exclude_none=True))
+
+
+@bp.post("/push")
+def sys_push() -> Response:
+    record, body, bus = _caller(), json_body(), system().bus
+    if "view_type" in body:
+        try:
+            view = forwardable_reply(body)
+        except AIOSError as e:
+            raise BadRequest(str(e)) from e
+        bus.emit("view", {"app": record.id, "response": view, "pushed": True})
+    else:
+        check_progress(body)
+        bus.emit("push", {"app": record.id, "data": body})
+    return jsonify({"ok": True, "listeners": bus.subscribers})
+
+
+@bp.post("/llm")
+def sys_llm() -> Response:
+    body = json_body()
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("field 'messages' must be a non-empty list")
+    try:
+        result = system().llm.chat(messages, tools=body.get("tools"),
+                                   tool_choice=body.get("tool_choice"),
+                                   purpose=f"app:{_caller().id}")
+    except LLMUnavailable as e:
+        return error(503, str(e))
+    except LLMError as e:
+        return error(502, str(e))
+    return jsonify({"message": result.message, "usage": result.usage,
+                    "model": result.model, "provider": result.provider})
+
+
+@bp.post("/ui")
+def sys_ui() -> Response:
+    sys_, record = system(), _caller()
+    sys_.require_ui_permission(record)  # refused before the body is even read
+    applied = sys_.apply_ui_ops(record, json_body())
+    return jsonify({"ok": True, "applied": applied, "listeners": sys_.bus.subscribers})
