@@ -9,6 +9,8 @@ export const DEFAULTS = Object.freeze({
   reconnectFactor: 2,
   /** /api/health is polled until "ready" (then the welcome line is spoken). */
   healthPollMs: 1000,
+  /** Once ready, how often health is read again (a failing store is shown). */
+  healthWatchMs: 10000,
   /** Request timeouts: an instruction may run several apps, each with a steps loop. */
   requestTimeoutMs: 30000,
   longRequestTimeoutMs: 180000,

@@ -200,10 +200,12 @@ function setDesktopStatus(text, level) {
   node.hidden = !text;
 }
 
+let appsLoaded = false;
+
 async function pollHealth() {
+  let h;
   try {
-    const h = await api.health();
-    state.health = h && h.status === 'ready' ? 'ready' : 'starting';
+    h = await api.health();
   } catch (err) {
     state.health = 'unknown';
     if (state.wsState === 'unauthorized') return;
@@ -211,13 +213,34 @@ async function pollHealth() {
     setTimeout(pollHealth, DEFAULTS.healthPollMs);
     return;
   }
+  const status = h && typeof h.status === 'string' ? h.status : 'starting';
+  if (status === 'degraded') {
+    // The system runs but cannot remember anything (full disk, damaged database):
+    // say why until the store recovers, then carry on as if nothing happened.
+    state.health = 'degraded';
+    setDesktopStatus(t('health.degraded', { reason: String(h.store || '') }), 'error');
+    setTimeout(pollHealth, DEFAULTS.healthPollMs);
+    return;
+  }
+  const was = state.health;
+  state.health = status === 'ready' ? 'ready' : 'starting';
+  if (state.health !== 'ready' && appsLoaded) {
+    // An app restarting or hot-loaded later has its own status in the start menu.
+    if (was === 'degraded') setDesktopStatus('');
+    setTimeout(pollHealth, DEFAULTS.healthWatchMs);
+    return;
+  }
   if (state.health !== 'ready') {
     setDesktopStatus(t('health.starting'), 'info');
     setTimeout(pollHealth, DEFAULTS.healthPollMs);
     return;
   }
+  setTimeout(pollHealth, DEFAULTS.healthWatchMs);
+  if (was === 'ready' && appsLoaded) return;
   setDesktopStatus(t('health.ready'), 'ready');
   setTimeout(() => setDesktopStatus(''), 2500);
+  if (appsLoaded) return;
+  appsLoaded = true;
   await loadApps();
   if (!welcomed) {
     welcomed = true;
