@@ -12,22 +12,68 @@
     if __name__ == "__main__":
         MyAgent().run()
 
+Besides the agent, the SDK gives an app the errors it handles (the system's
+own classes, from ``aios.errors``), :class:`AppContext` and :func:`locale_of`
+for the request's context, :func:`tr` / :class:`Messages` for bilingual
+messages, and :func:`text_view` / :func:`error_view` for the two views every
+app shows; apps import nothing from ``aios``.
+
 This module only re-exports the public names; ``tests/unit/test_sdk_surface.py``
 fails when they drift.
 """
 
 from __future__ import annotations
 
-from aios.errors import LLMUnavailable, ProtocolError, ToolError
+import importlib
+from typing import TYPE_CHECKING
+
+from aios.errors import (
+    AIOSError,
+    LLMError,
+    LLMUnavailable,
+    ProtocolError,
+    ToolError,
+    ToolFailed,
+    ToolRefused,
+)
 from aios.names import ATOMIC_TOOLS
-from aios_sdk.agent import AIOSAgent, current_session_id, tool
+from aios_sdk._session import current_session_id
+from aios_sdk.agent import AIOSAgent, tool
+from aios_sdk.context import AppContext, Lang, locale_of
+from aios_sdk.messages import Messages, tr
+from aios_sdk.views import error_view, text_view
+
+if TYPE_CHECKING:
+    from aios.protocol import UIOp, parse_ui_op
 
 __all__ = [
     "AIOSAgent",
+    "AIOSError",
     "ATOMIC_TOOLS",
+    "AppContext",
+    "LLMError",
     "LLMUnavailable",
+    "Lang",
+    "Messages",
     "ProtocolError",
     "ToolError",
+    "ToolFailed",
+    "ToolRefused",
+    "UIOp",
     "current_session_id",
+    "error_view",
+    "locale_of",
+    "parse_ui_op",
+    "text_view",
     "tool",
+    "tr",
 ]
+
+_LAZY = {"UIOp": "aios.protocol", "parse_ui_op": "aios.protocol"}
+"""Names whose module loads pydantic: imported when an app first uses them, not at start."""
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'aios_sdk' has no attribute {name!r}")

@@ -20,8 +20,7 @@ import logging
 import re
 from typing import Any
 
-from aios.errors import LLMError
-from aios_sdk import AIOSAgent, LLMUnavailable
+from aios_sdk import AIOSAgent, Lang, LLMError, LLMUnavailable, error_view, locale_of, tr
 
 log = logging.getLogger(__name__)
 
@@ -126,114 +125,114 @@ class CodeAgent(AIOSAgent):
     def handle(self, instruction: str | None, context: dict[str, Any],
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
-        en = str(context.get("locale", "")).startswith("en")
+        lang = locale_of(context)
         results = context.get("tool_results")
         results = results if isinstance(results, dict) else {}
         state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
         last = state.get("code") if isinstance(state.get("code"), str) else SAMPLE
         try:
             if action_request is not None:
-                return self._action(en, action_request, results, last)
+                return self._action(lang, action_request, results, last)
             intent, code = parse_instruction(instruction)
             if intent == "run":
-                return self._run(en, check_code(code), DEFAULT_TIMEOUT, results)
+                return self._run(lang, check_code(code), DEFAULT_TIMEOUT, results)
             if intent == "words":
-                return self._from_words(en, code)
-            return self._editor(en, last)
+                return self._from_words(lang, code)
+            return self._editor(lang, last)
         except Problem as p:
-            return self._error(en, p.en if en else p.zh, last)
+            return self._error(lang, tr(lang, p.zh, p.en), last)
 
-    def _action(self, en: bool, req: Any, results: dict[str, Any],
+    def _action(self, lang: Lang, req: Any, results: dict[str, Any],
                 last: str) -> dict[str, Any]:
         if not isinstance(req, dict):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
         params = req.get("params") if isinstance(req.get("params"), dict) else {}
         if action_id == "run":
-            return self._run(en, check_code(params.get("code")),
+            return self._run(lang, check_code(params.get("code")),
                              check_timeout(params.get("timeout")), results)
         if action_id == "run_form":
             values = req.get("form_values")
             if not isinstance(values, dict):
                 raise Problem("运行需要表单内容 form_values", "run_form needs form_values")
-            return self._run(en, check_code(values.get("code")),
+            return self._run(lang, check_code(values.get("code")),
                              check_timeout(values.get("timeout")), results)
         if action_id == "run_line":
-            return self._run(en, check_code(req.get("value")), DEFAULT_TIMEOUT, results)
+            return self._run(lang, check_code(req.get("value")), DEFAULT_TIMEOUT, results)
         if action_id == "run_bg":
-            return self._run_background(en, check_code(params.get("code", last)), results)
+            return self._run_background(lang, check_code(params.get("code", last)), results)
         if action_id == "bg_log":
-            return self._background_log(en, params.get("log"), results, last)
+            return self._background_log(lang, params.get("log"), results, last)
         if action_id == "edit":
             code = params.get("code", last)
-            return self._editor(en, check_code(code) if code != last else last)
+            return self._editor(lang, check_code(code) if code != last else last)
         if action_id == "home":
-            return self._editor(en, last)
+            return self._editor(lang, last)
         raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
                       f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})")
 
     # ------------------------------------------------------------- views
 
-    def _editor(self, en: bool, code: str, message: str | None = None) -> dict[str, Any]:
+    def _editor(self, lang: Lang, code: str, message: str | None = None) -> dict[str, Any]:
         samples = [{"type": "button", "label": f"▶ {label}", "action_id": "run",
                     "params": {"code": sample}} for label, sample in SAMPLES.items()]
         return {"status": "ok", "view_type": "form",
-                "data": {"title": _t(en, "Python 代码", "Python code"),
-                         "description": _t(en, "在沙箱里运行：只有本应用的工作区可写。",
+                "data": {"title": tr(lang, "Python 代码", "Python code"),
+                         "description": tr(lang, "在沙箱里运行：只有本应用的工作区可写。",
                                            "Runs in the sandbox: only this app's workspace "
                                            "is writable."),
-                         "fields": [{"name": "code", "label": _t(en, "代码", "Code"),
+                         "fields": [{"name": "code", "label": tr(lang, "代码", "Code"),
                                      "type": "textarea", "value": code, "required": True},
-                                    {"name": "timeout", "label": _t(en, "超时（秒）",
+                                    {"name": "timeout", "label": tr(lang, "超时（秒）",
                                                                     "Timeout (s)"),
                                      "type": "number", "value": DEFAULT_TIMEOUT, "min": 1,
                                      "max": MAX_TIMEOUT}]},
-                "actions": [{"type": "submit_form", "label": _t(en, "▶ 运行", "▶ Run"),
+                "actions": [{"type": "submit_form", "label": tr(lang, "▶ 运行", "▶ Run"),
                              "action_id": "run_form"},
-                            {"type": "input", "label": _t(en, "一行代码", "One line"),
+                            {"type": "input", "label": tr(lang, "一行代码", "One line"),
                              "action_id": "run_line", "placeholder": "print(1 + 1)"},
                             *samples],
-                "message": message or _t(en, "输入 Python 代码后点运行", "Enter Python code "
+                "message": message or tr(lang, "输入 Python 代码后点运行", "Enter Python code "
                                          "and press Run"),
                 "state": {"code": code}}
 
-    def _run(self, en: bool, code: str, timeout: float,
+    def _run(self, lang: Lang, code: str, timeout: float,
              results: dict[str, Any]) -> dict[str, Any]:
         step = results.get("step_1")
         if not isinstance(step, dict):
             return {"status": "ok", "view_type": "loading",
-                    "data": {"message": _t(en, "正在运行…", "Running…"),
+                    "data": {"message": tr(lang, "正在运行…", "Running…"),
                              "language": "python", "code": code},
                     "steps": self.plan_steps([{"tool": "shell_exec", "args": {
                         "cmd": ["python3", "-c", code], "timeout": timeout}}]),
-                    "message": _t(en, "正在运行", "Running")}
-        return self._result(en, code, timeout, step)
+                    "message": tr(lang, "正在运行", "Running")}
+        return self._result(lang, code, timeout, step)
 
-    def _run_background(self, en: bool, code: str,
+    def _run_background(self, lang: Lang, code: str,
                         results: dict[str, Any]) -> dict[str, Any]:
         """Long jobs: process_start in the background; its output goes to a log file."""
         step = results.get("step_1")
         if not isinstance(step, dict):
             return {"status": "ok", "view_type": "loading",
-                    "data": {"message": _t(en, "正在后台启动…", "Starting in the background…")},
+                    "data": {"message": tr(lang, "正在后台启动…", "Starting in the background…")},
                     "steps": self.plan_steps([{"tool": "process_start", "args": {
                         "cmd": "python3", "args": ["-c", code], "background": True}}]),
-                    "message": _t(en, "正在后台启动", "Starting in the background")}
+                    "message": tr(lang, "正在后台启动", "Starting in the background")}
         if step.get("status") != "ok" or not isinstance(step.get("result"), dict):
             raise Problem(f"后台运行失败：{step.get('error')}",
                           f"could not start in the background: {step.get('error')}")
         info = step["result"]
-        text = _t(en, f"已在后台运行，进程 {info.get('pid')}，输出写入 {info.get('log')}",
+        text = tr(lang, f"已在后台运行，进程 {info.get('pid')}，输出写入 {info.get('log')}",
                   f"Running in the background as process {info.get('pid')}; output goes to "
                   f"{info.get('log')}")
         return {"status": "ok", "view_type": "text", "data": {"content": text, **info},
-                "actions": [{"type": "button", "label": _t(en, "查看输出", "Show output"),
+                "actions": [{"type": "button", "label": tr(lang, "查看输出", "Show output"),
                              "action_id": "bg_log", "params": {"log": info.get("log")}},
-                            {"type": "button", "label": _t(en, "✎ 编辑", "✎ Edit"),
+                            {"type": "button", "label": tr(lang, "✎ 编辑", "✎ Edit"),
                              "action_id": "edit", "params": {"code": code}}],
                 "message": text, "state": {"code": code}}
 
-    def _background_log(self, en: bool, log: Any, results: dict[str, Any],
+    def _background_log(self, lang: Lang, log: Any, results: dict[str, Any],
                         last: str) -> dict[str, Any]:
         if not isinstance(log, str) or not log:
             raise Problem("查看输出需要日志路径 params.log", "bg_log needs params.log")
@@ -247,60 +246,61 @@ class CodeAgent(AIOSAgent):
         return {"status": "ok", "view_type": "code",
                 "data": {"language": "plaintext", "code": str(step.get("result") or ""),
                          "title": log},
-                "actions": [{"type": "button", "label": _t(en, "刷新", "Refresh"),
+                "actions": [{"type": "button", "label": tr(lang, "刷新", "Refresh"),
                              "action_id": "bg_log", "params": {"log": log}},
-                            {"type": "button", "label": _t(en, "返回编辑", "Back to the editor"),
+                            {"type": "button", "label": tr(lang, "返回编辑", "Back to the editor"),
                              "action_id": "home"}],
-                "message": _t(en, "后台任务的输出", "Output of the background job"),
+                "message": tr(lang, "后台任务的输出", "Output of the background job"),
                 "state": {"code": last}}
 
-    def _result(self, en: bool, code: str, timeout: float,
+    def _result(self, lang: Lang, code: str, timeout: float,
                 step: dict[str, Any]) -> dict[str, Any]:
         out = step.get("result") if isinstance(step.get("result"), dict) else {}
         error = str(step.get("error") or "")
         stdout, stderr = str(out.get("stdout") or ""), str(out.get("stderr") or "")
         exit_code = out.get("exit_code")
         if step.get("status") == "ok":
-            outcome, summary = "ok", _t(en, "运行成功，退出码 0", "Finished, exit code 0")
+            outcome, summary = "ok", tr(lang, "运行成功，退出码 0", "Finished, exit code 0")
         elif error.startswith("timed out"):
             outcome = "timeout"
-            summary = _t(en, f"超时：超过 {timeout:g} 秒，已终止", f"Timed out after "
+            summary = tr(lang, f"超时：超过 {timeout:g} 秒，已终止", f"Timed out after "
                          f"{timeout:g} s; stopped")
         elif not out:
             outcome = "refused" if error.startswith(REFUSAL_PREFIXES) else "failed"
-            summary = _t(en, f"没有运行，被沙箱拒绝：{error}" if outcome == "refused"
+            summary = tr(lang, f"没有运行，被沙箱拒绝：{error}" if outcome == "refused"
                          else f"没有运行：{error}",
                          f"Not run, refused by the sandbox: {error}" if outcome == "refused"
                          else f"Not run: {error}")
         else:
             outcome = "exit"
-            summary = _t(en, f"运行出错：{error}", f"Failed: {error}")
+            summary = tr(lang, f"运行出错：{error}", f"Failed: {error}")
         if out.get("truncated"):
-            summary += _t(en, "（输出过长，已截断）", " (output truncated)")
+            summary += tr(lang, "（输出过长，已截断）", " (output truncated)")
         widgets = [
-            {"type": "code", "title": _t(en, "源代码", "Source"), "language": "python",
+            {"type": "code", "title": tr(lang, "源代码", "Source"), "language": "python",
              "code": code},
-            {"type": "text", "title": _t(en, "标准输出 stdout", "Output (stdout)"),
-             "content": stdout or _t(en, "（无输出）", "(no output)")},
-            {"type": "text", "title": _t(en, "标准错误 stderr", "Errors (stderr)"),
-             "content": stderr or _t(en, "（无）", "(none)")},
-            {"type": "text", "title": _t(en, "结果", "Result"),
+            {"type": "text", "title": tr(lang, "标准输出 stdout", "Output (stdout)"),
+             "content": stdout or tr(lang, "（无输出）", "(no output)")},
+            {"type": "text", "title": tr(lang, "标准错误 stderr", "Errors (stderr)"),
+             "content": stderr or tr(lang, "（无）", "(none)")},
+            {"type": "text", "title": tr(lang, "结果", "Result"),
              "content": summary + (f" · exit code {exit_code}" if exit_code not in (None, 0)
                                    else "")},
         ]
         return {"status": "ok" if outcome == "ok" else "error", "view_type": "dashboard",
-                "data": {"title": _t(en, "运行结果", "Run result"), "widgets": widgets,
+                "data": {"title": tr(lang, "运行结果", "Run result"), "widgets": widgets,
                          "outcome": outcome, "exit_code": exit_code, "stdout": stdout,
                          "stderr": stderr, "error": error or None},
-                "actions": [{"type": "button", "label": _t(en, "↻ 再运行一次", "↻ Run again"),
+                "actions": [{"type": "button", "label": tr(lang, "↻ 再运行一次", "↻ Run again"),
                              "action_id": "run", "params": {"code": code, "timeout": timeout}},
-                            {"type": "button", "label": _t(en, "✎ 编辑", "✎ Edit"),
+                            {"type": "button", "label": tr(lang, "✎ 编辑", "✎ Edit"),
                              "action_id": "edit", "params": {"code": code}},
-                            {"type": "button", "label": _t(en, "⏵ 后台运行", "⏵ Run in background"),
+                            {"type": "button",
+                             "label": tr(lang, "⏵ 后台运行", "⏵ Run in background"),
                              "action_id": "run_bg", "params": {"code": code}}],
                 "message": summary, "state": {"code": code}}
 
-    def _from_words(self, en: bool, text: str) -> dict[str, Any]:
+    def _from_words(self, lang: Lang, text: str) -> dict[str, Any]:
         """A request in words: with an LLM, code to review; without, say what is needed."""
         try:
             answer = self.llm([
@@ -312,24 +312,20 @@ class CodeAgent(AIOSAgent):
         except (LLMUnavailable, LLMError):
             code = ""
         if code and looks_like_python(code):
-            reply = self._editor(en, code, _t(en, "AI 写好了代码，检查后点运行",
+            reply = self._editor(lang, code, tr(lang, "AI 写好了代码，检查后点运行",
                                               "The AI wrote this code; check it, then Run"))
-            reply["actions"].insert(0, {"type": "button", "label": _t(en, "▶ 运行", "▶ Run"),
+            reply["actions"].insert(0, {"type": "button", "label": tr(lang, "▶ 运行", "▶ Run"),
                                         "action_id": "run", "params": {"code": code}})
             return reply
         raise Problem(f"「{text[:80]}」不是 Python 代码。例如：运行 print(1+1)",
                       f"{text[:80]!r} is not Python code. For example: run print(1+1)")
 
-    def _error(self, en: bool, message: str, last: str) -> dict[str, Any]:
-        return {"status": "error", "view_type": "error",
-                "data": {"title": _t(en, "代码：出错了", "Code: error"), "message": message},
-                "actions": [{"type": "button", "label": _t(en, "返回编辑", "Back to the editor"),
-                             "action_id": "home"}],
-                "message": message}
+    def _error(self, lang: Lang, message: str, last: str) -> dict[str, Any]:
+        return error_view(message, title=tr(lang, "代码：出错了", "Code: error"),
+                          actions=[{"type": "button",
+                                    "label": tr(lang, "返回编辑", "Back to the editor"),
+                                    "action_id": "home"}])
 
-
-def _t(en: bool, zh: str, en_text: str) -> str:
-    return en_text if en else zh
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import hostile_views
 import media_assets
 import sample_views
 
-from aios_sdk import AIOSAgent, tool
+from aios_sdk import AIOSAgent, Lang, error_view, locale_of, text_view, tool, tr
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +124,9 @@ def controls() -> list[dict[str, Any]]:
 ECHO_IDS = frozenset({a["action_id"] for a in controls()} | {"form_submit"})
 
 
-def _t(en: bool, zh: str, en_text: str) -> str:
-    return en_text if en else zh
 
-
-def _home_button(en: bool) -> dict[str, Any]:
-    return {"type": "button", "label": _t(en, "🏠 返回目录", "🏠 All views"),
+def _home_button(lang: Lang) -> dict[str, Any]:
+    return {"type": "button", "label": tr(lang, "🏠 返回目录", "🏠 All views"),
             "action_id": "home"}
 
 
@@ -189,78 +186,78 @@ class GalleryAgent(AIOSAgent):
     def handle(self, instruction: str | None, context: dict[str, Any],
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
-        en = str(context.get("locale", "")).startswith("en")
+        lang = locale_of(context)
         try:
             if action_request is not None:
-                return self._action(action_request, context, en)
+                return self._action(action_request, context, lang)
             params = parse_instruction(instruction)
             if params is None:
                 note = None
                 if (instruction or "").strip():
-                    note = _t(en, "没认出要看哪种视图，下面是全部类型。",
+                    note = tr(lang, "没认出要看哪种视图，下面是全部类型。",
                               "Which view? Here are all of them.")
-                return self._home(en, note)
-            return self._render(params, context, en, received=None)
+                return self._home(lang, note)
+            return self._render(params, context, lang, received=None)
         except Exception as e:  # noqa: BLE001 - a bug must become a view, not a dead window
             log.exception("gallery failed")
-            return self._error(en, f"{type(e).__name__}: {e}", received=action_request)
+            return self._error(lang, f"{type(e).__name__}: {e}", received=action_request)
 
-    def _action(self, req: Any, context: dict[str, Any], en: bool) -> dict[str, Any]:
+    def _action(self, req: Any, context: dict[str, Any], lang: Lang) -> dict[str, Any]:
         if not isinstance(req, dict):
-            return self._error(en, _t(en, "操作请求必须是对象", "the action request must be an "
+            return self._error(lang, tr(lang, "操作请求必须是对象", "the action request must be an "
                                       "object"), received=req)
         action_id = req.get("action_id")
         if action_id in ECHO_IDS:
-            return self._echo(req, en)
+            return self._echo(req, lang)
         if action_id == "home":
-            reply = self._home(en)
+            reply = self._home(lang)
             reply["data"]["received"] = req
             return reply
         if action_id == "show":
             params = req.get("params")
             if not isinstance(params, dict):
-                return self._error(en, _t(
-                    en, "show 需要参数 params，例如 {\"view\": \"table\"}",
+                return self._error(lang, tr(
+                    lang, "show 需要参数 params，例如 {\"view\": \"table\"}",
                     "show needs params, e.g. {\"view\": \"table\"}"), received=req)
-            return self._render(params, context, en, received=req)
-        return self._error(en, _t(en, f"未知的操作 {action_id!r}", f"unknown action {action_id!r}"),
-                           received=req)
+            return self._render(params, context, lang, received=req)
+        return self._error(lang, tr(lang, f"未知的操作 {action_id!r}",
+                                    f"unknown action {action_id!r}"), received=req)
 
     # ------------------------------------------------------------- views
 
-    def _home(self, en: bool, note: str | None = None) -> dict[str, Any]:
+    def _home(self, lang: Lang, note: str | None = None) -> dict[str, Any]:
         items = []
         actions: list[dict[str, Any]] = []
         for view in ALL_VIEWS:
             zh, en_name, desc = LABELS[view]
-            items.append({"id": view, "title": f"{zh} {en_name}" if not en else en_name,
+            items.append({"id": view, "title": tr(lang, f"{zh} {en_name}", en_name),
                           "sub": desc, "view": view})
-            actions.append(_show(_t(en, "打开", "Show"), view=view))
-        actions += [_show(_t(en, "1,000 行", "1,000 rows"), view="table", rows=1000),
-                    _show(_t(en, "100 条", "100 items"), view="list", items=100),
-                    _show(_t(en, "折线", "Line"), view="chart", type="line", points=12),
-                    _show(_t(en, "饼图", "Pie"), view="chart", type="pie", points=5)]
+            actions.append(_show(tr(lang, "打开", "Show"), view=view))
+        actions += [_show(tr(lang, "1,000 行", "1,000 rows"), view="table", rows=1000),
+                    _show(tr(lang, "100 条", "100 items"), view="list", items=100),
+                    _show(tr(lang, "折线", "Line"), view="chart", type="line", points=12),
+                    _show(tr(lang, "饼图", "Pie"), view="chart", type="pie", points=5)]
         return {"status": "ok", "view_type": "list",
-                "data": {"title": _t(en, "组件展示：全部视图类型", "Gallery: every view type"),
+                "data": {"title": tr(lang, "组件展示：全部视图类型", "Gallery: every view type"),
                          "items": items},
                 "actions": actions,
-                "message": note or _t(en, "请选择要展示的视图", "Pick a view to show")}
+                "message": note or tr(lang, "请选择要展示的视图", "Pick a view to show")}
 
-    def _render(self, params: dict[str, Any], context: dict[str, Any], en: bool,
+    def _render(self, params: dict[str, Any], context: dict[str, Any], lang: Lang,
                 received: dict[str, Any] | None) -> dict[str, Any]:
         try:
-            reply = self._build(params, context, en)
+            reply = self._build(params, context, lang)
         except BadParam as e:
-            reply = self._error(en, str(e), received=None)
+            reply = self._error(lang, str(e), received=None)
         if received is not None and isinstance(reply.get("data"), dict):
             reply["data"]["received"] = received
         return reply
 
     def _build(self, params: dict[str, Any], context: dict[str, Any],
-               en: bool) -> dict[str, Any]:
+               lang: Lang) -> dict[str, Any]:
         view = params.get("view", "home")
         if view == "home":
-            return self._home(en)
+            return self._home(lang)
         if not isinstance(view, str) or view not in ALL_VIEWS:
             raise BadParam(f"参数 view 必须是 {', '.join(ALL_VIEWS)} 之一（收到 {view!r}）"
                            f" / param view must be one of them (got {view!r})")
@@ -268,20 +265,20 @@ class GalleryAgent(AIOSAgent):
         results = results if isinstance(results, dict) else {}
         files = (context.get("cwd_state") or {}).get("files") or []
         app = context.get("app") or "gallery"
-        name = LABELS[view][1] if en else LABELS[view][0]
-        done = _t(en, f"已展示{name}视图", f"Showing the {name} view")
+        name = tr(lang, LABELS[view][0], LABELS[view][1])
+        done = tr(lang, f"已展示{name}视图", f"Showing the {name} view")
         simple = {"text": sample_views.text_view, "form": sample_views.form_view,
                   "code": sample_views.code_view, "dashboard": sample_views.dashboard_view}
         if view in simple:
-            actions = [{"type": "submit_form", "label": _t(en, "提交", "Submit"),
+            actions = [{"type": "submit_form", "label": tr(lang, "提交", "Submit"),
                         "action_id": "form_submit"}] if view == "form" else []
-            return self._view(view, simple[view](), en, done, actions)
+            return self._view(view, simple[view](), lang, done, actions)
         if view == "table":
             rows = _int_param(params, "rows")
-            return self._view("table", sample_views.table_view(rows), en,
-                              _t(en, f"表格共 {rows} 行", f"Table with {rows} rows"))
+            return self._view("table", sample_views.table_view(rows), lang,
+                              tr(lang, f"表格共 {rows} 行", f"Table with {rows} rows"))
         if view == "list":
-            return self._view("list", sample_views.list_view(_int_param(params, "items")), en,
+            return self._view("list", sample_views.list_view(_int_param(params, "items")), lang,
                               done)
         if view == "chart":
             kind = params.get("type", params.get("chart_type", "bar"))
@@ -291,160 +288,153 @@ class GalleryAgent(AIOSAgent):
                                f"(got {kind!r})")
             data = sample_views.chart_view(_int_param(params, "points"), kind,
                                            _int_param(params, "series"))
-            return self._view("chart", data, en, done)
+            return self._view("chart", data, lang, done)
         if view == "card":
             url = f"/apps/{app}/files/{IMAGE_FILE}" if IMAGE_FILE in files else None
-            return self._view("card", sample_views.card_view(url), en, done)
+            return self._view("card", sample_views.card_view(url), lang, done)
         if view == "media":
-            return self._asset(results, files, "make_tone", TONE_FILE, en, lambda: self._view(
+            return self._asset(results, files, "make_tone", TONE_FILE, lang, lambda: self._view(
                 "media", {"url": f"/apps/{app}/files/{TONE_FILE}", "type": "audio",
-                          "title": _t(en, "440 Hz 正弦音", "440 Hz sine tone"),
-                          "artist": _t(en, "组件展示生成", "made by the gallery")}, en, done))
+                          "title": tr(lang, "440 Hz 正弦音", "440 Hz sine tone"),
+                          "artist": tr(lang, "组件展示生成", "made by the gallery")}, lang, done))
         if view == "image":
-            return self._asset(results, files, "make_image", IMAGE_FILE, en, lambda: self._view(
+            return self._asset(results, files, "make_image", IMAGE_FILE, lang, lambda: self._view(
                 "image", {"url": f"/apps/{app}/files/{IMAGE_FILE}",
-                          "caption": _t(en, "组件展示生成的 PNG 图片",
-                                        "A PNG made by the gallery")}, en, done))
+                          "caption": tr(lang, "组件展示生成的 PNG 图片",
+                                        "A PNG made by the gallery")}, lang, done))
         return {"loading": self._loading, "error": self._sample_error,
                 "controls": self._controls, "hostile": self._hostile,
-                "notify": self._notify, "push": self._push}[view](params, results, en)
+                "notify": self._notify, "push": self._push}[view](params, results, lang)
 
-    def _view(self, view_type: str, data: dict[str, Any], en: bool, message: str,
+    def _view(self, view_type: str, data: dict[str, Any], lang: Lang, message: str,
               actions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         return {"status": "ok", "view_type": view_type, "data": data,
-                "actions": [*(actions or []), _home_button(en)], "message": message}
+                "actions": [*(actions or []), _home_button(lang)], "message": message}
 
     def _asset(self, results: dict[str, Any], files: list[str], tool_name: str, filename: str,
-               en: bool, final: Any) -> dict[str, Any]:
+               lang: Lang, final: Any) -> dict[str, Any]:
         """The view once ``filename`` exists; first a step running ``tool_name`` to make it."""
         step = results.get("step_1")
         if isinstance(step, dict):
             if step.get("status") != "ok":
-                return self._error(en, _t(en, f"生成 {filename} 失败：{step.get('error')}",
+                return self._error(lang, tr(lang, f"生成 {filename} 失败：{step.get('error')}",
                                           f"could not make {filename}: {step.get('error')}"))
             return final()
         if filename in files:
             return final()
         return {"status": "ok", "view_type": "loading",
-                "data": {"message": _t(en, f"正在生成 {filename}…", f"Making {filename}…")},
+                "data": {"message": tr(lang, f"正在生成 {filename}…", f"Making {filename}…")},
                 "steps": self.plan_steps([{"tool": tool_name, "args": {}}]),
-                "message": _t(en, "正在准备", "Preparing")}
+                "message": tr(lang, "正在准备", "Preparing")}
 
     def _loading(self, params: dict[str, Any], results: dict[str, Any],
-                 en: bool) -> dict[str, Any]:
+                 lang: Lang) -> dict[str, Any]:
         if "step_1" not in results:
             value = {"prepared_at": datetime.now(UTC).isoformat(timespec="seconds"),
                      "items": ["α", "β", "γ"]}
             return {"status": "ok", "view_type": "loading",
-                    "data": {"message": _t(en, "正在加载…（缓存写入，再读回）",
+                    "data": {"message": tr(lang, "正在加载…（缓存写入，再读回）",
                                            "Loading… (write to the cache, read it back)"),
                              "plan": ["cache_set", "cache_get"]},
                     "steps": self.plan_steps([
                         {"tool": "cache_set", "args": {"key": CACHE_KEY, "value": value,
                                                        "ttl": CACHE_TTL}},
                         {"tool": "cache_get", "args": {"key": CACHE_KEY}}]),
-                    "message": _t(en, "加载中", "Loading")}
+                    "message": tr(lang, "加载中", "Loading")}
         statuses = {k: v.get("status") for k, v in results.items() if isinstance(v, dict)}
         read = results.get("step_2")
         if not isinstance(read, dict) or read.get("status") != "ok":
             failed = next((v.get("error") for v in results.values()
                            if isinstance(v, dict) and v.get("status") != "ok"), "?")
-            return self._error(en, _t(en, f"加载失败：{failed}", f"loading failed: {failed}"))
+            return self._error(lang, tr(lang, f"加载失败：{failed}", f"loading failed: {failed}"))
         value = read.get("result")
         return self._view("text", {
-            "title": _t(en, "加载完成", "Loaded"),
-            "content": _t(en, "两步计划已运行：先 cache_set 再 cache_get。读回的值：\n",
+            "title": tr(lang, "加载完成", "Loaded"),
+            "content": tr(lang, "两步计划已运行：先 cache_set 再 cache_get。读回的值：\n",
                           "The two-step plan ran: cache_set, then cache_get. Read back:\n")
             + json.dumps(value, ensure_ascii=False, indent=2),
-            "value": value, "steps": statuses}, en, _t(en, "加载完成", "Loaded"))
+            "value": value, "steps": statuses}, lang, tr(lang, "加载完成", "Loaded"))
 
     def _sample_error(self, params: dict[str, Any], results: dict[str, Any],
-                      en: bool) -> dict[str, Any]:
-        message = _t(en, "这是一个示例错误：找不到文件 missing.txt（这不是真的故障）。",
+                      lang: Lang) -> dict[str, Any]:
+        message = tr(lang, "这是一个示例错误：找不到文件 missing.txt（这不是真的故障）。",
                      "A sample error: file missing.txt not found (nothing is really broken).")
-        return {"status": "error", "view_type": "error",
-                "data": {"title": _t(en, "示例错误", "Sample error"), "message": message,
-                         "detail": {"code": "E_SAMPLE", "hint": "show {\"view\": \"home\"}"}},
-                "actions": [_home_button(en)], "message": message}
+        return error_view(message, title=tr(lang, "示例错误", "Sample error"),
+                          detail={"code": "E_SAMPLE", "hint": "show {\"view\": \"home\"}"},
+                          actions=[_home_button(lang)])
 
     def _controls(self, params: dict[str, Any], results: dict[str, Any],
-                  en: bool) -> dict[str, Any]:
-        return {"status": "ok", "view_type": "text",
-                "data": {"title": _t(en, "全部十种操作控件", "All ten action controls"),
-                         "content": _t(en, "每个控件触发后，回复里会原样显示桌面发送的内容。",
-                                       "Use any control: the reply shows exactly what the "
-                                       "desktop sent.")},
-                "actions": [*controls(), _home_button(en)],
-                "message": _t(en, "十种控件", "Ten controls")}
+                  lang: Lang) -> dict[str, Any]:
+        return text_view(tr(lang, "每个控件触发后，回复里会原样显示桌面发送的内容。",
+                            "Use any control: the reply shows exactly what the desktop sent."),
+                         title=tr(lang, "全部十种操作控件", "All ten action controls"),
+                         actions=[*controls(), _home_button(lang)],
+                         message=tr(lang, "十种控件", "Ten controls"))
 
-    def _echo(self, req: dict[str, Any], en: bool) -> dict[str, Any]:
-        return {"status": "ok", "view_type": "text",
-                "data": {"title": _t(en, "收到的操作", "Received action"),
-                         "content": json.dumps(req, ensure_ascii=False, indent=2,
-                                               sort_keys=True),
-                         "received": req},
-                "actions": [*controls(), _home_button(en)],
-                "message": _t(en, f"收到 {req.get('action_id')}",
-                              f"Received {req.get('action_id')}")}
+    def _echo(self, req: dict[str, Any], lang: Lang) -> dict[str, Any]:
+        return text_view(json.dumps(req, ensure_ascii=False, indent=2, sort_keys=True),
+                         title=tr(lang, "收到的操作", "Received action"), received=req,
+                         actions=[*controls(), _home_button(lang)],
+                         message=tr(lang, f"收到 {req.get('action_id')}",
+                                    f"Received {req.get('action_id')}"))
 
     def _hostile(self, params: dict[str, Any], results: dict[str, Any],
-                 en: bool) -> dict[str, Any]:
+                 lang: Lang) -> dict[str, Any]:
         kind = params.get("as")
         if kind is None:
-            items = [{"id": v, "title": _t(en, f"恶意数据 → {LABELS[v][0]}",
+            items = [{"id": v, "title": tr(lang, f"恶意数据 → {LABELS[v][0]}",
                                            f"Hostile data → {LABELS[v][1]}"), "sub": v}
                      for v in VIEW_TYPES]
-            actions = [_show(_t(en, "打开", "Show"), view="hostile", **{"as": v})
+            actions = [_show(tr(lang, "打开", "Show"), view="hostile", **{"as": v})
                        for v in VIEW_TYPES]
-            return self._view("list", {"title": _t(en, "恶意数据测试", "Hostile data"),
-                                       "items": items}, en,
-                              _t(en, "请选择视图类型", "Pick a view type"), actions)
+            return self._view("list", {"title": tr(lang, "恶意数据测试", "Hostile data"),
+                                       "items": items}, lang,
+                              tr(lang, "请选择视图类型", "Pick a view type"), actions)
         if kind not in VIEW_TYPES:
             raise BadParam(f"参数 as 必须是 {', '.join(VIEW_TYPES)} 之一（收到 {kind!r}）"
                            f" / param as must be a view type (got {kind!r})")
         return {"status": "ok", "view_type": kind, "data": hostile_views.BUILDERS[kind](),
-                "actions": [*hostile_views.actions(), _home_button(en)],
-                "message": _t(en, "恶意数据：", "Hostile data: ") + hostile_views.IMG_ONERROR}
+                "actions": [*hostile_views.actions(), _home_button(lang)],
+                "message": tr(lang, "恶意数据：", "Hostile data: ") + hostile_views.IMG_ONERROR}
 
     def _notify(self, params: dict[str, Any], results: dict[str, Any],
-                en: bool) -> dict[str, Any]:
+                lang: Lang) -> dict[str, Any]:
         if not results:
             steps = [{"tool": "notify", "args": {
-                "title": _t(en, "组件展示", "Gallery"),
-                "body": _t(en, f"这是一条 {level} 级别的通知。", f"A notification, level {level}."),
+                "title": tr(lang, "组件展示", "Gallery"),
+                "body": tr(lang, f"这是一条 {level} 级别的通知。",
+                           f"A notification, level {level}."),
                 "level": level}} for level in ("info", "success")]
             return {"status": "ok", "view_type": "loading",
-                    "data": {"message": _t(en, "正在发送通知…", "Sending notifications…")},
-                    "steps": self.plan_steps(steps), "message": _t(en, "发送中", "Sending")}
+                    "data": {"message": tr(lang, "正在发送通知…", "Sending notifications…")},
+                    "steps": self.plan_steps(steps), "message": tr(lang, "发送中", "Sending")}
         delivered = [bool((r.get("result") or {}).get("delivered"))
                      for r in results.values() if isinstance(r, dict)]
         return self._view("text", {
-            "title": _t(en, "通知", "Notifications"),
-            "content": _t(en, f"已通过步骤发送 {len(delivered)} 条通知，送达 {sum(delivered)} 条。",
+            "title": tr(lang, "通知", "Notifications"),
+            "content": tr(lang,
+                          f"已通过步骤发送 {len(delivered)} 条通知，送达 {sum(delivered)} 条。",
                           f"Sent {len(delivered)} notifications through steps; "
                           f"{sum(delivered)} delivered."),
-            "delivered": delivered}, en, _t(en, "通知已发送", "Notifications sent"))
+            "delivered": delivered}, lang, tr(lang, "通知已发送", "Notifications sent"))
 
     def _push(self, params: dict[str, Any], results: dict[str, Any],
-              en: bool) -> dict[str, Any]:
+              lang: Lang) -> dict[str, Any]:
         sent = 0
         for i in range(1, PUSH_EVENTS + 1):
             if self.push({"progress": i / PUSH_EVENTS, "label": f"{i}/{PUSH_EVENTS}",
                           "source": "gallery"}):
                 sent += 1
         return self._view("text", {
-            "title": _t(en, "推送", "Push"),
-            "content": _t(en, f"已推送 {PUSH_EVENTS} 条进度事件，系统接收 {sent} 条。",
+            "title": tr(lang, "推送", "Push"),
+            "content": tr(lang, f"已推送 {PUSH_EVENTS} 条进度事件，系统接收 {sent} 条。",
                           f"Pushed {PUSH_EVENTS} progress events; the system took {sent}."),
-            "pushed": PUSH_EVENTS, "accepted": sent}, en, _t(en, "推送完成", "Pushed"))
+            "pushed": PUSH_EVENTS, "accepted": sent}, lang, tr(lang, "推送完成", "Pushed"))
 
-    def _error(self, en: bool, message: str, received: Any = None) -> dict[str, Any]:
-        data: dict[str, Any] = {"title": _t(en, "组件展示：出错了", "Gallery: error"),
-                                "message": message}
-        if received is not None:
-            data["received"] = received
-        return {"status": "error", "view_type": "error", "data": data,
-                "actions": [_home_button(en)], "message": message}
+    def _error(self, lang: Lang, message: str, received: Any = None) -> dict[str, Any]:
+        extra: dict[str, Any] = {} if received is None else {"received": received}
+        return error_view(message, title=tr(lang, "组件展示：出错了", "Gallery: error"),
+                          actions=[_home_button(lang)], **extra)
 
     # ------------------------------------------------------ custom tools
 

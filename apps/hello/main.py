@@ -12,7 +12,7 @@ import logging
 import re
 from typing import Any
 
-from aios_sdk import AIOSAgent, ToolError
+from aios_sdk import AIOSAgent, AppContext, ToolError, error_view, text_view
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +26,6 @@ _ROUTING = re.compile(
     r"(?:hello(?:\s*小?ai)?(?![a-z])|hi(?![a-z])|greet(?:ing)?(?![a-z])|打招呼|问候|问好)"
     r"[\s,，:：!！]*",
     re.IGNORECASE)
-
-
-def _t(context: dict[str, Any], zh: str, en: str) -> str:
-    return en if str(context.get("locale", "")).startswith("en") else zh
 
 
 def who_from(instruction: str | None) -> str:
@@ -47,14 +43,14 @@ class HelloAgent(AIOSAgent):
 
     def handle(self, instruction: str | None, context: dict[str, Any],
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
-        context = context if isinstance(context, dict) else {}
-        state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
+        ctx = AppContext.of(context)
+        state = ctx.cwd_state
         if action_request is not None:
             action_id = action_request.get("action_id") if isinstance(action_request,
                                                                        dict) else None
             if action_id != "again":
-                return self._error(context, _t(
-                    context, f"未知的操作 {action_id!r}；这个应用只有「再说一次」(again)。",
+                return self._error(ctx, ctx.tr(
+                    f"未知的操作 {action_id!r}；这个应用只有「再说一次」(again)。",
                     f"unknown action {action_id!r}; this app only has 'again'."))
             said = state.get("said")
             who = said if isinstance(said, str) else ""
@@ -63,31 +59,23 @@ class HelloAgent(AIOSAgent):
         try:
             greeting = self.call_tool("file_read", path=GREETING_FILE)
         except ToolError as e:
-            return self._error(context, _t(
-                context, f"读不到问候语文件 {GREETING_FILE}：{e.error}。请在工作区里放一个 "
-                         f"{GREETING_FILE}，写上问候语（例如「你好」）。",
+            return self._error(ctx, ctx.tr(
+                f"读不到问候语文件 {GREETING_FILE}：{e.error}。请在工作区里放一个 "
+                f"{GREETING_FILE}，写上问候语（例如「你好」）。",
                 f"cannot read the greeting file {GREETING_FILE}: {e.error}. Put a "
                 f"{GREETING_FILE} with a greeting (e.g. 'Hello') in the workspace."))
-        greeting = str(greeting).strip() or _t(context, "你好", "Hello")
-        target = who or _t(context, "朋友", "friend")
-        content = _t(context, f"{greeting}，{target}", f"{greeting}, {target}")
-        return {
-            "status": "ok",
-            "view_type": "text",
-            "data": {"content": content},
-            "actions": [{"type": "button", "label": _t(context, "再说一次", "Say it again"),
-                         "action_id": "again"}],
-            "message": _t(context, "已回复", "Replied"),
-            "state": {"said": who},
-        }
+        greeting = str(greeting).strip() or ctx.tr("你好", "Hello")
+        target = who or ctx.tr("朋友", "friend")
+        content = ctx.tr(f"{greeting}，{target}", f"{greeting}, {target}")
+        return text_view(content, message=ctx.tr("已回复", "Replied"),
+                         actions=[{"type": "button", "label": ctx.tr("再说一次", "Say it again"),
+                                   "action_id": "again"}],
+                         state={"said": who})
 
-    def _error(self, context: dict[str, Any], message: str) -> dict[str, Any]:
-        return {"status": "error", "view_type": "error",
-                "data": {"title": _t(context, "Hello小AI 出错了", "Hello: something went wrong"),
-                         "message": message},
-                "actions": [{"type": "button", "label": _t(context, "再试一次", "Try again"),
-                             "action_id": "again"}],
-                "message": message}
+    def _error(self, ctx: AppContext, message: str) -> dict[str, Any]:
+        return error_view(message, title=ctx.tr("Hello小AI 出错了", "Hello: something went wrong"),
+                          actions=[{"type": "button", "label": ctx.tr("再试一次", "Try again"),
+                                    "action_id": "again"}])
 
 
 if __name__ == "__main__":

@@ -22,8 +22,7 @@ from typing import Any
 import notes_lib as nl
 from notes_lib import BadInput
 
-from aios.errors import LLMError
-from aios_sdk import AIOSAgent, LLMUnavailable, ToolError
+from aios_sdk import AIOSAgent, Lang, LLMError, LLMUnavailable, ToolError, error_view, locale_of, tr
 
 log = logging.getLogger(__name__)
 
@@ -57,67 +56,67 @@ class NotesAgent(AIOSAgent):
     def handle(self, instruction: str | None, context: dict[str, Any],
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
-        en = str(context.get("locale", "")).startswith("en")
+        lang = locale_of(context)
         state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
         query = state.get("query") if isinstance(state.get("query"), str) else ""
         tag = state.get("tag") if state.get("tag") in nl.TAGS else ""
         try:
             self._db(SCHEMA)
             if action_request is not None:
-                return self._action(en, action_request, query, tag)
-            return self._instruction(en, instruction)
+                return self._action(lang, action_request, query, tag)
+            return self._instruction(lang, instruction)
         except (Problem, BadInput) as e:
-            return self._error(en, e.en if en else e.zh)
+            return self._error(lang, tr(lang, e.zh, e.en))
 
-    def _instruction(self, en: bool, text: str | None) -> dict[str, Any]:
+    def _instruction(self, lang: Lang, text: str | None) -> dict[str, Any]:
         intent, arg = nl.parse_instruction(text)
         if intent == "unknown":
             intent, arg = self._llm_intent(arg)
         if intent == "add":
             title, tag = nl.split_hashtag(arg)
-            return self._add(en, title, "", tag)
+            return self._add(lang, title, "", tag)
         if intent == "search":
-            return self._search(en, arg, "")
-        reply = self._list(en, "", "")
+            return self._search(lang, arg, "")
+        reply = self._list(lang, "", "")
         if intent == "unknown":
-            reply["message"] = _t(en, f"没看懂「{arg}」。可以说：记一下 明天买牛奶；搜索 牛奶。",
+            reply["message"] = tr(lang, f"没看懂「{arg}」。可以说：记一下 明天买牛奶；搜索 牛奶。",
                                   f"I did not understand {arg!r}. Try: add note buy milk; "
                                   "search milk.")
         return reply
 
-    def _action(self, en: bool, req: Any, query: str, tag: str) -> dict[str, Any]:
+    def _action(self, lang: Lang, req: Any, query: str, tag: str) -> dict[str, Any]:
         if not isinstance(req, dict):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
         if isinstance(action_id, str) and action_id.startswith(TOGGLE_PREFIX):
-            return self._set_done(en, action_id[len(TOGGLE_PREFIX):], req.get("on"), query, tag)
+            return self._set_done(lang, action_id[len(TOGGLE_PREFIX):], req.get("on"), query, tag)
         if action_id == "add":
             values = req.get("form_values")
             if not isinstance(values, dict):
                 raise Problem("添加笔记需要表单内容 form_values", "add needs form_values")
-            return self._add(en, values.get("title"), values.get("body"),
+            return self._add(lang, values.get("title"), values.get("body"),
                              nl.check_tag(values.get("tag")))
         if action_id == "search":
-            return self._search(en, req.get("value"), tag)
+            return self._search(lang, req.get("value"), tag)
         if action_id == "filter_tag":
             selected = req.get("selected")
             chosen = "" if selected == "all" else nl.check_tag(selected)
             if chosen is None:
                 raise Problem("请选择一个标签", "choose a tag")
-            reply = self._list(en, query, chosen)
+            reply = self._list(lang, query, chosen)
             return reply
         if action_id == "delete":
             params = req.get("params") if isinstance(req.get("params"), dict) else {}
-            return self._delete(en, params.get("id"), query, tag)
+            return self._delete(lang, params.get("id"), query, tag)
         if action_id in ("show_all", "refresh"):
-            return self._list(en, "" if action_id == "show_all" else query,
+            return self._list(lang, "" if action_id == "show_all" else query,
                               "" if action_id == "show_all" else tag)
         raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}、done.<编号>）",
                       f"unknown action {action_id!r} (known: {', '.join(ACTIONS)}, done.<id>)")
 
     # ------------------------------------------------------------ commands
 
-    def _add(self, en: bool, title: Any, body: Any, tag: str | None) -> dict[str, Any]:
+    def _add(self, lang: Lang, title: Any, body: Any, tag: str | None) -> dict[str, Any]:
         title = nl.check_text(title, "title", "标题", nl.MAX_TITLE * 50, required=True)
         body = nl.check_text(body, "body", "内容", nl.MAX_BODY, required=False)
         if len(title) > nl.MAX_TITLE:
@@ -128,29 +127,29 @@ class NotesAgent(AIOSAgent):
         created = datetime.now().strftime("%Y-%m-%d %H:%M")
         self._db("INSERT INTO notes (title, body, tag, done, created) VALUES (?, ?, ?, 0, ?)",
                  [title, body, tag, created])
-        return self._list(en, "", "", _t(en, f"已记下：{title}（{nl.tag_label(tag, en)}）",
-                                         f"Noted: {title} ({nl.tag_label(tag, en)})"))
+        return self._list(lang, "", "", tr(lang, f"已记下：{title}（{nl.tag_label(tag, lang)}）",
+                                         f"Noted: {title} ({nl.tag_label(tag, lang)})"))
 
-    def _search(self, en: bool, value: Any, tag: str) -> dict[str, Any]:
+    def _search(self, lang: Lang, value: Any, tag: str) -> dict[str, Any]:
         query = nl.check_text(value, "search text", "搜索内容", nl.MAX_QUERY, required=False)
-        return self._list(en, query, tag)
+        return self._list(lang, query, tag)
 
-    def _set_done(self, en: bool, raw_id: str, on: Any, query: str, tag: str) -> dict[str, Any]:
+    def _set_done(self, lang: Lang, raw_id: str, on: Any, query: str, tag: str) -> dict[str, Any]:
         note_id = nl.check_id(raw_id)
         if not isinstance(on, bool):
             raise Problem(f"开关的值 on 必须是 true 或 false（收到 {on!r}）",
                           f"the toggle value 'on' must be true or false (got {on!r})")
         title = self._title(note_id)
         self._db("UPDATE notes SET done = ? WHERE id = ?", [int(on), note_id])
-        return self._list(en, query, tag,
-                          _t(en, f"已完成：{title}" if on else f"已改为未完成：{title}",
+        return self._list(lang, query, tag,
+                          tr(lang, f"已完成：{title}" if on else f"已改为未完成：{title}",
                              f"Done: {title}" if on else f"Not done: {title}"))
 
-    def _delete(self, en: bool, raw_id: Any, query: str, tag: str) -> dict[str, Any]:
+    def _delete(self, lang: Lang, raw_id: Any, query: str, tag: str) -> dict[str, Any]:
         note_id = nl.check_id(raw_id)
         title = self._title(note_id)
         self._db("DELETE FROM notes WHERE id = ?", [note_id])
-        return self._list(en, query, tag, _t(en, f"已删除：{title}", f"Deleted: {title}"))
+        return self._list(lang, query, tag, tr(lang, f"已删除：{title}", f"Deleted: {title}"))
 
     def _title(self, note_id: int) -> str:
         rows = self._db("SELECT title FROM notes WHERE id = ?", [note_id])["rows"]
@@ -161,7 +160,7 @@ class NotesAgent(AIOSAgent):
 
     # --------------------------------------------------------------- view
 
-    def _list(self, en: bool, query: str, tag: str, message: str | None = None) -> dict[str, Any]:
+    def _list(self, lang: Lang, query: str, tag: str, message: str | None = None) -> dict[str, Any]:
         where, params = [], []
         if tag:
             where.append("tag = ?")
@@ -178,57 +177,57 @@ class NotesAgent(AIOSAgent):
         for i, (note_id, title, body, note_tag, done, created) in enumerate(rows):
             snippet = (body or "").replace("\n", " ")
             snippet = snippet[:60] + ("…" if len(snippet) > 60 else "")
-            sub = " · ".join(p for p in (snippet, f"#{nl.tag_label(note_tag, en)}", created) if p)
+            sub = " · ".join(p for p in (snippet, f"#{nl.tag_label(note_tag, lang)}", created) if p)
             items.append({"id": note_id, "title": f"{'✅' if done else '⬜'} {title}", "sub": sub,
                           "done": bool(done), "tag": note_tag, "created": created})
             if i < CONTROLS_LIMIT:
                 per_note.append({"type": "toggle", "label": title[:30],
                                  "action_id": f"{TOGGLE_PREFIX}{note_id}", "value": bool(done)})
-                per_note.append({"type": "button", "label": _t(en, "删除", "Delete"),
+                per_note.append({"type": "button", "label": tr(lang, "删除", "Delete"),
                                  "action_id": "delete", "params": {"id": note_id},
-                                 "confirm": _t(en, f"删除笔记「{title[:30]}」？",
+                                 "confirm": tr(lang, f"删除笔记「{title[:30]}」？",
                                                f"Delete the note {title[:30]!r}?")})
-        tag_options = [{"label": _t(en, "全部标签", "All tags"), "value": "all"}] + [
-            {"label": nl.tag_label(k, en), "value": k} for k in nl.TAGS]
+        tag_options = [{"label": tr(lang, "全部标签", "All tags"), "value": "all"}] + [
+            {"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS]
         actions: list[dict[str, Any]] = [
-            {"type": "input", "label": _t(en, "搜索", "Search"), "action_id": "search",
-             "placeholder": _t(en, "搜索笔记…", "Search notes…"), "value": query},
-            {"type": "select", "label": _t(en, "标签", "Tag"), "action_id": "filter_tag",
+            {"type": "input", "label": tr(lang, "搜索", "Search"), "action_id": "search",
+             "placeholder": tr(lang, "搜索笔记…", "Search notes…"), "value": query},
+            {"type": "select", "label": tr(lang, "标签", "Tag"), "action_id": "filter_tag",
              "options": tag_options, "value": tag or "all"},
-            {"type": "submit_form", "label": _t(en, "添加笔记", "Add note"), "action_id": "add",
+            {"type": "submit_form", "label": tr(lang, "添加笔记", "Add note"), "action_id": "add",
              "fields": [
-                 {"name": "title", "label": _t(en, "标题", "Title"), "type": "text",
+                 {"name": "title", "label": tr(lang, "标题", "Title"), "type": "text",
                   "required": True},
-                 {"name": "body", "label": _t(en, "内容", "Body"), "type": "textarea"},
-                 {"name": "tag", "label": _t(en, "标签", "Tag"), "type": "select",
-                  "options": [{"label": nl.tag_label(k, en), "value": k} for k in nl.TAGS],
+                 {"name": "body", "label": tr(lang, "内容", "Body"), "type": "textarea"},
+                 {"name": "tag", "label": tr(lang, "标签", "Tag"), "type": "select",
+                  "options": [{"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS],
                   "value": nl.DEFAULT_TAG}]},
             *per_note,
         ]
         if query or tag:
-            actions.append({"type": "button", "label": _t(en, "显示全部", "Show all"),
+            actions.append({"type": "button", "label": tr(lang, "显示全部", "Show all"),
                             "action_id": "show_all"})
         if message is None:
-            message = self._summary(en, total, query, tag)
-        title = _t(en, "记事本", "Notes")
+            message = self._summary(lang, total, query, tag)
+        title = tr(lang, "记事本", "Notes")
         if query:
-            title += _t(en, f" · 搜索「{query}」", f" · search {query!r}")
+            title += tr(lang, f" · 搜索「{query}」", f" · search {query!r}")
         if tag:
-            title += f" · #{nl.tag_label(tag, en)}"
+            title += f" · #{nl.tag_label(tag, lang)}"
         return {"status": "ok", "view_type": "list",
                 "data": {"title": title, "items": items, "total": total, "query": query,
                          "tag": tag or "all"},
                 "actions": actions, "message": message, "state": {"query": query, "tag": tag}}
 
     @staticmethod
-    def _summary(en: bool, total: int, query: str, tag: str) -> str:
+    def _summary(lang: Lang, total: int, query: str, tag: str) -> str:
         if query or tag:
             if not total:
-                return _t(en, "没有找到符合条件的笔记", "No notes match")
-            return _t(en, f"找到 {total} 条笔记", f"Found {total} notes")
+                return tr(lang, "没有找到符合条件的笔记", "No notes match")
+            return tr(lang, f"找到 {total} 条笔记", f"Found {total} notes")
         if not total:
-            return _t(en, "还没有笔记，添加第一条吧", "No notes yet; add the first one")
-        return _t(en, f"共 {total} 条笔记", f"{total} notes")
+            return tr(lang, "还没有笔记，添加第一条吧", "No notes yet; add the first one")
+        return tr(lang, f"共 {total} 条笔记", f"{total} notes")
 
     # ------------------------------------------------------------ helpers
 
@@ -271,16 +270,12 @@ class NotesAgent(AIOSAgent):
             return str(parsed["intent"]), str(parsed.get("text", "")).strip()
         return "unknown", text
 
-    def _error(self, en: bool, message: str) -> dict[str, Any]:
-        return {"status": "error", "view_type": "error",
-                "data": {"title": _t(en, "记事本：出错了", "Notes: error"), "message": message},
-                "actions": [{"type": "button", "label": _t(en, "返回笔记列表", "Back to notes"),
-                             "action_id": "show_all"}],
-                "message": message}
+    def _error(self, lang: Lang, message: str) -> dict[str, Any]:
+        return error_view(message, title=tr(lang, "记事本：出错了", "Notes: error"),
+                          actions=[{"type": "button",
+                                    "label": tr(lang, "返回笔记列表", "Back to notes"),
+                                    "action_id": "show_all"}])
 
-
-def _t(en: bool, zh: str, en_text: str) -> str:
-    return en_text if en else zh
 
 
 if __name__ == "__main__":

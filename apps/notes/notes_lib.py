@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from aios_sdk import Lang, tr
+
 TAGS: dict[str, tuple[str, str]] = {
     "work": ("工作", "Work"), "life": ("生活", "Life"), "shopping": ("购物", "Shopping"),
     "study": ("学习", "Study"), "other": ("其他", "Other"),
@@ -40,9 +42,9 @@ _LIST = re.compile(
 _HASHTAG = re.compile(r"[#＃](\w+)")
 
 
-def tag_label(tag: str, en: bool) -> str:
+def tag_label(tag: str, lang: Lang) -> str:
     zh, eng = TAGS.get(tag, (tag, tag))
-    return eng if en else zh
+    return tr(lang, zh, eng)
 
 
 def tag_from_word(word: str) -> str | None:
