@@ -15,11 +15,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from playwright.sync_api import (
 
 from tests.conftest import ROOT, children_now, fail_on_leaked_children
 from tests.integration.conftest import Running, copy_apps, start_system
+from tests.util import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -173,16 +174,8 @@ def system_factory(tmp_path: Path) -> Iterator[Callable[..., Running]]:
         system.stop()
 
 
-def wait_until(check: Callable[[], Any], what: str, timeout: float = WAIT_MS / 1000) -> Any:
-    """Poll a server-side condition (the page's own state is waited on with ``expect``)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
+wait_until = functools.partial(wait_for, timeout=WAIT_MS / 1000)
+"""Poll a server-side condition (the page's own state is waited on with ``expect``)."""
 
 
 # ---------------------------------------------------------------------------- the page

@@ -7,9 +7,9 @@ with a deadline; none counts on time passing.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests import util
 from tests.integration.conftest import FIXTURES, Running, copy_apps, start_system
 
 LIMITS_APPS = FIXTURES / "apps_limits"
@@ -28,15 +29,7 @@ FAST_LIVENESS = {"liveness_interval": 0.1, "liveness_timeout": 1.0, "liveness_fa
                  "restart_limit": 1, "backoff_initial": 0.05, "backoff_max": 0.1}
 
 
-def wait_for(pred: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+wait_for = functools.partial(util.wait_for, timeout=DEADLINE)
 
 
 def app_info(running: Running, app_id: str) -> dict[str, Any]:

@@ -29,6 +29,8 @@ import psutil
 import pytest
 import requests
 
+from tests.util import wait_for
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAULT_APPS = ROOT / "tests" / "fixtures" / "apps_faults"
 TOKEN = "fault-injection-token"
@@ -50,16 +52,6 @@ def make_apps(root: Path, modes: dict[str, str]) -> Path:
         (apps / app_id / "behave.json").write_text(json.dumps({"mode": mode}))
     apps.mkdir(parents=True, exist_ok=True)
     return apps
-
-
-def wait_for(pred: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def alive(p: psutil.Process) -> bool:
@@ -260,7 +252,7 @@ def test_sigterm_under_load_always_stops_the_system_and_its_apps(
         d.wait_ready()
         load = Load(d, random.choice(["alpha", "beta"]))
         try:
-            wait_for(lambda: load.ok >= 20, 30, "20 answered actions")  # noqa: B023
+            wait_for(lambda: load.ok >= 20, timeout=30, what="20 answered actions")  # noqa: B023
             assert len(d.descendants()) == 2
             sig = signal.SIGTERM if trial < 4 else signal.SIGINT
             took = d.stop(sig, to_thread=trial % 2 == 0)
@@ -303,12 +295,12 @@ def test_running_out_of_file_descriptors_unloads_no_app_and_leaks_no_process(
             except OSError:
                 break
         # The hot-reload scan (every second) must meet EMFILE while they are held.
-        wait_for(lambda: any("Too many open files" in line for line in d.log), 30,
-                 "the system to run out of file descriptors")
+        wait_for(lambda: any("Too many open files" in line for line in d.log), timeout=30,
+                 what="the system to run out of file descriptors")
     finally:
         for s in held:
             s.close()
-    health = wait_for(lambda: _health_if_reachable(d), 30, "health after the burst")
+    health = wait_for(lambda: _health_if_reachable(d), timeout=30, what="health after the burst")
     assert health["apps"] == {"alpha": "running", "beta": "running"}, health
     after = {a: d.act(a).json()["response"]["data"]["content"].split(":")[0]
              for a in ("alpha", "beta")}
@@ -362,8 +354,8 @@ def test_a_hung_app_does_not_delay_calls_to_a_healthy_one(
     stuck = Load(d, "hung")
     try:
         # Every client has a call in flight (or was refused as busy) before we measure.
-        wait_for(lambda: len(psutil.Process(d.proc.pid).net_connections()) > CLIENTS, 30,
-                 "the calls to the hung app to be in flight")
+        wait_for(lambda: len(psutil.Process(d.proc.pid).net_connections()) > CLIENTS,
+                 timeout=30, what="the calls to the hung app to be in flight")
         began = time.monotonic()
         r = d.act("healthy")
         took = time.monotonic() - began
@@ -424,15 +416,15 @@ def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
         r = d.act("healthy")
         return [r] if r.status_code != 200 else []
 
-    [r] = wait_for(refused, 30, "a write to fail on the full disk")
+    [r] = wait_for(refused, timeout=30, what="a write to fail on the full disk")
     assert r.status_code == 503 and r.headers["Content-Type"] == "application/json"
     assert f"the disk holding {small_disk} is full" in r.json()["error"]
     health = d.get("/api/health").json()
     assert health["status"] == "degraded" and "is full" in health["store"]
 
     filler.unlink()
-    wait_for(lambda: d.get("/api/health").json()["status"] == "ready", 30,
-             "health to recover once space returned")
+    wait_for(lambda: d.get("/api/health").json()["status"] == "ready", timeout=30,
+             what="health to recover once space returned")
     assert d.act("healthy").status_code == 200
     assert d.stop() < EXIT_DEADLINE
     assert not [line for line in d.log if line.startswith("Traceback")], d.log[-20:]

@@ -25,6 +25,7 @@ import requests
 from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound
 from aios.launcher import AppRecord, AppStatus, Launcher, RestartPolicy
+from tests.util import wait_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "apps_launcher"
 FAST = RestartPolicy(restart_limit=2, stable_start_time=10, backoff_initial=0.05, backoff_max=0.2)
@@ -62,16 +63,6 @@ def write_manifest(d: Path, **fields: Any) -> None:
     m.update(fields)
     m = {k: v for k, v in m.items() if v is not None}
     (d / "manifest.json").write_text(json.dumps(m))
-
-
-def wait_for(pred: Callable[[], Any], timeout: float = 10, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def alive(pid: int | None) -> bool:
@@ -643,6 +634,6 @@ def test_start_waits_at_most_ready_wait_then_the_app_carries_on(
     assert waited < 3, f"start waited {waited:.1f} s for an app that never listens"
     # "quick" may still be starting on a busy machine; "mute" certainly is.
     assert launcher.get("mute").status == AppStatus.STARTING and not launcher.ready()
-    wait_for(lambda: launcher.get("mute").status == AppStatus.FAILED, 15, what="mute failed")
-    wait_for(launcher.ready, 15, what="ready once every app settled")
+    wait_for(lambda: launcher.get("mute").status == AppStatus.FAILED, "mute failed", 15)
+    wait_for(launcher.ready, "ready once every app settled", 15)
     assert launcher.get("quick").status == AppStatus.RUNNING

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,13 +12,7 @@ from aios.config import AppsConfig
 from aios.dispatch import AppSlots
 from aios.errors import AppBusy
 from aios.supervisor import LogPump
-
-
-def until(pred: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
+from tests.util import wait_for
 
 
 def test_a_full_app_refuses_at_once_while_another_app_still_gets_a_slot() -> None:
@@ -49,10 +41,10 @@ def test_a_waiting_call_gets_the_slot_when_it_frees_or_gives_up_after_busy_wait(
 
     t1 = threading.Thread(target=holder)
     t1.start()
-    until(lambda: slots.load("a") == (1, 0))
+    wait_for(lambda: slots.load("a") == (1, 0), "the slot taken")
     t2 = threading.Thread(target=waiter)
     t2.start()
-    until(lambda: slots.load("a") == (1, 1))
+    wait_for(lambda: slots.load("a") == (1, 1), "one call waiting")
     with pytest.raises(AppBusy, match="1 waiting"):  # no room left to wait
         with slots.slot("a", limits):
             pass

@@ -24,6 +24,7 @@ from aios.store import Store
 from aios.tools import ToolContext, invoke
 from aios.tools.process import ProcessTable
 from tests.conftest import make_ctx
+from tests.util import wait_for
 
 HAS_BWRAP = detect().bwrap is not None
 needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap does not work here")
@@ -255,15 +256,6 @@ def test_process_start_args_obey_the_same_rules(sh: ToolContext) -> None:
     assert r.error == "path confinement: argument '../../config.json' points outside the workdir"
     assert start(sh, "rm", ["x"]).error is not None
     assert start(sh, "rm", ["x"]).error.startswith("command whitelist: 'rm' is not allowed")
-
-
-def wait_for(predicate: Any, seconds: float = 10) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_background_process_logs_into_the_workdir(workdir: Path, store: Store,

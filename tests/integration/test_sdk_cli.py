@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,10 @@ from aios.protocol import parse_manifest
 from aios_sdk.scaffold import APP_ID_RE, check_app, main, new_app
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, start_system
+from tests.util import wait_for
+
+APP_START_WAIT = 30.0
+"""Seconds a freshly scaffolded app may take to be picked up and start."""
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -32,18 +35,15 @@ def tree(folder: Path) -> list[str]:
 
 @pytest.fixture
 def system(tmp_path: Path) -> Iterator[Running]:
+    (tmp_path / "apps").mkdir()  # the launcher refuses a missing apps folder
     running = start_system(tmp_path / "apps", tmp_path / "data")
     yield running
     running.stop()
 
 
 def wait_running(system: Running, app: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if system.get("/api/health").json()["apps"].get(app) == "running":
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{app} never started: {system.get('/api/apps').json()}")
+    wait_for(lambda: system.get("/api/health").json()["apps"].get(app) == "running",
+             f"{app} to run", APP_START_WAIT)
 
 
 # ------------------------------------------------------------------------ new
