@@ -30,8 +30,7 @@ from command_parser import (
 )
 from element_finder import Element, Snapshot
 
-from aios.errors import AIOSError
-from aios_sdk import AIOSAgent, ToolError
+from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +96,7 @@ T: dict[str, tuple[str, str]] = {
 ACTIONS = ("command", "run", "apply", "undo", "choose_target", "cancel", "refresh", "home")
 
 
-def t(key: str, lang: str, **kw: Any) -> str:
-    zh, en = T[key]
-    return (en if lang == "en" else zh).format(**kw)
+t = Messages(T)
 
 
 class SnapshotFailed(Exception):
@@ -120,7 +117,7 @@ class SystemAgent(AIOSAgent):
     def handle(self, instruction: str | None, context: dict[str, Any],
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
-        lang = "en" if str(context.get("locale") or "").lower().startswith("en") else "zh"
+        lang = locale_of(context)
         state = _State(context.get("cwd_state"))
         try:
             if action_request is not None:
