@@ -15,9 +15,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+import aios_sdk
+
 OPS = ("move", "resize", "hide", "show", "change_color", "change_text", "rotate")
 TEXT_MAX = 200
-"""The server accepts text and colours of 1-200 characters (aios.server.validate_ui_op)."""
+"""The system accepts text and colours of 1-200 characters (the SDK's ``parse_ui_op``)."""
 
 # ------------------------------------------------------------------ colours
 
@@ -444,42 +446,13 @@ def is_pronoun(target: str) -> bool:
 
 # ------------------------------------------------------------ checking ops
 
-_OP_FIELDS: dict[str, dict[str, type]] = {
-    "move": {"x": float, "y": float}, "resize": {"width": float, "height": float},
-    "hide": {}, "show": {}, "change_color": {"color": str}, "change_text": {"text": str},
-    "rotate": {"degrees": float},
-}
-
-
 def check_op(raw: Any) -> dict[str, Any]:
-    """A UI operation as the system accepts it (the same rules as the server's), or ValueError.
+    """A UI operation as the system accepts it (the SDK's ``parse_ui_op``), or ValueError.
 
     Used on operations that come back from the desktop in a button's params
     (undo, quick actions) or from a language model, before they are sent.
     """
-    if not isinstance(raw, dict):
-        raise ValueError(f"a UI operation must be an object, got {type(raw).__name__}")
-    name = raw.get("op")
-    if name not in _OP_FIELDS:
-        raise ValueError(f"unknown UI operation {name!r} (known: {', '.join(_OP_FIELDS)})")
-    target = raw.get("id")
-    if not isinstance(target, str) or not target or len(target) > 128:
-        raise ValueError(f"{name}: field 'id' (the element id) is required")
-    out: dict[str, Any] = {"op": name, "id": target}
-    if isinstance(raw.get("window"), str) and raw["window"]:
-        out["window"] = raw["window"]
-    for key, kind in _OP_FIELDS[name].items():
-        value = raw.get(key)
-        if kind is float:
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or value != value or value in (float("inf"), float("-inf")):
-                raise ValueError(f"{name}: field {key!r} must be a finite number, got {value!r}")
-            if key in ("width", "height") and value <= 0:
-                raise ValueError(f"{name}: field {key!r} must be positive, got {value!r}")
-            out[key] = value
-        else:
-            if not isinstance(value, str) or not value.strip() or len(value) > TEXT_MAX:
-                raise ValueError(f"{name}: field {key!r} must be text of 1-{TEXT_MAX} "
-                                 "characters")
-            out[key] = value
-    return out
+    try:  # attribute access: the SDK loads the models only now, not at the app's start
+        return aios_sdk.parse_ui_op(raw)
+    except aios_sdk.ProtocolError as e:
+        raise ValueError(str(e)) from None

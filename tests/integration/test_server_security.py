@@ -135,6 +135,22 @@ def test_ui_operations_need_the_desktop_control_permission(system: Running) -> N
     assert any(r["status"] == "ok" and '"move"' in r["args"] for r in rows)
 
 
+def test_blank_change_text_is_refused_by_the_server_as_by_the_apps(system: Running) -> None:
+    # One rule (aios.protocol.parse_ui_op): the server used to pass "   " on to the desktop.
+    ctl = {"Authorization": f"Bearer {app_token(system, 'ctl')}"}
+    for text in ("", "   "):
+        r = bare(system, "POST", "/api/sys/ui", headers=ctl,
+                 json={"op": "change_text", "id": "clock", "text": text})
+        assert r.status_code == 400, r.text
+        assert "change_text: field 'text'" in r.json()["error"]
+    r = bare(system, "POST", "/api/sys/ui", headers=ctl,
+             json={"ops": [{"op": "hide", "id": "clock"},
+                           {"op": "change_text", "id": "clock", "text": " "}]})
+    assert r.status_code == 400 and "ops" not in r.json()["error"]
+    rows = system.get("/api/audit?app=ctl").json()
+    assert [row["status"] for row in rows if row["tool"] == "ui_op"][:1] == ["denied"]
+
+
 def test_bad_requests_get_json_reasons(system: Running) -> None:
     r = system.http.post(system.url + "/api/instruction", data="{oops", timeout=10,
                          headers={"Content-Type": "application/json"})
