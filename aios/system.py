@@ -157,7 +157,8 @@ class System:
         naming it). Returns how many were sent.
         """
         self.require_ui_permission(record)
-        ops = body.get("ops") if isinstance(body.get("ops"), list) else [body]
+        listed = body.get("ops")
+        ops: list[Any] = listed if isinstance(listed, list) else [body]
         try:
             checked = [parse_ui_op(op) for op in ops]
         except ProtocolError as e:

@@ -29,12 +29,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from aios.errors import ProtocolError
+from aios.names import APP_ID_PATTERN
 from aios.protocol import Manifest, parse_manifest
 
 __all__ = ["APP_ID_RE", "check_app", "main", "new_app"]
 
-APP_ID_RE = re.compile(r"^[a-z0-9_][a-z0-9_-]*$")
-"""Same rule as the launcher's (``aios.launcher.APP_ID_RE``); the SDK must not import it."""
+APP_ID_RE = re.compile(APP_ID_PATTERN)
+"""The launcher's rule for an app id (one pattern, in ``aios.names``)."""
 MANIFEST = "manifest.json"
 ROLE_FILE = "role.md"
 MAX_KEYWORDS = 50

@@ -20,7 +20,8 @@ POLL_SECONDS = 0.5
 """How long one wait for an event lasts before the connection is checked again."""
 
 
-@sock.route("/api/events", bp=bp)
+# flask-sock has no type hints
+@sock.route("/api/events", bp=bp)  # type: ignore[untyped-decorator]
 def events(ws: Any) -> None:
     sys_ = system()
     sub = sys_.bus.subscribe()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from flask import Response, current_app, jsonify, request
 
@@ -67,6 +67,14 @@ def text_field(body: dict[str, Any], name: str, what: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise BadRequest(f"field {name!r}{what} is required")
     return text
+
+
+@overload
+def int_arg(name: str, low: int, high: int | None, default: int) -> int: ...
+
+
+@overload
+def int_arg(name: str, low: int, high: int | None, default: None) -> int | None: ...
 
 
 def int_arg(name: str, low: int, high: int | None, default: int | None) -> int | None:
