@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from aios import procgroup
 from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound, AppUnavailable, ConfigError, ProtocolError
 from aios.protocol import Manifest, parse_manifest
@@ -41,7 +42,6 @@ from aios.supervisor import (
     Liveness,
     RestartPolicy,
     app_env,
-    force_kill,
     spawn_process,
 )
 
@@ -505,7 +505,7 @@ class Launcher:
             if proc.poll() is None:
                 log.error("app process %d outlived its stop; killing its process group",
                           proc.pid)
-                force_kill(proc)
+                procgroup.force_kill(proc)
 
     def _notify(self, rec: AppRecord) -> None:
         if self._on_status is None:

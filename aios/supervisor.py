@@ -7,8 +7,8 @@ routes); this module knows processes and nothing about manifests:
 * :func:`spawn_process` starts ``argv`` in its own process group; a :class:`LogPump`
   thread copies its output into a log that it rotates at a size cap while the app runs;
 * :func:`wait_ready` polls until the port accepts a TCP connection;
-* :func:`stop_process` escalates SIGTERM → grace → SIGKILL over the whole
-  group (and descendants that left it) and says which path ran;
+* stopping (SIGTERM → grace → SIGKILL over the whole group and the
+  descendants that left it) is :func:`aios.procgroup.stop`;
 * :class:`RestartPolicy` decides whether and when a crashed app comes back;
 * :class:`Liveness` says how a running app is watched: ``GET /health`` probes
   (any HTTP answer counts), ``/handle`` timeouts reported by the controller,
@@ -24,7 +24,6 @@ import http.client
 import logging
 import os
 import re
-import signal
 import socket
 import subprocess
 import threading
@@ -38,6 +37,9 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from aios import procgroup
+from aios.procgroup import KILL_WAIT
+
 if TYPE_CHECKING:
     from aios.config import AppsConfig
 
@@ -45,8 +47,6 @@ log = logging.getLogger(__name__)
 
 READY_POLL_INTERVAL = 0.02
 """Seconds between readiness probes of a starting app."""
-KILL_WAIT = 5.0
-"""Seconds to wait for SIGKILLed processes to disappear."""
 LOG_TAIL_LINES = 20
 LOG_CHUNK = 65536
 """Bytes the log pump reads from an app's output at once."""
@@ -96,7 +96,7 @@ class RestartPolicy:
         return crashes > self.restart_limit
 
     def backoff(self, crashes: int) -> float:
-        return min(self.backoff_max, self.backoff_initial * 2 ** max(crashes - 1, 0))
+        return min(self.backoff_max, self.backoff_initial * 2.0 ** max(crashes - 1, 0))
 
     @classmethod
     def from_config(cls, apps: AppsConfig) -> RestartPolicy:
@@ -269,8 +269,8 @@ def spawn_process(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: 
         pass
     log_line(log_path, header)
     # Own session = own process group, so stopping reaches the app's children too.
-    proc = AppProcess(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                      stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+    proc = procgroup.popen(argv, AppProcess, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, close_fds=True)
     assert proc.stdout is not None
     # The pump owns the read end from now on (the file object must not close it too).
     fd = os.dup(proc.stdout.fileno())
@@ -345,128 +345,6 @@ def wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float,
         cancel.wait(READY_POLL_INTERVAL)
 
 
-def _gone(p: psutil.Process) -> bool:
-    try:
-        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_members(pgid: int) -> list[psutil.Process]:
-    """Live processes of a group (orphans included, which ``children()`` cannot see)."""
-    members = []
-    try:
-        candidates = list(psutil.process_iter())
-    except OSError as e:  # /proc unreadable (EMFILE...): the group signal still reaches them
-        log.warning("cannot list processes to find group %d's members: %s", pgid, e)
-        return []
-    for p in candidates:
-        try:
-            if os.getpgid(p.pid) == pgid and not _gone(p):
-                members.append(p)
-        except (OSError, psutil.Error):
-            continue
-    return members
-
-
-def _reap(procs: list[psutil.Process], timeout: float = KILL_WAIT) -> None:
-    """SIGKILL ``procs`` and wait until they are gone: a signal is delivered, not awaited."""
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    deadline = time.monotonic() + timeout
-    while not all(_gone(p) for p in procs):
-        if time.monotonic() >= deadline:
-            log.error("processes survived SIGKILL: %s", [p.pid for p in procs if not _gone(p)])
-            return
-        time.sleep(0.01)
-
-
-def kill_group(pgid: int) -> None:
-    """SIGKILL whatever is left in a process group (after its leader died) and wait for it."""
-    _signal_group(pgid, signal.SIGKILL)
-    _reap(_group_members(pgid))
-
-
-def force_kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a process and its group without opening a file; wait until it is reaped.
-
-    The last resort when :func:`stop_process` failed (``/proc`` unreadable
-    under EMFILE, say): signals and ``wait()`` need no file descriptor.
-    """
-    _signal_group(proc.pid, signal.SIGKILL)
-    try:
-        proc.kill()
-        proc.wait(timeout=KILL_WAIT)
-    except (OSError, subprocess.TimeoutExpired) as e:  # pragma: no cover - SIGKILL is final
-        log.error("process %d did not die after SIGKILL: %s", proc.pid, e)
-
-
-def stop_process(proc: subprocess.Popen[bytes], grace: float) -> str:
-    """Stop an app and everything it started; return the path that ran.
-
-    ``exited`` (it was already gone), ``terminated`` (SIGTERM sufficed) or
-    ``killed`` (something was still alive after ``grace`` seconds). The
-    descendants are listed before signalling because the ones that left the
-    group (setsid) are only findable while their parent lives. Returns once
-    every one of them is gone.
-    """
-    try:
-        tracked = psutil.Process(proc.pid).children(recursive=True)
-    except (OSError, psutil.Error):
-        tracked = []
-    known = {p.pid for p in tracked}
-    tracked += [p for p in _group_members(proc.pid) if p.pid != proc.pid and p.pid not in known]
-    if proc.poll() is not None and all(_gone(p) for p in tracked):
-        return "exited"
-    _signal_group(proc.pid, signal.SIGTERM)
-    for p in tracked:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    deadline = time.monotonic() + grace
-    path = "terminated"
-    while proc.poll() is None or not all(_gone(p) for p in tracked):
-        if time.monotonic() >= deadline:
-            path = "killed"
-            break
-        time.sleep(0.02)
-    # Always sweep the group: members started during the grace period are not in the list.
-    _signal_group(proc.pid, signal.SIGKILL)
-    known = {p.pid for p in tracked}
-    _reap([p for p in tracked if not _gone(p)]
-          + [p for p in _group_members(proc.pid) if p.pid not in known and p.pid != proc.pid])
-    try:
-        proc.wait(timeout=KILL_WAIT)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
-        log.error("process %d did not die after SIGKILL", proc.pid)
-    return path
-
-
-def stop_or_kill(proc: subprocess.Popen[bytes], grace: float) -> str:
-    """:func:`stop_process`, falling back to :func:`force_kill` when it fails.
-
-    Returns the path that ran, ``force-killed`` for the fallback: a process
-    the system started is never given up on because ``/proc`` could not be read.
-    """
-    try:
-        return stop_process(proc, grace)
-    except (OSError, psutil.Error) as e:
-        log.error("process %d: orderly stop failed (%s); killing its process group", proc.pid, e)
-        force_kill(proc)
-        return "force-killed"
-
-
 # ------------------------------------------------------------------ supervisor
 
 StatusCallback = Callable[[AppStatus, "str | None"], None]
@@ -528,7 +406,7 @@ class AppSupervisor:
             self._stopping.set()
             proc = self._proc
         self._wake.set()
-        path = "not running" if proc is None else stop_or_kill(proc, self._grace)
+        path = "not running" if proc is None else procgroup.stop(proc, self._grace)
         if isinstance(proc, AppProcess):
             proc.finish_log()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -569,7 +447,7 @@ class AppSupervisor:
                 if outcome == "cancelled":
                     return
                 if outcome == "timeout":
-                    stop_or_kill(proc, self._grace)
+                    procgroup.stop(proc, self._grace)
                     if isinstance(proc, AppProcess):
                         proc.finish_log()
                     log_line(self._log_path, "killed: no connection accepted in time")
@@ -589,9 +467,9 @@ class AppSupervisor:
                 if reason is not None:
                     # Alive but not doing its job: stop it, then count it like a crash.
                     log.warning("app %s %s; stopping it", self.app_id, reason)
-                    stop_or_kill(proc, self._grace)
+                    procgroup.stop(proc, self._grace)
                 # The app died on its own: clear its leftovers (they may hold the port).
-                kill_group(proc.pid)
+                procgroup.kill_group(proc.pid)
                 if isinstance(proc, AppProcess):
                     proc.finish_log()
                 crashes = self._policy.count_crash(crashes, time.monotonic() - began)

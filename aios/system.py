@@ -22,13 +22,13 @@ from aios.events import EventBus
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, Launcher
 from aios.llm import LLMClient
+from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, parse_ui_op
 from aios.pruner import Pruner
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools import audit_args
 from aios.tools.base import ToolContext
-from aios.tools.process import ProcessTable
 from aios.voice import Recognizer
 
 log = logging.getLogger(__name__)

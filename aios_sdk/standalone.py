@@ -79,8 +79,8 @@ class StandaloneRuntime:
         return self._ctx
 
     def _build(self) -> Any:
+        from aios.processes import ProcessTable
         from aios.tools import ToolContext
-        from aios.tools.process import ProcessTable
 
         manifest = read_manifest(self.app_dir)
         workdir = self.app_dir / (manifest.workdir if manifest else "workspace")

@@ -106,7 +106,7 @@ def make_ctx(workdir: Path, store: Store | None, *, app_id: str = "demo",
 
 @pytest.fixture
 def ctx(workdir: Path, store: Store) -> Iterator[ToolContext]:
-    from aios.tools.process import ProcessTable
+    from aios.processes import ProcessTable
     table = ProcessTable(max_per_app=Config().tool_sandbox.max_background_processes)
     c = make_ctx(workdir, store, processes=table)
     yield c

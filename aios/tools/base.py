@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
+    from aios.processes import ProcessTable
     from aios.sandbox import SandboxPolicy
     from aios.store import Store
-    from aios.tools.process import ProcessTable
 
 
 class ToolArgs(BaseModel):

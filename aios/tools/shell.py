@@ -9,7 +9,8 @@ in its own session with rlimits and, where it works, inside bubblewrap
 
 The runner here is shared with ``process_start``. A command may not leave
 processes behind: when it exits (or times out, or floods its output) its
-process groups are killed and reaped.
+process groups are killed (:func:`aios.procgroup.signal_group`, before the
+stages are reaped, so the group ids are still theirs) and reaped.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from pydantic import Field
 
+from aios import procgroup
 from aios.errors import ToolFailed, ToolRefused
 from aios.os_sandbox import (
     BWRAP_EXTRA_TASKS,
@@ -165,10 +167,10 @@ def spawn(plan: CommandPlan, argv: list[str], *, stdin: Any, stdout: Any, stderr
     else:
         full, env, nproc = argv, dict(plan.env), fallback_nproc(caps, limits)
     try:
-        return subprocess.Popen(full, stdin=stdin, stdout=stdout, stderr=stderr, cwd=plan.cwd,
-                                env=env, start_new_session=True, close_fds=True,
-                                preexec_fn=make_preexec(limits, cgroup=cgroup, nproc=nproc,
-                                                        die_with_parent=not plan.in_bwrap))
+        return procgroup.popen(full, subprocess.Popen, stdin=stdin, stdout=stdout,
+                               stderr=stderr, cwd=plan.cwd, env=env, close_fds=True,
+                               preexec_fn=make_preexec(limits, cgroup=cgroup, nproc=nproc,
+                                                       die_with_parent=not plan.in_bwrap))
     except (OSError, subprocess.SubprocessError) as e:
         raise ToolFailed(f"could not start {argv[0]!r}: {e}") from e
 
@@ -177,25 +179,6 @@ def new_cgroup(plan: CommandPlan, stages: int) -> PidsCgroup | None:
     extra = BWRAP_EXTRA_TASKS if plan.in_bwrap else 0
     return PidsCgroup.create(plan.caps.pids_cgroup,
                              plan.limits.max_processes + stages * extra)
-
-
-def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
-    """Signal the process group a stage leads (call before reaping it)."""
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def has_exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the stage has exited, without reaping it (its pgid stays ours to kill)."""
-    if proc.returncode is not None:
-        return True
-    try:
-        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
 
 
 # ------------------------------------------------------------------ running
@@ -267,7 +250,7 @@ def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
                 stdin = next_r
     except BaseException:
         for p in procs:
-            kill_group(p)
+            procgroup.signal_group(p.pid, signal.SIGKILL)
             p.wait()
         for fd in (out_r, err_r, *ours):
             os.close(fd)
@@ -296,7 +279,7 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
             if now >= deadline:
                 timed_out = True
                 break
-            if exited_at is None and all(has_exited(p) for p in procs):
+            if exited_at is None and all(procgroup.has_exited(p) for p in procs):
                 exited_at = now
             if exited_at is not None and now - exited_at > DRAIN_SECONDS:
                 break  # something the command left behind holds the pipe open
@@ -310,7 +293,7 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
     finally:
         # Leftovers and, on timeout or flood, the command itself: whole groups.
         for p in procs:
-            kill_group(p)
+            procgroup.signal_group(p.pid, signal.SIGKILL)
         if cgroup is not None:
             cgroup.kill_all()
         for p in procs:
@@ -332,7 +315,7 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
 def _wait_exited(procs: list[subprocess.Popen[bytes]], deadline: float) -> bool:
     """Wait (without reaping) until every stage has exited; False at the deadline."""
     delay = 0.0005  # an exit usually follows the pipes' EOF within microseconds
-    while not all(has_exited(p) for p in procs):
+    while not all(procgroup.has_exited(p) for p in procs):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
@@ -430,5 +413,4 @@ def shell_exec(ctx: ToolContext, args: ShellExecArgs) -> ToolOutput:
 
 
 __all__ = ["AIOS_DIR", "CommandPlan", "RunOutcome", "ShellExecArgs", "aios_dir", "finish",
-           "has_exited", "kill_group", "new_cgroup", "plan_command", "run_command", "run_plan",
-           "shell_exec", "spawn"]
+           "new_cgroup", "plan_command", "run_command", "run_plan", "shell_exec", "spawn"]

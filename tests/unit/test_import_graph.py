@@ -1,0 +1,131 @@
+"""No import cycle in ``aios`` or ``aios_sdk`` (DESIGN §2: imports only run one way).
+
+The graph is built from the source with :mod:`ast`, so it counts every
+import: at module level, under ``if TYPE_CHECKING:``, and inside functions
+(a deferred import still ties two modules together). ``from pkg import
+name`` is an edge to the submodule ``pkg.name`` when there is one, else to
+``pkg`` itself; importing ``pkg.sub`` is an edge to ``pkg.sub`` only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("aios", "aios_sdk")
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules:
+                    yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                here = name.split(".") if is_package else name.split(".")[:-1]
+                base = ".".join(here[:len(here) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:
+                    yield sub
+                elif base in modules:
+                    yield base
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {t for t in _imports(name, path, modules) if t != name}
+            for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _path(graph: dict[str, set[str]], component: list[str]) -> str:
+    """One cycle through the component's first module, for the failure message."""
+    start = component[0]
+    members = set(component)
+    trail = [start]
+    seen = {start}
+    while True:
+        nxt = sorted(w for w in graph[trail[-1]] if w in members)
+        if start in nxt and len(trail) > 1:
+            return " -> ".join([*trail, start])
+        fresh = [w for w in nxt if w not in seen]
+        if not fresh:
+            return " <-> ".join(component)
+        trail.append(fresh[0])
+        seen.add(fresh[0])
+
+
+def test_the_graph_sees_deferred_and_type_checking_imports() -> None:
+    graph = _graph()
+    # aios.tools.base imports ProcessTable only under TYPE_CHECKING ...
+    assert "aios.processes" in graph["aios.tools.base"]
+    # ... and aios_sdk.standalone imports aios.tools inside a method.
+    assert "aios.tools" in graph["aios_sdk.standalone"]
+
+
+def test_a_cycle_is_found() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _path({"a": {"b"}, "b": {"a"}}, ["a", "b"]) == "a -> b -> a"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle(package: str) -> None:
+    graph = _graph()
+    cycles = [c for c in _cycles(graph) if any(m.split(".")[0] == package for m in c)]
+    assert not cycles, "import cycles:\n" + "\n".join(_path(graph, c) for c in cycles)
