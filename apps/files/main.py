@@ -26,8 +26,7 @@ from urllib.parse import unquote
 import files_lib as fl
 from files_lib import BadPath
 
-from aios.errors import LLMError
-from aios_sdk import AIOSAgent, LLMUnavailable, ToolError
+from aios_sdk import AIOSAgent, LLMError, LLMUnavailable, ToolError, error_view, locale_of, tr
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,8 @@ class Ctx:
     """The per-call facts the handlers need: locale, app id, workdir name, state."""
 
     def __init__(self, context: dict[str, Any]):
-        self.en = str(context.get("locale", "")).startswith("en")
+        self.lang = locale_of(context)
+        self.en = self.lang == "en"
         self.app = str(context.get("app") or "files")
         workdir = context.get("workdir")
         self.wd = Path(workdir).name if isinstance(workdir, str) and workdir else "workspace"
@@ -87,7 +87,7 @@ class Ctx:
             self.folder = ""
 
     def t(self, zh: str, en: str) -> str:
-        return en if self.en else zh
+        return tr(self.lang, zh, en)
 
     def tool_path(self, rel: str) -> str:
         # Always prefixed with the workdir's own name: the sandbox reads a leading
@@ -444,11 +444,9 @@ class FilesAgent(AIOSAgent):
                 "message": message}
 
     def _error(self, c: Ctx, message: str, folder: str = "") -> dict[str, Any]:
-        return {"status": "error", "view_type": "error",
-                "data": {"title": c.t("文件管理：出错了", "Files: error"), "message": message},
-                "actions": [self._btn(c.t("返回文件列表", "Back to the files"), "open_folder",
-                                      folder)],
-                "message": message}
+        return error_view(message, title=c.t("文件管理：出错了", "Files: error"),
+                          actions=[self._btn(c.t("返回文件列表", "Back to the files"),
+                                             "open_folder", folder)])
 
 
 if __name__ == "__main__":

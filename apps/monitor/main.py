@@ -20,8 +20,7 @@ from typing import Any
 
 import psutil
 
-from aios.errors import AIOSError
-from aios_sdk import AIOSAgent, ToolError, tool
+from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of, text_view, tool
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +77,7 @@ T: dict[str, tuple[str, str]] = {
 ACTIONS = ("live", "interval", "sort", "refresh", "processes", "dashboard")
 
 
-def t(key: str, lang: str, **kw: Any) -> str:
-    zh, en = T[key]
-    return (en if lang == "en" else zh).format(**kw)
+t = Messages(T)
 
 
 class Failure(Exception):
@@ -156,7 +153,7 @@ class Monitor(AIOSAgent):
     def handle(self, instruction: str | None, context: dict[str, Any],
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
-        lang = "en" if str(context.get("locale") or "").lower().startswith("en") else "zh"
+        lang = locale_of(context)
         self._lang = lang
         try:
             settings = self._load_settings()
@@ -522,10 +519,9 @@ def _wants_analysis(instruction: Any) -> bool:
 
 
 def _error(message: str, lang: str) -> dict[str, Any]:
-    return {"status": "error", "view_type": "text",
-            "data": {"title": t("title", lang), "content": message},
-            "actions": [{"type": "button", "label": t("refresh", lang), "action_id": "refresh"}],
-            "message": message}
+    return text_view(message, title=t("title", lang), status="error",
+                     actions=[{"type": "button", "label": t("refresh", lang),
+                               "action_id": "refresh"}])
 
 
 if __name__ == "__main__":

@@ -29,8 +29,7 @@ from library import (
     parse_command,
 )
 
-from aios.errors import AIOSError
-from aios_sdk import AIOSAgent, ToolError
+from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of, text_view
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +96,7 @@ ACTIONS = ("play", "play_all", "next", "prev", "pause", "resume", "volume", "sea
            "rescan", "playlist")
 
 
-def t(key: str, lang: str, **kw: Any) -> str:
-    zh, en = T[key]
-    return (en if lang == "en" else zh).format(**kw)
+t = Messages(T)
 
 
 class Failure(Exception):
@@ -111,7 +108,7 @@ class _Call:
 
     def __init__(self, agent: Music, context: Any):
         context = context if isinstance(context, dict) else {}
-        self.lang = "en" if str(context.get("locale") or "").lower().startswith("en") else "zh"
+        self.lang = locale_of(context)
         app = context.get("app")
         self.app_id = app if isinstance(app, str) and app else agent.app_id()
         self.workdir = context.get("workdir") if isinstance(context.get("workdir"), str) else ""
@@ -522,17 +519,13 @@ class Music(AIOSAgent):
         return {"volume": call.state.get("volume"), "now": call.state.get("now")}
 
     def _text(self, message: str, call: _Call) -> dict[str, Any]:
-        return {"status": "ok", "view_type": "text",
-                "data": {"title": t("title", call.lang), "content": message},
-                "actions": self._common_actions(call), "message": message,
-                "state": self._state(call)}
+        return text_view(message, title=t("title", call.lang),
+                         actions=self._common_actions(call), state=self._state(call))
 
     def _error(self, message: str, call: _Call) -> dict[str, Any]:
-        return {"status": "error", "view_type": "text",
-                "data": {"title": t("title", call.lang), "content": message},
-                "actions": [{"type": "button", "label": t("back", call.lang),
-                             "action_id": "library"}],
-                "message": message}
+        return text_view(message, title=t("title", call.lang), status="error",
+                         actions=[{"type": "button", "label": t("back", call.lang),
+                                   "action_id": "library"}])
 
 
 if __name__ == "__main__":
