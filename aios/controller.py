@@ -83,6 +83,11 @@ class Controller:
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""
 
+    def reconfigure(self, config: Config, *, llm: LLMClient | None) -> None:
+        """Use new settings (and the LLM client built for them) from the next call on."""
+        self.config = config
+        self.llm = llm
+
     def close(self) -> None:
         self._http.close()
 

@@ -1,7 +1,9 @@
-"""App discovery, validation, ports, start/stop, hot reload and the route table.
+"""The registry of apps: discovery, start/stop, hot reload and the route table.
 
 Spec §3.4, §5.2, §5.3, §11, §14.2; DESIGN §3, §4. The launcher is the
-registry of apps keyed by id (the folder name); each valid app is run by an
+registry of apps keyed by id (the folder name). What makes a folder a valid
+app is :mod:`aios.manifests`; which port it gets, :mod:`aios.ports`; each
+valid app is run by an
 :class:`~aios.supervisor.AppSupervisor`, which owns the process and restarts
 it per :class:`~aios.supervisor.RestartPolicy`. A bad app folder never stops
 the system: it becomes an ``invalid`` record whose ``error`` says why.
@@ -13,29 +15,25 @@ restart, stop) so two of them never launch the same app twice.
 
 from __future__ import annotations
 
-import errno
 import hmac
-import json
 import logging
 import os
-import re
 import secrets
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from aios import procgroup
 from aios.config import PROJECT_ROOT, Config
-from aios.errors import AppNotFound, AppUnavailable, ConfigError, ProtocolError
-from aios.protocol import Manifest, parse_manifest
+from aios.errors import AppNotFound, AppUnavailable, ConfigError
+from aios.manifests import APP_ID_RE, AppRecord, fingerprint, load_app
+from aios.ports import PortMap, write_json_atomic
 from aios.supervisor import (
     AppStatus,
     AppSupervisor,
@@ -45,13 +43,10 @@ from aios.supervisor import (
     spawn_process,
 )
 
-__all__ = ["AppRecord", "AppStatus", "Launcher", "RestartPolicy", "load_app"]
+__all__ = ["APP_ID_RE", "AppRecord", "AppStatus", "Launcher", "RestartPolicy", "load_app"]
 
 log = logging.getLogger(__name__)
 
-APP_ID_RE = re.compile(r"^[a-z0-9_][a-z0-9_-]*$")
-MANIFEST = "manifest.json"
-ROLE_FILE = "role.md"
 ROUTES_FILE = "routes.json"
 STOP_GRACE = 3.0
 """Seconds an app gets between SIGTERM and SIGKILL."""
@@ -59,183 +54,6 @@ WATCH_INTERVAL = 1.0
 """Seconds between two hot-reload passes."""
 SETTLE_POLL = 0.05
 """Seconds between two looks at the starting apps while :meth:`Launcher.start` waits."""
-TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
-"""Errors that say the machine is busy, not that a file is bad: never make an app invalid."""
-
-
-@dataclass
-class AppRecord:
-    """One app folder, valid or not, and its current process."""
-
-    id: str
-    path: Path
-    status: AppStatus
-    manifest: Manifest | None = None
-    role_prompt: str = ""
-    workdir: Path | None = None
-    port: int | None = None
-    token: str = field(default="", repr=False)
-    error: str | None = None
-    pid: int | None = None
-    log_path: Path | None = None
-    restarts: int = 0
-    spawned_at: float | None = None
-    """time.monotonic() of the latest spawn."""
-    ready_at: float | None = None
-    """time.monotonic() when the latest instance first accepted a connection."""
-
-    def public(self) -> dict[str, Any]:
-        """What the desktop may see (never the token)."""
-        m = self.manifest
-        out: dict[str, Any] = {
-            "id": self.id, "name": m.name if m else self.id, "icon": m.icon if m else "",
-            "description": m.description if m else "", "status": str(self.status),
-            "port": self.port, "endpoint": m.handle_endpoint if m else None,
-            "keywords": list(m.keywords) if m else [],
-            "permissions": list(m.permissions) if m else [],
-        }
-        if self.error:
-            out["error"] = self.error
-        return out
-
-
-# ------------------------------------------------------------------ discovery
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    return child == parent or child.is_relative_to(parent)
-
-
-def _raise_if_transient(e: BaseException) -> None:
-    if isinstance(e, OSError) and e.errno in TRANSIENT_ERRNOS:
-        raise e
-
-
-def _validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
-    """Manifest, role prompt and (created) workdir of a folder; ManifestError-like ValueError."""
-    if not APP_ID_RE.match(app_id):
-        raise ValueError(f"folder name {app_id!r} is not a valid app id: it must match "
-                         "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')")
-    mpath = path / MANIFEST
-    if not mpath.is_file():
-        raise ValueError(f"no {MANIFEST} in the app folder")
-    try:
-        raw = json.loads(mpath.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: "
-                         f"{e.msg}") from e
-    except (OSError, UnicodeDecodeError) as e:
-        _raise_if_transient(e)
-        raise ValueError(f"{MANIFEST} cannot be read: {e}") from e
-    if not isinstance(raw, dict):
-        raise ValueError(f"{MANIFEST} must hold a JSON object, not {type(raw).__name__}")
-    try:
-        manifest = parse_manifest(raw)
-    except ProtocolError as e:
-        raise ValueError(str(e)) from e
-    root = path.resolve()
-    entry = path / manifest.entry
-    if not entry.is_file():
-        raise ValueError(f"entry file {manifest.entry!r} not found in the app folder")
-    workdir = (path / manifest.workdir).resolve()
-    if not _inside(workdir, root):
-        raise ValueError(f"workdir {manifest.workdir!r} resolves to {workdir}, "
-                         "outside the app folder")
-    role = (manifest.role_prompt or "").strip()
-    if not role and (path / ROLE_FILE).is_file():
-        try:
-            role = (path / ROLE_FILE).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as e:
-            _raise_if_transient(e)
-            raise ValueError(f"{ROLE_FILE} cannot be read: {e}") from e
-    if not role:
-        raise ValueError(f"no role prompt: set \"role_prompt\" in {MANIFEST} or add a "
-                         f"non-empty {ROLE_FILE}")
-    if workdir.exists() and not workdir.is_dir():
-        raise ValueError(f"workdir {manifest.workdir!r} exists and is not a folder")
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"workdir {manifest.workdir!r} cannot be created: {e}") from e
-    return manifest, role, workdir
-
-
-def load_app(path: Path, logs_dir: Path) -> AppRecord:
-    """Read and validate one app folder; never raises for a bad folder.
-
-    Raises OSError only for a transient failure to read it (EMFILE...), which
-    says nothing about the folder.
-    """
-    app_id = path.name
-    rec = AppRecord(id=app_id, path=path, status=AppStatus.STOPPED,
-                    log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None)
-    try:
-        rec.manifest, rec.role_prompt, rec.workdir = _validate(app_id, path)
-    except ValueError as e:
-        rec.status, rec.error = AppStatus.INVALID, str(e)
-    return rec
-
-
-def _fingerprint(path: Path) -> tuple[Any, ...]:
-    """What hot reload compares: the manifest (mtime and bytes) and role.md (bytes).
-
-    A missing or unreadable file counts as None; a transient error (EMFILE...)
-    raises OSError, so that a busy machine never looks like a changed app.
-    """
-    out: list[Any] = []
-    for name in (MANIFEST, ROLE_FILE):
-        try:
-            st = (path / name).stat()
-            out.append((st.st_mtime_ns if name == MANIFEST else 0,
-                        (path / name).read_bytes()))
-        except OSError as e:
-            _raise_if_transient(e)
-            out.append(None)
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------- ports
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        # Same option the apps' servers use, so a port in TIME_WAIT still counts as free.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(taken: set[int]) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in taken:
-            return port
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _read_port_map(path: Path) -> dict[str, int]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        log.warning("ignoring unreadable port map %s: %s", path, e)
-        return {}
-    if not isinstance(raw, dict):
-        return {}
-    return {k: v for k, v in raw.items() if isinstance(v, int) and 1024 <= v <= 65535}
 
 
 # ------------------------------------------------------------------- launcher
@@ -255,6 +73,7 @@ class Launcher:
         self.config = config
         self.system_url = system_url
         self.port_map_path = port_map_path
+        self._ports = PortMap(port_map_path, urlsplit(system_url).port)
         self.routes_path = data_dir / ROUTES_FILE
         self.policy = restart_policy or RestartPolicy.from_config(config.apps)
         self.stop_grace = stop_grace
@@ -266,7 +85,6 @@ class Launcher:
         self._records: dict[str, AppRecord] = {}
         self._sups: dict[str, AppSupervisor] = {}
         self._prints: dict[str, tuple[Any, ...]] = {}
-        self._sticky_ports: dict[str, int] = {}
         self._closing = threading.Event()
         self._started = False
         self._discovered = False
@@ -275,7 +93,6 @@ class Launcher:
         """Every process spawned in this run that was not reaped yet: shutdown kills them all."""
         self._scan_failing = False
         self._watcher: threading.Thread | None = None
-        self._system_port = urlsplit(system_url).port
 
     # -------------------------------------------------------------- lifecycle
 
@@ -303,7 +120,7 @@ class Launcher:
             except OSError as e:
                 raise ConfigError(f"the apps folder {self.apps_dir} cannot be listed: "
                                   f"{e.strerror or e}") from e
-            self._sticky_ports = _read_port_map(self.port_map_path)
+            self._ports.load()
             records = [self._add(path) for path in folders.values()]
             # Apps that name a port in their manifest choose first, so a port
             # remembered from a previous run never pushes them off it.
@@ -381,6 +198,11 @@ class Launcher:
                     self._scan_failed(e)
             if changed:
                 self._write_maps()
+
+    def reconfigure(self, config: Config) -> None:
+        """Use new settings: the next start of an app (and its start timeout) follows them."""
+        with self._lock:
+            self.config = config
 
     # ---------------------------------------------------------------- queries
 
@@ -470,7 +292,7 @@ class Launcher:
             if rec.status != AppStatus.INVALID:
                 self._prepare(rec).start()
             return True
-        new, old = _fingerprint(path), self._prints.get(app_id)
+        new, old = fingerprint(path), self._prints.get(app_id)
         if new != old and rec.status != AppStatus.INVALID and old and new[0] == old[0] \
                 and self._refresh_role(rec, new):
             return False
@@ -526,11 +348,11 @@ class Launcher:
 
     def _add(self, path: Path) -> AppRecord:
         """Create and register the record of a new folder (not started)."""
-        fingerprint = _fingerprint(path)  # before reading, so a change in between is seen
+        prints = fingerprint(path)  # before reading, so a change in between is seen
         rec = load_app(path, self.logs_dir)
         with self._lock:
             self._records[rec.id] = rec
-            self._prints[rec.id] = fingerprint
+            self._prints[rec.id] = prints
         if rec.status == AppStatus.INVALID:
             log.warning("app %s is invalid: %s", rec.id, rec.error)
             self._notify(rec)
@@ -552,11 +374,11 @@ class Launcher:
 
         Reading first: a transient OSError leaves the running app untouched.
         """
-        fingerprint = _fingerprint(rec.path)
+        prints = fingerprint(rec.path)
         fresh = load_app(rec.path, self.logs_dir)
         self._halt(rec.id, final=False)
         with self._lock:
-            self._prints[rec.id] = fingerprint
+            self._prints[rec.id] = prints
             rec.manifest, rec.role_prompt, rec.workdir = (fresh.manifest, fresh.role_prompt,
                                                           fresh.workdir)
             rec.restarts = 0
@@ -575,7 +397,7 @@ class Launcher:
         assert rec.manifest is not None
         with self._lock:
             rec.port = self._choose_port(rec)
-            self._sticky_ports[rec.id] = rec.port
+            self._ports.remember(rec.id, rec.port)
             sup = AppSupervisor(
                 rec.id, rec.port, spawn=lambda: self._spawn(rec), policy=self.policy,
                 start_timeout=self.config.app_start_timeout, grace=self.stop_grace,
@@ -589,29 +411,9 @@ class Launcher:
     def _choose_port(self, rec: AppRecord) -> int:
         """Manifest port, else the previous port map's, else a free one (never a taken one)."""
         assert rec.manifest is not None
-        taken = {r.port for r in self._records.values() if r.port and r is not rec}
-        if self._system_port:
-            taken.add(self._system_port)
-        wanted = [("manifest", rec.manifest.port), ("previous port map",
-                                                    self._sticky_ports.get(rec.id))]
-        if rec.port:  # a reload keeps its port unless the manifest now asks for another
-            wanted.insert(1, ("current", rec.port))
-        for source, port in wanted:
-            if port is None:
-                continue
-            loud = log.warning if source == "manifest" else log.info
-            if port in taken:
-                owner = next((r.id for r in self._records.values() if r.port == port),
-                             "the system")
-                loud("app %s: port %d (%s) is already assigned to %s; using a free port",
-                     rec.id, port, source, owner)
-            elif port != rec.port and not port_is_free(port):
-                loud("app %s: port %d (%s) is in use by another program; using a free port",
-                     rec.id, port, source)
-            else:
-                return port
-        # Keep clear of ports other apps remember from the previous run, too.
-        return free_port(taken | {p for i, p in self._sticky_ports.items() if i != rec.id})
+        assigned = {r.id: r.port for r in self._records.values() if r.port and r is not rec}
+        return self._ports.choose(rec.id, manifest_port=rec.manifest.port, current=rec.port,
+                                  assigned=assigned)
 
     def _spawn(self, rec: AppRecord) -> subprocess.Popen[bytes]:
         assert rec.manifest is not None and rec.workdir is not None and rec.port is not None
@@ -672,8 +474,7 @@ class Launcher:
 
     def _write_maps(self) -> None:
         try:
-            write_json_atomic(self.port_map_path,
-                              {r.id: r.port for r in self.apps() if r.port is not None})
+            self._ports.save({r.id: r.port for r in self.apps() if r.port is not None})
             write_json_atomic(self.routes_path, self.route_table())
         except OSError as e:
             log.error("cannot write the port map / route table: %s", e)

@@ -119,11 +119,10 @@ class System:
         # ends the requests it still has in flight (they fall back visibly)
         self.llm = LLMClient(new, self.store) if llm_changed else old_llm
         self.llm.config = new
-        self.controller.config = new
-        self.controller.llm = self.llm
-        self.launcher.config = new
+        self.controller.reconfigure(new, llm=self.llm)
+        self.launcher.reconfigure(new)
         self.recognizer.config = new
-        self.processes.max_per_app = new.tool_sandbox.max_background_processes
+        self.processes.reconfigure(new.tool_sandbox.max_background_processes)
         if llm_changed:
             old_llm.close()
 

@@ -1,0 +1,161 @@
+"""App folders: what makes one valid, and the record the launcher keeps of it.
+
+Spec §3.4, §13.2; DESIGN §3. :func:`load_app` reads one folder (its
+``manifest.json``, its role prompt, its workdir) into an :class:`AppRecord`
+and never raises for a bad folder: the record is ``invalid`` and its
+``error`` says why. :func:`fingerprint` is what hot reload compares. A
+transient failure to read (EMFILE...) raises OSError instead, since it says
+nothing about the folder. Processes and ports are not this module's business.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aios.errors import ProtocolError
+from aios.names import APP_ID_PATTERN
+from aios.protocol import Manifest, parse_manifest
+from aios.supervisor import AppStatus
+
+APP_ID_RE = re.compile(APP_ID_PATTERN)
+MANIFEST = "manifest.json"
+ROLE_FILE = "role.md"
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
+"""Errors that say the machine is busy, not that a file is bad: never make an app invalid."""
+
+
+@dataclass
+class AppRecord:
+    """One app folder, valid or not, and its current process."""
+
+    id: str
+    path: Path
+    status: AppStatus
+    manifest: Manifest | None = None
+    role_prompt: str = ""
+    workdir: Path | None = None
+    port: int | None = None
+    token: str = field(default="", repr=False)
+    error: str | None = None
+    pid: int | None = None
+    log_path: Path | None = None
+    restarts: int = 0
+    spawned_at: float | None = None
+    """time.monotonic() of the latest spawn."""
+    ready_at: float | None = None
+    """time.monotonic() when the latest instance first accepted a connection."""
+
+    def public(self) -> dict[str, Any]:
+        """What the desktop may see (never the token)."""
+        m = self.manifest
+        out: dict[str, Any] = {
+            "id": self.id, "name": m.name if m else self.id, "icon": m.icon if m else "",
+            "description": m.description if m else "", "status": str(self.status),
+            "port": self.port, "endpoint": m.handle_endpoint if m else None,
+            "keywords": list(m.keywords) if m else [],
+            "permissions": list(m.permissions) if m else [],
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child == parent or child.is_relative_to(parent)
+
+
+def _raise_if_transient(e: BaseException) -> None:
+    if isinstance(e, OSError) and e.errno in TRANSIENT_ERRNOS:
+        raise e
+
+
+def validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
+    """Manifest, role prompt and (created) workdir of a folder; ManifestError-like ValueError."""
+    if not APP_ID_RE.match(app_id):
+        raise ValueError(f"folder name {app_id!r} is not a valid app id: it must match "
+                         "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')")
+    mpath = path / MANIFEST
+    if not mpath.is_file():
+        raise ValueError(f"no {MANIFEST} in the app folder")
+    try:
+        raw = json.loads(mpath.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: "
+                         f"{e.msg}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        _raise_if_transient(e)
+        raise ValueError(f"{MANIFEST} cannot be read: {e}") from e
+    if not isinstance(raw, dict):
+        raise ValueError(f"{MANIFEST} must hold a JSON object, not {type(raw).__name__}")
+    try:
+        manifest = parse_manifest(raw)
+    except ProtocolError as e:
+        raise ValueError(str(e)) from e
+    root = path.resolve()
+    entry = path / manifest.entry
+    if not entry.is_file():
+        raise ValueError(f"entry file {manifest.entry!r} not found in the app folder")
+    workdir = (path / manifest.workdir).resolve()
+    if not _inside(workdir, root):
+        raise ValueError(f"workdir {manifest.workdir!r} resolves to {workdir}, "
+                         "outside the app folder")
+    role = (manifest.role_prompt or "").strip()
+    if not role and (path / ROLE_FILE).is_file():
+        try:
+            role = (path / ROLE_FILE).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            _raise_if_transient(e)
+            raise ValueError(f"{ROLE_FILE} cannot be read: {e}") from e
+    if not role:
+        raise ValueError(f"no role prompt: set \"role_prompt\" in {MANIFEST} or add a "
+                         f"non-empty {ROLE_FILE}")
+    if workdir.exists() and not workdir.is_dir():
+        raise ValueError(f"workdir {manifest.workdir!r} exists and is not a folder")
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"workdir {manifest.workdir!r} cannot be created: {e}") from e
+    return manifest, role, workdir
+
+
+def load_app(path: Path, logs_dir: Path) -> AppRecord:
+    """Read and validate one app folder; never raises for a bad folder.
+
+    Raises OSError only for a transient failure to read it (EMFILE...), which
+    says nothing about the folder.
+    """
+    app_id = path.name
+    rec = AppRecord(id=app_id, path=path, status=AppStatus.STOPPED,
+                    log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None)
+    try:
+        rec.manifest, rec.role_prompt, rec.workdir = validate(app_id, path)
+    except ValueError as e:
+        rec.status, rec.error = AppStatus.INVALID, str(e)
+    return rec
+
+
+def fingerprint(path: Path) -> tuple[Any, ...]:
+    """What hot reload compares: the manifest (mtime and bytes) and role.md (bytes).
+
+    A missing or unreadable file counts as None; a transient error (EMFILE...)
+    raises OSError, so that a busy machine never looks like a changed app.
+    """
+    out: list[Any] = []
+    for name in (MANIFEST, ROLE_FILE):
+        try:
+            st = (path / name).stat()
+            out.append((st.st_mtime_ns if name == MANIFEST else 0,
+                        (path / name).read_bytes()))
+        except OSError as e:
+            _raise_if_transient(e)
+            out.append(None)
+    return tuple(out)
+
+
+__all__ = ["APP_ID_RE", "MANIFEST", "ROLE_FILE", "AppRecord", "fingerprint", "load_app",
+           "validate"]
