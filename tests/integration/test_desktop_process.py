@@ -55,7 +55,7 @@ def test_headless_start_ready_line_token_and_clean_shutdown(tmp_path: Path) -> N
         assert set(port_map) == {"echo"}
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
+        proc.communicate(timeout=20)  # also closes the pipes
     assert proc.returncode == 0
     gone, alive = psutil.wait_procs(children, timeout=5)
     assert not alive, f"left behind: {alive}"

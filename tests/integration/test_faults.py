@@ -188,6 +188,11 @@ class Desktop:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+        for t in self._readers:  # they end at EOF, once nothing holds the pipes open
+            t.join(timeout=EXIT_DEADLINE)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
         self.http.close()
 
 

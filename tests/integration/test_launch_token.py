@@ -41,7 +41,7 @@ def run_once(tmp_path: Path, *extra: str) -> tuple[str, str]:
         return base, token
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=STOP_TIMEOUT)
+        proc.communicate(timeout=STOP_TIMEOUT)  # also closes the pipe
 
 
 def test_token_is_stable_across_restarts_and_new_token_replaces_it(tmp_path: Path) -> None:
@@ -75,5 +75,5 @@ def test_aios_token_from_the_environment_is_not_written_down(tmp_path: Path) -> 
         assert proc.stdout.readline().strip().endswith("/?token=env-token-1234567890")
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=STOP_TIMEOUT)
+        proc.communicate(timeout=STOP_TIMEOUT)  # also closes the pipe
     assert not (tmp_path / "data" / "token").exists()
