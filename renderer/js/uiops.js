@@ -1,6 +1,7 @@
-// UI operations from the system-control app (spec §9.4): validated, then applied to the DOM.
-// Anything wrong (unknown op, missing element, a number off the screen, a colour the browser
-// does not know, text too long) is refused with a toast naming the problem.
+// UI operations from the system-control app (spec §9.4), applied to the DOM. The system has
+// already checked each op against aios.protocol.UIOp (fields, types, lengths); what is checked
+// here needs the page or is DOM safety (unknown op, missing element, a number off the screen,
+// a colour the browser does not know, text too long): refused with a toast naming the problem.
 import { emit } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { t } from './i18n.js';
