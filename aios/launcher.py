@@ -64,7 +64,7 @@ class Launcher:
 
     def __init__(self, apps_dir: Path, data_dir: Path, config: Config, *, system_url: str,
                  port_map_path: Path, on_status: Callable[[AppRecord], None] | None = None,
-                 on_stop: Callable[[str], None] | None = None,
+                 on_stop: Callable[[str], object] | None = None,
                  restart_policy: RestartPolicy | None = None, stop_grace: float = STOP_GRACE,
                  watch_interval: float = WATCH_INTERVAL):
         self.apps_dir = apps_dir

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from aios.applog import LogPump
 from aios.config import AppsConfig
 from aios.dispatch import AppSlots
 from aios.errors import AppBusy
-from aios.supervisor import LogPump
 from tests.util import wait_for
 
 
