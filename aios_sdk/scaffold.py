@@ -70,7 +70,7 @@ In the desktop:    put this folder in apps/; a running desktop picks it up.
 
 from __future__ import annotations
 
-from aios_sdk import AIOSAgent
+from aios_sdk import AIOSAgent, locale_of, text_view, tr
 
 
 class {cls}(AIOSAgent):
@@ -80,23 +80,17 @@ class {cls}(AIOSAgent):
     role_prompt = {json.dumps(role, ensure_ascii=False)}
 
     def handle(self, instruction, context, action_request=None):
-        en = context.get("locale") == "en"
+        lang = locale_of(context)  # "zh" or "en"
         if action_request and action_request.get("action_id") == "hello":
-            content = "Hello again!" if en else "又见面了！"
+            content = tr(lang, "又见面了！", "Hello again!")
         elif instruction:
-            content = (f"You said: {{instruction}}" if en else f"你说：{{instruction}}")
+            content = tr(lang, f"你说：{{instruction}}", f"You said: {{instruction}}")
         else:
-            content = (f"Hello, I am {{self.name}}." if en else f"你好，我是{{self.name}}。")
-        return {{
-            "status": "ok",
-            "view_type": "text",
-            "data": {{"content": content}},
-            "actions": [
-                {{"type": "button", "label": "Say hello" if en else "打个招呼",
-                  "action_id": "hello", "params": {{}}}},
-            ],
-            "message": content,
-        }}
+            content = tr(lang, f"你好，我是{{self.name}}。", f"Hello, I am {{self.name}}.")
+        return text_view(content, actions=[
+            {{"type": "button", "label": tr(lang, "打个招呼", "Say hello"),
+              "action_id": "hello", "params": {{}}}},
+        ])
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from aios.errors import LLMError, LLMUnavailable, ManifestError, ProtocolError
 from aios.protocol import VIEW_TYPES, error_response, parse_response
 from aios_sdk._session import current_session_id
 from aios_sdk.agent import AIOSAgent
+from aios_sdk.context import locale_of
 from aios_sdk.generic.loop import (
     STATE_CHARS,
     Outcome,
@@ -97,7 +98,7 @@ class GenericAgent(AIOSAgent):
                action_request: dict[str, Any] | None = None) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         action = action_request if isinstance(action_request, dict) else None
-        en = context.get("locale") == "en"
+        en = locale_of(context) == "en"
         results = context.get("tool_results")
         key = self._conversation_key(instruction, action, context)
         question = ""
@@ -188,7 +189,7 @@ class GenericAgent(AIOSAgent):
                              max_tool_rounds=self.max_tool_rounds)
 
     def _ask(self, conv: dict[str, Any], key: str, context: dict[str, Any]) -> dict[str, Any]:
-        en = context.get("locale") == "en"
+        en = locale_of(context) == "en"
         messages: list[dict[str, Any]] = conv["messages"]
         if conv["round"] >= self.max_tool_rounds:
             tools = [SHOW_VIEW_TOOL]
@@ -224,7 +225,7 @@ class GenericAgent(AIOSAgent):
 
     def _interpret(self, reply: dict[str, Any], names: set[str], conv: dict[str, Any],
                    context: dict[str, Any]) -> Outcome:
-        en = context.get("locale") == "en"
+        en = locale_of(context) == "en"
         calls = reply.get("tool_calls") or []
         if not isinstance(calls, list) or not calls:
             text = str(reply.get("content") or "").strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aios.protocol import VIEW_TYPES
+from aios_sdk.context import locale_of
 from aios_sdk.generic.loop import STATE_CHARS, dumps
 
 SHOW_VIEW = "show_view"
@@ -57,7 +58,7 @@ def system_prompt(context: dict[str, Any], *, display_name: str, app_id: str, ro
     """The system message of a request: the role, how to work, the views and controls."""
     role = str(context.get("role") or role_prompt or "You are a helpful assistant.")
     app = str(context.get("app") or app_id)
-    language = "English" if context.get("locale") == "en" else \
+    language = "English" if locale_of(context) == "en" else \
         "Chinese (简体中文), unless the user writes in another language"
     raw_state = context.get("cwd_state")
     state: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
