@@ -66,17 +66,28 @@ class GrammarSource:
 
 
 def _speech_recognition() -> Any:
-    """SpeechRecognition imports the deprecated ``aifc`` module; keep that warning quiet."""
+    """SpeechRecognition, or a VoiceError saying it is missing (it is in the ``voice`` extra).
+
+    It imports the deprecated ``aifc`` module; that warning is kept quiet.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        import speech_recognition
+        try:
+            import speech_recognition
+        except ImportError as e:
+            raise VoiceError("语音识别需要 SpeechRecognition / speech recognition needs "
+                             "SpeechRecognition (pip install 'triton-aios[voice]')") from e
 
     return speech_recognition
 
 
 @functools.cache
 def _dictionary() -> frozenset[str]:
-    from pocketsphinx import get_model_path
+    """The offline recogniser's English words; none without pocketsphinx (the ``voice`` extra)."""
+    try:
+        from pocketsphinx import get_model_path
+    except ImportError:
+        return frozenset()
     words = set()
     path = Path(get_model_path()) / "en-us" / "cmudict-en-us.dict"
     with path.open(encoding="utf-8") as f:
