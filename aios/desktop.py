@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aios: {problem}", file=sys.stderr)
         return 2
 
-    from aios.web import ServerThread, create_app
     from aios.system import System
+    from aios.web import ServerThread, create_app
 
     port = args.port if args.port is not None else config.desktop.port
     try:

@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from aios.config import validate_config
-from aios.web import ServerThread, create_app
 from aios.system import System
+from aios.web import ServerThread, create_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SYSTEM_APPS = FIXTURES / "apps_system"
