@@ -13,6 +13,7 @@ import pytest
 
 from aios.protocol import ATOMIC_TOOLS
 from tests.integration.conftest import Running
+from tests.util import wait_for
 
 
 def content(result: dict[str, Any]) -> Any:
@@ -196,12 +197,8 @@ def test_app_crash_mid_request_is_reported_and_the_app_restarts(system_all: Runn
     resp = system_all.instruct("bad crash")["results"][0]["response"]
     assert resp["status"] == "error" and "'bad'" in resp["message"]
     launcher = system_all.system.launcher
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        rec = launcher.get("bad")
-        if rec is not None and rec.status == "running" and rec.restarts >= 1:
-            break
-        time.sleep(0.1)
+    wait_for(lambda: (rec := launcher.get("bad")) is not None and rec.status == "running"
+             and rec.restarts >= 1, "the crashed app to restart", 15)
     assert system_all.post("/api/apps/bad/open", {}).json()["response"]["data"]["content"] \
         == "bad app is fine"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps
+from tests.util import wait_for
 
 APP = "code"
 SECRET = "sk-TOP-SECRET-KEY"
@@ -164,11 +164,12 @@ def test_background_run_writes_its_output_to_a_log_the_app_can_show(code: Runnin
     log = started["data"]["log"]
     assert log.startswith("workspace/.aios/proc_") and log.endswith(".log")
     button = next(a for a in started["actions"] if a["action_id"] == "bg_log")
-    deadline = time.monotonic() + 10
-    shown = ""
-    while time.monotonic() < deadline and "done" not in shown:
+
+    def log_when_done() -> str:
         shown = act(code, {"action_id": "bg_log", "params": button["params"]})["data"]["code"]
-        time.sleep(0.1)
+        return shown if "done" in shown else ""
+
+    shown = wait_for(log_when_done, "the background job's log to show 'done'", interval=0.1)
     assert "后台\ndone\n" in shown
     tools = [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()]
     assert "process_start" in tools and "file_read" in tools
