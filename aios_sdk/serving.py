@@ -14,7 +14,8 @@ import inspect
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from flask import Flask, Response, request
 
@@ -22,10 +23,26 @@ from aios.errors import ToolError
 from aios.names import error_response
 from aios_sdk._session import bind_session, unbind_session
 
-if TYPE_CHECKING:
-    from aios_sdk.agent import AIOSAgent
-
 log = logging.getLogger(__name__)
+
+
+# What the routes need of an agent and its tools, so this module does not import
+# aios_sdk.agent (whose make_app imports this one).
+class _ServedTool(Protocol):
+    @property
+    def attr(self) -> str: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class _Served(Protocol):
+    @property
+    def display_name(self) -> str: ...
+
+    def custom_tools(self) -> Mapping[str, _ServedTool]: ...
+
+    def handle(self, instruction: str | None, context: dict[str, Any],
+               action_request: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
 APP_TOKEN_HEADER = "X-AIOS-App-Token"
 SESSION_HEADER = "X-AIOS-Session-Id"
@@ -44,7 +61,7 @@ def _tool_error(message: str, status: int = 200, **extra: Any) -> Response:
     return _json({"status": "error", "error": message, **extra}, status)
 
 
-def create_app(agent: AIOSAgent) -> Flask:
+def create_app(agent: _Served) -> Flask:
     """A Flask app serving ``agent``; see the module docstring for the routes."""
     app = Flask(f"aios_app.{type(agent).__name__}")
     name = agent.display_name
