@@ -9,11 +9,17 @@ its target) only to files inside the workdir, no ``load_extension``, no
 process-wide ``PRAGMA temp_store_directory``. A progress handler enforces
 the tool's timeout. Each call opens its own connection in autocommit mode,
 so every write is committed when the call returns.
+
+A database inside the workdir is opened through the ``aios-beneath`` VFS
+(:mod:`aios.tools.db_vfs`): its folder is pinned race-free and SQLite reaches
+the file and its ``-journal``/``-wal``/``-shm`` through that folder's fd, so
+swapping a folder for a symlink cannot make it open or write a file outside.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import logging
 import os
@@ -24,8 +30,10 @@ from typing import Any
 
 from pydantic import Field
 
+from aios import safe_open
 from aios.errors import ToolFailed, ToolRefused
-from aios.sandbox import relative_display, resolve_dsn
+from aios.sandbox import escaped, relative_display, resolve_dsn
+from aios.tools import db_vfs
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 
 log = logging.getLogger(__name__)
@@ -98,16 +106,35 @@ class _Guard:
 def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
     target = resolve_dsn(ctx.policy, args.dsn)
     shown = _show(ctx, target)
+    pinned = False
     if target != ":memory:":
         path = Path(target)
         if path.is_dir():
             raise ToolFailed(f"db_query: {shown} is a folder, not a database file")
         if ctx.policy.workdir in path.parents:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                raise ToolFailed(f"db_query: cannot create the folder for {shown}: "
-                                 f"{e.strerror or e}") from e
+            _make_folder(ctx, path, shown)
+            pinned = db_vfs.available()
+    with db_vfs.scope(ctx.policy.workdir) as sc:
+        return _run(ctx, args, db_vfs.uri(Path(target)) if pinned else target, pinned, shown,
+                    sc)
+
+
+def _make_folder(ctx: ToolContext, path: Path, shown: str) -> None:
+    root = safe_open.open_root(ctx.policy.workdir)
+    try:
+        os.close(safe_open.open_dir(root, str(path.parent.relative_to(ctx.policy.workdir)),
+                                    create=True))
+    except OSError as e:
+        if e.errno in (errno.EXDEV, errno.ELOOP):
+            raise escaped(shown) from e
+        raise ToolFailed(f"db_query: cannot create the folder for {shown}: "
+                         f"{e.strerror or e}") from e
+    finally:
+        os.close(root)
+
+
+def _run(ctx: ToolContext, args: DbQueryArgs, name: str, uri: bool, shown: str,
+         sc: db_vfs.Scope) -> ToolOutput:
 
     seconds = ctx.timeout("db_query")
     deadline = time.monotonic() + seconds
@@ -115,7 +142,7 @@ def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
     params = _bindable(args.params)
     conn: sqlite3.Connection | None = None
     try:
-        conn = sqlite3.connect(target, timeout=seconds, isolation_level=None)
+        conn = sqlite3.connect(name, timeout=seconds, isolation_level=None, uri=uri)
         conn.set_authorizer(guard)
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
         cur = conn.execute(args.sql, params)
@@ -133,6 +160,8 @@ def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
         lastrowid = cur.lastrowid
         cur.close()
     except sqlite3.Error as e:
+        if sc.reason is not None and guard.reason is None:
+            raise ToolRefused(f"path confinement: database {sc.reason}; refused") from e
         raise _map_error(e, guard, seconds, deadline, shown) from e
     finally:
         if conn is not None:

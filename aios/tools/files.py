@@ -1,12 +1,15 @@
 """``file_read``, ``file_write``, ``file_list``: files inside the app's workdir (spec §7.2).
 
-Every path goes through :func:`aios.sandbox.resolve_path` first, so it is
-relative to the workdir and its symlinks are resolved before the
-confinement check. Files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and
+Every path goes through :func:`aios.sandbox.resolve_path` first (the
+refusal with its reason), and is then opened race-free from an fd of the
+workdir by :mod:`aios.safe_open` (``openat2`` with ``RESOLVE_BENEATH``, or a
+component-by-component walk), so swapping a folder for a symlink between the
+check and the open cannot lead outside. Files are opened ``O_NONBLOCK`` and
 checked with ``fstat`` on the open descriptor, so a FIFO or a device can
-never block or flood a tool. Writes are atomic: a temp file in the same
-folder, ``fsync``, ``os.replace`` — a failed write leaves the old file
-byte-identical.
+never block or flood a tool; a file with several hard links is refused.
+Writes are atomic: a temp file created with ``O_EXCL | O_NOFOLLOW`` in the
+pinned folder fd, ``fsync``, a rename relative to that fd — a failed write
+leaves the old file byte-identical.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import json
 import logging
 import os
 import stat
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,8 +28,16 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from aios import safe_open
 from aios.errors import ToolFailed, ToolRefused
-from aios.sandbox import SandboxPolicy, relative_display, resolve_path
+from aios.sandbox import (
+    SandboxPolicy,
+    check_hard_links,
+    escaped,
+    relative_display,
+    resolve_path,
+    workdir_rel,
+)
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 
 log = logging.getLogger(__name__)
@@ -62,6 +72,8 @@ def _os_error(tool: str, shown: str, e: OSError) -> ToolFailed | ToolRefused:
     if e.errno == errno.ELOOP:
         # O_NOFOLLOW hit a symlink that appeared after the path was resolved.
         return ToolRefused(f"path confinement: {shown} became a symlink; refused")
+    if e.errno == errno.EXDEV:
+        return escaped(shown)
     if e.errno in (errno.EACCES, errno.EPERM):
         return ToolFailed(f"{tool}: permission denied: {shown}")
     if e.errno == errno.EISDIR:
@@ -81,20 +93,41 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
-def _open_regular(tool: str, shown: str, path: Path,
-                  missing_ok: bool = False) -> tuple[int, os.stat_result] | None:
-    """Open for reading without following a final symlink or blocking.
-
-    Anything but a regular file is refused. ``None`` when the file does not
-    exist and ``missing_ok``.
-    """
+def _open_in(policy: SandboxPolicy, path: Path, flags: int) -> int:
+    """Open ``path`` (as resolve_path returned it) race-free beneath the workdir."""
+    root = safe_open.open_root(policy.workdir)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return safe_open.open_beneath(root, workdir_rel(policy, path), flags)
+    finally:
+        os.close(root)
+
+
+def _open_regular(tool: str, shown: str, policy: SandboxPolicy, path: Path,
+                  missing_ok: bool = False, *,
+                  dir_fd: int | None = None) -> tuple[int, os.stat_result] | None:
+    """Open for reading without blocking, race-free beneath the workdir.
+
+    With ``dir_fd``, ``path`` is a plain name in that pinned folder, opened
+    with ``O_NOFOLLOW``. Anything but a regular file is refused, and so is a
+    file with several hard links. ``None`` when the file does not exist and
+    ``missing_ok``.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        if dir_fd is not None:
+            fd = os.open(path, flags | os.O_NOFOLLOW, dir_fd=dir_fd)
+        else:
+            fd = _open_in(policy, path, flags)
     except OSError as e:
         if missing_ok and e.errno in (errno.ENOENT, errno.ENOTDIR):
             return None
         raise _os_error(tool, shown, e) from e
     st = os.fstat(fd)
+    try:
+        check_hard_links(shown, st)
+    except ToolRefused:
+        os.close(fd)
+        raise
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         kind = _kind(st.st_mode)
@@ -123,7 +156,7 @@ def file_read(ctx: ToolContext, args: FileReadArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_read")
     target = resolve_path(ctx.policy, args.path)
     shown = _display(ctx.policy, target)
-    opened = _open_regular("file_read", shown, target)
+    opened = _open_regular("file_read", shown, ctx.policy, target)
     assert opened is not None
     fd, st = opened
     try:
@@ -226,30 +259,39 @@ def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
     data = _encode_content(args.content)
     limit = ctx.policy.config.max_file_bytes
 
-    old: bytes = b""
-    old_mode: int | None = None
-    opened = _open_regular("file_write", shown, target, missing_ok=True)
-    if opened is not None:
-        fd, st = opened
-        old_mode = stat.S_IMODE(st.st_mode)
-        try:
-            if args.mode == "append":
-                _check_size(shown, st.st_size + len(data), limit)
-                old = _read_all(fd, deadline)
-        except OSError as e:
-            raise _os_error("file_write", shown, e) from e
-        finally:
-            os.close(fd)
-    _check_size(shown, len(old) + len(data), limit)
-
-    created = old_mode is None
+    _check_size(shown, len(data), limit)
+    root = safe_open.open_root(ctx.policy.workdir)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        dfd, name = safe_open.open_parent(root, workdir_rel(ctx.policy, target), create=True)
     except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EXDEV):
+            raise _os_error("file_write", shown, e) from e
         raise ToolFailed(f"file_write: cannot create the folder for {shown}: "
                          f"{e.strerror or e}") from e
-    _atomic_write(target, shown, old + data if old else data,
-                  NEW_FILE_MODE if old_mode is None else old_mode, deadline)
+    finally:
+        os.close(root)
+    try:
+        old: bytes = b""
+        old_mode: int | None = None
+        opened = _open_regular("file_write", shown, ctx.policy, Path(name), missing_ok=True,
+                               dir_fd=dfd)
+        if opened is not None:
+            fd, st = opened
+            old_mode = stat.S_IMODE(st.st_mode)
+            try:
+                if args.mode == "append":
+                    _check_size(shown, st.st_size + len(data), limit)
+                    old = _read_all(fd, deadline)
+            except OSError as e:
+                raise _os_error("file_write", shown, e) from e
+            finally:
+                os.close(fd)
+        _check_size(shown, len(old) + len(data), limit)
+        created = old_mode is None
+        _atomic_write(dfd, name, shown, old + data if old else data,
+                      NEW_FILE_MODE if old_mode is None else old_mode, deadline)
+    finally:
+        os.close(dfd)
     size = len(old) + len(data)
     return ToolOutput({"path": shown, "size": size},
                       {"mode": args.mode, "bytes_written": len(data), "created": created})
@@ -279,12 +321,11 @@ def _read_all(fd: int, deadline: _Deadline) -> bytes:
     return b"".join(chunks)
 
 
-def _atomic_write(target: Path, shown: str, data: bytes, mode: int,
+def _atomic_write(dfd: int, name: str, shown: str, data: bytes, mode: int,
                   deadline: _Deadline) -> None:
-    """Temp file beside the target, fsync, rename over it, fsync the folder."""
+    """Temp file beside the target in the pinned folder, fsync, rename, fsync the folder."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                   suffix=".tmp")
+        fd, tmp = safe_open.create_temp(dfd, name, ".tmp")
     except OSError as e:
         raise ToolFailed(f"file_write: cannot write in the folder of {shown}: "
                          f"{e.strerror or e}") from e
@@ -298,30 +339,17 @@ def _atomic_write(target: Path, shown: str, data: bytes, mode: int,
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
+        safe_open.replace(dfd, tmp, name)
     except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        safe_open.unlink_quiet(dfd, tmp)
         if isinstance(e, OSError):
             raise ToolFailed(f"file_write: cannot write {shown}: {e.strerror or e}") from e
         raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
     try:
         os.fsync(dfd)
     except OSError:
         # Some filesystems cannot fsync a directory; the rename already happened.
-        log.debug("fsync of folder %s not supported", folder)
-    finally:
-        os.close(dfd)
+        log.debug("fsync of the folder of %s not supported", shown)
 
 
 # ------------------------------------------------------------------ file_list
@@ -341,31 +369,33 @@ def file_list(ctx: ToolContext, args: FileListArgs) -> ToolOutput:
     folder = resolve_path(ctx.policy, args.path)
     shown = _display(ctx.policy, folder)
     try:
-        st = os.stat(folder)
+        dfd = _open_in(ctx.policy, folder, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
-        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        if e.errno == errno.ENOENT:
             raise ToolFailed(f"folder not found: {shown}") from e
         raise _os_error("file_list", shown, e) from e
-    if not stat.S_ISDIR(st.st_mode):
-        raise ToolFailed(f"file_list: {shown} is not a folder (use file_read)")
-
     try:
-        with os.scandir(folder) as it:
+        if not stat.S_ISDIR(os.fstat(dfd).st_mode):
+            raise ToolFailed(f"file_list: {shown} is not a folder (use file_read)")
+        # scandir on the fd: entries are looked at relative to it, never by path.
+        with os.scandir(dfd) as it:
             matching = []
             for entry in it:
                 deadline.check()
                 if args.pattern is None or fnmatch.fnmatch(entry.name, args.pattern):
                     matching.append(entry)
+        matching.sort(key=lambda e: e.name)
+        entries = []
+        for entry in matching[:MAX_LIST_ENTRIES]:
+            deadline.check()
+            item = _describe_entry(entry)  # stat relative to dfd: it must still be open
+            if item is not None:
+                entries.append(item)
     except OSError as e:
         raise _os_error("file_list", shown, e) from e
-    matching.sort(key=lambda e: e.name)
+    finally:
+        os.close(dfd)
     truncated = len(matching) > MAX_LIST_ENTRIES
-    entries = []
-    for entry in matching[:MAX_LIST_ENTRIES]:
-        deadline.check()
-        item = _describe_entry(entry)
-        if item is not None:
-            entries.append(item)
     return ToolOutput({"path": shown, "entries": entries},
                       {"count": len(entries), "total": len(matching), "truncated": truncated})
 

@@ -21,7 +21,9 @@ The rules of DESIGN §6, and why they live here and not only in
 * Bodies are capped while streaming (decoded size, so a gzip bomb stops too).
 * ``save_to`` streams into a temporary file beside the target and renames it
   at the end: on any failure the temporary file is removed and an existing
-  file is left as it was.
+  file is left as it was. The target's folder is looked up when the body
+  arrives, race-free from the workdir's fd (:mod:`aios.safe_open`), and the
+  temp file and the rename are relative to that folder's fd.
 
 Each call uses a fresh session: no cookies survive the call, proxies from the
 environment are ignored (``trust_env = False``).
@@ -30,13 +32,13 @@ environment are ignored (``trust_env = False``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import json
 import logging
 import os
 import re
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,14 +52,17 @@ from urllib3 import exceptions as u3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from aios import safe_open
 from aios.errors import ToolFailed, ToolRefused
-from aios.sandbox import check_url, relative_display, resolve_path
+from aios.sandbox import check_url, escaped, relative_display, resolve_path, workdir_rel
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 
 log = logging.getLogger(__name__)
 
 USER_AGENT = "TritonAIOS/0.1"
 MAX_REDIRECTS = 5
+SAVED_FILE_MODE = 0o644
+"""A download is an ordinary file."""
 CHUNK_BYTES = 64 * 1024
 META_MAX_HEADERS = 100
 META_MAX_HEADER_CHARS = 2048
@@ -239,12 +244,29 @@ class _Transfer:
 
     def save(self, resp: requests.Response, target: Path, meta: dict[str, Any]) -> int:
         """Stream into a temp file beside ``target``, then rename it into place."""
-        shown = relative_display(self.ctx.policy, target)
-        cap = self.ctx.policy.config.max_file_bytes
+        policy = self.ctx.policy
+        shown = relative_display(policy, target)
+        cap = policy.config.max_file_bytes
+        # The folder is pinned only now, when the body arrives: whatever was
+        # swapped in while the request was on its way is looked up race-free.
+        root = safe_open.open_root(policy.workdir)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                       suffix=".part")
+            dfd, name = safe_open.open_parent(root, workdir_rel(policy, target), create=True)
+        except OSError as e:
+            if e.errno in (errno.EXDEV, errno.ELOOP):
+                raise escaped(shown) from e
+            raise ToolFailed(f"cannot save to {shown}: {e.strerror or e}", meta=meta) from e
+        finally:
+            os.close(root)
+        try:
+            return self._save_in(resp, dfd, name, shown, cap, meta)
+        finally:
+            os.close(dfd)
+
+    def _save_in(self, resp: requests.Response, dfd: int, name: str, shown: str, cap: int,
+                 meta: dict[str, Any]) -> int:
+        try:
+            fd, tmp = safe_open.create_temp(dfd, name, ".part", SAVED_FILE_MODE)
         except OSError as e:
             raise ToolFailed(f"cannot save to {shown}: {e.strerror or e}", meta=meta) from e
         size = 0
@@ -255,12 +277,11 @@ class _Transfer:
                     f.write(chunk)
                     size += len(chunk)
                 f.flush()
+                os.fchmod(f.fileno(), SAVED_FILE_MODE)  # whatever the umask did
                 os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a download is an ordinary file
-            os.replace(tmp, target)
+            safe_open.replace(dfd, tmp, name)
         except BaseException as e:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            safe_open.unlink_quiet(dfd, tmp)
             if isinstance(e, OSError):
                 raise ToolFailed(f"cannot save to {shown}: {e.strerror or e}",
                                  meta=meta) from e

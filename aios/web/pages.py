@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import mimetypes
+import os
 
 from flask import Blueprint, Response, make_response, request, send_file
 
 from aios.config import PROJECT_ROOT
 from aios.errors import PathNotFound, ToolRefused
 from aios.protocol import icon_file
-from aios.sandbox import resolve_path
+from aios.safe_open import fd_path
+from aios.sandbox import open_workdir_file
 from aios.web.guards import COOKIE, token_ok
 from aios.web.request import error, system
 
@@ -53,14 +55,18 @@ def app_file(app_id: str, rel: str) -> Response:
     except KeyError:
         return error(404, f"no app named {app_id!r}")
     try:
-        target = resolve_path(ctx.policy, rel, must_exist=True)
+        fd, st = open_workdir_file(ctx.policy, rel)
     except PathNotFound as e:
         return error(404, str(e))
-    except ToolRefused as e:  # outside the workdir
+    except ToolRefused as e:  # outside the workdir, or a hard link
         return error(403, str(e))
-    if not target.is_file():
-        return error(404, f"not a file: {rel}")
-    resp = send_file(target, conditional=True, max_age=0)
+    try:
+        # The fd was opened race-free; /proc/self/fd/<fd> reaches that very file.
+        resp = send_file(fd_path(fd), mimetype=mimetypes.guess_type(rel)[0],
+                         download_name=rel.rsplit("/", 1)[-1], conditional=True,
+                         etag=f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}", max_age=0)
+    finally:
+        os.close(fd)
     resp.headers["Content-Security-Policy"] = APP_FILE_CSP
     return resp
 
