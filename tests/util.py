@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -12,6 +15,11 @@ WAIT_TIMEOUT = 10.0
 """Seconds :func:`wait_for` polls by default before it fails the test."""
 POLL_INTERVAL = 0.02
 """Seconds between two polls: short enough not to slow a test, long enough not to spin."""
+APP_LISTEN_TIMEOUT = 20.0
+"""Seconds an app process started by a test may take to listen on its port."""
+CONNECT_PROBE = 0.2
+"""Seconds one connection attempt of :func:`wait_listening` may take."""
+LOG_TAIL_CHARS = 2000
 
 
 def wait_for(pred: Callable[[], T], what: str = "the condition", timeout: float = WAIT_TIMEOUT,
@@ -31,3 +39,35 @@ def wait_for(pred: Callable[[], T], what: str = "the condition", timeout: float 
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def wait_listening(proc: subprocess.Popen[Any], port: int, log: Path,
+                   timeout: float = APP_LISTEN_TIMEOUT) -> None:
+    """Wait until ``proc`` listens on 127.0.0.1:``port``.
+
+    Fails at once, with the tail of ``log``, if the process exits first, and
+    after ``timeout`` seconds with the same tail if it never listens.
+    """
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"app exited with {proc.returncode}:\n{_tail(log)}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=CONNECT_PROBE).close()
+        except OSError:
+            return False
+        return True
+
+    try:
+        wait_for(listening, f"the app to listen on port {port}", timeout)
+    except AssertionError as e:
+        if proc.poll() is not None:
+            raise
+        raise AssertionError(f"{e}:\n{_tail(log)}") from None
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log.read_text(errors="replace")[-LOG_TAIL_CHARS:]
+    except OSError as e:
+        return f"(no log: {e})"

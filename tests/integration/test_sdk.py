@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +24,7 @@ from aios.store import Store
 from aios_sdk import AIOSAgent, tool
 from tests.conftest import ROOT
 from tests.fakes.http_server import FakeHTTPServer
+from tests.util import wait_listening
 
 FIXTURES = ROOT / "tests" / "fixtures"
 TOKEN = "tok-sdk-test"
@@ -93,17 +93,7 @@ def running_app(folder: Path, **env_extra: str) -> Iterator[str]:
         proc = subprocess.Popen([sys.executable, "main.py"], cwd=folder, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"app exited ({proc.returncode}): {log.read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"no port: {log.read_text()[-2000:]}") from None
-                time.sleep(0.05)
+        wait_listening(proc, port, log)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from aios.protocol import Step, ToolResult
 from aios.store import Store
 from aios.tools import ToolContext
 from tests.conftest import ROOT, make_ctx
+from tests.util import wait_listening
 
 TOKEN = "tok-executor-test"
 
@@ -319,19 +319,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_port(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"app exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"app did not open port {port}:\n{log.read_text()[-2000:]}")
-
-
 @pytest.fixture(scope="module")
 def tool_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("toolapp")
@@ -344,7 +331,7 @@ def tool_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc = subprocess.Popen([sys.executable, "main.py"], cwd=folder, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     try:
-        _wait_port(proc, port, log)
+        wait_listening(proc, port, log)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
