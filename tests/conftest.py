@@ -3,7 +3,6 @@ and a guard that fails any test which leaves a child process behind."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,8 +13,11 @@ from aios.config import Config, SandboxConfig
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools.base import ToolContext
+from tests.util import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
+LEAK_GRACE = 3.0
+"""Seconds a test's child processes may take to exit after it ends."""
 
 
 def children_now() -> set[int]:
@@ -26,14 +28,18 @@ def fail_on_leaked_children(before: set[int],
                             ignore: Callable[[psutil.Process], bool] = lambda p: False) -> None:
     """Fail (and kill them) if child processes born since ``before`` outlive a short grace."""
     me = psutil.Process()
-    deadline = time.monotonic() + 3
-    leaked: list[psutil.Process] = []
-    while time.monotonic() < deadline:
-        leaked = [p for p in me.children(recursive=True)
-                  if p.pid not in before and alive(p) and not ignore(p)]
-        if not leaked:
-            return
-        time.sleep(0.05)
+
+    def leaked_now() -> list[psutil.Process]:
+        return [p for p in me.children(recursive=True)
+                if p.pid not in before and alive(p) and not ignore(p)]
+
+    try:
+        wait_for(lambda: not leaked_now(), "child processes to exit", LEAK_GRACE)
+        return
+    except AssertionError:
+        leaked = leaked_now()
+    if not leaked:
+        return
     names = [f"{p.pid}:{' '.join(p.cmdline()[:4]) if alive(p) else '?'}" for p in leaked]
     for p in leaked:
         try:
