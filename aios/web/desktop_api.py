@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from aios.errors import BadRequest, ConfigError
 from aios.protocol import ActionRequest, describe_validation_error
+from aios.web import file_urls
 from aios.web.request import error, int_arg, json_body, session, system, text_field
 
 bp = Blueprint("desktop_api", __name__, url_prefix="/api")
@@ -31,6 +32,15 @@ def health() -> Response:
 @bp.get("/apps")
 def list_apps() -> Response:
     return jsonify([r.public() for r in system().launcher.apps()])
+
+
+@bp.get("/file-grants")
+def file_grants() -> Response:
+    """Per app, the ``exp``/``sig`` that open its files and icon for ``web.file_url_ttl`` s."""
+    sys_ = system()
+    ttl = sys_.config.web.file_url_ttl
+    return jsonify({"ttl": ttl, "grants": {
+        r.id: file_urls.grant(sys_.token, r.id, ttl) for r in sys_.launcher.apps()}})
 
 
 @bp.post("/apps/<app_id>/open")

@@ -6,9 +6,13 @@ Security, in the order it is checked:
 2. Host header must name the loopback address and our port (DNS rebinding).
 3. State-changing requests and the WebSocket must come from our own Origin
    when a browser sends one.
-4. Desktop endpoints need the launch token (cookie set by ``/?token=``, or
-   ``Authorization: Bearer``); ``/api/sys/*`` needs the calling app's own
-   token; ``/api/sys/ui`` also needs the ``desktop.control`` permission.
+4. Desktop endpoints need the launch token as ``Authorization: Bearer`` —
+   never a cookie, which servers on every other loopback port would receive
+   too (browsers don't isolate cookies by port). The events WebSocket, which
+   a browser cannot give headers, takes it as ``?token=``; an app's files and
+   icon take a signed ``?exp=&sig=`` (:mod:`aios.web.file_urls`); the page
+   itself and its static files are public code. ``/api/sys/*`` needs the
+   calling app's own token; ``/api/sys/ui`` also needs ``desktop.control``.
 Every refusal is a 401/403 with a JSON ``{"error": ...}`` naming the rule.
 """
 
@@ -21,16 +25,18 @@ from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from aios.errors import AppError, BadRequest, PermissionDenied, StoreError
+from aios.web import file_urls
 from aios.web.request import error, system
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint("guards", __name__)
 
-COOKIE = "aios_token"
 WINDOW_UA_MARK = "TritonAIOS-Window/"
 """The desktop window (pywebview) identifies itself with this in its User-Agent."""
 _BEARER = "Bearer "
+EVENTS_PATH = "/api/events"
+"""The WebSocket: a browser cannot set its headers, so it may carry ``?token=``."""
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
@@ -98,12 +104,16 @@ def _guard() -> Response | None:
     path = request.path
     if path.startswith("/api/sys/"):
         return _app_token_refused()
-    if path == "/" and request.args.get("token"):
-        return None  # the page handler checks it and sets the cookie
-    if path.startswith("/static/") or path == "/favicon.ico":
-        return None
+    if path == "/" or path.startswith("/static/") or path == "/favicon.ico":
+        return None  # public code; the page checks a ?token= itself
     bearer = _bearer()
-    if not token_ok(bearer if bearer is not None else request.cookies.get(COOKIE, "")):
+    if bearer is None and path == EVENTS_PATH:
+        bearer = request.args.get("token")
+    if bearer is None and (m := file_urls.APP_PATH.match(path)):
+        why = file_urls.check(system().token, m.group(1), request.args.get("exp", ""),
+                              request.args.get("sig", ""))
+        return error(401, why) if why else None
+    if not token_ok(bearer or ""):
         return error(401, "launch token missing or invalid: open the desktop with the "
                           "URL printed at start (…/?token=…)")
     return None

@@ -12,7 +12,7 @@ from aios.errors import PathNotFound, ToolRefused
 from aios.protocol import icon_file
 from aios.safe_open import fd_path
 from aios.sandbox import open_workdir_file
-from aios.web.guards import COOKIE, token_ok
+from aios.web.guards import token_ok
 from aios.web.request import error, system
 
 bp = Blueprint("pages", __name__)
@@ -30,9 +30,10 @@ def index() -> Response:
     index_file = RENDERER_DIR / "index.html"
     if not index_file.exists():
         return error(500, "renderer/index.html is missing")
+    # No cookie: the page keeps the token in memory (and its tab's sessionStorage) and
+    # sends it as a header, so no server on another loopback port ever receives it.
     resp = make_response(send_file(index_file, mimetype="text/html", max_age=0))
-    if supplied:
-        resp.set_cookie(COOKIE, system().token, httponly=True, samesite="Strict", path="/")
+    resp.headers["Cache-Control"] = "no-store"
     return resp
 
 

@@ -2,17 +2,69 @@
 // Every failure becomes an ApiError with a message a user can read; callers show it.
 import { DEFAULTS } from './defaults.js';
 
+// The launch token never travels as a cookie: a cookie reaches every server on every
+// loopback port (browsers don't isolate cookies by port). It lives in memory and in this
+// tab's sessionStorage (scoped to our origin, port included, so a reload of the tab keeps
+// it and no other port can read it), and goes out as Authorization: Bearer. The events
+// WebSocket, which cannot carry headers, sends it as ?token= to our own origin only.
+const TOKEN_KEY = 'aios.token';
 let token = null;
 
-/** Read ?token= once, keep it in memory only, and strip it from the address bar. */
+function stored() {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null; // storage disabled: the token lives in memory only
+  }
+}
+
+/** Read ?token= once (else the tab's stored one), and strip it from the address bar. */
 export function initAuth() {
   const url = new URL(location.href);
   const value = url.searchParams.get('token');
   if (value) {
     token = value;
+    try {
+      sessionStorage.setItem(TOKEN_KEY, value);
+    } catch {
+      // memory only
+    }
     url.searchParams.delete('token');
     history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+  } else {
+    token = stored();
   }
+}
+
+// ------------------------------------------------------------------ app files
+
+// An <img> cannot send the token, so an app's files and icon are loaded with a signed
+// query (?exp=&sig=) that opens one app's files for a while (GET /api/file-grants).
+let grants = new Map();
+let grantTimer = null;
+
+/** Fetch the grants now and again before they expire; resolves once the first arrived. */
+export async function refreshFileGrants() {
+  clearTimeout(grantTimer);
+  let ttlMs = DEFAULTS.fileGrantRetryMs;
+  try {
+    const reply = await request('GET', '/api/file-grants');
+    if (reply && reply.grants && typeof reply.grants === 'object') {
+      grants = new Map(Object.entries(reply.grants));
+      ttlMs = Math.max(DEFAULTS.fileGrantRetryMs, (Number(reply.ttl) || 0) * 1000 / 2);
+    }
+  } catch (err) {
+    console.warn('file grants unavailable', err.message);
+  }
+  grantTimer = setTimeout(refreshFileGrants, ttlMs);
+}
+
+/** The signed URL of a path under /apps/<appId>/ (files/… or icon); the path as is when no grant. */
+export function signedAppUrl(appId, path) {
+  const g = grants.get(appId);
+  if (!g) return path;
+  const q = new URLSearchParams({ exp: String(g.exp), sig: String(g.sig) });
+  return `${path}${path.includes('?') ? '&' : '?'}${q}`;
 }
 
 export class ApiError extends Error {
@@ -48,7 +100,7 @@ function refused(res, msg) {
 }
 
 async function request(method, path, { json, body, headers = {}, timeout = DEFAULTS.requestTimeoutMs } = {}) {
-  const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...headers } };
+  const init = { method, credentials: 'omit', headers: { Accept: 'application/json', ...headers } };
   if (token) init.headers.Authorization = `Bearer ${token}`;
   if (json !== undefined) {
     init.headers['Content-Type'] = 'application/json';
@@ -88,7 +140,7 @@ async function request(method, path, { json, body, headers = {}, timeout = DEFAU
 
 /** POST JSON, expect audio back (or a JSON {error}); resolves to a Blob. */
 async function requestAudio(path, json, timeout) {
-  const init = { method: 'POST', credentials: 'same-origin',
+  const init = { method: 'POST', credentials: 'omit',
     headers: { Accept: 'audio/wav, application/json', 'Content-Type': 'application/json' },
     body: JSON.stringify(json) };
   if (token) init.headers.Authorization = `Bearer ${token}`;
@@ -159,7 +211,8 @@ export function connectEvents({ onMessage, onState }) {
     onState('connecting', opened);
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     try {
-      socket = new WebSocket(`${scheme}://${location.host}/api/events`);
+      const query = token ? `?${new URLSearchParams({ token })}` : '';
+      socket = new WebSocket(`${scheme}://${location.host}/api/events${query}`);
     } catch (err) {
       console.warn('WebSocket could not be created', err);
       schedule();

@@ -3,6 +3,7 @@
 // served by /apps/<id>/icon) or a short text such as an emoji. Anything else, an unknown
 // name or an image that fails to load falls back to the app's initial on a coloured tile.
 import { NAMES } from '../vendor/lucide/names.js';
+import { signedAppUrl } from './api.js';
 import { el, toText } from './safe.js';
 
 const SET_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
@@ -51,7 +52,7 @@ export function appIcon(app, cls = '') {
   tile.dataset.iconKind = kind;
   if (kind === 'set' || kind === 'file') {
     const src = kind === 'set' ? `/static/vendor/lucide/icons/${value}.svg`
-      : `/apps/${encodeURIComponent(toText(app.id))}/icon`;
+      : signedAppUrl(toText(app.id), `/apps/${encodeURIComponent(toText(app.id))}/icon`);
     if (failed.has(src)) {
       showInitial(tile, app);
       return tile;

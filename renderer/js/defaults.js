@@ -11,6 +11,8 @@ export const DEFAULTS = Object.freeze({
   healthPollMs: 1000,
   /** Once ready, how often health is read again (a failing store is shown). */
   healthWatchMs: 10000,
+  /** App-file grants (signed URLs) are renewed at half their lifetime, at least this often on failure. */
+  fileGrantRetryMs: 5000,
   /** Request timeouts: an instruction may run several apps, each with a steps loop. */
   requestTimeoutMs: 30000,
   longRequestTimeoutMs: 180000,

@@ -1,6 +1,6 @@
 // Wiring: creates every part of the desktop and connects them through the bus.
 // This is the only module that knows all the others; each of them only draws or reports.
-import { api, connectEvents, initAuth, setErrorText, setUnauthorizedHandler } from './api.js';
+import { api, connectEvents, initAuth, refreshFileGrants, setErrorText, setUnauthorizedHandler } from './api.js';
 import { on } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { applyStatic, setLang, statusText, t } from './i18n.js';
@@ -82,6 +82,8 @@ function ensureWindow(id) {
 
 async function loadApps({ announce = false } = {}) {
   try {
+    // Grants first: the icons and the views drawn next load app files with them.
+    await refreshFileGrants();
     const list = await api.apps();
     const apps = Array.isArray(list) ? list : isObject(list) && Array.isArray(list.apps) ? list.apps : [];
     state.apps = new Map(apps.filter((a) => isObject(a) && typeof a.id === 'string').map((a) => [a.id, a]));

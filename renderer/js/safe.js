@@ -3,6 +3,7 @@
 // - resolveUrl(): the URL policy for src/href;
 // - jsonTree(): a readable, collapsible view of any data, used when a view cannot render it.
 // No function in the renderer parses app data as HTML.
+import { signedAppUrl } from './api.js';
 import { DEFAULTS } from './defaults.js';
 
 /**
@@ -75,14 +76,14 @@ function filesUrl(appId, relPath) {
   const clean = relPath.replace(/^\/+/, '');
   if (!clean || hasDotSegment(clean)) return null;
   const encoded = clean.split('/').map((seg) => encodeURIComponent(seg)).join('/');
-  return `/apps/${appId}/files/${encoded}`;
+  return signedAppUrl(appId, `/apps/${appId}/files/${encoded}`);
 }
 
 /**
  * Map an app-supplied URL to one the page may load, or null (blocked).
  * kind: 'img' (also allows data:image/*), 'media', 'link'.
  * Allowed: http:, https:, data:image/* for images, the app's files (app://files/x,
- * relative paths like workspace/x.png, or /apps/<id>/files/x).
+ * relative paths like workspace/x.png, or /apps/<appId>/files/x of this very app), signed.
  */
 export function resolveUrl(raw, appId, kind = 'link') {
   if (typeof raw !== 'string') return null;
@@ -103,7 +104,7 @@ export function resolveUrl(raw, appId, kind = 'link') {
     if (name !== 'http' && name !== 'https') return null;
     try {
       const u = new URL(s);
-      if (u.origin === location.origin) return sameOrigin(u);
+      if (u.origin === location.origin) return sameOrigin(u, appId);
       return u.href;
     } catch {
       return null;
@@ -112,7 +113,7 @@ export function resolveUrl(raw, appId, kind = 'link') {
   if (s.startsWith('//')) return null; // protocol-relative: ambiguous, refuse
   if (s.startsWith('/')) {
     try {
-      return sameOrigin(new URL(s, location.origin));
+      return sameOrigin(new URL(s, location.origin), appId);
     } catch {
       return null;
     }
@@ -121,11 +122,12 @@ export function resolveUrl(raw, appId, kind = 'link') {
   return filesUrl(appId, s.split(/[?#]/)[0]);
 }
 
-function sameOrigin(u) {
-  // Our own origin serves the desktop API; only the app-files area may be loaded from it.
+function sameOrigin(u, appId) {
+  // Our own origin serves the desktop API; only the app-files area may be loaded from it,
+  // and a view only its own app's files (the signature we add opens that app's alone).
   const m = FILES_PATH.exec(u.pathname);
-  if (!m || hasDotSegment(m[2])) return null;
-  return u.pathname + u.search;
+  if (!m || m[1] !== appId || hasDotSegment(m[2])) return null;
+  return signedAppUrl(appId, u.pathname);
 }
 
 /** The placeholder shown instead of an element whose URL was refused. */

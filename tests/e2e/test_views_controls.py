@@ -41,6 +41,16 @@ def release(running: Running, app: str = "e2e_slow") -> None:
 # ------------------------------------------------------------------------------ views
 
 
+
+SIGNED = r"^/apps/gallery/files/{}\?exp=\d+&sig=[0-9a-f]{{64}}$"
+"""An app file's URL in a view: signed, since no cookie carries the token (DESIGN §11)."""
+
+
+def signed_url(desk: Desk, name: str) -> str:
+    grant = desk.api("GET", "/api/file-grants")["grants"]["gallery"]
+    return f"/apps/gallery/files/{name}?exp={grant['exp']}&sig={grant['sig']}"
+
+
 def test_text_view_keeps_lines_and_shows_markup_as_text(desk: Desk) -> None:
     body = desk.gallery_show("text")
     desk.wait_view("gallery", "text")
@@ -132,12 +142,12 @@ def test_media_view_plays_a_file_the_app_made(desk: Desk) -> None:
     body = desk.gallery_show("media")
     desk.wait_view("gallery", "media")
     audio = body.locator("audio.media-player")
-    expect(audio).to_have_attribute("src", "/apps/gallery/files/tone.wav")
+    expect(audio).to_have_attribute("src", re.compile(SIGNED.format(re.escape("tone.wav"))))
     expect(body.locator(".media-title")).to_have_text("440 Hz sine tone")
     # The browser loaded the file's metadata (1.5 s of sound) from the app's files URL.
     desk.page.wait_for_function("el => el.readyState >= 1 && Math.abs(el.duration - 1.5) < 0.05",
                                 arg=audio.element_handle())
-    resp = desk.page.request.get(desk.running.url + "/apps/gallery/files/tone.wav")
+    resp = desk.page.request.get(desk.running.url + signed_url(desk, "tone.wav"))
     assert resp.status == 200 and resp.headers["content-type"].startswith("audio/")
     expect(body.locator(".media-error")).to_be_hidden()
     desk.shot("media_audio")
@@ -151,7 +161,7 @@ def test_media_view_as_video(desk: Desk) -> None:
         "data": {"url": "/apps/gallery/files/tone.wav", "type": "video", "title": "A video"}}})
     body = desk.body("gallery")
     video = body.locator("video.media-player")
-    expect(video).to_have_attribute("src", "/apps/gallery/files/tone.wav")
+    expect(video).to_have_attribute("src", re.compile(SIGNED.format(re.escape("tone.wav"))))
     desk.page.wait_for_function("el => el.readyState >= 1", arg=video.element_handle())
     expect(body.locator(".media-error")).to_be_hidden()
     desk.shot("media_video")
@@ -161,11 +171,11 @@ def test_image_view_loads_the_apps_picture(desk: Desk) -> None:
     body = desk.gallery_show("image")
     desk.wait_view("gallery", "image")
     img = body.locator("img.image-main")
-    expect(img).to_have_attribute("src", "/apps/gallery/files/sample.png")
+    expect(img).to_have_attribute("src", re.compile(SIGNED.format(re.escape("sample.png"))))
     desk.page.wait_for_function("el => el.complete && el.naturalWidth > 0",
                                 arg=img.element_handle())
     expect(body.locator(".image-caption")).to_have_text("A PNG made by the gallery")
-    resp = desk.page.request.get(desk.running.url + "/apps/gallery/files/sample.png")
+    resp = desk.page.request.get(desk.running.url + signed_url(desk, "sample.png"))
     assert resp.status == 200 and resp.headers["content-type"] == "image/png"
     desk.shot("image")
 

@@ -44,7 +44,8 @@ def test_headless_start_ready_line_token_and_clean_shutdown(tmp_path: Path) -> N
         assert url.endswith("/?token=fixed-token-123")
         base = url.split("/?")[0]
         s = requests.Session()
-        assert s.get(url, timeout=10).status_code == 200  # sets the cookie
+        assert s.get(url, timeout=10).status_code == 200
+        s.headers["Authorization"] = "Bearer fixed-token-123"  # the page sends it so too
         health = s.get(base + "/api/health", timeout=10).json()
         assert health["status"] == "ready" and health["apps"] == {"echo": "running"}
         reply = s.post(base + "/api/apps/echo/open", json={}, timeout=10).json()
