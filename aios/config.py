@@ -117,6 +117,9 @@ class AppsConfig(_Section):
     stable_start_time: float = Field(default=10, ge=0)
     backoff_initial: float = Field(default=0.5, ge=0)
     backoff_max: float = Field(default=8, ge=0)
+    notify_burst: int = Field(default=10, ge=1)
+    """Notifications one app may show within ``notify_window`` seconds; more are refused."""
+    notify_window: float = Field(default=10, gt=0)
 
 
 class WebConfig(_Section):
@@ -130,6 +133,12 @@ class WebConfig(_Section):
     """Characters of one instruction (``POST /api/instruction``)."""
     snapshot_max_elements: int = Field(default=5000, ge=1)
     """Elements in one desktop UI snapshot (``POST /api/ui/snapshot``)."""
+    max_json_depth: int = Field(default=64, ge=2, le=500)
+    """Nesting levels of a JSON body (and of an app's reply); deeper is a 400 naming it."""
+    request_timeout: float = Field(default=30, gt=0)
+    """Seconds a client may take to send one request's headers and body (slow clients)."""
+    file_url_ttl: float = Field(default=600, gt=0)
+    """Seconds a signed URL of an app's files (``?exp=&sig=``) stays valid."""
 
 
 class StoreConfig(_Section):
@@ -312,9 +321,44 @@ def apply_updates(config: Config, updates: dict[str, Any]) -> Config:
     """The config with ``updates`` merged in, validated (ConfigError otherwise).
 
     A masked secret sent back unchanged ("••••abcd") or an empty key means
-    "keep the current value".
+    "keep the current value" — unless the endpoint it is sent to changes
+    (:func:`unbind_moved_keys`).
     """
+    updates = unbind_moved_keys(config, updates)
     return validate_config(_merge(config.model_dump(mode="json"), _drop_masked(updates)))
+
+
+def _new_key(section: dict[str, Any]) -> bool:
+    key = section.get("api_key")
+    return isinstance(key, str) and bool(key) and not key.startswith("••••")
+
+
+def unbind_moved_keys(config: Config, updates: dict[str, Any]) -> dict[str, Any]:
+    """``updates`` where a changed ``base_url`` without a newly entered key clears the key.
+
+    A key is only ever sent to the endpoint it was entered for: otherwise
+    whoever can change the settings could point ``base_url`` at a server of
+    theirs and receive the stored key with the next request. The cleared key
+    is a ``None`` the merge turns into "" (in the config and in settings.json).
+    """
+    llm = updates.get("llm")
+    if not isinstance(llm, dict):
+        return updates
+    llm = dict(llm)
+    out = {**updates, "llm": llm}
+    url = llm.get("base_url")
+    if isinstance(url, str) and url != config.llm.base_url and not _new_key(llm):
+        llm["api_key"] = None
+        legacy = updates.get("deepseek_api_key")
+        if not (isinstance(legacy, str) and legacy and not legacy.startswith("••••")):
+            out["deepseek_api_key"] = None  # the legacy key is the primary's too
+    fallback = llm.get("fallback")
+    if isinstance(fallback, dict):
+        fb_url = fallback.get("base_url")
+        if isinstance(fb_url, str) and fb_url != config.llm.fallback.base_url \
+                and not _new_key(fallback):
+            llm["fallback"] = {**fallback, "api_key": None}
+    return out
 
 
 def _drop_masked(obj: dict[str, Any]) -> dict[str, Any]:
@@ -322,6 +366,8 @@ def _drop_masked(obj: dict[str, Any]) -> dict[str, Any]:
     for k, v in obj.items():
         if isinstance(v, dict):
             out[k] = _drop_masked(v)
+        elif k in SECRET_KEYS and v is None:
+            out[k] = ""  # cleared on purpose (unbind_moved_keys)
         elif k in SECRET_KEYS and (not v or (isinstance(v, str) and v.startswith("••••"))):
             continue
         else:

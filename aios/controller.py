@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 from requests.adapters import HTTPAdapter
 
+from aios import jsondepth
 from aios.dispatch import AppSlots, run_in_thread
 from aios.errors import (
     AppError,
@@ -265,7 +266,9 @@ class Controller:
             raise AppReplyInvalid(f"app {record.id!r} answered HTTP {resp.status_code}: "
                                   f"{raw[:200].decode('utf-8', 'replace')}")
         try:
-            payload = json.loads(raw)
+            payload = jsondepth.loads(raw, self.config.web.max_json_depth)
+        except jsondepth.TooDeep as e:
+            raise AppReplyInvalid(f"app {record.id!r} replied with invalid JSON: {e}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise AppReplyInvalid(f"app {record.id!r} replied with invalid JSON: {e}") from e
         try:
@@ -355,8 +358,9 @@ class Controller:
         return record
 
     def profiles(self) -> list[AppProfile]:
-        return [AppProfile(id=r.id, name=r.manifest.name, description=r.manifest.description,
-                           keywords=list(r.manifest.keywords), role_prompt=r.role_prompt)
+        return [AppProfile(id=r.id, name=r.shown_name, description=r.manifest.description,
+                           keywords=list(r.manifest.keywords), role_prompt=r.role_prompt,
+                           installed=r.installed)
                 for r in self.launcher.apps() if r.manifest is not None
                 and r.status in ("running", "starting", "restarting")]
 

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
     port = args.port if args.port is not None else config.desktop.port
     try:
-        server = ServerThread(port)
+        server = ServerThread(port, request_timeout=config.web.request_timeout)
     except OSError as e:
         print(f"aios: cannot listen on 127.0.0.1:{port}: {e.strerror}", file=sys.stderr)
         return 2

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from aios import procgroup
 from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound, AppUnavailable, ConfigError
-from aios.manifests import APP_ID_RE, AppRecord, fingerprint, load_app
+from aios.manifests import APP_ID_RE, AppRecord, assign_display_names, fingerprint, load_app
 from aios.ports import PortMap, write_json_atomic
 from aios.supervisor import (
     AppStatus,
@@ -83,6 +83,8 @@ class Launcher:
         self._lock = threading.RLock()
         self._reload_lock = threading.RLock()
         self._records: dict[str, AppRecord] = {}
+        self._installs = 0
+        """Apps found so far: each record's ``installed`` order."""
         self._sups: dict[str, AppSupervisor] = {}
         self._prints: dict[str, tuple[Any, ...]] = {}
         self._closing = threading.Event()
@@ -351,8 +353,11 @@ class Launcher:
         prints = fingerprint(path)  # before reading, so a change in between is seen
         rec = load_app(path, self.logs_dir)
         with self._lock:
+            self._installs += 1
+            rec.installed = self._installs
             self._records[rec.id] = rec
             self._prints[rec.id] = prints
+            assign_display_names(list(self._records.values()))
         if rec.status == AppStatus.INVALID:
             log.warning("app %s is invalid: %s", rec.id, rec.error)
             self._notify(rec)
@@ -382,6 +387,7 @@ class Launcher:
             rec.manifest, rec.role_prompt, rec.workdir = (fresh.manifest, fresh.role_prompt,
                                                           fresh.workdir)
             rec.restarts = 0
+            assign_display_names(list(self._records.values()))
         if fresh.status == AppStatus.INVALID:
             log.warning("app %s is invalid: %s", rec.id, fresh.error)
             with self._lock:

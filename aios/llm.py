@@ -173,6 +173,10 @@ def _message_dict(msg: Any) -> dict[str, Any]:
     return out
 
 
+NO_KEY = "no-key"
+"""Sent by a provider configured without a key (a local server): the openai client needs one."""
+
+
 class LLMClient:
     """Chat completions with function calling against the configured provider(s)."""
 
@@ -187,9 +191,12 @@ class LLMClient:
                                              llm.model, key, llm.timeout, llm.max_retries))
             fb = llm.fallback
             if fb.base_url and fb.model:
+                # The primary's key goes only to the primary's own endpoint (DESIGN §11).
+                fb_url = normalize_base_url(fb.base_url)
+                same = fb_url == normalize_base_url(llm.base_url)
                 self._providers.append(_Provider(
-                    "fallback", normalize_base_url(fb.base_url), fb.model,
-                    fb.api_key or key, fb.timeout, llm.max_retries))
+                    "fallback", fb_url, fb.model, fb.api_key or (key if same else NO_KEY),
+                    fb.timeout, llm.max_retries))
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
         self._last_error: str | None = None

@@ -49,12 +49,22 @@ class AppRecord:
     """time.monotonic() of the latest spawn."""
     ready_at: float | None = None
     """time.monotonic() when the latest instance first accepted a connection."""
+    installed: int = 0
+    """Order in which the launcher found the app: name clashes and routing ties go to the
+    app found first (at start, folders are found in name order)."""
+    display_name: str = ""
+    """The name the desktop shows: the manifest's, or ``Name (id)`` when an app found
+    earlier already has that name (an app cannot pose as another)."""
+
+    @property
+    def shown_name(self) -> str:
+        return self.display_name or (self.manifest.name if self.manifest else self.id)
 
     def public(self) -> dict[str, Any]:
         """What the desktop may see (never the token)."""
         m = self.manifest
         out: dict[str, Any] = {
-            "id": self.id, "name": m.name if m else self.id, "icon": m.icon if m else "",
+            "id": self.id, "name": self.shown_name, "icon": m.icon if m else "",
             "description": m.description if m else "", "status": str(self.status),
             "port": self.port, "endpoint": m.handle_endpoint if m else None,
             "keywords": list(m.keywords) if m else [],
@@ -63,6 +73,19 @@ class AppRecord:
         if self.error:
             out["error"] = self.error
         return out
+
+
+def assign_display_names(records: list[AppRecord]) -> None:
+    """Give each record its ``display_name``: the first found keeps a shared name."""
+    taken: set[str] = set()
+    for rec in sorted(records, key=lambda r: (r.installed, r.id)):
+        if rec.manifest is None:
+            rec.display_name = ""
+            continue
+        name = rec.manifest.name
+        key = name.strip().casefold()
+        rec.display_name = f"{name} ({rec.id})" if key in taken else name
+        taken.add(key)
 
 
 def _inside(child: Path, parent: Path) -> bool:

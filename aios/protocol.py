@@ -281,22 +281,34 @@ class HandleRequest(_Open):
 # ------------------------------------------------------------------- manifest
 
 
+# Caps on the manifest's text fields: what the desktop shows (taskbar, start menu,
+# window titles) must fit there, and a name or icon may not be a page of text.
+MANIFEST_NAME_MAX = 64
+MANIFEST_DESCRIPTION_MAX = 500
+MANIFEST_ICON_MAX = 200
+MANIFEST_AUTHOR_MAX = 100
+MANIFEST_VERSION_MAX = 40
+MANIFEST_KEYWORD_MAX = 40
+MANIFEST_KEYWORDS_MAX = 100
+
+
 class Manifest(_Open):
     """``apps/<id>/manifest.json`` (spec §3.4, §13.2; DESIGN §3)."""
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MANIFEST_NAME_MAX)
     entry: str = Field(min_length=1)
     role_prompt: str | None = None
-    icon: str = ""
+    icon: str = Field(default="", max_length=MANIFEST_ICON_MAX)
     """A Lucide icon name from renderer/vendor/lucide ("music"), an image file in the app
     folder ("icon.png") or a short text such as an emoji; empty: the app's initial."""
-    description: str = ""
-    author: str = ""
-    version: str = ""
+    description: str = Field(default="", max_length=MANIFEST_DESCRIPTION_MAX)
+    author: str = Field(default="", max_length=MANIFEST_AUTHOR_MAX)
+    version: str = Field(default="", max_length=MANIFEST_VERSION_MAX)
     workdir: str = "workspace"
     port: int | None = Field(default=None, ge=1024, le=65535)
     handle_endpoint: str = "/handle"
-    keywords: list[str] = Field(default_factory=list)
+    keywords: list[Annotated[str, Field(max_length=MANIFEST_KEYWORD_MAX)]] = Field(
+        default_factory=list, max_length=MANIFEST_KEYWORDS_MAX)
     shell_whitelist: list[str] | None = None
     http_domain_whitelist: list[str] | None = None
     permissions: list[Literal["desktop.control"]] = Field(default_factory=list)

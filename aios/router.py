@@ -62,6 +62,8 @@ class AppProfile:
     description: str = ""
     keywords: list[str] = field(default_factory=list)
     role_prompt: str = ""
+    installed: int = 0
+    """Install order: on a tie (same score, same name) the app installed first wins."""
 
     @classmethod
     def from_manifest(cls, app_id: str, manifest: Any, role_prompt: str | None = None
@@ -227,7 +229,10 @@ class OfflineRouter:
         """``prefer``: the app the session used last; it wins near-ties ("搜索 牛奶"
         right after using notes means notes, not music)."""
         self.prefer = prefer
-        self.apps = list(apps)
+        # Stable: equal install orders keep the caller's order. Every "first app that
+        # matches" below is then the one installed first (an app cannot take over a name).
+        self.apps = sorted(apps, key=lambda a: a.installed)
+        self._rank = {a.id: (a.installed, a.id) for a in self.apps}
         self._terms: dict[str, dict[str, float]] = {a.id: self._app_terms(a) for a in self.apps}
         df: dict[str, int] = {}
         for terms in self._terms.values():
@@ -322,7 +327,7 @@ class OfflineRouter:
                 score += NAME_BONUS
             if score > 0:
                 scores.append((app.id, round(score, 4)))
-        scores.sort(key=lambda p: (-p[1], p[0]))
+        scores.sort(key=lambda p: (-p[1], self._rank[p[0]]))
         return scores
 
     def best(self, clause: str) -> tuple[str, float] | None:

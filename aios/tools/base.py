@@ -50,6 +50,10 @@ class ToolContext:
     """Loopback ports no app may call: the system's own and every app's."""
     emit: Callable[[str, dict[str, Any]], None] | None = None
     """Send an event to the desktop (``notify``); None outside the system."""
+    app_name: str = ""
+    """The app's name as the desktop shows it (a notification says who sent it)."""
+    notify_allowed: Callable[[], bool] | None = None
+    """False once the app exceeded its notification rate (``apps.notify_burst``)."""
     processes: ProcessTable | None = None
     app_url: str | None = None
     """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""

@@ -44,6 +44,9 @@ PROGRESS_OPS = 1000
 """SQLite VM instructions between two looks at the clock."""
 DENIED_PRAGMAS = frozenset({"temp_store_directory", "data_store_directory"})
 """Pragmas that change where the whole process writes files."""
+DENIED_FUNCTIONS = frozenset({"fts3_tokenizer"})
+"""Functions that leak or take process memory: fts3_tokenizer('x') returns a pointer, and
+fts3_tokenizer('x', ptr) installs one (code execution in the system process)."""
 
 
 class DbQueryArgs(ToolArgs):
@@ -71,6 +74,8 @@ class _Guard:
             return self._deny(f"database policy: PRAGMA {arg1} is not allowed")
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
             return self._deny("database policy: loading SQLite extensions is not allowed")
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+            return self._deny(f"database policy: the SQL function {arg2}() is not allowed")
         return sqlite3.SQLITE_OK
 
     def _deny(self, reason: str) -> int:
@@ -150,9 +155,7 @@ def _run(ctx: ToolContext, args: DbQueryArgs, name: str, uri: bool, shown: str,
         truncated = False
         rows: list[list[Any]] = []
         if cur.description:
-            fetched = cur.fetchmany(MAX_ROWS + 1)
-            truncated = len(fetched) > MAX_ROWS
-            rows = [[_jsonable(v) for v in row] for row in fetched[:MAX_ROWS]]
+            rows, truncated = _fetch_capped(cur, ctx.policy.config.max_output_bytes)
             rowcount = len(rows)
         else:
             # sqlite3 says -1 for statements that change no rows (CREATE, PRAGMA…).
@@ -170,6 +173,22 @@ def _run(ctx: ToolContext, args: DbQueryArgs, name: str, uri: bool, shown: str,
     if lastrowid:
         meta["lastrowid"] = lastrowid
     return ToolOutput({"columns": columns, "rows": rows, "rowcount": rowcount}, meta)
+
+
+def _fetch_capped(cur: sqlite3.Cursor, limit: int) -> tuple[list[list[Any]], bool]:
+    """At most MAX_ROWS rows and about ``limit`` bytes of values (like command output);
+    True when more were left."""
+    rows: list[list[Any]] = []
+    size = 0
+    for row in cur:
+        if len(rows) == MAX_ROWS:
+            return rows, True
+        values = [_jsonable(v) for v in row]
+        size += sum(len(v) if isinstance(v, str) else len(str(v)) for v in values)
+        if size > limit:
+            return rows, True
+        rows.append(values)
+    return rows, False
 
 
 def _show(ctx: ToolContext, target: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any, cast, overload
 
 from flask import Response, current_app, jsonify, request
 
+from aios import jsondepth
 from aios.errors import BadRequest
 from aios.names import SESSION_ID_RULE, valid_session_id
 from aios.system import System
@@ -43,7 +44,9 @@ def json_body() -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        body = json.loads(raw)
+        body = jsondepth.loads(raw, system().config.web.max_json_depth)
+    except jsondepth.TooDeep as e:
+        raise BadRequest(f"request body: {e}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BadRequest(f"request body is not valid JSON: {e}") from e
     if not isinstance(body, dict):

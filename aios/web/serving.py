@@ -1,17 +1,65 @@
-"""``ServerThread``: Werkzeug's threaded server on 127.0.0.1 (flask-sock needs Werkzeug)."""
+"""``ServerThread``: Werkzeug's threaded server on 127.0.0.1 (flask-sock needs Werkzeug).
+
+Two things Werkzeug leaves to us (DESIGN §11):
+
+- a slow client would hold a thread for ever with a half-sent request: every
+  connection gets a socket timeout (``web.request_timeout``) for reading its
+  request, lifted only once a WebSocket is upgraded (an idle event stream is
+  normal);
+- its access log would write the launch token of ``/?token=…`` (and the
+  events socket's ``?token=``) to the log: :class:`RedactToken` replaces it.
+"""
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from aios.config import WebConfig
 
 HOST = "127.0.0.1"
 POLL_INTERVAL = 0.2
 """Seconds between two checks for shutdown while serving."""
+REDACTED = "***"
+_SECRET_PARAM = re.compile(r"([?&](?:token|sig)=)[^&\s\"']+")
+
+
+def redact(text: str) -> str:
+    """``text`` with the values of ``token=`` and ``sig=`` query parameters masked."""
+    return _SECRET_PARAM.sub(rf"\g<1>{REDACTED}", text)
+
+
+class RedactToken(logging.Filter):
+    """Masks secrets in query strings of the access log's lines (the ``werkzeug`` logger)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in args)
+        return True
+
+
+_redactor = RedactToken()
+
+
+def install_log_redaction() -> None:
+    """Once per process: every line of Werkzeug's access log goes through RedactToken."""
+    logger = logging.getLogger("werkzeug")
+    if _redactor not in logger.filters:
+        logger.addFilter(_redactor)
+
+
+def _handler_class(timeout: float) -> type[WSGIRequestHandler]:
+    # socketserver's StreamRequestHandler applies ``timeout`` to the connection in setup().
+    return type("TimedRequestHandler", (WSGIRequestHandler,), {"timeout": timeout})
 
 
 class ServerThread(threading.Thread):
@@ -21,10 +69,13 @@ class ServerThread(threading.Thread):
     built knowing its real port; the Flask app is attached afterwards.
     """
 
-    def __init__(self, port: int = 0):
+    def __init__(self, port: int = 0, request_timeout: float | None = None):
         super().__init__(name="aios-http", daemon=True)
+        install_log_redaction()
         self._app: Flask | None = None
-        self.server: BaseWSGIServer = make_server(HOST, port, self._dispatch, threaded=True)
+        timeout = WebConfig().request_timeout if request_timeout is None else request_timeout
+        self.server: BaseWSGIServer = make_server(HOST, port, self._dispatch, threaded=True,
+                                                  request_handler=_handler_class(timeout))
         self.port = self.server.server_port
 
     def _dispatch(self, environ: dict[str, Any],
@@ -32,6 +83,9 @@ class ServerThread(threading.Thread):
         if self._app is None:
             start_response("503 Service Unavailable", [("Content-Type", "application/json")])
             return [b'{"error": "the system is starting"}']
+        sock = environ.get("werkzeug.socket")
+        if sock is not None and environ.get("HTTP_UPGRADE", "").lower() == "websocket":
+            sock.settimeout(None)  # the request is read; an event stream may idle
         result: Iterable[bytes] = self._app(environ, start_response)
         return result
 

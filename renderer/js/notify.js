@@ -66,21 +66,26 @@ export function toast(text, opts = {}) {
   return node;
 }
 
-/** A notify event from the server: {app, title, body, level, id, ts}. */
+/**
+ * A notify event from the server: {app, app_name, title, body, level, id, ts}.
+ * The toast is titled with the sending app's name (the server's app_name, which is
+ * unique), never the app's own title: an app cannot pose as the system or another app.
+ */
 export function notify(ev, appName) {
   const entry = {
     id: toText(ev.id),
-    title: toText(ev.title) || appName || '',
+    title: toText(ev.title),
     body: toText(ev.body),
     level: level(ev.level),
-    app: appName || toText(ev.app),
+    app: toText(ev.app_name) || appName || toText(ev.app),
     ts: typeof ev.ts === 'number' ? new Date(ev.ts * (ev.ts < 1e12 ? 1000 : 1)) : new Date(),
   };
   items.unshift(entry);
   items.length = Math.min(items.length, DEFAULTS.maxNotifications);
   if (!isPanelOpen()) unread += 1;
   renderList();
-  toast(entry.body, { title: entry.title, level: entry.level });
+  const text = entry.body ? `${entry.title}: ${entry.body}` : entry.title;
+  toast(text, { title: entry.app, level: entry.level });
 }
 
 function renderCount() {

@@ -257,8 +257,9 @@ def test_hostile_notifications_and_ui_texts_stay_text(desk: Desk) -> None:
     desk.running.system.bus.emit("notify", {"app": "gallery", "title": H.SCRIPT,
                                             "body": H.IMG_ONERROR, "level": H.ATTR_BREAK})
     toast = desk.page.locator("#toasts .toast").last
-    expect(toast.locator(".toast-title")).to_have_text(H.SCRIPT)
-    expect(toast.locator(".toast-body")).to_have_text(H.IMG_ONERROR)
+    # titled with the sender's name (an app cannot pose as the system); its title follows
+    expect(toast.locator(".toast-title")).to_have_text("组件展示")
+    expect(toast.locator(".toast-body")).to_have_text(f"{H.SCRIPT}: {H.IMG_ONERROR}")
     expect(toast).to_have_class(re.compile(r"\btoast-info\b"))  # unknown level → info
 
     record = desk.running.system.launcher.get("e2e_control")
@@ -280,7 +281,8 @@ def test_app_files_are_served_sandboxed(desk: Desk) -> None:
     assert record is not None and record.workdir is not None
     (record.workdir / "evil.html").write_text(
         "<html><body><h1>evil</h1><script>window.__pwned=1</script></body></html>")
-    url = desk.running.url + "/apps/gallery/files/evil.html"
+    grant = desk.api("GET", "/api/file-grants")["grants"]["gallery"]  # no cookie: signed
+    url = desk.running.url + f"/apps/gallery/files/evil.html?exp={grant['exp']}&sig={grant['sig']}"
     resp = desk.page.request.get(url)
     assert resp.status == 200
     assert "sandbox" in resp.headers["content-security-policy"]

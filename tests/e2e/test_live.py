@@ -15,8 +15,8 @@ import requests
 from playwright.sync_api import Request, expect
 
 from aios.config import validate_config
-from aios.web import ServerThread, create_app
 from aios.system import System
+from aios.web import ServerThread, create_app
 from tests.e2e.conftest import Desk, make_apps_dir, wait_until
 from tests.integration.conftest import Running, start_system
 
@@ -54,7 +54,10 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
     expect(toasts.filter(has_text="A notification, level info.")).to_have_count(1)
     success = toasts.filter(has_text="A notification, level success.")
     expect(success).to_have_class(re.compile(r"\btoast-success\b"))
-    expect(success.locator(".toast-title")).to_have_text("Gallery")
+    # the sending app's name titles the toast, never a title the app chose
+    expect(success.locator(".toast-title")).to_have_text("组件展示")
+    expect(success.locator(".toast-body")).to_have_text(
+        re.compile(r"^Gallery: A notification, level success\.$"))
     expect(page.locator("#notifications_count")).to_have_text("2")
     desk.shot("toasts")
 

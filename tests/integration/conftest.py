@@ -83,7 +83,7 @@ def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0,
     for k, v in overrides.items():
         raw[k] = {**raw[k], **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v
     config = validate_config(raw)
-    server = ServerThread(port)
+    server = ServerThread(port, request_timeout=config.web.request_timeout)
     system = System(config, port=server.port, token=TOKEN)
     server.attach(create_app(system))
     server.start()

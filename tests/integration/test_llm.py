@@ -143,9 +143,10 @@ def test_timeout_falls_back_to_the_second_provider(fake: FakeOpenAI, backup: Fak
                                                    caplog: pytest.LogCaptureFixture) -> None:
     fake.script([delay(10, "too late")])
     backup.script([text("备用线路的回答")])
-    # The fallback has no key of its own: it borrows the primary's.
+    # The fallback has a key of its own: the primary's goes only to the primary's endpoint.
     config = make_config(fake.url, retries=0, timeout=0.5,
-                         fallback={"base_url": backup.url, "model": "backup-model"})
+                         fallback={"base_url": backup.url, "model": "backup-model",
+                                   "api_key": KEY})
     llm = client_for(config)
     with caplog.at_level(logging.WARNING, logger="aios.llm"):
         result = llm.chat(HELLO, purpose="plan")
@@ -161,10 +162,21 @@ def test_timeout_falls_back_to_the_second_provider(fake: FakeOpenAI, backup: Fak
     assert llm.status()["provider"] == "fallback"
 
 
+def test_a_fallback_on_another_endpoint_never_gets_the_primarys_key(
+        fake: FakeOpenAI, client_for: Any) -> None:
+    with FakeOpenAI() as elsewhere:
+        fake.default = http_error(500)
+        config = make_config(fake.url, retries=0,
+                             fallback={"base_url": elsewhere.url, "model": "m2"})
+        client_for(config).chat(HELLO)
+        assert elsewhere.headers and all(KEY not in h.get("authorization", "")
+                                         for h in elsewhere.headers)
+
+
 def test_every_provider_failing_names_each_cause(fake: FakeOpenAI, backup: FakeOpenAI,
                                                  client_for: Any, store: Store) -> None:
     fake.default = http_error(500)
-    backup.api_key = "sk-other"  # the borrowed primary key is refused there
+    backup.api_key = "sk-other"  # the fallback, configured without a key, is refused there
     config = make_config(fake.url, retries=1,
                          fallback={"base_url": backup.url, "model": "backup-model"})
     llm = client_for(config)
@@ -212,7 +224,8 @@ def test_a_non_json_body_everywhere_falls_back_then_is_an_llm_error(
     fake.default = not_json()
     backup.script([not_json(), text("备用线路")])
     config = make_config(fake.url, retries=1,
-                         fallback={"base_url": backup.url, "model": "backup-model"})
+                         fallback={"base_url": backup.url, "model": "backup-model",
+                                   "api_key": KEY})
     assert client_for(config).chat(HELLO).provider == "fallback"
     backup.default = not_json()
     with pytest.raises(LLMError, match="primary LLM .*JSONDecodeError.*fallback LLM"):
