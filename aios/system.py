@@ -15,7 +15,7 @@ from typing import Any
 import requests
 
 from aios import os_sandbox
-from aios.config import Config, apply_updates, save_settings
+from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
 from aios.errors import BadRequest, PermissionDenied, ProtocolError
 from aios.events import EventBus
@@ -29,6 +29,7 @@ from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools import audit_args
 from aios.tools.base import ToolContext
+from aios.tools.notify import NotifyLimiter
 from aios.voice import Recognizer
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class System:
         self.bus = EventBus()
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
+        self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.launcher = Launcher(
             self.apps_dir, self.data_dir, config, system_url=self.url,
             port_map_path=port_map_path or self.data_dir / "port_map.json",
@@ -108,7 +110,7 @@ class System:
         policy, timeouts): a stricter setting is in force at once.
         """
         new = apply_updates(self.config, updates)
-        save_settings(self.data_dir, updates)
+        save_settings(self.data_dir, unbind_moved_keys(self.config, updates))
         old, old_llm = self.config, self.llm
         with self._lock:
             self.config = new
@@ -196,7 +198,8 @@ class System:
             timeouts={t: config.timeout_for(t) for t in ATOMIC_TOOLS},
             permissions=frozenset(record.manifest.permissions),
             forbidden_ports=self.forbidden_ports, emit=self._emit, processes=self.processes,
-            app_url=self.launcher.url(record.id), app_token=record.token)
+            app_url=self.launcher.url(record.id), app_token=record.token,
+            app_name=record.shown_name, notify_allowed=self.notify_limiter.gate(record.id))
 
     def forbidden_ports(self) -> set[int]:
         return {self.port, *self.launcher.ports()}
