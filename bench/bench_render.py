@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from aios.config import validate_config  # noqa: E402
-from aios.web import ServerThread, create_app  # noqa: E402
 from aios.system import System  # noqa: E402
+from aios.web import ServerThread, create_app  # noqa: E402
 
 TARGET_MS = 100.0
 CHROMIUM = "/usr/bin/chromium"

@@ -338,8 +338,8 @@ class Inproc:
 def build_system(apps_dir: Path, data_dir: Path) -> Inproc:
     """A System behind its real HTTP server, as tests/integration/conftest.py builds one."""
     from aios.config import validate_config
-    from aios.web import ServerThread, create_app
     from aios.system import System
+    from aios.web import ServerThread, create_app
 
     config = validate_config({"apps_dir": str(apps_dir), "data_dir": str(data_dir),
                               "llm": {"api_key": ""}})
