@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import requests
 from requests.adapters import HTTPAdapter
 
-from aios import jsondepth
+from aios import app_secret, jsondepth
 from aios.dispatch import AppSlots, run_in_thread
 from aios.errors import (
     AppError,
@@ -281,6 +281,7 @@ class Controller:
         """POST ``body`` and read the reply (None when larger than ``limit`` bytes)."""
         try:
             resp = self._session().post(url, json=body, timeout=self.config.handle_timeout,
+                                        headers=app_secret.headers(record.launch_secret),
                                         stream=True)
         except requests.Timeout as e:
             raise AppTimeout(f"app {record.id!r} did not answer within "

@@ -28,7 +28,7 @@ from typing import Any
 
 import requests
 
-from aios import tools as toolbox
+from aios import app_secret, tools as toolbox
 from aios.protocol import ATOMIC_TOOLS, Step, ToolResult, parse_steps
 from aios.tools import ToolContext
 
@@ -127,7 +127,8 @@ class Executor:
                      f"{', '.join(ATOMIC_TOOLS)})")
         else:
             timeout = ctx.timeout(name, step.timeout)
-            headers = {APP_TOKEN_HEADER: ctx.app_token or ""}
+            headers = {APP_TOKEN_HEADER: ctx.app_token or "",
+                       **app_secret.headers(ctx.app_secret or "")}
             if ctx.session_id:
                 headers[SESSION_HEADER] = ctx.session_id
             url = f"{ctx.app_url.rstrip('/')}/tools/{name}"

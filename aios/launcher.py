@@ -29,10 +29,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from aios import procgroup
+from aios import app_secret, procgroup
 from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound, AppUnavailable, ConfigError
-from aios.manifests import APP_ID_RE, AppRecord, assign_display_names, fingerprint, load_app
+from aios.manifests import (
+    APP_ID_RE,
+    CONFINED,
+    UNCONFINED_NOTICE,
+    AppRecord,
+    assign_display_names,
+    fingerprint,
+    load_app,
+)
 from aios.ports import PortMap, write_json_atomic
 from aios.supervisor import (
     AppStatus,
@@ -116,6 +124,8 @@ class Launcher:
             if self._started:
                 raise RuntimeError("the launcher was already started; create a new one")
             self._started = True
+            if not CONFINED:
+                log.warning(UNCONFINED_NOTICE)
             self.logs_dir.mkdir(parents=True, exist_ok=True)
             try:
                 folders = self._list_folders()
@@ -345,7 +355,7 @@ class Launcher:
                 return
             rec.status, rec.error = status, error
             if status not in (AppStatus.STARTING, AppStatus.RUNNING):
-                rec.token, rec.pid = "", None
+                rec.token, rec.pid, rec.launch_secret = "", None, ""
         self._notify(rec)
 
     def _add(self, path: Path) -> AppRecord:
@@ -409,6 +419,7 @@ class Launcher:
                 start_timeout=self.config.app_start_timeout, grace=self.stop_grace,
                 log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
                 liveness=Liveness.from_config(self.config.apps),
+                probe_headers=lambda: app_secret.headers(rec.launch_secret),
                 on_status=lambda status, error: self._supervisor_status(rec, sup, status, error))
             self._sups[rec.id] = sup
         self._set(rec, AppStatus.STARTING)
@@ -424,10 +435,13 @@ class Launcher:
     def _spawn(self, rec: AppRecord) -> subprocess.Popen[bytes]:
         assert rec.manifest is not None and rec.workdir is not None and rec.port is not None
         token = secrets.token_urlsafe(32)
+        secret = app_secret.new_secret()
         env = app_env(os.environ, app_id=rec.id, port=rec.port, system_url=self.system_url,
-                      token=token, workdir=rec.workdir, project_root=PROJECT_ROOT)
+                      token=token, workdir=rec.workdir, project_root=PROJECT_ROOT,
+                      launch_secret=secret)
         with self._lock:
             rec.token, rec.spawned_at = token, time.monotonic()
+            rec.launch_secret = secret
         proc = spawn_process([sys.executable, rec.manifest.entry], cwd=rec.path, env=env,
                              log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
                              header=f"launch {rec.id} on port {rec.port}",
@@ -465,7 +479,7 @@ class Launcher:
         with self._lock:
             if self._sups.get(app_id) is sup:
                 del self._sups[app_id]
-            rec.token, rec.pid = "", None
+            rec.token, rec.pid, rec.launch_secret = "", None, ""
         if final:
             self._set(rec, AppStatus.STOPPED)
         self._stopped(app_id)

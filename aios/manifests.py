@@ -29,6 +29,13 @@ TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EA
 """Errors that say the machine is busy, not that a file is bad: never make an app invalid."""
 
 
+CONFINED = False
+"""Whether app processes run confined (DESIGN §11); not on any system yet."""
+UNCONFINED_NOTICE = ("app processes are not confined (no sandbox for app processes on this "
+                     "system yet); each app is reachable only with its launch secret")
+"""Said once in the log at start, and in the README's Security section."""
+
+
 @dataclass
 class AppRecord:
     """One app folder, valid or not, and its current process."""
@@ -41,6 +48,8 @@ class AppRecord:
     workdir: Path | None = None
     port: int | None = None
     token: str = field(default="", repr=False)
+    launch_secret: str = field(default="", repr=False)
+    """The current launch's secret, which the system shows on every call to the app."""
     error: str | None = None
     pid: int | None = None
     log_path: Path | None = None
@@ -69,6 +78,7 @@ class AppRecord:
             "port": self.port, "endpoint": m.handle_endpoint if m else None,
             "keywords": list(m.keywords) if m else [],
             "permissions": list(m.permissions) if m else [],
+            "confined": CONFINED,
         }
         if self.error:
             out["error"] = self.error

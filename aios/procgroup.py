@@ -4,7 +4,9 @@ Every process the system starts (an app, a command stage, a background
 process) leads a new session, so its process group holds what it spawns.
 This module is the one place that knows how such a group is stopped:
 
-* :func:`popen` starts a program as the leader of a new session;
+* :func:`popen` starts a program as the leader of a new session that dies
+  with the system (:mod:`aios.orphan_guard`: death signal, spawner thread,
+  guard process);
 * :func:`stop` escalates SIGTERM → grace → SIGKILL over the whole group and
   the descendants that left it (setsid), reaps, and says which path ran
   (a :class:`Stopped`, like jupyter_client's restarter reports its kills);
@@ -26,6 +28,8 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 import psutil
+
+from aios import orphan_guard
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +61,16 @@ def popen(argv: list[str], cls: type[P], **kwargs: Any) -> P:
     """Start ``argv`` with ``cls`` (a :class:`subprocess.Popen`) as the leader of a new session.
 
     Its own session is its own process group, so :func:`stop` reaches what it spawns.
+    It gets ``PR_SET_PDEATHSIG(SIGKILL)`` before any of its code runs (a
+    ``preexec_fn`` in ``kwargs`` runs after that), it is forked on the
+    long-lived spawner thread, and its group is registered with the orphan
+    guard until :func:`stop` or :func:`kill_group` clears it: it dies with
+    the system, even a SIGKILLed one.
     """
-    return cls(argv, start_new_session=True, **kwargs)
+    kwargs["preexec_fn"] = orphan_guard.die_with_parent(kwargs.get("preexec_fn"))
+    proc = orphan_guard.spawn(lambda: cls(argv, start_new_session=True, **kwargs))
+    orphan_guard.guard.add(proc.pid)
+    return proc
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -119,10 +131,16 @@ def _reap(procs: list[psutil.Process], timeout: float = KILL_WAIT) -> None:
         time.sleep(REAP_POLL)
 
 
+def forget(pgid: int) -> None:
+    """A group the caller has killed and reaped itself: the orphan guard lets it go."""
+    orphan_guard.guard.discard(pgid)
+
+
 def kill_group(pgid: int) -> None:
     """SIGKILL whatever is left in a process group (after its leader died) and wait for it."""
     signal_group(pgid, signal.SIGKILL)
     _reap(_group_members(pgid))
+    orphan_guard.guard.discard(pgid)
 
 
 def force_kill(proc: subprocess.Popen[bytes], timeout: float = KILL_WAIT) -> None:
@@ -137,6 +155,7 @@ def force_kill(proc: subprocess.Popen[bytes], timeout: float = KILL_WAIT) -> Non
         proc.wait(timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:  # pragma: no cover - SIGKILL is final
         log.error("process %d did not die after SIGKILL: %s", proc.pid, e)
+    orphan_guard.guard.discard(proc.pid)
 
 
 def _descendants(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
@@ -195,12 +214,14 @@ def stop(proc: subprocess.Popen[bytes], grace: float, *, kill_wait: float = KILL
     :func:`force_kill`: a process the system started is never given up on.
     """
     try:
-        return _stop(proc, grace, kill_wait)
+        path = _stop(proc, grace, kill_wait)
+        orphan_guard.guard.discard(proc.pid)
+        return path
     except (OSError, psutil.Error) as e:
         log.error("process %d: orderly stop failed (%s); killing its process group", proc.pid, e)
         force_kill(proc, kill_wait)
         return Stopped.FORCE_KILLED
 
 
-__all__ = ["KILL_WAIT", "Stopped", "force_kill", "has_exited", "kill_group", "popen",
-           "signal_group", "stop"]
+__all__ = ["KILL_WAIT", "Stopped", "force_kill", "forget", "has_exited", "kill_group",
+           "popen", "signal_group", "stop"]

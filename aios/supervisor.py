@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from aios import procgroup
+from aios import app_secret, procgroup
 from aios.applog import LogPump, log_line, log_tail, rotate_log
 from aios.procgroup import KILL_WAIT
 
@@ -137,8 +137,9 @@ def scrub_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def app_env(environ: Mapping[str, str], *, app_id: str, port: int, system_url: str,
-            token: str, workdir: Path, project_root: Path) -> dict[str, str]:
-    """The environment of one app launch (DESIGN §4)."""
+            token: str, workdir: Path, project_root: Path,
+            launch_secret: str = "") -> dict[str, str]:
+    """The environment of one app launch (DESIGN §4), with its launch secret (§11)."""
     env = scrub_env(environ)
     path = [str(project_root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env.update({
@@ -147,6 +148,7 @@ def app_env(environ: Mapping[str, str], *, app_id: str, port: int, system_url: s
         "AIOS_SYSTEM_URL": system_url,
         "AIOS_APP_TOKEN": token,
         "AIOS_WORKDIR": str(workdir),
+        **({app_secret.LAUNCH_SECRET_ENV: launch_secret} if launch_secret else {}),
         "PYTHONUNBUFFERED": "1",
         "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),
     })
@@ -197,7 +199,8 @@ _LOCAL_SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 """Errors that say the system itself is short of resources, not that the app is dead."""
 
 
-def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH) -> bool | None:
+def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH,
+                 headers: Mapping[str, str] | None = None) -> bool | None:
     """Whether an HTTP server on ``port`` answers ``GET path`` (any status) within ``timeout``.
 
     None when the probe could not be made (the system is out of file
@@ -205,7 +208,7 @@ def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH) -> bool |
     """
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=dict(headers or {}))
         conn.getresponse().read()
         return True
     except OSError as e:
@@ -273,8 +276,11 @@ class AppSupervisor:
 
     def __init__(self, app_id: str, port: int, *, spawn: Callable[[], subprocess.Popen[bytes]],
                  policy: RestartPolicy, start_timeout: float, grace: float, log_path: Path,
-                 on_status: StatusCallback, liveness: Liveness):
+                 on_status: StatusCallback, liveness: Liveness,
+                 probe_headers: Callable[[], Mapping[str, str]] | None = None):
         self.app_id = app_id
+        self._probe_headers = probe_headers
+        """Headers of the liveness probe (the current launch's secret)."""
         self.port = port
         self._spawn = spawn
         self._policy = policy
@@ -430,7 +436,8 @@ class AppSupervisor:
             rss = tree_rss(proc.pid)
             if rss > live.max_memory_mb * MB:
                 return f"used more than {live.max_memory_mb} MB of memory ({rss // MB} MB)"
-            alive = answers_http(self.port, live.timeout)
+            alive = answers_http(self.port, live.timeout, headers=(
+                self._probe_headers() if self._probe_headers is not None else None))
             if alive:
                 misses, answered = 0, time.monotonic()
             elif alive is False:

@@ -5,6 +5,15 @@ app's code does, the reply is JSON: an exception in ``handle`` becomes an
 ``error`` view (HTTP 200, traceback in the app's log) and the app keeps
 serving; values JSON cannot encode (a stray datetime) are sent as text. The
 system validates replies; the app side validates nothing else.
+
+Only the system may drive an app (DESIGN §11): a request whose ``Host`` is
+not ``127.0.0.1``, ``localhost`` or ``[::1]`` on the app's own port is
+refused with 403 (a page that rebinds a DNS name to 127.0.0.1 sends its own
+name), and when the app was launched with ``AIOS_LAUNCH_SECRET``,
+``/handle`` and ``/tools*`` answer 401 unless ``X-AIOS-Launch-Secret``
+carries it. ``/health`` stays open to local callers (the launcher's
+liveness probe counts any HTTP answer) and tells only that the app is up
+and its display name, which the desktop shows anyway.
 """
 
 from __future__ import annotations
@@ -14,11 +23,13 @@ import inspect
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
+from aios import app_secret
 from aios.errors import ToolError
 from aios.names import error_response
 from aios_sdk._session import bind_session, unbind_session
@@ -61,11 +72,58 @@ def _tool_error(message: str, status: int = 200, **extra: Any) -> Response:
     return _json({"status": "error", "error": message, **extra}, status)
 
 
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+"""The only host names a request to an app may carry in ``Host``."""
+DEFAULT_HTTP_PORT = 80
+OPEN_PATHS = frozenset({"/health"})
+"""Routes that need no launch secret."""
+
+
+def _refuse(message: str, status: int) -> Response:
+    # read the body first: answering before it is read can reset the
+    # connection under the client, which then sees no answer at all
+    request.get_data()
+    # an error view (what /handle answers) that also says ``error`` (what /tools/* answer)
+    return _json({**error_response(message, title="refused"), "error": message}, status)
+
+
+def _host_refused() -> Response | None:
+    """403 unless ``Host`` names a loopback address on the port this server listens on."""
+    try:
+        parts = urlsplit(f"//{request.host}")
+        name, port = parts.hostname, parts.port or DEFAULT_HTTP_PORT
+    except ValueError:
+        name, port = None, None
+    if name in LOOPBACK_NAMES and str(port) == request.environ.get("SERVER_PORT"):
+        return None
+    return _refuse(f"refused: Host {request.host[:100]!r} is not this app's loopback "
+                   "address; only the system may call an app", 403)
+
+
+def _secret_refused(expected: str) -> Response | None:
+    """401 unless the request carries this launch's secret (DESIGN §11 item 6)."""
+    if request.path in OPEN_PATHS or app_secret.matches(
+            request.headers.get(app_secret.LAUNCH_SECRET_HEADER), expected):
+        return None
+    return _refuse(f"missing or wrong {app_secret.LAUNCH_SECRET_HEADER}: only the system "
+                   "that launched this app may call it", 401)
+
+
+def _only_the_system(secret: str) -> Callable[[], Response | None]:
+    """The check run before every route: the Host, then (when launched with one) the secret."""
+
+    def check() -> Response | None:
+        return _host_refused() or (_secret_refused(secret) if secret else None)
+
+    return check
+
+
 def create_app(agent: _Served) -> Flask:
     """A Flask app serving ``agent``; see the module docstring for the routes."""
     app = Flask(f"aios_app.{type(agent).__name__}")
     name = agent.display_name
     tools = agent.custom_tools()
+    app.before_request(_only_the_system(os.environ.get(app_secret.LAUNCH_SECRET_ENV, "")))
 
     @app.post("/handle")
     def handle() -> Response:

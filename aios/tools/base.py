@@ -58,6 +58,8 @@ class ToolContext:
     app_url: str | None = None
     """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""
     app_token: str | None = None
+    app_secret: str | None = field(default=None, repr=False)
+    """The app's launch secret, shown on calls to its custom tools (``aios.app_secret``)."""
     """The app's launch secret, sent as ``X-AIOS-App-Token`` when calling its custom tools."""
 
     def timeout(self, tool: str, requested: float | None = None) -> float:

@@ -252,6 +252,7 @@ def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
         for p in procs:
             procgroup.signal_group(p.pid, signal.SIGKILL)
             p.wait()
+            procgroup.forget(p.pid)
         for fd in (out_r, err_r, *ours):
             os.close(fd)
         if cgroup is not None:
@@ -298,6 +299,7 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
             cgroup.kill_all()
         for p in procs:
             p.wait()
+            procgroup.forget(p.pid)
         _drain(sel, streams)
         sel.close()
         os.close(out_r)

@@ -203,8 +203,10 @@ def test_every_folder_is_listed_and_invalid_ones_say_exactly_why(
     pub = {p["id"]: p for p in (r.public() for r in launcher.apps())}
     assert pub["no_role"]["status"] == "invalid" and pub["no_role"]["error"] == errors["no_role"]
     assert "error" not in pub["good"] and good.token and good.token not in json.dumps(pub)
+    assert good.launch_secret and good.launch_secret not in json.dumps(pub)
     assert set(pub["good"]) == {"id", "name", "icon", "description", "status", "port",
-                                "endpoint", "keywords", "permissions"}
+                                "endpoint", "keywords", "permissions", "confined"}
+    assert pub["good"]["confined"] is False
     assert launcher.route_table() == {"good": {"name": "Good", "port": good.port,
                                                "endpoint": "/handle"}}
 
