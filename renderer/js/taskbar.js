@@ -196,7 +196,9 @@ function renderStartMenu() {
       el('span', { class: 'start-app-text' },
         el('span', { class: 'start-app-name' },
           el('span', { class: 'ui-label', text: toText(app.name) }),
-          el('span', { class: `status-badge status-${toText(app.status)}`, text: statusText(app.status) })),
+          el('span', { class: `status-badge status-${toText(app.status)}`, text: statusText(app.status) }),
+          app.confined === false ? el('span', { class: 'unconfined-mark', text: t('app.unconfined'),
+            attrs: { title: t('app.unconfined_tip') } }) : null),
         app.description ? el('span', { class: 'start-app-desc', text: toText(app.description) }) : null,
         bad && app.error ? el('span', { class: 'start-app-error', text: toText(app.error) }) : null))));
   }
