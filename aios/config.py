@@ -18,7 +18,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aios.errors import ConfigError
-from aios.protocol import ATOMIC_TOOLS
+from aios.protocol import ATOMIC_TOOLS, PERMISSIONS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "config.json"
@@ -31,6 +31,11 @@ DEFAULT_TOOL_TIMEOUTS: dict[str, float] = {
 """Seconds per tool; config.json ``tool_timeout`` overrides single entries."""
 
 SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
+
+DEFAULT_GRANTS: dict[str, list[str]] = {
+    "system_agent": ["desktop.control"], "monitor": ["system.processes"]}
+"""Bundled apps' grants, applied the first time an app is seen (the user can revoke them);
+nothing gets ``network`` by default."""
 
 
 class _Section(BaseModel):
@@ -120,6 +125,20 @@ class AppsConfig(_Section):
     notify_burst: int = Field(default=10, ge=1)
     """Notifications one app may show within ``notify_window`` seconds; more are refused."""
     notify_window: float = Field(default=10, gt=0)
+    default_grants: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_GRANTS.items()})
+    """App id -> permissions granted the first time the app is seen, if its manifest
+    requests them; a later revocation by the user persists (DESIGN §11.7)."""
+
+    @field_validator("default_grants")
+    @classmethod
+    def _grants(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for app_id, names in v.items():
+            unknown = [n for n in names if n not in PERMISSIONS]
+            if unknown:
+                raise ValueError(f"unknown permission {unknown[0]!r} for {app_id!r} "
+                                 f"(permissions: {', '.join(PERMISSIONS)})")
+        return v
 
 
 class WebConfig(_Section):

@@ -13,7 +13,7 @@ import functools
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -292,6 +292,12 @@ MANIFEST_KEYWORD_MAX = 40
 MANIFEST_KEYWORDS_MAX = 100
 
 
+Permission = Literal["desktop.control", "network", "system.processes"]
+"""What a manifest may request (DESIGN §11.7): UI operations, direct outside network,
+the host's process list (served read-only by the system)."""
+PERMISSIONS: tuple[str, ...] = get_args(Permission)
+
+
 class Manifest(_Open):
     """``apps/<id>/manifest.json`` (spec §3.4, §13.2; DESIGN §3)."""
 
@@ -311,7 +317,8 @@ class Manifest(_Open):
         default_factory=list, max_length=MANIFEST_KEYWORDS_MAX)
     shell_whitelist: list[str] | None = None
     http_domain_whitelist: list[str] | None = None
-    permissions: list[Literal["desktop.control"]] = Field(default_factory=list)
+    permissions: list[Permission] = Field(default_factory=list)
+    """Requests (DESIGN §11.7): each takes effect once the user granted it."""
 
     @field_validator("entry", "workdir")
     @classmethod

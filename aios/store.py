@@ -1,7 +1,8 @@
 """The one SQLite database (WAL) of the system: the only module that touches SQLite.
 
 Tables: ``tool_calls_log`` (audit), ``cache`` (per-app namespaces, TTL),
-``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``, ``meta``.
+``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``, ``meta``,
+``grants`` (the user's decision on each permission an app requested).
 
 Connections come from a fixed pool of ``pool_size``: every operation borrows
 one and gives it back, so the number of open file descriptors never follows
@@ -136,6 +137,14 @@ CREATE INDEX IF NOT EXISTS history_ts ON history (ts);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS grants (
+    app TEXT NOT NULL,
+    permission TEXT NOT NULL,
+    granted INTEGER NOT NULL,
+    ts REAL NOT NULL,
+    PRIMARY KEY (app, permission)
 );
 """
 
@@ -679,3 +688,20 @@ class Store:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                        (key, str(value)))
+
+    # ------------------------------------------------------------- grants
+
+    def grants(self, app: str) -> dict[str, bool]:
+        """Permission -> granted, for every decision recorded for ``app``."""
+        rows = self._query("SELECT permission, granted FROM grants WHERE app=?", (app,))
+        return {str(r[0]): bool(r[1]) for r in rows}
+
+    def set_grants(self, app: str, decisions: dict[str, bool], *,
+                   keep_existing: bool = False) -> None:
+        """Record decisions; ``keep_existing`` only fills in permissions not decided yet."""
+        verb = "INSERT OR IGNORE" if keep_existing else "INSERT OR REPLACE"
+        now = time.time()
+        with self._tx() as db:
+            db.executemany(f"{verb} INTO grants (app, permission, granted, ts) "
+                           "VALUES (?, ?, ?, ?)",
+                           [(app, p, int(g), now) for p, g in decisions.items()])

@@ -17,11 +17,13 @@ import requests
 from aios import app_secret, os_sandbox
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
-from aios.errors import BadRequest, PermissionDenied, ProtocolError
+from aios.errors import AppNotFound, BadRequest, ProtocolError
 from aios.events import EventBus
+from aios.hostprocs import host_processes
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, Launcher
 from aios.llm import LLMClient
+from aios.permissions import DESKTOP_CONTROL, RESTART_NEEDED, SYSTEM_PROCESSES, Grants
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, parse_ui_op
 from aios.pruner import Pruner
@@ -58,6 +60,7 @@ class System:
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
+        self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
         self.launcher = Launcher(
             self.apps_dir, self.data_dir, config, system_url=self.url,
             port_map_path=port_map_path or self.data_dir / "port_map.json",
@@ -146,9 +149,50 @@ class System:
         return len(clean)
 
     def require_ui_permission(self, record: AppRecord) -> None:
-        """PermissionDenied unless the app's manifest asks for ``desktop.control``."""
-        if record.manifest is None or "desktop.control" not in record.manifest.permissions:
-            raise PermissionDenied(f"app {record.id!r} lacks the 'desktop.control' permission")
+        """PermissionDenied unless the user granted the app ``desktop.control``."""
+        self.require_permission(record, DESKTOP_CONTROL)
+
+    # ---------------------------------------------------------- permissions
+
+    def require_permission(self, record: AppRecord, permission: str) -> None:
+        """PermissionDenied naming ``permission`` unless it is granted (DESIGN §11.7);
+        the first refusal of a launch also notifies the user once."""
+        self.grants.require(record.id, _requested(record), permission, record.token,
+                            lambda event: self.bus.emit("notify", event))
+
+    def app_permissions(self, record: AppRecord) -> dict[str, list[str]]:
+        """``{requested, granted}`` of one app."""
+        return self.grants.view(record.id, _requested(record))
+
+    def change_permissions(self, app_id: str, body: dict[str, Any]) -> dict[str, list[str]]:
+        """Grant/revoke from the settings window: audited, in force at the next call.
+
+        AppNotFound for an unknown app, BadRequest naming a bad permission.
+        """
+        record = self.launcher.get(app_id)
+        if record is None:
+            raise AppNotFound(f"no app {app_id!r}")
+        changed = self.grants.change(app_id, _requested(record), body)
+        if changed:
+            with self._lock:
+                self._generation += 1  # tool contexts carry the granted set
+                self._contexts.clear()
+            self.store.audit(app=app_id, tool="permissions", args=audit_args(
+                {"grant": [p for p, g in changed.items() if g],
+                 "revoke": [p for p, g in changed.items() if not g], "decision": "user"}),
+                status="ok", duration_ms=0.0)
+            needs_restart = RESTART_NEEDED & set(changed)
+            if needs_restart:
+                # TODO(confinement): the sandbox is built at spawn; restart the app here
+                # once it honours `network` (DESIGN §11.7: "at the next start at the latest").
+                log.info("%s: %s changes once the app restarts", app_id,
+                         ", ".join(sorted(needs_restart)))
+        return self.app_permissions(record)
+
+    def process_list(self, record: AppRecord) -> list[dict[str, Any]]:
+        """The host's processes, read-only, for an app granted ``system.processes``."""
+        self.require_permission(record, SYSTEM_PROCESSES)
+        return host_processes()
 
     def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
         """Check an app's UI operations (spec §9.4), audit them and send them to the desktop.
@@ -196,7 +240,7 @@ class System:
         return ToolContext(
             app_id=record.id, workdir=record.workdir.resolve(), policy=policy, store=self.store,
             timeouts={t: config.timeout_for(t) for t in ATOMIC_TOOLS},
-            permissions=frozenset(record.manifest.permissions),
+            permissions=self.grants.granted(record.id, _requested(record)),
             forbidden_ports=self.forbidden_ports, emit=self._emit, processes=self.processes,
             app_url=self.launcher.url(record.id), app_token=record.token,
             app_secret=record.launch_secret,
@@ -250,3 +294,7 @@ class System:
     def _on_status(self, record: AppRecord) -> None:
         self.bus.emit("app_status", {"app": record.id, "status": str(record.status),
                                      "error": record.error})
+
+
+def _requested(record: AppRecord) -> list[str]:
+    return list(record.manifest.permissions) if record.manifest is not None else []

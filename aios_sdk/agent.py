@@ -176,6 +176,8 @@ class Backend(Protocol):
 
     def ui(self, ops: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]: ...
 
+    def processes(self) -> list[dict[str, Any]]: ...
+
 
 def _make_backend(agent: AIOSAgent) -> Backend:
     url = os.environ.get("AIOS_SYSTEM_URL", "").strip()
@@ -326,6 +328,16 @@ class AIOSAgent:
             raise ProtocolError(f"ui expects an operation (a dict) or a non-empty list of "
                                 f"them, got {type(op).__name__}")
         return self._backend().ui(ops, current_session_id())
+
+    def processes(self) -> list[dict[str, Any]]:
+        """The host's processes, read-only; needs the ``system.processes`` permission.
+
+        Each is ``{pid, name, user, cpu_percent, memory_rss, memory_percent, started}``
+        (``cpu_percent`` since the previous call; no command line, no environment).
+        Raises :class:`~aios.errors.ToolRefused` naming the permission when it is not
+        granted. Standalone, the app reads them itself (psutil).
+        """
+        return self._backend().processes()
 
     # ------------------------------------------------------ serving
 

@@ -120,6 +120,23 @@ class SystemClient:
         return reply
 
 
+    # -------------------------------------------------------- processes
+
+    def processes(self) -> list[dict[str, Any]]:
+        try:
+            resp = self._http().get(f"{self.base_url}/api/sys/processes", timeout=self._timeout)
+        except requests.RequestException as e:
+            raise ToolFailed(f"processes: cannot reach the system at {self.base_url}: "
+                             f"{type(e).__name__}: {e}") from e
+        reply = _json(resp)
+        listed = reply.get("processes") if isinstance(reply, dict) else None
+        if resp.status_code != 200 or not isinstance(listed, list):
+            message = _error_text(resp, reply)
+            cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
+            raise cls(f"processes: {message}")
+        return listed
+
+
 def _json(resp: requests.Response) -> Any:
     try:
         return resp.json()

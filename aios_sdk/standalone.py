@@ -131,6 +131,11 @@ class StandaloneRuntime:
                          "(AIOS_SYSTEM_URL is not set); start it from the AIOS desktop")
 
 
+    def processes(self) -> list[dict[str, Any]]:
+        from aios.hostprocs import host_processes  # standalone: no system to ask
+        return host_processes()
+
+
 def _unwrap(result: ToolResult) -> Any:
     if result.status == "ok":
         return result.result

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from aios.errors import StoreError, ToolFailed, ToolRefused
+from aios.permissions import DESKTOP_CONTROL, not_granted
 from aios.store import Store
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 
@@ -32,7 +33,6 @@ DESKTOP_NAMESPACE = "desktop"
 UI_SNAPSHOT_KEY = "ui_snapshot"
 UI_SNAPSHOT_NAME = f"{DESKTOP_NAMESPACE}:{UI_SNAPSHOT_KEY}"
 """The key apps pass to ``cache_get`` to read the desktop snapshot."""
-DESKTOP_CONTROL = "desktop.control"
 RESERVED_NAMESPACES = frozenset({DESKTOP_NAMESPACE})
 """System namespaces: an app whose id equals one of them gets no cache, so it
 cannot forge what the system keeps there."""
@@ -79,8 +79,8 @@ def cache_get(ctx: ToolContext, args: CacheGetArgs) -> ToolOutput:
     namespace, key = ctx.app_id, args.key
     if args.key == UI_SNAPSHOT_NAME:
         if DESKTOP_CONTROL not in ctx.permissions:
-            raise ToolRefused(f"cache policy: {UI_SNAPSHOT_NAME!r} needs the "
-                              f"{DESKTOP_CONTROL!r} permission in the app's manifest")
+            raise ToolRefused(f"cache policy: {UI_SNAPSHOT_NAME!r}: "
+                              f"{not_granted(ctx.app_id, DESKTOP_CONTROL)}")
         namespace, key = DESKTOP_NAMESPACE, UI_SNAPSHOT_KEY
     try:
         missing = object()

@@ -31,7 +31,16 @@ def health() -> Response:
 
 @bp.get("/apps")
 def list_apps() -> Response:
-    return jsonify([r.public() for r in system().launcher.apps()])
+    sys_ = system()
+    return jsonify([{**r.public(), "permissions": sys_.app_permissions(r)}
+                    for r in sys_.launcher.apps()])
+
+
+@bp.post("/apps/<app_id>/permissions")
+def app_permissions(app_id: str) -> Response:
+    """``{grant: [...], revoke: [...]}`` -> the app's ``{requested, granted}`` (DESIGN §11.7)."""
+    permissions = system().change_permissions(app_id, json_body())
+    return jsonify({"app": app_id, "permissions": permissions})
 
 
 @bp.get("/file-grants")

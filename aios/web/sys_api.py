@@ -61,6 +61,13 @@ def sys_llm() -> Response:
                     "model": result.model, "provider": result.provider})
 
 
+@bp.get("/processes")
+def sys_processes() -> Response:
+    """The host's processes, read-only (pid, name, user, CPU, memory, start time); needs
+    ``system.processes``."""
+    return jsonify({"processes": system().process_list(_caller())})
+
+
 @bp.post("/ui")
 def sys_ui() -> Response:
     sys_, record = system(), _caller()

@@ -1,8 +1,11 @@
 """系统监控 (system monitor): CPU, memory, disks and the busiest processes, live.
 
-Readings come from one custom tool, ``read_system`` (the only place psutil is
-used), which the reply plans as a step, so the executor dispatches it to this
-app and audits it like any tool. The dashboard (charts + process table) is
+Readings come from one custom tool, ``read_system``, which the reply plans as
+a step, so the executor dispatches it to this app and audits it like any
+tool. Host totals (CPU, memory, disks) come from psutil; the process table
+comes from the system (``self.processes()``, which needs the
+``system.processes`` permission): the app never reads other processes'
+``/proc`` entries itself. The dashboard (charts + process table) is
 refreshed live: the first look starts one background thread that pushes a new
 dashboard every few seconds (``self.push``) while someone has looked at the
 monitor in the last minute, and stops after that. A short history for the
@@ -108,7 +111,7 @@ class Monitor(AIOSAgent):
     # ------------------------------------------------------------ the tool
 
     @tool(name="read_system", desc="Read CPU (total and per core), memory, disks and the top "
-                                   "processes of this machine (psutil).")
+                                   "processes of this machine.")
     def read_system(self, top: int = TOP_DEFAULT, sort: str = "cpu") -> dict[str, Any]:
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= TOP_MAX:
             raise ToolError(f"read_system: top must be a whole number from 1 to {TOP_MAX}, "
@@ -122,8 +125,7 @@ class Monitor(AIOSAgent):
             # sample over a short interval instead (a call right after it would measure
             # almost no time and say 0 %). Processes are primed first so that their
             # figures cover the same interval.
-            for _ in psutil.process_iter(["cpu_percent"]):
-                pass
+            self.processes()
             per_core = psutil.cpu_percent(interval=CPU_FIRST_SAMPLE, percpu=True)
             self._cpu_primed = True
         mem = psutil.virtual_memory()
@@ -131,7 +133,7 @@ class Monitor(AIOSAgent):
             load = [round(x, 2) for x in psutil.getloadavg()]
         except (AttributeError, OSError):
             load = None
-        procs = _processes()
+        procs = [_process(p) for p in self.processes()]
         key = "cpu" if sort == "cpu" else "memory"
         procs.sort(key=lambda p: (-p[key], p["pid"]))
         return {
@@ -462,15 +464,11 @@ class Monitor(AIOSAgent):
 # ------------------------------------------------------------------ helpers
 
 
-def _processes() -> list[dict[str, Any]]:
-    out = []
-    for p in psutil.process_iter(["pid", "name", "cpu_percent", "memory_percent", "username"]):
-        info = p.info
-        out.append({"pid": info.get("pid"), "name": info.get("name") or "?",
-                    "cpu": round(info.get("cpu_percent") or 0.0, 1),
-                    "memory": round(info.get("memory_percent") or 0.0, 1),
-                    "user": info.get("username") or ""})
-    return out
+def _process(p: dict[str, Any]) -> dict[str, Any]:
+    """One entry of the system's process list, as the dashboard shows it."""
+    return {"pid": p.get("pid"), "name": p.get("name") or "?",
+            "cpu": round(p.get("cpu_percent") or 0.0, 1),
+            "memory": round(p.get("memory_percent") or 0.0, 1), "user": p.get("user") or ""}
 
 
 def _disks() -> list[dict[str, Any]]:

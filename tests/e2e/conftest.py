@@ -37,6 +37,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
+from aios.config import DEFAULT_GRANTS
 from tests.conftest import ROOT, children_now, fail_on_leaked_children
 from tests.integration.conftest import Running, copy_apps, start_system
 from tests.util import wait_for
@@ -145,7 +146,10 @@ def start_e2e_system(tmp: Path, apps: Sequence[str], **overrides: Any) -> Runnin
     """The real system on a free port; English UI (stable text to assert), no welcome line."""
     settings: dict[str, Any] = {"language": "en", "voice": {"welcome": False},
                                 "handle_timeout": 15}
+    # e2e_control's desktop.control is granted as the user would (a request is not a grant)
+    grants = {**DEFAULT_GRANTS, "e2e_control": ["desktop.control"]}
     settings.update(overrides)
+    settings["apps"] = {"default_grants": grants, **settings.get("apps", {})}
     return start_system(make_apps_dir(tmp / "apps", apps), tmp / "data", **settings)
 
 

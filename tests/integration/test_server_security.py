@@ -23,7 +23,11 @@ def system(make_system: Callable[..., Running], tmp_path: Path) -> Running:
         "name": "Control", "entry": "main.py", "role_prompt": "controls the desktop",
         "permissions": ["desktop.control"]}))
     (ctl / "main.py").write_text((apps / "echo" / "main.py").read_text())
-    return make_system(apps_dir=apps)
+    running = make_system(apps_dir=apps)
+    # a third-party app's request is not a grant: the user grants it
+    r = running.post("/api/apps/ctl/permissions", {"grant": ["desktop.control"]})
+    assert r.status_code == 200, r.text
+    return running
 
 
 def bare(system: Running, method: str, path: str, **kw: object) -> requests.Response:
@@ -130,7 +134,7 @@ def test_ui_operations_need_the_desktop_control_permission(system: Running) -> N
     sub = system.system.bus.subscribe()
     try:
         r = bare(system, "POST", "/api/sys/ui", json=op, headers=ctl)
-        assert r.status_code == 200 and r.json()["applied"] == 1
+        assert r.status_code == 200 and r.json()["applied"] == 1, r.text
         event = sub.get(timeout=2)
         while event is not None and event["type"] != "ui_op":
             event = sub.get(timeout=2)

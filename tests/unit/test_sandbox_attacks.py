@@ -300,8 +300,8 @@ ATTACKS: dict[str, Attack] = {
                               P + "absolute path '{db}' refused"),
     # --- cache
     "cache-ui-snapshot": Attack("cache_get", {"key": "desktop:ui_snapshot"},
-                                "cache policy: 'desktop:ui_snapshot' needs the "
-                                "'desktop.control' permission"),
+                                "cache policy: 'desktop:ui_snapshot': permission "
+                                "'desktop.control' is not granted"),
 }
 
 

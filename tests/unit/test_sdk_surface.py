@@ -73,7 +73,8 @@ def test_importing_the_sdk_does_not_pull_in_the_system() -> None:
     assert out.stdout.strip() == "[]"
 
 
-AGENT_METHODS = ["call_tool", "handle", "llm", "make_app", "plan_steps", "push", "run", "ui"]
+AGENT_METHODS = ["call_tool", "handle", "llm", "make_app", "plan_steps", "processes", "push",
+                 "run", "ui"]
 
 
 def test_agent_methods_are_locked() -> None:

@@ -1,0 +1,130 @@
+"""Permissions are granted, not taken (DESIGN §11.7).
+
+A manifest's ``permissions`` are requests. The user's decision on each one is
+kept in the store (``grants`` table) keyed by app id; the first time an app is
+seen, the permissions it requests are decided from ``apps.default_grants``
+(bundled apps' grants ship there) and every later change is the user's, so a
+revocation persists. :class:`Grants` answers "what is granted", applies a
+change from the settings window, and builds the refusal an app gets when it
+uses a permission it was not granted, with a notice for the user at most once
+per app, permission and launch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from aios.errors import BadRequest, PermissionDenied
+from aios.protocol import PERMISSIONS
+from aios.store import Store
+
+DESKTOP_CONTROL = "desktop.control"
+NETWORK = "network"
+SYSTEM_PROCESSES = "system.processes"
+RESTART_NEEDED = frozenset({NETWORK})
+"""Grants the running app cannot pick up at once (its sandbox is built at spawn)."""
+SETTINGS_PAGE = "Settings → App permissions"
+NOTICE_SENDER = "system"
+NOTICE_SENDER_NAME = "系统 System"
+
+
+def not_granted(app_id: str, permission: str) -> str:
+    return (f"permission {permission!r} is not granted to {app_id}; "
+            f"grant it in {SETTINGS_PAGE}")
+
+
+class Grants:
+    """The user's grants, cached in memory over the store (the only writer is this object)."""
+
+    def __init__(self, store: Store, defaults: Callable[[], dict[str, list[str]]]):
+        self._store = store
+        self._defaults = defaults
+        self._lock = threading.Lock()
+        self._decided: dict[str, dict[str, bool]] = {}
+        self._noticed: dict[tuple[str, str], str] = {}
+        """(app id, permission) -> the launch token the user was last told about."""
+
+    def _decisions(self, app_id: str, requested: Iterable[str]) -> dict[str, bool]:
+        with self._lock:
+            decided = self._decided.get(app_id)
+            if decided is None:
+                decided = self._decided[app_id] = self._store.grants(app_id)
+            missing = [p for p in requested if p not in decided]
+            if missing:  # first seen: the shipped defaults decide, once
+                defaults = set(self._defaults().get(app_id, ()))
+                self._store.set_grants(app_id, {p: p in defaults for p in missing},
+                                       keep_existing=True)
+                decided = self._decided[app_id] = self._store.grants(app_id)
+            return dict(decided)
+
+    def granted(self, app_id: str, requested: Sequence[str]) -> frozenset[str]:
+        """The requested permissions the user granted (never one the manifest lacks)."""
+        decided = self._decisions(app_id, requested)
+        return frozenset(p for p in requested if decided.get(p))
+
+    def view(self, app_id: str, requested: Sequence[str]) -> dict[str, list[str]]:
+        """``{requested, granted}`` as ``GET /api/apps`` shows it."""
+        granted = self.granted(app_id, requested)
+        return {"requested": list(requested), "granted": [p for p in requested if p in granted]}
+
+    def change(self, app_id: str, requested: Sequence[str], body: dict[str, Any]
+               ) -> dict[str, bool]:
+        """Apply ``{grant: [...], revoke: [...]}``; BadRequest names the first problem.
+
+        Returns what changed (permission -> now granted), only real changes.
+        """
+        grant, revoke = _names(body, "grant"), _names(body, "revoke")
+        if not grant and not revoke:
+            raise BadRequest("give 'grant' and/or 'revoke': lists of permission names")
+        both = set(grant) & set(revoke)
+        if both:
+            raise BadRequest(f"permission {sorted(both)[0]!r} is both granted and revoked")
+        for name in grant:
+            if name not in requested:
+                asked = ", ".join(requested) or "none"
+                raise BadRequest(f"permission {name!r} cannot be granted to {app_id}: its "
+                                 f"manifest does not request it (requested: {asked})")
+        before = self._decisions(app_id, requested)
+        wanted = {**{p: True for p in grant}, **{p: False for p in revoke}}
+        changed = {p: g for p, g in wanted.items() if before.get(p) != g}
+        if changed:
+            self._store.set_grants(app_id, changed)
+            with self._lock:
+                self._decided[app_id] = self._store.grants(app_id)
+        return changed
+
+    def require(self, app_id: str, requested: Sequence[str], permission: str, token: str,
+                notify: Callable[[dict[str, Any]], object]) -> None:
+        """PermissionDenied naming ``permission`` unless it is granted.
+
+        The first refusal of a launch (``token``) also tells the user, through
+        ``notify``, where to grant it; later ones in the same launch do not.
+        """
+        if permission in self.granted(app_id, requested):
+            return
+        message = not_granted(app_id, permission)
+        with self._lock:
+            first = self._noticed.get((app_id, permission)) != token
+            self._noticed[(app_id, permission)] = token
+        if first:
+            notify({"id": uuid.uuid4().hex, "app": NOTICE_SENDER,
+                    "app_name": NOTICE_SENDER_NAME,
+                    "title": "需要权限 Permission needed", "body": message,
+                    "level": "warning", "ts": time.time(),
+                    "permission": {"app": app_id, "name": permission}})
+        raise PermissionDenied(message)
+
+
+def _names(body: dict[str, Any], field: str) -> list[str]:
+    value = body.get(field, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"field {field!r} must be a list of permission names")
+    for name in value:
+        if name not in PERMISSIONS:
+            raise BadRequest(f"unknown permission {name!r} (permissions: "
+                             f"{', '.join(PERMISSIONS)})")
+    return list(dict.fromkeys(value))
