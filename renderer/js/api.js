@@ -181,6 +181,8 @@ export const api = {
   snapshot: (elements) => request('POST', '/api/ui/snapshot', { json: { elements } }),
   config: () => request('GET', '/api/config'),
   saveConfig: (updates) => request('POST', '/api/config', { json: { updates } }),
+  /** change: {grant?: [...], revoke?: [...]} -> {app, permissions: {requested, granted}} */
+  setPermissions: (app, change) => request('POST', `/api/apps/${encodeURIComponent(app)}/permissions`, { json: change }),
   audit: ({ app = '', session = '', limit = DEFAULTS.auditLimit } = {}) => {
     const q = new URLSearchParams();
     if (app) q.set('app', app);

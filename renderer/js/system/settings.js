@@ -1,10 +1,12 @@
-// The settings window (win_settings): language, voice, LLM endpoint/model/key, sandbox switch,
-// max rounds. Reads GET /api/config, saves with POST /api/config {updates}; a refusal (400)
-// is shown in the form, naming the problem the server found.
+// The settings window (win_settings), two pages behind a tab list: "General" (language, voice,
+// LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
+// POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
+// server found) and "App permissions" (./permissions.js).
 import { api } from '../api.js';
 import { emit } from '../bus.js';
 import { LANGUAGES, t } from '../i18n.js';
 import { toast } from '../notify.js';
+import * as permissions from './permissions.js';
 import { renderResponse } from '../render.js';
 import { el, isObject, toText } from '../safe.js';
 import { state } from '../state.js';
@@ -12,6 +14,8 @@ import * as wm from '../wm.js';
 
 export const WIN_ID = 'settings';
 const VOICES = ['zh-CN', 'en-US'];
+const PAGES = ['general', 'permissions'];
+let page = 'general';
 
 /** Remember a GET/POST /api/config reply and tell the desktop. */
 export function adoptConfig(reply) {
@@ -32,6 +36,37 @@ function select(id, values, current, labelOf) {
   for (const v of values) s.appendChild(el('option', { value: v, text: labelOf(v) }));
   if (values.includes(current)) s.value = current;
   return s;
+}
+
+function tabs(w) {
+  const buttons = PAGES.map((name) => el('button', { type: 'button', id: `settings_tab_${name}`, class: 'settings-tab',
+    text: t(`settings.page_${name}`), tabIndex: name === page ? 0 : -1,
+    attrs: { role: 'tab', 'aria-selected': name === page ? 'true' : 'false', 'aria-controls': 'settings_panel' },
+    on: { click: () => show(w, name) } }));
+  const bar = el('div', { class: 'settings-tabs', attrs: { role: 'tablist', 'aria-label': t('settings.title') } }, buttons);
+  // Arrow keys move between the tabs (WAI-ARIA tabs pattern); Tab leaves the tab list.
+  bar.addEventListener('keydown', (ev) => {
+    const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[ev.key];
+    if (!step) return;
+    ev.preventDefault();
+    const next = PAGES[(PAGES.indexOf(page) + step + PAGES.length) % PAGES.length];
+    show(w, next);
+    document.getElementById(`settings_tab_${next}`)?.focus();
+  });
+  return bar;
+}
+
+function panel(w, content) {
+  w.body.replaceChildren(el('div', { class: 'win-content' }, tabs(w),
+    el('div', { id: 'settings_panel', class: 'settings-panel',
+      attrs: { role: 'tabpanel', 'aria-labelledby': `settings_tab_${page}` } }, content)));
+  emit('layout:changed');
+}
+
+function show(w, name) {
+  page = PAGES.includes(name) ? name : 'general';
+  if (page === 'permissions') panel(w, permissions.render());
+  else renderForm(w);
 }
 
 function renderForm(w) {
@@ -89,7 +124,7 @@ function renderForm(w) {
       const reply = await api.saveConfig(updates);
       adoptConfig(reply);
       toast(t('settings.saved'), { level: 'success' });
-      if (wm.get(WIN_ID)) renderForm(wm.get(WIN_ID));
+      if (wm.get(WIN_ID) && page === 'general') renderForm(wm.get(WIN_ID));
     } catch (err) {
       error.textContent = t('settings.failed', { error: err.message });
       error.hidden = false;
@@ -97,16 +132,17 @@ function renderForm(w) {
       save.disabled = false;
     }
   });
-  w.body.replaceChildren(el('div', { class: 'win-content' }, form));
-  emit('layout:changed');
+  panel(w, form);
 }
 
-export async function open() {
+/** Open the window; ``{page: 'permissions'}`` opens Settings → App permissions. */
+export async function open(detail) {
+  if (isObject(detail) && PAGES.includes(detail.page)) page = detail.page;
   const w = wm.open(WIN_ID, { title: t('settings.title'), icon: 'settings', system: true, width: 600, height: 620 });
   renderResponse(WIN_ID, { view_type: 'loading', data: {} });
   try {
     adoptConfig(await api.config());
-    if (wm.get(WIN_ID) === w) renderForm(w);
+    if (wm.get(WIN_ID) === w) show(w, page);
   } catch (err) {
     renderResponse(WIN_ID, { status: 'error', view_type: 'error',
       data: { title: t('settings.title'), message: t('settings.load_failed', { error: err.message }) } });
@@ -118,5 +154,5 @@ export function refresh() {
   const w = wm.get(WIN_ID);
   if (!w) return;
   wm.setTitle(WIN_ID, t('settings.title'));
-  if (state.config) renderForm(w);
+  if (state.config) show(w, page);
 }
