@@ -39,7 +39,6 @@ APP_ID_RE = re.compile(APP_ID_PATTERN)
 MANIFEST = "manifest.json"
 ROLE_FILE = "role.md"
 MAX_KEYWORDS = 50
-MAX_KEYWORD_CHARS = 40
 EXTRA_FIELDS = frozenset({"max_tool_rounds"})
 """Manifest fields read by parts of the SDK beyond the Manifest model."""
 _HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9-]+)*\.?$")
@@ -270,7 +269,7 @@ def _check_words(raw: dict[str, Any], problems: list[str]) -> None:
         if len(keywords) > MAX_KEYWORDS:
             problems.append(f"keywords: {len(keywords)} is too many (at most {MAX_KEYWORDS}); "
                             "the router matches on them, so keep the telling ones")
-        _strings("keywords", keywords, problems, max_chars=MAX_KEYWORD_CHARS)
+        _strings("keywords", keywords, problems)  # the manifest model caps their length
     permissions = raw.get("permissions")
     if isinstance(permissions, list):
         _duplicates("permissions", [p for p in permissions if isinstance(p, str)], problems)
@@ -291,15 +290,10 @@ def _check_words(raw: dict[str, Any], problems: list[str]) -> None:
                                 "api.example.com or *.example.com (no scheme, port or path)")
 
 
-def _strings(field: str, values: list[Any], problems: list[str],
-             max_chars: int | None = None) -> None:
+def _strings(field: str, values: list[Any], problems: list[str]) -> None:
     texts = [v for v in values if isinstance(v, str)]
     if any(not v.strip() for v in texts):
         problems.append(f"{field}: empty entries are not allowed")
-    if max_chars is not None:
-        for v in texts:
-            if len(v) > max_chars:
-                problems.append(f"{field}: {v[:20]!r}… is longer than {max_chars} characters")
     _duplicates(field, texts, problems)
 
 
