@@ -164,6 +164,11 @@ class System:
         """``{requested, granted}`` of one app."""
         return self.grants.view(record.id, _requested(record))
 
+    def public_apps(self) -> list[dict[str, Any]]:
+        """Every app as the desktop sees it (``GET /api/apps``, the events ``hello``)."""
+        return [{**r.public(), "permissions": self.app_permissions(r)}
+                for r in self.launcher.apps()]
+
     def change_permissions(self, app_id: str, body: dict[str, Any]) -> dict[str, list[str]]:
         """Grant/revoke from the settings window: audited, in force at the next call.
 

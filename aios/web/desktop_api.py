@@ -31,9 +31,7 @@ def health() -> Response:
 
 @bp.get("/apps")
 def list_apps() -> Response:
-    sys_ = system()
-    return jsonify([{**r.public(), "permissions": sys_.app_permissions(r)}
-                    for r in sys_.launcher.apps()])
+    return jsonify(system().public_apps())
 
 
 @bp.post("/apps/<app_id>/permissions")

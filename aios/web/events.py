@@ -26,8 +26,7 @@ def events(ws: Any) -> None:
     sys_ = system()
     sub = sys_.bus.subscribe()
     try:
-        ws.send(json.dumps({"type": "hello", "apps": [r.public() for r in sys_.launcher.apps()]},
-                           ensure_ascii=False))
+        ws.send(json.dumps({"type": "hello", "apps": sys_.public_apps()}, ensure_ascii=False))
         while not sys_.bus.closed.is_set():
             event = sub.get(timeout=POLL_SECONDS)
             if event is None:
