@@ -118,7 +118,9 @@ def test_llm_settings_reach_the_next_instruction(system: Running, fake: FakeOpen
     assert r.status_code == 200 and system.system.llm is first  # not an LLM setting
     with FakeOpenAI(api_key="sk-test") as other:
         other.script([tool_call("reply_directly", {"text": "来自新的服务"})])
-        r = system.post("/api/config", {"updates": {"llm": {"base_url": other.url}}})
+        # a new endpoint takes its key with it: a base_url alone would clear the key
+        r = system.post("/api/config", {"updates": {"llm": {"base_url": other.url,
+                                                             "api_key": "sk-test"}}})
         assert r.status_code == 200, r.text
         out = system.instruct("你好")
         assert len(other.requests) == 1 and fake.requests == []

@@ -7,8 +7,8 @@ with the component walk that replaces it where the kernel lacks it.
 
 from __future__ import annotations
 
-import contextlib
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -157,14 +157,16 @@ def _flipper(workdir: Path, stop: threading.Event) -> threading.Thread:
 
 
 def _into_place(src: Path, dst: Path) -> None:
-    """Rename ``src`` to ``dst``; an empty folder db_query created there is removed first."""
+    """Rename ``src`` to ``dst``; a folder db_query created there in the gap (holding the
+    empty database it opened) is removed first: it is a plain folder of the workdir, never
+    the link to the outside, which is not a directory entry rmtree follows."""
     for _ in range(SWAPS):
         try:
             os.rename(src, dst)
             return
         except OSError:
-            with contextlib.suppress(OSError):
-                dst.rmdir()
+            if dst.is_dir() and not dst.is_symlink():
+                shutil.rmtree(dst, ignore_errors=True)
     raise AssertionError(f"could not put {src.name} in place")
 
 
