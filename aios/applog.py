@@ -88,8 +88,7 @@ class LogPump(threading.Thread):
         try:
             while chunk:
                 if self._out is None:
-                    self._out = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                                        0o644)
+                    self._out = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 room = self._max - os.fstat(self._out).st_size
                 if room <= 0:
                     os.close(self._out)
@@ -104,8 +103,9 @@ class LogPump(threading.Thread):
                 os.close(self._out)
                 self._out = None
             if not self._failing:
-                log.warning("cannot write the log %s (output dropped until it can): %s",
-                            self._path, e)
+                log.warning(
+                    "cannot write the log %s (output dropped until it can): %s", self._path, e
+                )
             self._failing = True
 
 

@@ -24,16 +24,25 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "config.json"
 
 DEFAULT_TOOL_TIMEOUTS: dict[str, float] = {
-    "http_request": 30, "file_read": 5, "file_write": 10, "file_list": 5,
-    "shell_exec": 60, "process_start": 10, "db_query": 10,
-    "cache_get": 2, "cache_set": 2, "notify": 2,
+    "http_request": 30,
+    "file_read": 5,
+    "file_write": 10,
+    "file_list": 5,
+    "shell_exec": 60,
+    "process_start": 10,
+    "db_query": 10,
+    "cache_get": 2,
+    "cache_set": 2,
+    "notify": 2,
 }
 """Seconds per tool; config.json ``tool_timeout`` overrides single entries."""
 
 SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
 
 DEFAULT_GRANTS: dict[str, list[str]] = {
-    "system_agent": ["desktop.control"], "monitor": ["system.processes"]}
+    "system_agent": ["desktop.control"],
+    "monitor": ["system.processes"],
+}
 """Bundled apps' grants, applied the first time an app is seen (the user can revoke them);
 nothing gets ``network`` by default."""
 
@@ -126,7 +135,8 @@ class AppsConfig(_Section):
     """Notifications one app may show within ``notify_window`` seconds; more are refused."""
     notify_window: float = Field(default=10, gt=0)
     default_grants: dict[str, list[str]] = Field(
-        default_factory=lambda: {k: list(v) for k, v in DEFAULT_GRANTS.items()})
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_GRANTS.items()}
+    )
     """App id -> permissions granted the first time the app is seen, if its manifest
     requests them; a later revocation by the user persists (DESIGN §11.7)."""
 
@@ -136,8 +146,10 @@ class AppsConfig(_Section):
         for app_id, names in v.items():
             unknown = [n for n in names if n not in PERMISSIONS]
             if unknown:
-                raise ValueError(f"unknown permission {unknown[0]!r} for {app_id!r} "
-                                 f"(permissions: {', '.join(PERMISSIONS)})")
+                raise ValueError(
+                    f"unknown permission {unknown[0]!r} for {app_id!r} "
+                    f"(permissions: {', '.join(PERMISSIONS)})"
+                )
         return v
 
 
@@ -258,8 +270,14 @@ class Config(_Section):
 
 def _mask(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {k: (("••••" + v[-4:] if len(v) > 8 else "••••") if k in SECRET_KEYS and
-                    isinstance(v, str) and v else _mask(v)) for k, v in obj.items()}
+        return {
+            k: (
+                ("••••" + v[-4:] if len(v) > 8 else "••••")
+                if k in SECRET_KEYS and isinstance(v, str) and v
+                else _mask(v)
+            )
+            for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [_mask(v) for v in obj]
     return obj
@@ -307,8 +325,9 @@ def read_json_file(path: Path, what: str) -> dict[str, Any]:
     except FileNotFoundError as e:
         raise ConfigError(f"{what} not found: {path}") from e
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{what} {path} is not valid JSON: line {e.lineno} column {e.colno}: "
-                          f"{e.msg}") from e
+        raise ConfigError(
+            f"{what} {path} is not valid JSON: line {e.lineno} column {e.colno}: {e.msg}"
+        ) from e
     if not isinstance(raw, dict):
         raise ConfigError(f"{what} {path} must hold a JSON object")
     return raw
@@ -318,15 +337,20 @@ def settings_path(data_path: Path) -> Path:
     return data_path / "settings.json"
 
 
-def load_config(path: Path | None = None, *, overrides: dict[str, Any] | None = None,
-                env: dict[str, str] | None = None) -> Config:
+def load_config(
+    path: Path | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> Config:
     """Load, layer (file < overrides < data-dir settings < environment) and validate.
 
     Raises ConfigError with one line naming the key and the problem.
     """
     path = path or DEFAULT_CONFIG_PATH
-    raw = read_json_file(path, "config file") if path.exists() or path != DEFAULT_CONFIG_PATH \
-        else {}
+    raw = (
+        read_json_file(path, "config file") if path.exists() or path != DEFAULT_CONFIG_PATH else {}
+    )
     raw = _merge(raw, overrides or {})
     first = validate_config(raw)
     saved = settings_path(first.data_path)
@@ -374,8 +398,11 @@ def unbind_moved_keys(config: Config, updates: dict[str, Any]) -> dict[str, Any]
     fallback = llm.get("fallback")
     if isinstance(fallback, dict):
         fb_url = fallback.get("base_url")
-        if isinstance(fb_url, str) and fb_url != config.llm.fallback.base_url \
-                and not _new_key(fallback):
+        if (
+            isinstance(fb_url, str)
+            and fb_url != config.llm.fallback.base_url
+            and not _new_key(fallback)
+        ):
             llm["fallback"] = {**fallback, "api_key": None}
     return out
 

@@ -65,9 +65,17 @@ class Outcome:
 
 
 class Controller:
-    def __init__(self, *, config: Config, store: Store, launcher: Launcher, bus: EventBus,
-                 llm: LLMClient | None, tool_context: Callable[[str, str | None], ToolContext],
-                 custom_tools: Callable[[str], list[str]]):
+    def __init__(
+        self,
+        *,
+        config: Config,
+        store: Store,
+        launcher: Launcher,
+        bus: EventBus,
+        llm: LLMClient | None,
+        tool_context: Callable[[str, str | None], ToolContext],
+        custom_tools: Callable[[str], list[str]],
+    ):
         self.config = config
         self.store = store
         self.launcher = launcher
@@ -78,8 +86,7 @@ class Controller:
         self._custom_tools = custom_tools
         self._http = requests.Session()
         self._http.trust_env = False
-        self._http.mount("http://", HTTPAdapter(pool_connections=32,
-                                                  pool_maxsize=32))
+        self._http.mount("http://", HTTPAdapter(pool_connections=32, pool_maxsize=32))
         self._summaries: dict[str, tuple[int, str]] = {}
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""
@@ -103,13 +110,15 @@ class Controller:
         self._remember(sid, outcome)
         return sid, outcome
 
-    def action(self, app_id: str, request: ActionRequest,
-               session_id: str | None = None) -> tuple[str, Outcome]:
+    def action(
+        self, app_id: str, request: ActionRequest, session_id: str | None = None
+    ) -> tuple[str, Outcome]:
         """Forward a control's payload to its app (spec §6.3)."""
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
-        self.store.add_history(sid, "user",
-                               {"action": request.model_dump(exclude_none=True)}, app=app_id)
+        self.store.add_history(
+            sid, "user", {"action": request.model_dump(exclude_none=True)}, app=app_id
+        )
         outcome = self.call_app(record, None, request, sid)
         self._remember(sid, outcome)
         return sid, outcome
@@ -120,24 +129,43 @@ class Controller:
         self.store.add_history(sid, "user", {"text": text})
         profiles = self.profiles()
         last_app = self.store.context_vars(sid).get("last_app")
-        plan = plan_instruction(text, profiles, llm=self.llm,
-                                router=OfflineRouter(profiles, prefer=last_app),
-                                history_summary=self.history_summary(sid))
+        plan = plan_instruction(
+            text,
+            profiles,
+            llm=self.llm,
+            router=OfflineRouter(profiles, prefer=last_app),
+            history_summary=self.history_summary(sid),
+        )
         for note in plan.notes:
             log.warning("planner: %s", note)
         if not plan.tasks:
             message = plan.reply or self._no_match_message(profiles)
             self.store.add_history(sid, "system", {"message": message, "plan": plan.source})
-            return {"session_id": sid, "plan": [], "results": [], "message": message,
-                    "source": plan.source, "notes": plan.notes}
+            return {
+                "session_id": sid,
+                "plan": [],
+                "results": [],
+                "message": message,
+                "source": plan.source,
+                "notes": plan.notes,
+            }
         results = self._run_plan(plan, text, sid)
-        message = "；".join(r.response.get("message") or "" for r in results
-                           if r.response.get("message")) or "完成"
+        message = (
+            "；".join(r.response.get("message") or "" for r in results if r.response.get("message"))
+            or "完成"
+        )
         self.store.set_context_var(sid, "last_instruction", text)
-        return {"session_id": sid, "plan": [t.model_dump() for t in plan.tasks],
-                "results": [{"app": r.app, "task": t.id, "response": r.response}
-                            for t, r in zip(plan.tasks, results, strict=True)],
-                "message": message, "source": plan.source, "notes": plan.notes}
+        return {
+            "session_id": sid,
+            "plan": [t.model_dump() for t in plan.tasks],
+            "results": [
+                {"app": r.app, "task": t.id, "response": r.response}
+                for t, r in zip(plan.tasks, results, strict=True)
+            ],
+            "message": message,
+            "source": plan.source,
+            "notes": plan.notes,
+        }
 
     # ----------------------------------------------------------------- the DAG
 
@@ -145,8 +173,14 @@ class Controller:
         tasks = {t.id: t for t in plan.tasks}
         run = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per run
         for t in plan.tasks:
-            self.store.upsert_task(sid, f"{run}-{t.id}", app=t.app, instruction=t.instruction,
-                                   depends_on=list(t.depends_on), status="pending")
+            self.store.upsert_task(
+                sid,
+                f"{run}-{t.id}",
+                app=t.app,
+                instruction=t.instruction,
+                depends_on=list(t.depends_on),
+                status="pending",
+            )
         done: dict[str, Outcome] = {}
         running: dict[Future[Outcome], str] = {}
         failed: set[str] = set()
@@ -160,8 +194,16 @@ class Controller:
                     continue
                 if all(d in done for d in task.depends_on):
                     upstream = {d: _upstream_entry(done[d]) for d in task.depends_on}
-                    running[run_in_thread(self._run_task, task, sid, upstream,
-                                          f"{run}-{tid}", name=f"aios-task-{task.app}")] = tid
+                    running[
+                        run_in_thread(
+                            self._run_task,
+                            task,
+                            sid,
+                            upstream,
+                            f"{run}-{tid}",
+                            name=f"aios-task-{task.app}",
+                        )
+                    ] = tid
             if not running:
                 # nothing can start: the rest wait on each other (a cycle the planner
                 # should have refused); skip them rather than spin
@@ -179,31 +221,54 @@ class Controller:
         return [done[t.id] for t in plan.tasks]
 
     def _run_task(self, task: Task, sid: str, upstream: dict[str, Any], key: str) -> Outcome:
-        self.store.upsert_task(sid, key, app=task.app, instruction=task.instruction,
-                               depends_on=list(task.depends_on), status="running")
+        self.store.upsert_task(
+            sid,
+            key,
+            app=task.app,
+            instruction=task.instruction,
+            depends_on=list(task.depends_on),
+            status="running",
+        )
         try:
             record = self._record(task.app)
             outcome = self.call_app(record, task.instruction, None, sid, upstream=upstream)
         except AppError as e:
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
         status = "done" if outcome.response.get("status") == "ok" else "error"
-        self.store.upsert_task(sid, key, app=task.app, instruction=task.instruction,
-                               depends_on=list(task.depends_on), status=status,
-                               result={"message": outcome.response.get("message"),
-                                       "view_type": outcome.response.get("view_type")})
+        self.store.upsert_task(
+            sid,
+            key,
+            app=task.app,
+            instruction=task.instruction,
+            depends_on=list(task.depends_on),
+            status=status,
+            result={
+                "message": outcome.response.get("message"),
+                "view_type": outcome.response.get("view_type"),
+            },
+        )
         self._remember(sid, outcome)
         return outcome
 
     def _skipped(self, task: Task) -> Outcome:
-        return Outcome(task.app, error_response(
-            f"skipped: a task it depends on ({', '.join(task.depends_on)}) failed",
-            title=task.app))
+        return Outcome(
+            task.app,
+            error_response(
+                f"skipped: a task it depends on ({', '.join(task.depends_on)}) failed",
+                title=task.app,
+            ),
+        )
 
     # ------------------------------------------------------- one app, all rounds
 
-    def call_app(self, record: AppRecord, instruction: str | None,
-                 action: ActionRequest | None, sid: str,
-                 upstream: dict[str, Any] | None = None) -> Outcome:
+    def call_app(
+        self,
+        record: AppRecord,
+        instruction: str | None,
+        action: ActionRequest | None,
+        sid: str,
+        upstream: dict[str, Any] | None = None,
+    ) -> Outcome:
         """Call an app, run its steps, call again with tool_results, until a final view.
 
         Raises AppUnavailable / AppTimeout when the app cannot be reached;
@@ -217,10 +282,12 @@ class Controller:
         max_rounds = self.config.max_rounds
         round_no = 0
         for round_no in range(1, max_rounds + 1):
-            body = {"instruction": instruction, "context": {**context,
-                                                            "tool_results": tool_results},
-                    "action_request": action.model_dump(exclude_none=True) if action else None,
-                    "session_id": sid}
+            body = {
+                "instruction": instruction,
+                "context": {**context, "tool_results": tool_results},
+                "action_request": action.model_dump(exclude_none=True) if action else None,
+                "session_id": sid,
+            }
             try:
                 reply = self._post(record, body)
             except AppReplyInvalid as e:
@@ -229,27 +296,31 @@ class Controller:
             if not steps:
                 return Outcome(record.id, reply, round_no, notes or None)
             if steps == previous_steps:
-                notes.append("no progress: the app repeated its previous steps; "
-                             "they were not run again")
+                notes.append(
+                    "no progress: the app repeated its previous steps; they were not run again"
+                )
                 break
             if round_no == max_rounds:
-                notes.append(f"stopped after max_rounds={max_rounds}; the last steps were "
-                             "not run")
+                notes.append(f"stopped after max_rounds={max_rounds}; the last steps were not run")
                 break
-            self.bus.emit("view", {"app": record.id, "session_id": sid, "response": reply,
-                                   "interim": True})
+            self.bus.emit(
+                "view", {"app": record.id, "session_id": sid, "response": reply, "interim": True}
+            )
             # Asked for only now that the app answered: a context exists only for
             # an app that is running (it is rebuilt when the settings change).
-            tool_results = self.executor.run(steps, self._tool_context(record.id, sid),
-                                             on_step=None)
+            tool_results = self.executor.run(
+                steps, self._tool_context(record.id, sid), on_step=None
+            )
             previous_steps = steps
         final = {**reply, "steps": [], "notes": notes}
         return Outcome(record.id, final, round_no, notes)
 
     def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
         if record.status != "running" or record.port is None or record.manifest is None:
-            raise AppUnavailable(f"app {record.id!r} is not running (status: {record.status})"
-                                 + (f": {record.error}" if record.error else ""))
+            raise AppUnavailable(
+                f"app {record.id!r} is not running (status: {record.status})"
+                + (f": {record.error}" if record.error else "")
+            )
         url = self.launcher.url(record.id) + record.manifest.handle_endpoint
         limit = self.config.max_reply_bytes
         with self.slots.slot(record.id, self.config.apps):
@@ -260,11 +331,14 @@ class Controller:
                 raise
         self.launcher.note_handle(record.id, timed_out=False)
         if raw is None:
-            raise AppReplyInvalid(f"app {record.id!r} replied with more than {limit} bytes; "
-                                  "the reply was discarded")
+            raise AppReplyInvalid(
+                f"app {record.id!r} replied with more than {limit} bytes; the reply was discarded"
+            )
         if resp.status_code >= 400 and not raw.strip().startswith(b"{"):
-            raise AppReplyInvalid(f"app {record.id!r} answered HTTP {resp.status_code}: "
-                                  f"{raw[:200].decode('utf-8', 'replace')}")
+            raise AppReplyInvalid(
+                f"app {record.id!r} answered HTTP {resp.status_code}: "
+                f"{raw[:200].decode('utf-8', 'replace')}"
+            )
         try:
             payload = jsondepth.loads(raw, self.config.web.max_json_depth)
         except jsondepth.TooDeep as e:
@@ -276,24 +350,31 @@ class Controller:
         except ProtocolError as e:
             raise AppReplyInvalid(f"app {record.id!r}: {e}") from e
 
-    def _exchange(self, record: AppRecord, url: str, body: dict[str, Any],
-                  limit: int) -> tuple[requests.Response, bytes | None]:
+    def _exchange(
+        self, record: AppRecord, url: str, body: dict[str, Any], limit: int
+    ) -> tuple[requests.Response, bytes | None]:
         """POST ``body`` and read the reply (None when larger than ``limit`` bytes)."""
         try:
-            resp = self._session().post(url, json=body, timeout=self.config.handle_timeout,
-                                        headers=app_secret.headers(record.launch_secret),
-                                        stream=True)
+            resp = self._session().post(
+                url,
+                json=body,
+                timeout=self.config.handle_timeout,
+                headers=app_secret.headers(record.launch_secret),
+                stream=True,
+            )
         except requests.Timeout as e:
-            raise AppTimeout(f"app {record.id!r} did not answer within "
-                             f"{self.config.handle_timeout:g} s") from e
+            raise AppTimeout(
+                f"app {record.id!r} did not answer within {self.config.handle_timeout:g} s"
+            ) from e
         except requests.ConnectionError as e:
-            raise AppUnavailable(f"app {record.id!r} is not reachable on port "
-                                 f"{record.port}") from e
+            raise AppUnavailable(f"app {record.id!r} is not reachable on port {record.port}") from e
         try:
             return resp, _read_capped(resp, limit)
         except requests.Timeout as e:
-            raise AppTimeout(f"app {record.id!r} did not finish its reply within "
-                             f"{self.config.handle_timeout:g} s") from e
+            raise AppTimeout(
+                f"app {record.id!r} did not finish its reply within "
+                f"{self.config.handle_timeout:g} s"
+            ) from e
         finally:
             resp.close()
 
@@ -304,16 +385,19 @@ class Controller:
 
     # ----------------------------------------------------------------- context
 
-    def build_context(self, record: AppRecord, sid: str,
-                      upstream: dict[str, Any] | None = None) -> dict[str, Any]:
+    def build_context(
+        self, record: AppRecord, sid: str, upstream: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Every field of spec §4.3, plus upstream results and the locale."""
         state = self.store.agent_state(sid, record.id) or {}
         return {
             "app": record.id,
             "role": record.role_prompt,
             "workdir": str(record.workdir),
-            "cwd_state": {"files": _list_files(record.workdir), **(
-                state if isinstance(state, dict) else {"state": state})},
+            "cwd_state": {
+                "files": _list_files(record.workdir),
+                **(state if isinstance(state, dict) else {"state": state}),
+            },
             "available_tools": [*ATOMIC_TOOLS, *self._custom_tools(record.id)],
             "session_id": sid,
             "history_summary": self.history_summary(sid),
@@ -337,11 +421,17 @@ class Controller:
 
     def _remember(self, sid: str, outcome: Outcome) -> None:
         resp = outcome.response
-        entry: dict[str, Any] = {"status": resp.get("status"), "view_type": resp.get("view_type"),
-                                 "message": resp.get("message")}
+        entry: dict[str, Any] = {
+            "status": resp.get("status"),
+            "view_type": resp.get("view_type"),
+            "message": resp.get("message"),
+        }
         data = json.dumps(resp.get("data"), ensure_ascii=False, default=str)
-        entry["data"] = resp.get("data") if len(data) <= HISTORY_DATA_MAX else \
-            {"truncated": True, "bytes": len(data)}
+        entry["data"] = (
+            resp.get("data")
+            if len(data) <= HISTORY_DATA_MAX
+            else {"truncated": True, "bytes": len(data)}
+        )
         if outcome.notes:
             entry["notes"] = outcome.notes
         self.store.add_history(sid, "app", entry, app=outcome.app)
@@ -359,11 +449,18 @@ class Controller:
         return record
 
     def profiles(self) -> list[AppProfile]:
-        return [AppProfile(id=r.id, name=r.shown_name, description=r.manifest.description,
-                           keywords=list(r.manifest.keywords), role_prompt=r.role_prompt,
-                           installed=r.installed)
-                for r in self.launcher.apps() if r.manifest is not None
-                and r.status in ("running", "starting", "restarting")]
+        return [
+            AppProfile(
+                id=r.id,
+                name=r.shown_name,
+                description=r.manifest.description,
+                keywords=list(r.manifest.keywords),
+                role_prompt=r.role_prompt,
+                installed=r.installed,
+            )
+            for r in self.launcher.apps()
+            if r.manifest is not None and r.status in ("running", "starting", "restarting")
+        ]
 
     def _no_match_message(self, profiles: list[AppProfile]) -> str:
         names = "、".join(f"{p.name}（{p.id}）" for p in profiles) or "（没有可用的应用）"
@@ -372,8 +469,13 @@ class Controller:
 
 def _upstream_entry(outcome: Outcome) -> dict[str, Any]:
     r = outcome.response
-    return {"app": outcome.app, "status": r.get("status"), "view_type": r.get("view_type"),
-            "data": r.get("data"), "message": r.get("message")}
+    return {
+        "app": outcome.app,
+        "status": r.get("status"),
+        "view_type": r.get("view_type"),
+        "data": r.get("data"),
+        "message": r.get("message"),
+    }
 
 
 def _read_capped(resp: requests.Response, limit: int) -> bytes | None:
@@ -400,4 +502,3 @@ def _list_files(workdir: Path | None) -> list[str]:
     except OSError:
         pass
     return out
-

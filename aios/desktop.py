@@ -36,10 +36,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--apps-dir", type=Path, default=None, help="folder of apps (default: apps/)")
     p.add_argument("--data-dir", type=Path, default=None, help="runtime data (default: data/)")
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.json)")
-    p.add_argument("--selftest", action="store_true",
-                   help="open the window, print the page title read through the web engine, exit")
-    p.add_argument("--new-token", action="store_true",
-                   help="replace the launch token kept in the data dir (open pages must reload)")
+    p.add_argument(
+        "--selftest",
+        action="store_true",
+        help="open the window, print the page title read through the web engine, exit",
+    )
+    p.add_argument(
+        "--new-token",
+        action="store_true",
+        help="replace the launch token kept in the data dir (open pages must reload)",
+    )
     p.add_argument("--log-level", default=os.environ.get("AIOS_LOG_LEVEL", "INFO"))
     return p.parse_args(argv)
 
@@ -111,11 +117,14 @@ def wait_for_stop(stop: threading.Event) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if args.port is not None and not 0 <= args.port <= MAX_PORT:
-        print(f"aios: --port {args.port} is not a port number: use 0 (any free port) to "
-              f"{MAX_PORT}", file=sys.stderr)
+        print(
+            f"aios: --port {args.port} is not a port number: use 0 (any free port) to {MAX_PORT}",
+            file=sys.stderr,
+        )
         return 2
     overrides: dict[str, Any] = {}
     if args.apps_dir:
@@ -145,8 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     install_stop_signals(stop)
     try:
-        system = System(config, port=server.port, token=os.environ.get("AIOS_TOKEN") or None,
-                        port_map_path=port_map, new_token=args.new_token)
+        system = System(
+            config,
+            port=server.port,
+            token=os.environ.get("AIOS_TOKEN") or None,
+            port_map_path=port_map,
+            new_token=args.new_token,
+        )
     except (AIOSError, OSError) as e:
         server.shutdown()
         print(f"aios: cannot start: {e}", file=sys.stderr)
@@ -165,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                 wait_for_stop(stop)
             else:
                 from aios.window import open_window
-                if not open_window(url, config, stop, selftest=args.selftest) \
-                        and args.selftest:
+
+                if not open_window(url, config, stop, selftest=args.selftest) and args.selftest:
                     code = 1
     except (AIOSError, OSError) as e:  # e.g. the apps folder became unreadable meanwhile
         print(f"aios: cannot start: {e}", file=sys.stderr)
@@ -176,4 +190,3 @@ def main(argv: list[str] | None = None) -> int:
         system.stop()
         log.info("stopped")
     return code
-

@@ -64,16 +64,20 @@ class AppSlots:
         with gate.cond:
             if gate.busy >= limit:
                 if gate.waiting >= limits.max_waiting_calls:
-                    raise AppBusy(f"app {app_id!r} is busy: {gate.busy} calls are in flight "
-                                  f"and {gate.waiting} waiting for it; try again later")
+                    raise AppBusy(
+                        f"app {app_id!r} is busy: {gate.busy} calls are in flight "
+                        f"and {gate.waiting} waiting for it; try again later"
+                    )
                 gate.waiting += 1
                 try:
                     free = gate.cond.wait_for(lambda: gate.busy < limit, limits.busy_wait)
                 finally:
                     gate.waiting -= 1
                 if not free:
-                    raise AppBusy(f"app {app_id!r} is busy: none of its {limit} call slots "
-                                  f"freed within {limits.busy_wait:g} s; try again later")
+                    raise AppBusy(
+                        f"app {app_id!r} is busy: none of its {limit} call slots "
+                        f"freed within {limits.busy_wait:g} s; try again later"
+                    )
             gate.busy += 1
         try:
             yield

@@ -62,8 +62,13 @@ class Executor:
 
     # ------------------------------------------------------------------ run
 
-    def run(self, steps: list[Step] | list[dict[str, Any]], ctx: ToolContext, *,
-            on_step: StepCallback | None = None) -> dict[str, dict[str, Any]]:
+    def run(
+        self,
+        steps: list[Step] | list[dict[str, Any]],
+        ctx: ToolContext,
+        *,
+        on_step: StepCallback | None = None,
+    ) -> dict[str, dict[str, Any]]:
         """Run ``steps`` in order for ``ctx.app_id``; return ``tool_results``.
 
         Raises ProtocolError when the plan itself is invalid (unknown fields,
@@ -88,14 +93,14 @@ class Executor:
                 break
         return results
 
-    def _run_step(self, step: Step, ctx: ToolContext, done: dict[str, dict[str, Any]],
-                  pending: set[str]) -> ToolResult:
+    def _run_step(
+        self, step: Step, ctx: ToolContext, done: dict[str, dict[str, Any]], pending: set[str]
+    ) -> ToolResult:
         t0 = time.perf_counter()
         try:
             args = resolve_templates(step.args, done, pending)
         except TemplateError as e:
-            result = ToolResult(tool=step.tool, status="error", error=str(e),
-                                duration_ms=_ms(t0))
+            result = ToolResult(tool=step.tool, status="error", error=str(e), duration_ms=_ms(t0))
             toolbox.record(ctx, step.tool, step.args, result, step_id=step.key)
             return result
         if step.tool in ATOMIC_TOOLS:
@@ -122,13 +127,17 @@ class Executor:
         error: str | None = None
         if ctx.app_url is None:
             denied = True
-            error = (f"unknown tool {name!r}: not an atomic tool, and app {ctx.app_id!r} has no "
-                     "address for custom tools here (atomic tools: "
-                     f"{', '.join(ATOMIC_TOOLS)})")
+            error = (
+                f"unknown tool {name!r}: not an atomic tool, and app {ctx.app_id!r} has no "
+                "address for custom tools here (atomic tools: "
+                f"{', '.join(ATOMIC_TOOLS)})"
+            )
         else:
             timeout = ctx.timeout(name, step.timeout)
-            headers = {APP_TOKEN_HEADER: ctx.app_token or "",
-                       **app_secret.headers(ctx.app_secret or "")}
+            headers = {
+                APP_TOKEN_HEADER: ctx.app_token or "",
+                **app_secret.headers(ctx.app_secret or ""),
+            }
             if ctx.session_id:
                 headers[SESSION_HEADER] = ctx.session_id
             url = f"{ctx.app_url.rstrip('/')}/tools/{name}"
@@ -138,32 +147,59 @@ class Executor:
             except requests.Timeout:
                 error = f"custom tool {name!r} of app {ctx.app_id!r} timed out after {timeout:g}s"
             except requests.RequestException as e:
-                error = (f"custom tool {name!r}: app {ctx.app_id!r} is not reachable at "
-                         f"{ctx.app_url}: {type(e).__name__}")
-        out = ToolResult(tool=name, status="error" if error else "ok", result=result,
-                         error=error, meta=meta, duration_ms=_ms(t0))
+                error = (
+                    f"custom tool {name!r}: app {ctx.app_id!r} is not reachable at "
+                    f"{ctx.app_url}: {type(e).__name__}"
+                )
+        out = ToolResult(
+            tool=name,
+            status="error" if error else "ok",
+            result=result,
+            error=error,
+            meta=meta,
+            duration_ms=_ms(t0),
+        )
         toolbox.record(ctx, name, args, out, denied=denied, step_id=step.key)
         return out
 
 
-def _read_tool_reply(resp: requests.Response, name: str, app_id: str
-                     ) -> tuple[bool, Any, dict[str, Any] | None, str | None]:
+def _read_tool_reply(
+    resp: requests.Response, name: str, app_id: str
+) -> tuple[bool, Any, dict[str, Any] | None, str | None]:
     """An app's ``/tools/<name>`` answer as (denied, result, meta, error)."""
     if resp.status_code == 404:
-        return True, None, None, (f"unknown tool {name!r} (not an atomic tool and not a custom "
-                                  f"tool of app {app_id!r})")
+        return (
+            True,
+            None,
+            None,
+            (f"unknown tool {name!r} (not an atomic tool and not a custom tool of app {app_id!r})"),
+        )
     if resp.status_code in (401, 403):
-        return True, None, None, (f"custom tool {name!r}: app {app_id!r} refused the call "
-                                  f"(HTTP {resp.status_code}: app token mismatch)")
+        return (
+            True,
+            None,
+            None,
+            (
+                f"custom tool {name!r}: app {app_id!r} refused the call "
+                f"(HTTP {resp.status_code}: app token mismatch)"
+            ),
+        )
     try:
         body = resp.json()
     except ValueError:
         body = None
     if not isinstance(body, dict) or body.get("status") not in ("ok", "error"):
         snippet = resp.text[:_ERROR_BODY_CHARS]
-        return False, None, None, (f"custom tool {name!r} of app {app_id!r} gave an invalid "
-                                   f"reply (HTTP {resp.status_code}): {snippet!r}; expected "
-                                   '{"status": "ok"|"error", "result"|"error": ...}')
+        return (
+            False,
+            None,
+            None,
+            (
+                f"custom tool {name!r} of app {app_id!r} gave an invalid "
+                f"reply (HTTP {resp.status_code}): {snippet!r}; expected "
+                '{"status": "ok"|"error", "result"|"error": ...}'
+            ),
+        )
     meta = body.get("meta") if isinstance(body.get("meta"), dict) else None
     if body["status"] == "ok":
         return False, body.get("result"), meta, None
@@ -176,8 +212,7 @@ def _read_tool_reply(resp: requests.Response, name: str, app_id: str
 
 def as_entry(result: ToolResult) -> dict[str, Any]:
     """A ToolResult in the ``tool_results`` shape: ``result`` always, error/meta when set."""
-    entry: dict[str, Any] = {"tool": result.tool, "status": result.status,
-                             "result": result.result}
+    entry: dict[str, Any] = {"tool": result.tool, "status": result.status, "result": result.result}
     if result.error is not None:
         entry["error"] = result.error
     if result.meta is not None:
@@ -186,8 +221,9 @@ def as_entry(result: ToolResult) -> dict[str, Any]:
     return entry
 
 
-def resolve_templates(value: Any, done: dict[str, dict[str, Any]],
-                      pending: set[str] | frozenset[str] = frozenset()) -> Any:
+def resolve_templates(
+    value: Any, done: dict[str, dict[str, Any]], pending: set[str] | frozenset[str] = frozenset()
+) -> Any:
     """Replace ``{{step_N.path}}`` references in strings, recursively through dicts/lists.
 
     A string that is exactly one template becomes the referenced value as is;
@@ -200,8 +236,10 @@ def resolve_templates(value: Any, done: dict[str, dict[str, Any]],
             return value
         for m in _LOOSE.finditer(value):
             if not _TEMPLATE.fullmatch(m.group(0)):
-                raise TemplateError(f"malformed template {m.group(0)}: write {{{{step_N.result}}}} "
-                                    "or a dotted path such as {{step_N.result.items.0.url}}")
+                raise TemplateError(
+                    f"malformed template {m.group(0)}: write {{{{step_N.result}}}} "
+                    "or a dotted path such as {{step_N.result.items.0.url}}"
+                )
         whole = _TEMPLATE.fullmatch(value)
         if whole:
             return _lookup(whole, done, pending)
@@ -219,16 +257,21 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _lookup(match: re.Match[str], done: dict[str, dict[str, Any]],
-            pending: set[str] | frozenset[str]) -> Any:
+def _lookup(
+    match: re.Match[str], done: dict[str, dict[str, Any]], pending: set[str] | frozenset[str]
+) -> Any:
     key, path = match.group(1), match.group(2)
     ref = "{{" + key + path + "}}"
     if key not in done:
         if key in pending:
-            raise TemplateError(f"unresolved template {ref}: {key} has not run yet "
-                                "(a step can only use the results of earlier steps)")
-        raise TemplateError(f"unresolved template {ref}: there is no {key} in this plan "
-                            f"(steps run so far: {', '.join(done) or 'none'})")
+            raise TemplateError(
+                f"unresolved template {ref}: {key} has not run yet "
+                "(a step can only use the results of earlier steps)"
+            )
+        raise TemplateError(
+            f"unresolved template {ref}: there is no {key} in this plan "
+            f"(steps run so far: {', '.join(done) or 'none'})"
+        )
     parts = [p for p in path.split(".") if p]
     value: Any = done[key]
     where = key
@@ -238,23 +281,29 @@ def _lookup(match: re.Match[str], done: dict[str, dict[str, Any]],
             value = value.get(part)
         elif isinstance(value, dict):
             if part not in value:
-                raise TemplateError(f"unresolved template {ref}: {where} has no key {part!r} "
-                                    f"(keys: {_keys(value)})")
+                raise TemplateError(
+                    f"unresolved template {ref}: {where} has no key {part!r} (keys: {_keys(value)})"
+                )
             value = value[part]
         elif isinstance(value, list):
             try:
                 index = int(part)
                 value = value[index]
             except ValueError:
-                raise TemplateError(f"unresolved template {ref}: {where} is a list; "
-                                    f"{part!r} is not an index") from None
+                raise TemplateError(
+                    f"unresolved template {ref}: {where} is a list; {part!r} is not an index"
+                ) from None
             except IndexError:
-                raise TemplateError(f"unresolved template {ref}: {where} has no index {index} "
-                                    f"(list of length {len(value)})") from None
+                raise TemplateError(
+                    f"unresolved template {ref}: {where} has no index {index} "
+                    f"(list of length {len(value)})"
+                ) from None
         else:
-            raise TemplateError(f"unresolved template {ref}: {where} is "
-                                f"{type(value).__name__ if value is not None else 'null'}, "
-                                f"it has no field {part!r}")
+            raise TemplateError(
+                f"unresolved template {ref}: {where} is "
+                f"{type(value).__name__ if value is not None else 'null'}, "
+                f"it has no field {part!r}"
+            )
         where = f"{where}.{part}"
     return value
 

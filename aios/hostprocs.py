@@ -11,8 +11,7 @@ from typing import Any
 
 import psutil
 
-FIELDS = ("pid", "name", "username", "cpu_percent", "memory_info", "memory_percent",
-          "create_time")
+FIELDS = ("pid", "name", "username", "cpu_percent", "memory_info", "memory_percent", "create_time")
 
 
 def host_processes() -> list[dict[str, Any]]:
@@ -25,10 +24,15 @@ def host_processes() -> list[dict[str, Any]]:
     for p in psutil.process_iter(list(FIELDS)):
         info = p.info
         mem = info.get("memory_info")
-        out.append({"pid": info["pid"], "name": info.get("name") or "?",
-                    "user": info.get("username") or "",
-                    "cpu_percent": round(info.get("cpu_percent") or 0.0, 1),
-                    "memory_rss": mem.rss if mem is not None else 0,
-                    "memory_percent": round(info.get("memory_percent") or 0.0, 1),
-                    "started": info.get("create_time")})
+        out.append(
+            {
+                "pid": info["pid"],
+                "name": info.get("name") or "?",
+                "user": info.get("username") or "",
+                "cpu_percent": round(info.get("cpu_percent") or 0.0, 1),
+                "memory_rss": mem.rss if mem is not None else 0,
+                "memory_percent": round(info.get("memory_percent") or 0.0, 1),
+                "started": info.get("create_time"),
+            }
+        )
     return out

@@ -29,8 +29,7 @@ def depth_exceeds(value: Any, limit: int) -> bool:
             continue
         if level > limit:
             return True
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, dict | list))
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
     return False
 
 

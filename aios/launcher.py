@@ -70,11 +70,20 @@ SETTLE_POLL = 0.05
 class Launcher:
     """The registry of apps: discovers, starts, supervises, reloads and stops them."""
 
-    def __init__(self, apps_dir: Path, data_dir: Path, config: Config, *, system_url: str,
-                 port_map_path: Path, on_status: Callable[[AppRecord], None] | None = None,
-                 on_stop: Callable[[str], object] | None = None,
-                 restart_policy: RestartPolicy | None = None, stop_grace: float = STOP_GRACE,
-                 watch_interval: float = WATCH_INTERVAL):
+    def __init__(
+        self,
+        apps_dir: Path,
+        data_dir: Path,
+        config: Config,
+        *,
+        system_url: str,
+        port_map_path: Path,
+        on_status: Callable[[AppRecord], None] | None = None,
+        on_stop: Callable[[str], object] | None = None,
+        restart_policy: RestartPolicy | None = None,
+        stop_grace: float = STOP_GRACE,
+        watch_interval: float = WATCH_INTERVAL,
+    ):
         self.apps_dir = apps_dir
         self.data_dir = data_dir
         self.logs_dir = data_dir / "logs"
@@ -106,8 +115,7 @@ class Launcher:
 
     # -------------------------------------------------------------- lifecycle
 
-    def start(self, ready_wait: float | None = None,
-              cancel: threading.Event | None = None) -> None:
+    def start(self, ready_wait: float | None = None, cancel: threading.Event | None = None) -> None:
         """Scan, validate, assign ports and start every app in parallel.
 
         Then wait until every app has settled (running or failed), at most
@@ -130,8 +138,9 @@ class Launcher:
             try:
                 folders = self._list_folders()
             except OSError as e:
-                raise ConfigError(f"the apps folder {self.apps_dir} cannot be listed: "
-                                  f"{e.strerror or e}") from e
+                raise ConfigError(
+                    f"the apps folder {self.apps_dir} cannot be listed: {e.strerror or e}"
+                ) from e
             self._ports.load()
             records = [self._add(path) for path in folders.values()]
             # Apps that name a port in their manifest choose first, so a port
@@ -144,8 +153,11 @@ class Launcher:
             for sup in sups:
                 sup.start()
         self._wait_settled(sups, ready_wait, cancel)
-        log.info("launcher: %d app(s) found, %d running", len(self._records),
-                 sum(r.status == AppStatus.RUNNING for r in self.apps()))
+        log.info(
+            "launcher: %d app(s) found, %d running",
+            len(self._records),
+            sum(r.status == AppStatus.RUNNING for r in self.apps()),
+        )
         self._watcher = threading.Thread(target=self._watch, name="app-watcher", daemon=True)
         self._watcher.start()
 
@@ -161,8 +173,7 @@ class Launcher:
                     with ThreadPoolExecutor(max_workers=min(len(ids), 16)) as pool:
                         for app_id, fut in [(i, pool.submit(self._halt, i)) for i in ids]:
                             if fut.exception() is not None:  # keep stopping the others
-                                log.error("stopping app %s failed: %s", app_id,
-                                          fut.exception())
+                                log.error("stopping app %s failed: %s", app_id, fut.exception())
             finally:
                 self._sweep()
 
@@ -238,9 +249,11 @@ class Launcher:
         return found
 
     def route_table(self) -> dict[str, dict[str, Any]]:
-        return {r.id: {"name": r.manifest.name, "port": r.port,
-                       "endpoint": r.manifest.handle_endpoint}
-                for r in self.apps() if r.manifest is not None and r.port is not None}
+        return {
+            r.id: {"name": r.manifest.name, "port": r.port, "endpoint": r.manifest.handle_endpoint}
+            for r in self.apps()
+            if r.manifest is not None and r.port is not None
+        }
 
     def url(self, app_id: str) -> str:
         rec = self.get(app_id)
@@ -274,8 +287,7 @@ class Launcher:
     def _list_folders(self) -> dict[str, Path]:
         """The app folders by id; OSError when the apps folder cannot be listed."""
         entries = sorted(self.apps_dir.iterdir())
-        return {p.name: p for p in entries
-                if p.is_dir() and not p.name.startswith((".", "_"))}
+        return {p.name: p for p in entries if p.is_dir() and not p.name.startswith((".", "_"))}
 
     def _folders(self) -> dict[str, Path] | None:
         """:meth:`_list_folders`, or None (logged once per outage) when it fails."""
@@ -291,8 +303,12 @@ class Launcher:
 
     def _scan_failed(self, e: OSError) -> None:
         if not self._scan_failing:
-            log.warning("cannot read the apps folder %s: %s; the apps stay as they are until "
-                        "it can be read again", self.apps_dir, e)
+            log.warning(
+                "cannot read the apps folder %s: %s; the apps stay as they are until "
+                "it can be read again",
+                self.apps_dir,
+                e,
+            )
         self._scan_failing = True
 
     def _rescan_one(self, app_id: str, path: Path) -> bool:
@@ -305,18 +321,25 @@ class Launcher:
                 self._prepare(rec).start()
             return True
         new, old = fingerprint(path), self._prints.get(app_id)
-        if new != old and rec.status != AppStatus.INVALID and old and new[0] == old[0] \
-                and self._refresh_role(rec, new):
+        if (
+            new != old
+            and rec.status != AppStatus.INVALID
+            and old
+            and new[0] == old[0]
+            and self._refresh_role(rec, new)
+        ):
             return False
-        if new != old or (rec.status == AppStatus.INVALID
-                          and load_app(path, self.logs_dir).error != rec.error):
+        if new != old or (
+            rec.status == AppStatus.INVALID and load_app(path, self.logs_dir).error != rec.error
+        ):
             log.info("app %s: folder changed, reloading", app_id)
             self._reload(rec)
             return True
         return False
 
-    def _wait_settled(self, sups: list[AppSupervisor], timeout: float | None,
-                      cancel: threading.Event | None) -> None:
+    def _wait_settled(
+        self, sups: list[AppSupervisor], timeout: float | None, cancel: threading.Event | None
+    ) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
         wake = cancel or self._closing
         while True:
@@ -324,9 +347,13 @@ class Launcher:
             if not pending or self._closing.is_set() or wake.is_set():
                 return
             if deadline is not None and time.monotonic() >= deadline:
-                log.warning("launcher: not waiting longer than %g s for %s: still starting "
-                            "(each has up to %g s to listen)", timeout, ", ".join(pending),
-                            self.config.app_start_timeout)
+                log.warning(
+                    "launcher: not waiting longer than %g s for %s: still starting "
+                    "(each has up to %g s to listen)",
+                    timeout,
+                    ", ".join(pending),
+                    self.config.app_start_timeout,
+                )
                 return
             wake.wait(SETTLE_POLL)
 
@@ -337,8 +364,7 @@ class Launcher:
             self._spawned.clear()
         for proc in procs:
             if proc.poll() is None:
-                log.error("app process %d outlived its stop; killing its process group",
-                          proc.pid)
+                log.error("app process %d outlived its stop; killing its process group", proc.pid)
                 procgroup.force_kill(proc)
 
     def _notify(self, rec: AppRecord) -> None:
@@ -394,8 +420,11 @@ class Launcher:
         self._halt(rec.id, final=False)
         with self._lock:
             self._prints[rec.id] = prints
-            rec.manifest, rec.role_prompt, rec.workdir = (fresh.manifest, fresh.role_prompt,
-                                                          fresh.workdir)
+            rec.manifest, rec.role_prompt, rec.workdir = (
+                fresh.manifest,
+                fresh.role_prompt,
+                fresh.workdir,
+            )
             rec.restarts = 0
             assign_display_names(list(self._records.values()))
         if fresh.status == AppStatus.INVALID:
@@ -415,12 +444,17 @@ class Launcher:
             rec.port = self._choose_port(rec)
             self._ports.remember(rec.id, rec.port)
             sup = AppSupervisor(
-                rec.id, rec.port, spawn=lambda: self._spawn(rec), policy=self.policy,
-                start_timeout=self.config.app_start_timeout, grace=self.stop_grace,
+                rec.id,
+                rec.port,
+                spawn=lambda: self._spawn(rec),
+                policy=self.policy,
+                start_timeout=self.config.app_start_timeout,
+                grace=self.stop_grace,
                 log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
                 liveness=Liveness.from_config(self.config.apps),
                 probe_headers=lambda: app_secret.headers(rec.launch_secret),
-                on_status=lambda status, error: self._supervisor_status(rec, sup, status, error))
+                on_status=lambda status, error: self._supervisor_status(rec, sup, status, error),
+            )
             self._sups[rec.id] = sup
         self._set(rec, AppStatus.STARTING)
         return sup
@@ -429,23 +463,35 @@ class Launcher:
         """Manifest port, else the previous port map's, else a free one (never a taken one)."""
         assert rec.manifest is not None
         assigned = {r.id: r.port for r in self._records.values() if r.port and r is not rec}
-        return self._ports.choose(rec.id, manifest_port=rec.manifest.port, current=rec.port,
-                                  assigned=assigned)
+        return self._ports.choose(
+            rec.id, manifest_port=rec.manifest.port, current=rec.port, assigned=assigned
+        )
 
     def _spawn(self, rec: AppRecord) -> subprocess.Popen[bytes]:
         assert rec.manifest is not None and rec.workdir is not None and rec.port is not None
         token = secrets.token_urlsafe(32)
         secret = app_secret.new_secret()
-        env = app_env(os.environ, app_id=rec.id, port=rec.port, system_url=self.system_url,
-                      token=token, workdir=rec.workdir, project_root=PROJECT_ROOT,
-                      launch_secret=secret)
+        env = app_env(
+            os.environ,
+            app_id=rec.id,
+            port=rec.port,
+            system_url=self.system_url,
+            token=token,
+            workdir=rec.workdir,
+            project_root=PROJECT_ROOT,
+            launch_secret=secret,
+        )
         with self._lock:
             rec.token, rec.spawned_at = token, time.monotonic()
             rec.launch_secret = secret
-        proc = spawn_process([sys.executable, rec.manifest.entry], cwd=rec.path, env=env,
-                             log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
-                             header=f"launch {rec.id} on port {rec.port}",
-                             log_max_bytes=self.config.apps.log_max_bytes)
+        proc = spawn_process(
+            [sys.executable, rec.manifest.entry],
+            cwd=rec.path,
+            env=env,
+            log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
+            header=f"launch {rec.id} on port {rec.port}",
+            log_max_bytes=self.config.apps.log_max_bytes,
+        )
         with self._lock:
             rec.pid = proc.pid
             self._spawned = {pid: p for pid, p in self._spawned.items() if p.returncode is None}
@@ -453,8 +499,9 @@ class Launcher:
         log.info("app %s: spawned pid %d on port %d", rec.id, proc.pid, rec.port)
         return proc
 
-    def _supervisor_status(self, rec: AppRecord, sup: AppSupervisor, status: AppStatus,
-                           error: str | None) -> None:
+    def _supervisor_status(
+        self, rec: AppRecord, sup: AppSupervisor, status: AppStatus, error: str | None
+    ) -> None:
         with self._lock:
             rec.restarts = sup.restarts
             if status == AppStatus.RUNNING:

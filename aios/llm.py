@@ -40,6 +40,7 @@ def _openai() -> Any:
 
     return openai
 
+
 RETRY_AFTER_CAP = 2.0
 """Seconds: the longest we wait on a Retry-After before the next attempt (a user is waiting)."""
 BACKOFF_BASE = 0.25
@@ -138,19 +139,24 @@ def _classify(e: Exception, provider: _Provider) -> _Failure:
         detail = _api_message(e)
         suffix = f" — {detail}" if detail else ""
         if status == 401:
-            return _Failure("API key rejected (HTTP 401); check llm.api_key / "
-                            f"deepseek_api_key{suffix}", False)
+            return _Failure(
+                f"API key rejected (HTTP 401); check llm.api_key / deepseek_api_key{suffix}", False
+            )
         if status == 403:
             return _Failure(f"access denied (HTTP 403){suffix}", False)
         if status == 404:
-            return _Failure(f"not found (HTTP 404): check llm.base_url and model "
-                            f"{provider.model!r}{suffix}", False)
+            return _Failure(
+                f"not found (HTTP 404): check llm.base_url and model {provider.model!r}{suffix}",
+                False,
+            )
         if status == 429:
-            return _Failure(f"rate limited (HTTP 429){suffix}", True,
-                            _retry_after(e.response.headers))
+            return _Failure(
+                f"rate limited (HTTP 429){suffix}", True, _retry_after(e.response.headers)
+            )
         if status >= 500:
-            return _Failure(f"server error (HTTP {status}){suffix}", True,
-                            _retry_after(e.response.headers))
+            return _Failure(
+                f"server error (HTTP {status}){suffix}", True, _retry_after(e.response.headers)
+            )
         return _Failure(f"request rejected (HTTP {status}){suffix}", False)
     if isinstance(e, openai.OpenAIError):
         return _Failure(f"invalid response: {e}", False)
@@ -167,9 +173,14 @@ def _message_dict(msg: Any) -> dict[str, Any]:
     calls = getattr(msg, "tool_calls", None) or []
     if calls:
         out["tool_calls"] = [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.function.name, "arguments": c.function.arguments or ""}}
-            for c in calls if getattr(c, "function", None) is not None]
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.function.name, "arguments": c.function.arguments or ""},
+            }
+            for c in calls
+            if getattr(c, "function", None) is not None
+        ]
     return out
 
 
@@ -187,16 +198,31 @@ class LLMClient:
         key = config.llm_api_key
         self._providers: list[_Provider] = []
         if config.llm_enabled:
-            self._providers.append(_Provider("primary", normalize_base_url(llm.base_url),
-                                             llm.model, key, llm.timeout, llm.max_retries))
+            self._providers.append(
+                _Provider(
+                    "primary",
+                    normalize_base_url(llm.base_url),
+                    llm.model,
+                    key,
+                    llm.timeout,
+                    llm.max_retries,
+                )
+            )
             fb = llm.fallback
             if fb.base_url and fb.model:
                 # The primary's key goes only to the primary's own endpoint (DESIGN §11).
                 fb_url = normalize_base_url(fb.base_url)
                 same = fb_url == normalize_base_url(llm.base_url)
-                self._providers.append(_Provider(
-                    "fallback", fb_url, fb.model, fb.api_key or (key if same else NO_KEY),
-                    fb.timeout, llm.max_retries))
+                self._providers.append(
+                    _Provider(
+                        "fallback",
+                        fb_url,
+                        fb.model,
+                        fb.api_key or (key if same else NO_KEY),
+                        fb.timeout,
+                        llm.max_retries,
+                    )
+                )
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
         self._last_error: str | None = None
@@ -209,19 +235,31 @@ class LLMClient:
 
     # ------------------------------------------------------------- public
 
-    def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-             tool_choice: str | dict[str, Any] | None = None, purpose: str | None = None,
-             temperature: float = 0.2, max_tokens: int | None = None) -> ChatResult:
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        purpose: str | None = None,
+        temperature: float = 0.2,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
         """One chat completion; retries and falls back as configured.
 
         Raises LLMUnavailable when no LLM is configured, LLMError naming each
         provider's failure when none could answer.
         """
         if not self.enabled:
-            raise LLMUnavailable("no language model is configured: set deepseek_api_key in "
-                                 "config.json or the DEEPSEEK_API_KEY environment variable")
-        if not isinstance(messages, list) or not messages or \
-                not all(isinstance(m, dict) and m.get("role") for m in messages):
+            raise LLMUnavailable(
+                "no language model is configured: set deepseek_api_key in "
+                "config.json or the DEEPSEEK_API_KEY environment variable"
+            )
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) and m.get("role") for m in messages)
+        ):
             raise LLMError("messages must be a non-empty list of {role, content} objects")
         kwargs: dict[str, Any] = {"messages": messages, "temperature": temperature}
         if tools:
@@ -234,8 +272,12 @@ class LLMClient:
         failures: list[str] = []
         for i, provider in enumerate(self._providers):
             if i:
-                logger.warning("LLM %s failed (%s); trying %s", self._providers[i - 1].name,
-                               failures[-1], provider.describe())
+                logger.warning(
+                    "LLM %s failed (%s); trying %s",
+                    self._providers[i - 1].name,
+                    failures[-1],
+                    provider.describe(),
+                )
             try:
                 result = self._call_provider(provider, kwargs, purpose)
             except _ProviderFailed as e:
@@ -278,13 +320,18 @@ class LLMClient:
             if client is None:
                 openai = _openai()
                 # max_retries=0: retries are ours, so they are bounded, logged and recorded.
-                client = openai.OpenAI(api_key=provider.api_key, base_url=provider.base_url,
-                                       timeout=provider.timeout, max_retries=0)
+                client = openai.OpenAI(
+                    api_key=provider.api_key,
+                    base_url=provider.base_url,
+                    timeout=provider.timeout,
+                    max_retries=0,
+                )
                 self._clients[provider.name] = client
             return client
 
-    def _call_provider(self, provider: _Provider, kwargs: dict[str, Any],
-                       purpose: str | None) -> ChatResult:
+    def _call_provider(
+        self, provider: _Provider, kwargs: dict[str, Any], purpose: str | None
+    ) -> ChatResult:
         client = self._client(provider)
         attempts = provider.retries + 1
         for attempt in range(attempts):
@@ -296,9 +343,11 @@ class LLMClient:
                     raise LLMError("invalid response: no message in the reply")
                 message = _message_dict(choices[0].message)
                 usage = resp.usage
-                usage_d = {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                           "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-                           "total_tokens": int(getattr(usage, "total_tokens", 0) or 0)}
+                usage_d = {
+                    "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+                    "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+                    "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
+                }
                 model = str(resp.model or provider.model)
             except Exception as e:  # noqa: BLE001 - every provider failure is an LLM failure
                 latency = (time.monotonic() - start) * 1000
@@ -307,31 +356,56 @@ class LLMClient:
                 last = attempt == attempts - 1
                 if not failure.retryable or last:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise _ProviderFailed(f"{provider.describe()}: {failure.message}{tries}"
-                                          ) from e
-                wait = failure.retry_after if failure.retry_after is not None \
-                    else BACKOFF_BASE * 2 ** attempt
+                    raise _ProviderFailed(f"{provider.describe()}: {failure.message}{tries}") from e
+                wait = (
+                    failure.retry_after
+                    if failure.retry_after is not None
+                    else BACKOFF_BASE * 2**attempt
+                )
                 wait = min(wait, RETRY_AFTER_CAP)
-                logger.info("LLM %s attempt %d failed (%s); retrying in %.2f s",
-                            provider.name, attempt + 1, failure.message, wait)
+                logger.info(
+                    "LLM %s attempt %d failed (%s); retrying in %.2f s",
+                    provider.name,
+                    attempt + 1,
+                    failure.message,
+                    wait,
+                )
                 time.sleep(wait)
                 continue
             latency = (time.monotonic() - start) * 1000
             self._record(provider, purpose, latency, ok=True, usage=usage_d)
-            return ChatResult(message=message, provider=provider.name, model=model, usage=usage_d,
-                              latency_ms=round(latency, 1))
+            return ChatResult(
+                message=message,
+                provider=provider.name,
+                model=model,
+                usage=usage_d,
+                latency_ms=round(latency, 1),
+            )
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    def _record(self, provider: _Provider, purpose: str | None, latency_ms: float, *,
-                ok: bool, error: str | None = None, usage: dict[str, int] | None = None) -> None:
+    def _record(
+        self,
+        provider: _Provider,
+        purpose: str | None,
+        latency_ms: float,
+        *,
+        ok: bool,
+        error: str | None = None,
+        usage: dict[str, int] | None = None,
+    ) -> None:
         if self.store is None:
             return
         try:
             self.store.record_llm_usage(
-                provider=provider.name, model=provider.model, latency_ms=round(latency_ms, 1),
-                ok=ok, purpose=purpose, error=error,
+                provider=provider.name,
+                model=provider.model,
+                latency_ms=round(latency_ms, 1),
+                ok=ok,
+                purpose=purpose,
+                error=error,
                 prompt_tokens=(usage or {}).get("prompt_tokens"),
-                completion_tokens=(usage or {}).get("completion_tokens"))
+                completion_tokens=(usage or {}).get("completion_tokens"),
+            )
         except StoreError as e:
             # Bookkeeping must not cost the user an answer they already have.
             logger.warning("could not record LLM usage: %s", e)

@@ -31,8 +31,10 @@ TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EA
 
 CONFINED = False
 """Whether app processes run confined (DESIGN §11); not on any system yet."""
-UNCONFINED_NOTICE = ("app processes are not confined (no sandbox for app processes on this "
-                     "system yet); each app is reachable only with its launch secret")
+UNCONFINED_NOTICE = (
+    "app processes are not confined (no sandbox for app processes on this "
+    "system yet); each app is reachable only with its launch secret"
+)
 """Said once in the log at start, and in the README's Security section."""
 
 
@@ -73,9 +75,13 @@ class AppRecord:
         """What the desktop may see (never the token)."""
         m = self.manifest
         out: dict[str, Any] = {
-            "id": self.id, "name": self.shown_name, "icon": m.icon if m else "",
-            "description": m.description if m else "", "status": str(self.status),
-            "port": self.port, "endpoint": m.handle_endpoint if m else None,
+            "id": self.id,
+            "name": self.shown_name,
+            "icon": m.icon if m else "",
+            "description": m.description if m else "",
+            "status": str(self.status),
+            "port": self.port,
+            "endpoint": m.handle_endpoint if m else None,
             "keywords": list(m.keywords) if m else [],
             "permissions": list(m.permissions) if m else [],
             "confined": CONFINED,
@@ -110,16 +116,19 @@ def _raise_if_transient(e: BaseException) -> None:
 def validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
     """Manifest, role prompt and (created) workdir of a folder; ManifestError-like ValueError."""
     if not APP_ID_RE.match(app_id):
-        raise ValueError(f"folder name {app_id!r} is not a valid app id: it must match "
-                         "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')")
+        raise ValueError(
+            f"folder name {app_id!r} is not a valid app id: it must match "
+            "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')"
+        )
     mpath = path / MANIFEST
     if not mpath.is_file():
         raise ValueError(f"no {MANIFEST} in the app folder")
     try:
         raw = json.loads(mpath.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise ValueError(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: "
-                         f"{e.msg}") from e
+        raise ValueError(
+            f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: {e.msg}"
+        ) from e
     except (OSError, UnicodeDecodeError) as e:
         _raise_if_transient(e)
         raise ValueError(f"{MANIFEST} cannot be read: {e}") from e
@@ -135,8 +144,9 @@ def validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
         raise ValueError(f"entry file {manifest.entry!r} not found in the app folder")
     workdir = (path / manifest.workdir).resolve()
     if not _inside(workdir, root):
-        raise ValueError(f"workdir {manifest.workdir!r} resolves to {workdir}, "
-                         "outside the app folder")
+        raise ValueError(
+            f"workdir {manifest.workdir!r} resolves to {workdir}, outside the app folder"
+        )
     role = (manifest.role_prompt or "").strip()
     if not role and (path / ROLE_FILE).is_file():
         try:
@@ -145,8 +155,9 @@ def validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
             _raise_if_transient(e)
             raise ValueError(f"{ROLE_FILE} cannot be read: {e}") from e
     if not role:
-        raise ValueError(f"no role prompt: set \"role_prompt\" in {MANIFEST} or add a "
-                         f"non-empty {ROLE_FILE}")
+        raise ValueError(
+            f'no role prompt: set "role_prompt" in {MANIFEST} or add a non-empty {ROLE_FILE}'
+        )
     if workdir.exists() and not workdir.is_dir():
         raise ValueError(f"workdir {manifest.workdir!r} exists and is not a folder")
     try:
@@ -163,8 +174,12 @@ def load_app(path: Path, logs_dir: Path) -> AppRecord:
     says nothing about the folder.
     """
     app_id = path.name
-    rec = AppRecord(id=app_id, path=path, status=AppStatus.STOPPED,
-                    log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None)
+    rec = AppRecord(
+        id=app_id,
+        path=path,
+        status=AppStatus.STOPPED,
+        log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None,
+    )
     try:
         rec.manifest, rec.role_prompt, rec.workdir = validate(app_id, path)
     except ValueError as e:
@@ -182,13 +197,11 @@ def fingerprint(path: Path) -> tuple[Any, ...]:
     for name in (MANIFEST, ROLE_FILE):
         try:
             st = (path / name).stat()
-            out.append((st.st_mtime_ns if name == MANIFEST else 0,
-                        (path / name).read_bytes()))
+            out.append((st.st_mtime_ns if name == MANIFEST else 0, (path / name).read_bytes()))
         except OSError as e:
             _raise_if_transient(e)
             out.append(None)
     return tuple(out)
 
 
-__all__ = ["APP_ID_RE", "MANIFEST", "ROLE_FILE", "AppRecord", "fingerprint", "load_app",
-           "validate"]
+__all__ = ["APP_ID_RE", "MANIFEST", "ROLE_FILE", "AppRecord", "fingerprint", "load_app", "validate"]

@@ -9,7 +9,16 @@ from __future__ import annotations
 from typing import Any, Literal, get_args
 
 AppViewType = Literal[
-    "text", "list", "card", "table", "form", "media", "image", "chart", "code", "dashboard",
+    "text",
+    "list",
+    "card",
+    "table",
+    "form",
+    "media",
+    "image",
+    "chart",
+    "code",
+    "dashboard",
 ]
 """The ten view types of spec §6.2: what an app's reply may show."""
 
@@ -23,14 +32,30 @@ VIEW_TYPES: tuple[str, ...] = get_args(AppViewType)
 SYSTEM_VIEW_TYPES: tuple[str, ...] = get_args(SystemViewType)
 
 ACTION_TYPES: tuple[str, ...] = (
-    "button", "submit_form", "select", "checkbox", "radio",
-    "input", "link", "toggle", "slider", "datetime",
+    "button",
+    "submit_form",
+    "select",
+    "checkbox",
+    "radio",
+    "input",
+    "link",
+    "toggle",
+    "slider",
+    "datetime",
 )
 """The ten action controls of spec §6.3."""
 
 ATOMIC_TOOLS: tuple[str, ...] = (
-    "http_request", "file_read", "file_write", "file_list", "shell_exec",
-    "process_start", "db_query", "cache_get", "cache_set", "notify",
+    "http_request",
+    "file_read",
+    "file_write",
+    "file_list",
+    "shell_exec",
+    "process_start",
+    "db_query",
+    "cache_get",
+    "cache_set",
+    "notify",
 )
 """The ten atomic tools of spec §7.2."""
 
@@ -57,5 +82,11 @@ def error_response(message: str, *, title: str = "", detail: Any = None) -> dict
     data: dict[str, Any] = {"title": title or "错误 / Error", "message": message}
     if detail is not None:
         data["detail"] = detail
-    return {"status": "error", "view_type": "error", "data": data, "actions": [],
-            "steps": [], "message": message}
+    return {
+        "status": "error",
+        "view_type": "error",
+        "data": data,
+        "actions": [],
+        "steps": [],
+        "message": message,
+    }

@@ -101,16 +101,16 @@ class _Spawner:
     """One daemon thread that lives as long as the system and does every fork."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = \
-            queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def run(self, fn: Callable[[], T]) -> T:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="process-spawner",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._loop, name="process-spawner", daemon=True
+                )
                 self._thread.start()
             thread = self._thread
         if thread is threading.current_thread():
@@ -149,9 +149,13 @@ class Guard:
         self._broken = False
 
     def _start(self) -> None:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _GUARD_SOURCE],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, close_fds=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _GUARD_SOURCE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
         proc.wait()  # the first fork exits at once; the guard itself lives on, detached
         self._pipe = proc.stdin
         for g in self._groups:

@@ -83,8 +83,12 @@ class Limits:
 
     @classmethod
     def from_config(cls, cfg: SandboxConfig) -> Limits:
-        return cls(cpu_seconds=cfg.cpu_seconds, memory_mb=cfg.memory_mb,
-                   max_file_bytes=cfg.max_file_bytes, max_processes=cfg.max_processes)
+        return cls(
+            cpu_seconds=cfg.cpu_seconds,
+            memory_mb=cfg.memory_mb,
+            max_file_bytes=cfg.max_file_bytes,
+            max_processes=cfg.max_processes,
+        )
 
 
 @dataclass(frozen=True)
@@ -104,8 +108,11 @@ class Capabilities:
         if self.pids_cgroup is not None:
             return "pids cgroup"
         if not self.is_root:
-            return ("RLIMIT_NPROC in the sandbox's user namespace" if in_bwrap and self.prlimit
-                    else "RLIMIT_NPROC over the user's processes")
+            return (
+                "RLIMIT_NPROC in the sandbox's user namespace"
+                if in_bwrap and self.prlimit
+                else "RLIMIT_NPROC over the user's processes"
+            )
         return "none"
 
 
@@ -131,19 +138,26 @@ def _detect() -> Capabilities:
     prlimit = shutil.which("prlimit", path=SANE_PATH)
     bwrap, problem = _probe_bwrap()
     cgroup = _find_pids_cgroup()
-    caps = Capabilities(bwrap=bwrap, bwrap_problem=problem, prlimit=prlimit,
-                        pids_cgroup=cgroup, is_root=is_root)
+    caps = Capabilities(
+        bwrap=bwrap, bwrap_problem=problem, prlimit=prlimit, pids_cgroup=cgroup, is_root=is_root
+    )
     if bwrap is None:
-        log.warning("OS sandbox unavailable (%s): commands fall back to the argv, path and "
-                    "rlimit rules only; whitelisted interpreters can read and write anything "
-                    "this user can", problem)
+        log.warning(
+            "OS sandbox unavailable (%s): commands fall back to the argv, path and "
+            "rlimit rules only; whitelisted interpreters can read and write anything "
+            "this user can",
+            problem,
+        )
     limit = caps.process_limit(in_bwrap=bwrap is not None)
     if limit == "none":
-        log.warning("no process-count limit for commands: RLIMIT_NPROC is ignored for root and "
-                    "no pids cgroup is writable here")
+        log.warning(
+            "no process-count limit for commands: RLIMIT_NPROC is ignored for root and "
+            "no pids cgroup is writable here"
+        )
     else:
-        log.info("commands: OS sandbox %s, process limit by %s",
-                 "bubblewrap" if bwrap else "off", limit)
+        log.info(
+            "commands: OS sandbox %s, process limit by %s", "bubblewrap" if bwrap else "off", limit
+        )
     return caps
 
 
@@ -154,11 +168,20 @@ def _probe_bwrap() -> tuple[str | None, str | None]:
     true = shutil.which("true", path=SANE_PATH) or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="aios-bwrap-probe-") as tmp:
         work = Path(tmp).resolve()
-        argv = [path, *bwrap_options(work, work, {"PATH": SANE_PATH}, tmp_bytes=1 << 20),
-                "--", true]
+        argv = [
+            path,
+            *bwrap_options(work, work, {"PATH": SANE_PATH}, tmp_bytes=1 << 20),
+            "--",
+            true,
+        ]
         try:
-            r = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT_SECONDS,
-                               env={"PATH": SANE_PATH}, check=False)
+            r = subprocess.run(
+                argv,
+                capture_output=True,
+                timeout=PROBE_TIMEOUT_SECONDS,
+                env={"PATH": SANE_PATH},
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError) as e:
             return None, f"bwrap could not run: {e}"
     if r.returncode != 0:
@@ -185,8 +208,9 @@ def _masked_etc() -> tuple[tuple[str, bool], ...]:
                 st = os.lstat(p)
             except OSError:
                 continue
-            if stat.S_ISDIR(st.st_mode) and not (st.st_mode & stat.S_IROTH
-                                                 and st.st_mode & stat.S_IXOTH):
+            if stat.S_ISDIR(st.st_mode) and not (
+                st.st_mode & stat.S_IROTH and st.st_mode & stat.S_IXOTH
+            ):
                 found.append((p, True))
                 dirnames.remove(name)
         for name in filenames:
@@ -209,25 +233,47 @@ def bwrap_options(workdir: Path, cwd: Path, env: dict[str, str], *, tmp_bytes: i
     absent, except the scratch ``/tmp`` and ``/dev/shm`` (size-limited,
     discarded at exit).
     """
-    opts = ["--unshare-all", "--unshare-user", "--disable-userns",
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--clearenv"]
+    opts = [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+    ]
     for key, value in env.items():
         opts += ["--setenv", key, value]
     opts += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for path, is_dir in _masked_etc():
-        opts += (["--tmpfs", path, "--remount-ro", path] if is_dir
-                 else ["--ro-bind", "/dev/null", path])
+        opts += (
+            ["--tmpfs", path, "--remount-ro", path] if is_dir else ["--ro-bind", "/dev/null", path]
+        )
     for name in ROOT_LINKS:
         host = Path("/") / name
         if host.is_symlink():
             opts += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             opts += ["--ro-bind", str(host), str(host)]
-    opts += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(tmp_bytes), "--tmpfs", "/dev/shm",
-             "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    opts += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(tmp_bytes),
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+    ]
     guard = _tmp_guard(workdir)
     if guard is not None:
         opts += ["--tmpfs", guard]
@@ -258,28 +304,42 @@ def visible_in_sandbox(path: Path, workdir: Path) -> bool:
     """Whether a host path (a program to run) exists inside the sandbox."""
     real = path.resolve()
     roots = [Path("/usr"), Path("/etc"), workdir]
-    roots += [Path("/") / n for n in ROOT_LINKS if (Path("/") / n).is_dir()
-              and not (Path("/") / n).is_symlink()]
+    roots += [
+        Path("/") / n
+        for n in ROOT_LINKS
+        if (Path("/") / n).is_dir() and not (Path("/") / n).is_symlink()
+    ]
     return any(real == r or r in real.parents for r in roots)
 
 
-def wrap_argv(caps: Capabilities, argv: list[str], workdir: Path, cwd: Path,
-              env: dict[str, str], limits: Limits) -> list[str]:
+def wrap_argv(
+    caps: Capabilities,
+    argv: list[str],
+    workdir: Path,
+    cwd: Path,
+    env: dict[str, str],
+    limits: Limits,
+) -> list[str]:
     """``argv`` as run inside bubblewrap (process limit applied inside when it counts)."""
     assert caps.bwrap is not None
     inner = list(argv)
     if not caps.is_root and caps.prlimit:
         n = limits.max_processes
         inner = [caps.prlimit, f"--nproc={n}:{n}", "--", *inner]
-    return [caps.bwrap, *bwrap_options(workdir, cwd, env, tmp_bytes=limits.max_file_bytes),
-            "--", *inner]
+    return [
+        caps.bwrap,
+        *bwrap_options(workdir, cwd, env, tmp_bytes=limits.max_file_bytes),
+        "--",
+        *inner,
+    ]
 
 
 # ------------------------------------------------------------------- limits
 
 
-def make_preexec(limits: Limits, *, cgroup: PidsCgroup | None, nproc: int | None,
-                 die_with_parent: bool = False) -> Callable[[], None]:
+def make_preexec(
+    limits: Limits, *, cgroup: PidsCgroup | None, nproc: int | None, die_with_parent: bool = False
+) -> Callable[[], None]:
     """The function run in the child between fork and exec.
 
     It must not take locks (the server is threaded): only syscalls here.

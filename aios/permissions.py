@@ -33,8 +33,7 @@ NOTICE_SENDER_NAME = "系统 System"
 
 
 def not_granted(app_id: str, permission: str) -> str:
-    return (f"permission {permission!r} is not granted to {app_id}; "
-            f"grant it in {SETTINGS_PAGE}")
+    return f"permission {permission!r} is not granted to {app_id}; grant it in {SETTINGS_PAGE}"
 
 
 class Grants:
@@ -56,8 +55,9 @@ class Grants:
             missing = [p for p in requested if p not in decided]
             if missing:  # first seen: the shipped defaults decide, once
                 defaults = set(self._defaults().get(app_id, ()))
-                self._store.set_grants(app_id, {p: p in defaults for p in missing},
-                                       keep_existing=True)
+                self._store.set_grants(
+                    app_id, {p: p in defaults for p in missing}, keep_existing=True
+                )
                 decided = self._decided[app_id] = self._store.grants(app_id)
             return dict(decided)
 
@@ -71,8 +71,9 @@ class Grants:
         granted = self.granted(app_id, requested)
         return {"requested": list(requested), "granted": [p for p in requested if p in granted]}
 
-    def change(self, app_id: str, requested: Sequence[str], body: dict[str, Any]
-               ) -> dict[str, bool]:
+    def change(
+        self, app_id: str, requested: Sequence[str], body: dict[str, Any]
+    ) -> dict[str, bool]:
         """Apply ``{grant: [...], revoke: [...]}``; BadRequest names the first problem.
 
         Returns what changed (permission -> now granted), only real changes.
@@ -86,8 +87,10 @@ class Grants:
         for name in grant:
             if name not in requested:
                 asked = ", ".join(requested) or "none"
-                raise BadRequest(f"permission {name!r} cannot be granted to {app_id}: its "
-                                 f"manifest does not request it (requested: {asked})")
+                raise BadRequest(
+                    f"permission {name!r} cannot be granted to {app_id}: its "
+                    f"manifest does not request it (requested: {asked})"
+                )
         before = self._decisions(app_id, requested)
         wanted = {**{p: True for p in grant}, **{p: False for p in revoke}}
         changed = {p: g for p, g in wanted.items() if before.get(p) != g}
@@ -97,8 +100,14 @@ class Grants:
                 self._decided[app_id] = self._store.grants(app_id)
         return changed
 
-    def require(self, app_id: str, requested: Sequence[str], permission: str, token: str,
-                notify: Callable[[dict[str, Any]], object]) -> None:
+    def require(
+        self,
+        app_id: str,
+        requested: Sequence[str],
+        permission: str,
+        token: str,
+        notify: Callable[[dict[str, Any]], object],
+    ) -> None:
         """PermissionDenied naming ``permission`` unless it is granted.
 
         The first refusal of a launch (``token``) also tells the user, through
@@ -111,11 +120,18 @@ class Grants:
             first = self._noticed.get((app_id, permission)) != token
             self._noticed[(app_id, permission)] = token
         if first:
-            notify({"id": uuid.uuid4().hex, "app": NOTICE_SENDER,
+            notify(
+                {
+                    "id": uuid.uuid4().hex,
+                    "app": NOTICE_SENDER,
                     "app_name": NOTICE_SENDER_NAME,
-                    "title": "需要权限 Permission needed", "body": message,
-                    "level": "warning", "ts": time.time(),
-                    "permission": {"app": app_id, "name": permission}})
+                    "title": "需要权限 Permission needed",
+                    "body": message,
+                    "level": "warning",
+                    "ts": time.time(),
+                    "permission": {"app": app_id, "name": permission},
+                }
+            )
         raise PermissionDenied(message)
 
 
@@ -125,6 +141,5 @@ def _names(body: dict[str, Any], field: str) -> list[str]:
         raise BadRequest(f"field {field!r} must be a list of permission names")
     for name in value:
         if name not in PERMISSIONS:
-            raise BadRequest(f"unknown permission {name!r} (permissions: "
-                             f"{', '.join(PERMISSIONS)})")
+            raise BadRequest(f"unknown permission {name!r} (permissions: {', '.join(PERMISSIONS)})")
     return list(dict.fromkeys(value))

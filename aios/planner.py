@@ -21,8 +21,15 @@ from aios.errors import LLMError
 from aios.llm import LLMClient
 from aios.router import AppProfile, OfflineRouter, Task
 
-__all__ = ["MAX_TASKS", "Plan", "PlanInvalid", "Task", "plan_instruction",
-           "summarize_history", "validate_tasks"]
+__all__ = [
+    "MAX_TASKS",
+    "Plan",
+    "PlanInvalid",
+    "Task",
+    "plan_instruction",
+    "summarize_history",
+    "validate_tasks",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +60,7 @@ DISPATCH_TOOL: dict[str, Any] = {
     "function": {
         "name": "dispatch_tasks",
         "description": "Hand the user's instruction to one or more apps as tasks. Split a "
-                       "compound instruction into one task per step, in order.",
+        "compound instruction into one task per step, in order.",
         "parameters": {
             "type": "object",
             "properties": {
@@ -65,12 +72,16 @@ DISPATCH_TOOL: dict[str, Any] = {
                         "properties": {
                             "id": {"type": "string", "description": "t1, t2, …"},
                             "app": {"type": "string", "description": "an app id from the list"},
-                            "instruction": {"type": "string",
-                                            "description": "what this app should do, in the "
-                                                           "user's language, self-contained"},
-                            "depends_on": {"type": "array", "items": {"type": "string"},
-                                           "description": "ids of tasks that must finish "
-                                                          "first"},
+                            "instruction": {
+                                "type": "string",
+                                "description": "what this app should do, in the "
+                                "user's language, self-contained",
+                            },
+                            "depends_on": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "ids of tasks that must finish first",
+                            },
                         },
                         "required": ["id", "app", "instruction", "depends_on"],
                     },
@@ -86,7 +97,7 @@ REPLY_TOOL: dict[str, Any] = {
     "function": {
         "name": "reply_directly",
         "description": "Answer the user directly when no app is needed (greetings, small "
-                       "talk, questions you can answer in one or two sentences).",
+        "talk, questions you can answer in one or two sentences).",
         "parameters": {
             "type": "object",
             "properties": {"text": {"type": "string", "description": "the answer"}},
@@ -119,8 +130,9 @@ def _app_lines(apps: list[AppProfile]) -> str:
     return "\n".join(lines) or "(none)"
 
 
-def build_messages(text: str, apps: list[AppProfile], history_summary: str = ""
-                   ) -> list[dict[str, Any]]:
+def build_messages(
+    text: str, apps: list[AppProfile], history_summary: str = ""
+) -> list[dict[str, Any]]:
     system = SYSTEM_PROMPT.format(apps=_app_lines(apps))
     if history_summary.strip():
         system += f"\nConversation so far: {history_summary.strip()}\n"
@@ -181,9 +193,15 @@ def validate_tasks(raw: Any, apps: list[AppProfile]) -> list[Task]:
     order = _topological(items)
     new_id = {tid: f"t{i}" for i, tid in enumerate(order, start=1)}
     by_id = {it[0]: it for it in items}
-    return [Task(id=new_id[tid], app=by_id[tid][1], instruction=by_id[tid][2],
-                 depends_on=[new_id[d] for d in dict.fromkeys(by_id[tid][3])])
-            for tid in order]
+    return [
+        Task(
+            id=new_id[tid],
+            app=by_id[tid][1],
+            instruction=by_id[tid][2],
+            depends_on=[new_id[d] for d in dict.fromkeys(by_id[tid][3])],
+        )
+        for tid in order
+    ]
 
 
 def _topological(items: list[tuple[str, str, str, list[str]]]) -> list[str]:
@@ -216,8 +234,9 @@ def _parse_reply(result_message: dict[str, Any], apps: list[AppProfile]) -> Plan
     try:
         args = json.loads(fn.get("arguments") or "{}")
     except json.JSONDecodeError as e:
-        raise PlanInvalid(f"the arguments of {name} are not valid JSON ({e.msg} at "
-                          f"character {e.pos})") from e
+        raise PlanInvalid(
+            f"the arguments of {name} are not valid JSON ({e.msg} at character {e.pos})"
+        ) from e
     if not isinstance(args, dict):
         raise PlanInvalid(f"the arguments of {name} must be a JSON object")
     if name == "reply_directly":
@@ -234,12 +253,16 @@ def _feedback(result_message: dict[str, Any], error: str) -> list[dict[str, Any]
     calls = result_message.get("tool_calls") or []
     if calls:
         # Every tool call needs its tool answer, or compatible servers reject the request.
-        return [{"role": "assistant", "content": result_message.get("content"),
-                 "tool_calls": calls}] + [
+        return [
+            {"role": "assistant", "content": result_message.get("content"), "tool_calls": calls}
+        ] + [
             {"role": "tool", "tool_call_id": c.get("id") or f"call_{i}", "content": hint}
-            for i, c in enumerate(calls)]
-    return [{"role": "assistant", "content": result_message.get("content") or ""},
-            {"role": "user", "content": hint}]
+            for i, c in enumerate(calls)
+        ]
+    return [
+        {"role": "assistant", "content": result_message.get("content") or ""},
+        {"role": "user", "content": hint},
+    ]
 
 
 # ------------------------------------------------------------------ entry
@@ -250,8 +273,14 @@ def _offline(text: str, router: OfflineRouter, notes: list[str]) -> Plan:
     return Plan(tasks=tasks, source="offline" if tasks else "none", notes=notes)
 
 
-def plan_instruction(text: str, apps: list[AppProfile], *, llm: LLMClient | None,
-                     router: OfflineRouter, history_summary: str = "") -> Plan:
+def plan_instruction(
+    text: str,
+    apps: list[AppProfile],
+    *,
+    llm: LLMClient | None,
+    router: OfflineRouter,
+    history_summary: str = "",
+) -> Plan:
     """Plan what to do with ``text``; never raises for a bad model answer or a dead LLM.
 
     What went wrong on the way is in ``Plan.notes``, not in the log: the caller
@@ -317,8 +346,7 @@ def history_extract(history: list[dict[str, Any]], max_chars: int) -> str:
     return _tail_lines(lines, max_chars)
 
 
-def summarize_history(history: list[dict[str, Any]], llm: LLMClient | None,
-                      max_chars: int) -> str:
+def summarize_history(history: list[dict[str, Any]], llm: LLMClient | None, max_chars: int) -> str:
     """A short summary of the session for ``context.history_summary`` (≤ ``max_chars``).
 
     The LLM is asked only when the exchanges no longer fit verbatim: a short
@@ -330,13 +358,21 @@ def summarize_history(history: list[dict[str, Any]], llm: LLMClient | None,
     if llm is None or not llm.enabled or not extract or len(extract) <= max_chars:
         return _tail_lines(extract.splitlines(), max_chars)
     try:
-        result = llm.chat([
-            {"role": "system", "content": "Summarise this conversation between a user and "
-             f"desktop apps in at most {max_chars} characters, in the user's language. Keep "
-             "names, titles, files and numbers the user may refer back to. Reply with the "
-             "summary only."},
-            {"role": "user", "content": extract}], purpose="summary", temperature=0.0,
-            max_tokens=max(32, max_chars))
+        result = llm.chat(
+            [
+                {
+                    "role": "system",
+                    "content": "Summarise this conversation between a user and "
+                    f"desktop apps in at most {max_chars} characters, in the user's language. Keep "
+                    "names, titles, files and numbers the user may refer back to. Reply with the "
+                    "summary only.",
+                },
+                {"role": "user", "content": extract},
+            ],
+            purpose="summary",
+            temperature=0.0,
+            max_tokens=max(32, max_chars),
+        )
     except LLMError as e:
         logger.info("history summary by LLM failed, using an extract: %s", e)
         return _tail_lines(extract.splitlines(), max_chars)

@@ -48,8 +48,9 @@ def free_port(taken: set[int]) -> int:
 def write_json_atomic(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(
+        json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, path)
 
 
@@ -89,8 +90,14 @@ class PortMap:
         """Write the ports in use now; OSError when the file cannot be written."""
         write_json_atomic(self.path, dict(assigned))
 
-    def choose(self, app_id: str, *, manifest_port: int | None, current: int | None,
-               assigned: Mapping[str, int]) -> int:
+    def choose(
+        self,
+        app_id: str,
+        *,
+        manifest_port: int | None,
+        current: int | None,
+        assigned: Mapping[str, int],
+    ) -> int:
         """Manifest port, else the current one, else the previous port map's, else a free one.
 
         ``assigned`` holds the other apps' ports (by app id); a port in it,
@@ -108,11 +115,20 @@ class PortMap:
                 continue
             loud = log.warning if source == "manifest" else log.info
             if port in taken:
-                loud("app %s: port %d (%s) is already assigned to %s; using a free port",
-                     app_id, port, source, owners.get(port, "the system"))
+                loud(
+                    "app %s: port %d (%s) is already assigned to %s; using a free port",
+                    app_id,
+                    port,
+                    source,
+                    owners.get(port, "the system"),
+                )
             elif port != current and not port_is_free(port):
-                loud("app %s: port %d (%s) is in use by another program; using a free port",
-                     app_id, port, source)
+                loud(
+                    "app %s: port %d (%s) is in use by another program; using a free port",
+                    app_id,
+                    port,
+                    source,
+                )
             else:
                 return port
         # Keep clear of ports other apps remember from the previous run, too.

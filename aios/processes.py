@@ -44,8 +44,13 @@ class TrackedProcess:
         return self.proc.pid
 
     def info(self) -> dict[str, Any]:
-        return {"pid": self.pid, "log": self.log, "cmd": self.cmd,
-                "running": not procgroup.has_exited(self.proc), "started": self.started}
+        return {
+            "pid": self.pid,
+            "log": self.log,
+            "cmd": self.cmd,
+            "running": not procgroup.has_exited(self.proc),
+            "started": self.started,
+        }
 
 
 Launch = Callable[[], TrackedProcess]
@@ -83,10 +88,12 @@ class ProcessTable:
                 raise ToolRefused(
                     f"background process limit: app {app!r} already runs {len(running)} "
                     f"(max {self.max_per_app}, tool_sandbox.max_background_processes); "
-                    "wait for one to finish or stop it")
+                    "wait for one to finish or stop it"
+                )
             if self._spawner is None:
-                self._spawner = ThreadPoolExecutor(max_workers=1,
-                                                   thread_name_prefix="aios-proc-spawner")
+                self._spawner = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="aios-proc-spawner"
+                )
             entry = self._spawner.submit(launch).result()
             self._procs[entry.pid] = entry
             log.info("app %s started background process %d: %s", app, entry.pid, entry.cmd)
@@ -144,6 +151,11 @@ class ProcessTable:
         if entry.cgroup is not None:
             entry.cgroup.kill_all()  # whatever escaped both the group and the process tree
             entry.cgroup.remove()
-        log.info("background process %d of app %s: %s (exit code %s)", entry.pid, entry.app,
-                 how, entry.proc.returncode)
+        log.info(
+            "background process %d of app %s: %s (exit code %s)",
+            entry.pid,
+            entry.app,
+            how,
+            entry.proc.returncode,
+        )
         return how

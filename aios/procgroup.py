@@ -192,9 +192,11 @@ def _stop(proc: subprocess.Popen[bytes], grace: float, kill_wait: float) -> Stop
     # Always sweep the group: members started during the grace period are not in the list.
     signal_group(proc.pid, signal.SIGKILL)
     known = {p.pid for p in tracked}
-    _reap([p for p in tracked if not _gone(p)]
-          + [p for p in _group_members(proc.pid) if p.pid not in known and p.pid != proc.pid],
-          kill_wait)
+    _reap(
+        [p for p in tracked if not _gone(p)]
+        + [p for p in _group_members(proc.pid) if p.pid not in known and p.pid != proc.pid],
+        kill_wait,
+    )
     try:
         proc.wait(timeout=kill_wait)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
@@ -223,5 +225,14 @@ def stop(proc: subprocess.Popen[bytes], grace: float, *, kill_wait: float = KILL
         return Stopped.FORCE_KILLED
 
 
-__all__ = ["KILL_WAIT", "Stopped", "force_kill", "forget", "has_exited", "kill_group",
-           "popen", "signal_group", "stop"]
+__all__ = [
+    "KILL_WAIT",
+    "Stopped",
+    "force_kill",
+    "forget",
+    "has_exited",
+    "kill_group",
+    "popen",
+    "signal_group",
+    "stop",
+]

@@ -49,8 +49,14 @@ MAX_ICON_TEXT = 8
 def icon_file(icon: str) -> str | None:
     """The relative image path a manifest's ``icon`` names, or None when it names none."""
     p = Path(icon)
-    if icon and p.suffix.lower() in ICON_IMAGE_SUFFIXES and not p.is_absolute() \
-            and ".." not in p.parts and "\\" not in icon and ":" not in icon:
+    if (
+        icon
+        and p.suffix.lower() in ICON_IMAGE_SUFFIXES
+        and not p.is_absolute()
+        and ".." not in p.parts
+        and "\\" not in icon
+        and ":" not in icon
+    ):
         return icon
     return None
 
@@ -77,8 +83,6 @@ class Option(_Model):
     value: OptionValue
 
 
-
-
 class _ActionBase(_Open):
     label: str = ""
     action_id: str = Field(pattern=ACTION_ID_PATTERN)
@@ -100,8 +104,18 @@ class FormField(_Open):
     name: str = Field(min_length=1)
     label: str = ""
     type: Literal[
-        "text", "number", "password", "textarea", "email", "url", "date", "time",
-        "datetime", "select", "checkbox", "hidden",
+        "text",
+        "number",
+        "password",
+        "textarea",
+        "email",
+        "url",
+        "date",
+        "time",
+        "datetime",
+        "select",
+        "checkbox",
+        "hidden",
     ] = "text"
     placeholder: str | None = None
     required: bool = False
@@ -170,8 +184,16 @@ class DatetimeAction(_ActionBase):
 
 
 Action = Annotated[
-    ButtonAction | SubmitFormAction | SelectAction | CheckboxAction | RadioAction
-    | InputAction | LinkAction | ToggleAction | SliderAction | DatetimeAction,
+    ButtonAction
+    | SubmitFormAction
+    | SelectAction
+    | CheckboxAction
+    | RadioAction
+    | InputAction
+    | LinkAction
+    | ToggleAction
+    | SliderAction
+    | DatetimeAction,
     Field(discriminator="type"),
 ]
 
@@ -314,7 +336,8 @@ class Manifest(_Open):
     port: int | None = Field(default=None, ge=1024, le=65535)
     handle_endpoint: str = "/handle"
     keywords: list[Annotated[str, Field(max_length=MANIFEST_KEYWORD_MAX)]] = Field(
-        default_factory=list, max_length=MANIFEST_KEYWORDS_MAX)
+        default_factory=list, max_length=MANIFEST_KEYWORDS_MAX
+    )
     shell_whitelist: list[str] | None = None
     http_domain_whitelist: list[str] | None = None
     permissions: list[Permission] = Field(default_factory=list)
@@ -335,13 +358,18 @@ class Manifest(_Open):
         if not v or _ICON_NAME.match(v) or icon_file(v) is not None:
             return v
         looks_like_path = "/" in v or "\\" in v or "." in v
-        if not looks_like_path and len(v) <= MAX_ICON_TEXT and v.isprintable() \
-                and not any(c.isspace() for c in v):
+        if (
+            not looks_like_path
+            and len(v) <= MAX_ICON_TEXT
+            and v.isprintable()
+            and not any(c.isspace() for c in v)
+        ):
             return v
         raise ValueError(
             f"must be an icon name such as 'music', an image file inside the app folder "
             f"({', '.join(ICON_IMAGE_SUFFIXES)}) or an emoji of at most {MAX_ICON_TEXT} "
-            f"characters (got {v!r})")
+            f"characters (got {v!r})"
+        )
 
     @field_validator("handle_endpoint")
     @classmethod
@@ -438,8 +466,15 @@ UIOp = Annotated[
 ]
 """One UI operation of spec §9.4, told apart by ``op``."""
 
-UI_OPS: tuple[str, ...] = ("move", "resize", "hide", "show", "change_color", "change_text",
-                           "rotate")
+UI_OPS: tuple[str, ...] = (
+    "move",
+    "resize",
+    "hide",
+    "show",
+    "change_color",
+    "change_text",
+    "rotate",
+)
 """The ``op`` names of :data:`UIOp`, in spec order."""
 
 
@@ -542,6 +577,7 @@ def parse_steps(payload: Any) -> list[Step]:
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 
+
 def schema_models() -> dict[str, Any]:
     """Schema name -> model (or TypeAdapter), in file order."""
     return {
@@ -561,10 +597,14 @@ def generate_schemas() -> dict[str, str]:
     """Schema file name -> JSON text, exactly as checked in."""
     out = {}
     for name, model in schema_models().items():
-        schema = (model.json_schema() if isinstance(model, TypeAdapter)
-                  else model.model_json_schema())
-        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                  "$id": f"{name}.schema.json", **schema}
+        schema = (
+            model.json_schema() if isinstance(model, TypeAdapter) else model.model_json_schema()
+        )
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"{name}.schema.json",
+            **schema,
+        }
         out[f"{name}.schema.json"] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     return out
 

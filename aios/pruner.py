@@ -19,8 +19,13 @@ log = logging.getLogger(__name__)
 
 
 class Pruner:
-    def __init__(self, store: Store, retention: Callable[[], RetentionConfig], *,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        store: Store,
+        retention: Callable[[], RetentionConfig],
+        *,
+        clock: Callable[[], float] = time.time,
+    ):
         self.store = store
         self._retention = retention  # read per pass: settings changes apply to the next one
         self._clock = clock
@@ -55,13 +60,19 @@ class Pruner:
         """One pass: prune past retention, then VACUUM when it is due."""
         r = self._retention()
         now = self._clock()
-        deleted = self.store.prune(audit_rows=r.audit_rows, audit_days=r.audit_days,
-                                   history_rows_per_session=r.history_rows_per_session,
-                                   history_days=r.history_days, llm_usage_rows=r.audit_rows,
-                                   now=now)
+        deleted = self.store.prune(
+            audit_rows=r.audit_rows,
+            audit_days=r.audit_days,
+            history_rows_per_session=r.history_rows_per_session,
+            history_days=r.history_days,
+            llm_usage_rows=r.audit_rows,
+            now=now,
+        )
         if any(deleted.values()):
-            log.info("pruned the database: %s",
-                     ", ".join(f"{n} {table}" for table, n in deleted.items() if n))
+            log.info(
+                "pruned the database: %s",
+                ", ".join(f"{n} {table}" for table, n in deleted.items() if n),
+            )
         last = self.store.last_vacuum()
         if last is None:
             self.store.set_meta("vacuumed", now)  # a first start: count from now

@@ -66,12 +66,17 @@ class AppProfile:
     """Install order: on a tie (same score, same name) the app installed first wins."""
 
     @classmethod
-    def from_manifest(cls, app_id: str, manifest: Any, role_prompt: str | None = None
-                      ) -> AppProfile:
+    def from_manifest(
+        cls, app_id: str, manifest: Any, role_prompt: str | None = None
+    ) -> AppProfile:
         """Build from an ``aios.protocol.Manifest`` (``role.md`` text may be passed in)."""
-        return cls(id=app_id, name=manifest.name, description=manifest.description or "",
-                   keywords=list(manifest.keywords or []),
-                   role_prompt=role_prompt or manifest.role_prompt or "")
+        return cls(
+            id=app_id,
+            name=manifest.name,
+            description=manifest.description or "",
+            keywords=list(manifest.keywords or []),
+            role_prompt=role_prompt or manifest.role_prompt or "",
+        )
 
 
 # ------------------------------------------------------------- splitting
@@ -99,7 +104,7 @@ def _split_spans(text: str) -> list[tuple[int, int]]:
     pos = 0
     for m in _SPLIT_RE.finditer(text):
         # A sequencer at the very start ("接着播放") means "continue", not a new clause.
-        if not text[pos:m.start()].strip(_CLAUSE_PUNCT):
+        if not text[pos : m.start()].strip(_CLAUSE_PUNCT):
             if not spans:
                 continue
         spans.append((pos, m.start()))
@@ -119,7 +124,7 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _split_xian_zai(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """"先打开记事本再播放音乐": "先 A 再 B" is two steps even without a comma."""
+    """ "先打开记事本再播放音乐": "先 A 再 B" is two steps even without a comma."""
     out: list[tuple[int, int]] = []
     for s, e in spans:
         clause = text[s:e]
@@ -155,23 +160,52 @@ MIN_SCORE = 0.08
 NAME_BONUS = 0.5
 """Mentioning an app's name (or id) anywhere in the clause."""
 
-_CN_STOP_UNIGRAMS = frozenset("的了我你他她它们帮把一个下是在和与吗呢吧啊"
-                              "请给让要想能可以这那些就也都很还有么")
-_CN_STOP_BIGRAMS = frozenset({
-    "帮我", "给我", "请你", "一下", "一个", "我的", "我想", "我要", "可以", "能不", "不能",
-    "这个", "那个", "一些", "你是", "负责", "用户", "你可", "小a", "应用",
-})
-_EN_STOP = frozenset("""
+_CN_STOP_UNIGRAMS = frozenset(
+    "的了我你他她它们帮把一个下是在和与吗呢吧啊请给让要想能可以这那些就也都很还有么"
+)
+_CN_STOP_BIGRAMS = frozenset(
+    {
+        "帮我",
+        "给我",
+        "请你",
+        "一下",
+        "一个",
+        "我的",
+        "我想",
+        "我要",
+        "可以",
+        "能不",
+        "不能",
+        "这个",
+        "那个",
+        "一些",
+        "你是",
+        "负责",
+        "用户",
+        "你可",
+        "小a",
+        "应用",
+    }
+)
+_EN_STOP = frozenset(
+    """
 a an the some any me my mine i you your we our us it its this that these those please
 to for of in on at by with from and or but then also can could would will should shall
 do does did is are was were be been am what which who whom how let lets just now up app
 application want need like get give tell about some kindly hey hi
-""".split())
+""".split()
+)
 
-_OPEN_CN = re.compile(r"^(?:请|帮我|麻烦)?(?:打开|启动|运行|开启|进入|切换到)(?:一下)?"
-                      r"(.+?)(?:应用|程序|app)?$", re.IGNORECASE)
-_OPEN_EN = re.compile(r"^(?:please\s+)?(?:open|launch|start|run|show)\s+(?:the\s+|my\s+)?"
-                      r"(.+?)(?:\s+app(?:lication)?)?$", re.IGNORECASE)
+_OPEN_CN = re.compile(
+    r"^(?:请|帮我|麻烦)?(?:打开|启动|运行|开启|进入|切换到)(?:一下)?"
+    r"(.+?)(?:应用|程序|app)?$",
+    re.IGNORECASE,
+)
+_OPEN_EN = re.compile(
+    r"^(?:please\s+)?(?:open|launch|start|run|show)\s+(?:the\s+|my\s+)?"
+    r"(.+?)(?:\s+app(?:lication)?)?$",
+    re.IGNORECASE,
+)
 
 
 def _stem(word: str) -> str:
@@ -201,7 +235,7 @@ def tokenize(text: str) -> dict[str, float]:
             if ch not in _CN_STOP_UNIGRAMS:
                 terms[ch] = max(terms.get(ch, 0.0), UNIGRAM_WEIGHT)
         for i in range(len(run) - 1):
-            bg = run[i:i + 2]
+            bg = run[i : i + 2]
             if bg not in _CN_STOP_BIGRAMS:
                 terms[bg] = 1.0
     for word in _WORD.findall(lowered):
@@ -246,8 +280,13 @@ class OfflineRouter:
         # A one-character keyword ("记", "歌", "算") is the author saying that character
         # alone is telling, so it counts like a word instead of a weak unigram.
         self._key_chars: dict[str, set[str]] = {
-            a.id: {k.strip().lower() for k in a.keywords if len(k.strip()) == 1
-                   and _CJK_RUN.fullmatch(k.strip())} for a in self.apps}
+            a.id: {
+                k.strip().lower()
+                for k in a.keywords
+                if len(k.strip()) == 1 and _CJK_RUN.fullmatch(k.strip())
+            }
+            for a in self.apps
+        }
 
     @staticmethod
     def _app_terms(app: AppProfile) -> dict[str, float]:
@@ -268,15 +307,16 @@ class OfflineRouter:
     @staticmethod
     def _app_names(app: AppProfile) -> set[str]:
         names = {_norm_name(app.id), _norm_name(app.name)}
-        names.update(_norm_name(p) for p in app.id.split("_") if len(p) > 2
-                     and p not in ("app", "agent"))
+        names.update(
+            _norm_name(p) for p in app.id.split("_") if len(p) > 2 and p not in ("app", "agent")
+        )
         names.update(_norm_name(k) for k in app.keywords)
         return {n for n in names if n}
 
     # ------------------------------------------------------------ scoring
 
     def _opened_app(self, clause: str) -> str | None:
-        """"打开记事本" / "open notes": the app named exactly, if any."""
+        """ "打开记事本" / "open notes": the app named exactly, if any."""
         text = clause.strip().strip(_CLAUSE_PUNCT)
         m = _OPEN_CN.match(text) or _OPEN_EN.match(text)
         if not m:
@@ -285,8 +325,11 @@ class OfflineRouter:
         stemmed = _norm_name(" ".join(_stem(w) for w in m.group(1).split()))
         for app in self.apps:  # names and ids first, then keywords
             primary = {_norm_name(app.id), _norm_name(app.name)}
-            if target in primary or stemmed in primary or \
-                    {target, stemmed} & {_norm_name(_stem(app.id))}:
+            if (
+                target in primary
+                or stemmed in primary
+                or {target, stemmed} & {_norm_name(_stem(app.id))}
+            ):
                 return app.id
         for app in self.apps:
             if target in self._names[app.id] or stemmed in self._names[app.id]:
@@ -294,7 +337,7 @@ class OfflineRouter:
         return None
 
     def _addressed_app(self, clause: str) -> str | None:
-        """"files preview hello.txt" / "记事本 搜索牛奶": a clause that starts with an
+        """ "files preview hello.txt" / "记事本 搜索牛奶": a clause that starts with an
         app's id or name is addressed to that app, whatever words follow."""
         text = clause.strip().strip(_CLAUSE_PUNCT).lower()
         best: tuple[int, str] | None = None
@@ -302,7 +345,7 @@ class OfflineRouter:
             for name in {app.id.lower(), app.name.lower()}:
                 if len(name) < 2 or not text.startswith(name):
                     continue
-                rest = text[len(name):len(name) + 1]
+                rest = text[len(name) : len(name) + 1]
                 if name.isascii() and rest and (rest.isalnum() or rest == "_"):
                     continue  # "filesystem" does not address "files"
                 if best is None or len(name) > best[0]:
@@ -319,11 +362,13 @@ class OfflineRouter:
         scores: list[tuple[str, float]] = []
         for app in self.apps:
             terms, keys = self._terms[app.id], self._key_chars[app.id]
-            matched = sum((1.0 if t in keys else w) * terms[t] * self._idf[t]
-                          for t, w in query.items() if t in terms)
+            matched = sum(
+                (1.0 if t in keys else w) * terms[t] * self._idf[t]
+                for t, w in query.items()
+                if t in terms
+            )
             score = matched / total
-            if any(len(n) >= 2 and n in flat for n in
-                   (_norm_name(app.name), _norm_name(app.id))):
+            if any(len(n) >= 2 and n in flat for n in (_norm_name(app.name), _norm_name(app.id))):
                 score += NAME_BONUS
             if score > 0:
                 scores.append((app.id, round(score, 4)))
@@ -345,8 +390,11 @@ class OfflineRouter:
             if near >= score * NEAR_TIE:
                 app_id, score = self.prefer, near
         # Unigrams alone ("歌" in "你好歌") are too weak to decide; require a word or bigram.
-        strong = [t for t, w in query.items() if t in self._terms[app_id]
-                  and (w >= 1.0 or t in self._key_chars[app_id])]
+        strong = [
+            t
+            for t, w in query.items()
+            if t in self._terms[app_id] and (w >= 1.0 or t in self._key_chars[app_id])
+        ]
         if not strong and score < NAME_BONUS:
             return None
         return app_id, score
@@ -382,7 +430,8 @@ class OfflineRouter:
         tasks: list[Task] = []
         for i, (s, e, app_id) in enumerate(groups, start=1):
             deps = [tasks[-1].id] if tasks else []
-            tasks.append(Task(id=f"t{i}", app=app_id, instruction=text[s:e].strip(),
-                              depends_on=deps))
+            tasks.append(
+                Task(id=f"t{i}", app=app_id, instruction=text[s:e].strip(), depends_on=deps)
+            )
         logger.debug("offline route %r -> %s", text, [(t.id, t.app) for t in tasks])
         return tasks

@@ -47,8 +47,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64),
-                ("resolve", ctypes.c_uint64)]
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
@@ -63,11 +62,17 @@ def openat2_available() -> bool:
 
 def _openat2(dir_fd: int, rel: str, flags: int, mode: int) -> int:
     assert _libc is not None and _syscall_nr is not None
-    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0,
-                   RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+    how = _OpenHow(
+        flags | os.O_CLOEXEC,
+        mode if flags & os.O_CREAT else 0,
+        RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    )
     while True:
-        fd = int(_libc.syscall(_syscall_nr, dir_fd, os.fsencode(rel), ctypes.byref(how),
-                               ctypes.sizeof(how)))
+        fd = int(
+            _libc.syscall(
+                _syscall_nr, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how)
+            )
+        )
         if fd >= 0:
             return fd
         err = ctypes.get_errno()
@@ -117,8 +122,9 @@ def _walk(root_fd: int, rel: str, flags: int, mode: int) -> int:
             last = not parts
             try:
                 if last:
-                    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
-                                   dir_fd=stack[-1])
+                    return os.open(
+                        name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=stack[-1]
+                    )
                 stack.append(os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=stack[-1]))
                 continue
             except OSError as e:
@@ -193,8 +199,12 @@ def create_temp(dir_fd: int, name: str, suffix: str, mode: int = 0o600) -> tuple
     for _ in range(TEMP_ATTEMPTS):
         tmp = f".{name}.{secrets.token_hex(4)}{suffix}"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                mode,
+                dir_fd=dir_fd,
+            )
         except FileExistsError:
             continue
         return fd, tmp

@@ -38,8 +38,9 @@ class SandboxPolicy:
     """Empty = any domain."""
 
     @classmethod
-    def build(cls, config: SandboxConfig, workdir: Path,
-              manifest: Manifest | None = None) -> SandboxPolicy:
+    def build(
+        cls, config: SandboxConfig, workdir: Path, manifest: Manifest | None = None
+    ) -> SandboxPolicy:
         """Global lists narrowed (never widened) by the manifest's lists."""
         shell = list(config.shell_whitelist)
         if manifest is not None and manifest.shell_whitelist is not None:
@@ -47,14 +48,17 @@ class SandboxPolicy:
         domains = list(config.http_domain_whitelist)
         if manifest is not None and manifest.http_domain_whitelist is not None:
             wanted = [d.lower() for d in manifest.http_domain_whitelist]
-            domains = ([d for d in wanted if _domain_allowed(d, domains)] if domains
-                       else wanted)
+            domains = [d for d in wanted if _domain_allowed(d, domains)] if domains else wanted
             if not domains:
                 # The manifest asked for domains the global list does not allow:
                 # narrowing to nothing must mean "nothing", not "anything".
                 domains = ["(none)"]
-        return cls(workdir=workdir.resolve(), config=config, shell_whitelist=tuple(shell),
-                   http_domain_whitelist=tuple(d.lower() for d in domains))
+        return cls(
+            workdir=workdir.resolve(),
+            config=config,
+            shell_whitelist=tuple(shell),
+            http_domain_whitelist=tuple(d.lower() for d in domains),
+        )
 
     @property
     def whitelist_enabled(self) -> bool:
@@ -64,8 +68,9 @@ class SandboxPolicy:
 # ------------------------------------------------------------------- paths
 
 
-def resolve_path(policy: SandboxPolicy, path: str | os.PathLike[str], *,
-                 must_exist: bool = False) -> Path:
+def resolve_path(
+    policy: SandboxPolicy, path: str | os.PathLike[str], *, must_exist: bool = False
+) -> Path:
     """Map a tool's path argument to an absolute path inside the workdir.
 
     Paths are relative to the workdir; a leading component equal to the
@@ -97,8 +102,10 @@ def workdir_relative(policy: SandboxPolicy, path: str | os.PathLike[str]) -> str
         raw = "."
     p = Path(raw)
     if p.is_absolute():
-        raise ToolRefused(f"path confinement: absolute path {raw!r} refused; "
-                          "paths are relative to the app's workdir")
+        raise ToolRefused(
+            f"path confinement: absolute path {raw!r} refused; "
+            "paths are relative to the app's workdir"
+        )
     parts = p.parts
     if parts and parts[0] == policy.workdir.name:
         parts = parts[1:]
@@ -112,15 +119,19 @@ def workdir_rel(policy: SandboxPolicy, resolved: Path) -> str:
 
 def escaped(shown: str) -> ToolRefused:
     """The refusal when the race-free open found that ``shown`` leads outside (EXDEV)."""
-    return ToolRefused(f"path confinement: {shown} resolves outside the app's workdir "
-                       "(it changed while being opened); refused")
+    return ToolRefused(
+        f"path confinement: {shown} resolves outside the app's workdir "
+        "(it changed while being opened); refused"
+    )
 
 
 def check_hard_links(shown: str, st: os.stat_result) -> None:
     """A regular file with more than one name may be a file outside the workdir."""
     if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-        raise ToolRefused(f"path confinement: {shown} is a hard link ({st.st_nlink} names); "
-                          "refused, as it may be a file outside the app's workdir")
+        raise ToolRefused(
+            f"path confinement: {shown} is a hard link ({st.st_nlink} names); "
+            "refused, as it may be a file outside the app's workdir"
+        )
 
 
 def open_workdir_file(policy: SandboxPolicy, path: str) -> tuple[int, os.stat_result]:
@@ -132,8 +143,9 @@ def open_workdir_file(policy: SandboxPolicy, path: str) -> tuple[int, os.stat_re
     resolved = resolve_path(policy, path, must_exist=True)
     root = safe_open.open_root(policy.workdir)
     try:
-        fd = safe_open.open_beneath(root, workdir_rel(policy, resolved),
-                                    os.O_RDONLY | os.O_NONBLOCK)
+        fd = safe_open.open_beneath(
+            root, workdir_rel(policy, resolved), os.O_RDONLY | os.O_NONBLOCK
+        )
     except OSError as e:
         if e.errno in (errno.EXDEV, errno.ELOOP):
             raise escaped(repr(path)) from e
@@ -204,7 +216,7 @@ def _words(cmd: str) -> list[tuple[str, bool]]:
             end = cmd.find("'", i + 1)
             if end < 0:
                 raise ValueError("no closing single quote")
-            word.append(cmd[i + 1:end])
+            word.append(cmd[i + 1 : end])
             has_word = True
             i = end + 1
         elif c == '"':
@@ -252,8 +264,10 @@ def split_command(policy: SandboxPolicy, cmd: str | list[str]) -> list[list[str]
         raise ToolRefused("command policy: empty command")
     for op in EXPANSIONS:
         if op in text:
-            raise ToolRefused(f"command policy: shell operator {op!r} is not allowed "
-                              f"(commands run without a shell): {cmd!r}")
+            raise ToolRefused(
+                f"command policy: shell operator {op!r} is not allowed "
+                f"(commands run without a shell): {cmd!r}"
+            )
     try:
         words = _words(text)
     except ValueError as e:
@@ -265,11 +279,15 @@ def split_command(policy: SandboxPolicy, cmd: str | list[str]) -> list[list[str]
         elif word == "|":
             stages.append([])
         elif "\n" in word or "\r" in word:
-            raise ToolRefused(f"command policy: a line break is not allowed (one command "
-                              f"per call, no shell): {cmd!r}")
+            raise ToolRefused(
+                f"command policy: a line break is not allowed (one command "
+                f"per call, no shell): {cmd!r}"
+            )
         else:
-            raise ToolRefused(f"command policy: shell operator {word!r} is not allowed "
-                              f"(commands run without a shell): {cmd!r}")
+            raise ToolRefused(
+                f"command policy: shell operator {word!r} is not allowed "
+                f"(commands run without a shell): {cmd!r}"
+            )
     if any(not s for s in stages):
         raise ToolRefused(f"command policy: empty pipeline stage in {cmd!r}")
     if len(stages) > 1 and not policy.config.allow_pipes:
@@ -300,8 +318,9 @@ def check_argv(policy: SandboxPolicy, argv: list[str], cwd: Path | None = None) 
     allowed = ", ".join(policy.shell_whitelist) or "none"
     if policy.whitelist_enabled:
         if "/" in prog:
-            raise ToolRefused(f"command whitelist: {prog!r} must be named without a path "
-                              f"(allowed: {allowed})")
+            raise ToolRefused(
+                f"command whitelist: {prog!r} must be named without a path (allowed: {allowed})"
+            )
         if name not in policy.shell_whitelist:
             raise ToolRefused(f"command whitelist: {name!r} is not allowed (allowed: {allowed})")
     base = cwd or policy.workdir
@@ -321,8 +340,10 @@ def _check_path_arg(policy: SandboxPolicy, arg: str, base: Path) -> None:
         if not value:
             continue
         if value.startswith("~"):
-            raise ToolRefused(f"path confinement: argument {arg!r} points outside the workdir "
-                              "(no home directory expansion)")
+            raise ToolRefused(
+                f"path confinement: argument {arg!r} points outside the workdir "
+                "(no home directory expansion)"
+            )
         target = Path(value) if value.startswith("/") else base / value
         if not ("/" in value or value == ".." or os.path.lexists(target)):
             continue
@@ -385,13 +406,17 @@ def check_url(policy: SandboxPolicy, url: str, forbidden_ports: set[int]) -> Non
     if not host:
         raise ToolRefused(f"network policy: URL has no host: {url!r}")
     if policy.http_domain_whitelist and not _domain_allowed(host, policy.http_domain_whitelist):
-        raise ToolRefused(f"network policy: domain {host!r} is not in the whitelist "
-                          f"({', '.join(policy.http_domain_whitelist)})")
+        raise ToolRefused(
+            f"network policy: domain {host!r} is not in the whitelist "
+            f"({', '.join(policy.http_domain_whitelist)})"
+        )
     if is_loopback_host(host):
         port = port or (443 if parts.scheme == "https" else 80)
         if port in forbidden_ports:
-            raise ToolRefused(f"network policy: port {port} on {host} belongs to the system or "
-                              "another app; use the app protocol instead")
+            raise ToolRefused(
+                f"network policy: port {port} on {host} belongs to the system or "
+                "another app; use the app protocol instead"
+            )
 
 
 # ---------------------------------------------------------------------- DSN
@@ -410,8 +435,9 @@ def resolve_dsn(policy: SandboxPolicy, dsn: str) -> str:
     raw = dsn
     if "://" in dsn:
         if not dsn.startswith("sqlite:///"):
-            raise ToolRefused(f"database policy: only sqlite DSNs inside the workdir are "
-                              f"allowed (got {dsn!r})")
+            raise ToolRefused(
+                f"database policy: only sqlite DSNs inside the workdir are allowed (got {dsn!r})"
+            )
         raw = dsn.removeprefix("sqlite:///")
     if raw.startswith("file:") or "?" in raw:
         raise ToolRefused(f"database policy: URI file names are not allowed (got {dsn!r})")

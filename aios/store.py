@@ -157,8 +157,9 @@ def _dumps(value: Any) -> str:
 
 def _ensure_session(db: sqlite3.Connection, sid: str) -> None:
     now = time.time()
-    db.execute("INSERT OR IGNORE INTO sessions (id, created, updated) VALUES (?,?,?)",
-               (sid, now, now))
+    db.execute(
+        "INSERT OR IGNORE INTO sessions (id, created, updated) VALUES (?,?,?)", (sid, now, now)
+    )
 
 
 def new_session_id() -> str:
@@ -179,15 +180,24 @@ def _out_of_fds() -> bool:
 
 
 def _is_damage(e: sqlite3.Error) -> bool:
-    return _code(e) in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in str(e) \
+    return (
+        _code(e) in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+        or "malformed" in str(e)
         or "not a database" in str(e)
+    )
 
 
 class Store:
     """Thread-safe access to the system database at ``path``."""
 
-    def __init__(self, path: Path | str, *, pool_size: int = POOL_SIZE,
-                 busy_timeout: float = BUSY_TIMEOUT, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        pool_size: int = POOL_SIZE,
+        busy_timeout: float = BUSY_TIMEOUT,
+        clock: Callable[[], float] = time.time,
+    ):
         self.path = str(path)
         self.clock = clock
         """Wall-clock seconds for timestamps and cache expiry (injectable for tests)."""
@@ -230,8 +240,9 @@ class Store:
             finally:
                 conn.close()
             if rows != ["ok"]:
-                found = [line for r in rows for line in str(r).splitlines()
-                         if not line.startswith("***")] or ["quick_check failed"]
+                found = [
+                    line for r in rows for line in str(r).splitlines() if not line.startswith("***")
+                ] or ["quick_check failed"]
                 problem = found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
         except sqlite3.Error as e:
             if not _is_damage(e):
@@ -251,15 +262,20 @@ class Store:
                 side.rename(str(dest) + suffix)
         db.rename(dest)
         self.moved_aside = dest
-        log.warning("the database %s is damaged (%s): moved it to %s and started a fresh one",
-                    self.path, problem, dest)
+        log.warning(
+            "the database %s is damaged (%s): moved it to %s and started a fresh one",
+            self.path,
+            problem,
+            dest,
+        )
 
     # ---------------------------------------------------------- connections
 
     def _open(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -293,8 +309,10 @@ class Store:
         try:
             return self._idle.get(timeout=self.busy_timeout)
         except queue.Empty:
-            raise StoreBusy(f"the database {self.path} is busy: no connection became free "
-                            f"within {self.busy_timeout:g} s") from None
+            raise StoreBusy(
+                f"the database {self.path} is busy: no connection became free "
+                f"within {self.busy_timeout:g} s"
+            ) from None
 
     def _give_back(self, conn: sqlite3.Connection) -> None:
         try:
@@ -336,16 +354,22 @@ class Store:
         code = _code(e)
         err: StoreError
         if code == _SQLITE_FULL or "disk is full" in str(e):
-            err = StoreFull(f"the disk holding {self.location} is full: free some space "
-                            "(the system recovers by itself)")
+            err = StoreFull(
+                f"the disk holding {self.location} is full: free some space "
+                "(the system recovers by itself)"
+            )
         elif code == _SQLITE_IOERR:
             err = StoreError(f"disk I/O error on the database {self.path}: {e}")
         elif _is_damage(e):
-            err = StoreCorrupt(f"the database {self.path} is damaged ({e}): restart the "
-                               "system to move it aside and start a fresh one")
+            err = StoreCorrupt(
+                f"the database {self.path} is damaged ({e}): restart the "
+                "system to move it aside and start a fresh one"
+            )
         elif code == _SQLITE_CANTOPEN and _out_of_fds():
-            return StoreError(f"cannot open the database {self.path}: the system has run out "
-                              "of file descriptors (too many open files)")
+            return StoreError(
+                f"cannot open the database {self.path}: the system has run out "
+                "of file descriptors (too many open files)"
+            )
         elif "locked" in str(e) or "busy" in str(e):
             return StoreBusy(f"the database {self.path} is busy: {e}")
         else:
@@ -409,23 +433,33 @@ class Store:
 
     def size_bytes(self) -> int:
         """The database file plus its write-ahead log."""
-        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal")
-                   if os.path.exists(p))
+        return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
     # ---------------------------------------------------------------- audit
 
-    def audit(self, *, app: str, tool: str, args: str, status: str, duration_ms: float,
-              error: str | None = None, session_id: str | None = None,
-              step_id: str | None = None) -> int:
+    def audit(
+        self,
+        *,
+        app: str,
+        tool: str,
+        args: str,
+        status: str,
+        duration_ms: float,
+        error: str | None = None,
+        session_id: str | None = None,
+        step_id: str | None = None,
+    ) -> int:
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO tool_calls_log (ts, session_id, app, step_id, tool, args, status,"
                 " duration_ms, error) VALUES (?,?,?,?,?,?,?,?,?)",
-                (self.clock(), session_id, app, step_id, tool, args, status, duration_ms, error))
+                (self.clock(), session_id, app, step_id, tool, args, status, duration_ms, error),
+            )
             return int(cur.lastrowid or 0)
 
-    def audit_rows(self, *, app: str | None = None, session_id: str | None = None,
-                   limit: int = 200) -> list[dict[str, Any]]:
+    def audit_rows(
+        self, *, app: str | None = None, session_id: str | None = None, limit: int = 200
+    ) -> list[dict[str, Any]]:
         where: list[str] = []
         params: list[str | int] = []
         if app:
@@ -446,19 +480,24 @@ class Store:
     def cache_set(self, namespace: str, key: str, value: Any, ttl: float | None = None) -> None:
         expires = self.clock() + ttl if ttl else None
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO cache (namespace, key, value, expires_at)"
-                       " VALUES (?,?,?,?)", (namespace, key, _dumps(value), expires))
+            db.execute(
+                "INSERT OR REPLACE INTO cache (namespace, key, value, expires_at) VALUES (?,?,?,?)",
+                (namespace, key, _dumps(value), expires),
+            )
 
     def cache_get(self, namespace: str, key: str, default: Any = None) -> Any:
-        rows = self._query("SELECT value, expires_at FROM cache WHERE namespace=? AND key=?",
-                           (namespace, key))
+        rows = self._query(
+            "SELECT value, expires_at FROM cache WHERE namespace=? AND key=?", (namespace, key)
+        )
         if not rows:
             return default
         value, expires = rows[0]
         if expires is not None and expires <= self.clock():
             with self._tx() as db:
-                db.execute("DELETE FROM cache WHERE namespace=? AND key=? AND expires_at<=?",
-                           (namespace, key, self.clock()))
+                db.execute(
+                    "DELETE FROM cache WHERE namespace=? AND key=? AND expires_at<=?",
+                    (namespace, key, self.clock()),
+                )
             return default
         return json.loads(value)
 
@@ -471,8 +510,9 @@ class Store:
 
     def cache_purge_expired(self) -> int:
         with self._tx() as db:
-            return db.execute("DELETE FROM cache WHERE expires_at IS NOT NULL AND expires_at<=?",
-                              (self.clock(),)).rowcount
+            return db.execute(
+                "DELETE FROM cache WHERE expires_at IS NOT NULL AND expires_at<=?", (self.clock(),)
+            ).rowcount
 
     # ------------------------------------------------------------- sessions
 
@@ -491,28 +531,31 @@ class Store:
             row = db.execute("SELECT context FROM sessions WHERE id=?", (session_id,)).fetchone()
             ctx = json.loads(row[0]) if row else {}
             ctx[name] = value
-            db.execute("UPDATE sessions SET context=?, updated=? WHERE id=?",
-                       (_dumps(ctx), self.clock(), session_id))
+            db.execute(
+                "UPDATE sessions SET context=?, updated=? WHERE id=?",
+                (_dumps(ctx), self.clock(), session_id),
+            )
 
     def context_vars(self, session_id: str) -> dict[str, Any]:
         rows = self._query("SELECT context FROM sessions WHERE id=?", (session_id,))
         return json.loads(rows[0][0]) if rows else {}
 
-    def add_history(self, session_id: str, role: str, content: Any,
-                    app: str | None = None) -> int:
+    def add_history(self, session_id: str, role: str, content: Any, app: str | None = None) -> int:
         with self._tx() as db:
             _ensure_session(db, session_id)
-            cur = db.execute("INSERT INTO history (session_id, ts, role, app, content)"
-                             " VALUES (?,?,?,?,?)",
-                             (session_id, self.clock(), role, app, _dumps(content)))
+            cur = db.execute(
+                "INSERT INTO history (session_id, ts, role, app, content) VALUES (?,?,?,?,?)",
+                (session_id, self.clock(), role, app, _dumps(content)),
+            )
             db.execute("UPDATE sessions SET updated=? WHERE id=?", (self.clock(), session_id))
             return int(cur.lastrowid or 0)
 
     def history(self, session_id: str, limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
         return self.history_page(session_id, limit=limit)[0]
 
-    def history_page(self, session_id: str, *, before: int | None = None,
-                     limit: int = HISTORY_PAGE) -> tuple[list[dict[str, Any]], bool]:
+    def history_page(
+        self, session_id: str, *, before: int | None = None, limit: int = HISTORY_PAGE
+    ) -> tuple[list[dict[str, Any]], bool]:
         """Up to ``limit`` entries older than entry id ``before`` (oldest first), and
         whether older ones remain."""
         sql = "SELECT * FROM history WHERE session_id=?"
@@ -522,12 +565,21 @@ class Store:
             params += (before,)
         rows = self._query(sql + " ORDER BY id DESC LIMIT ?", (*params, limit + 1))
         more = len(rows) > limit
-        return [{**dict(r), "content": json.loads(r["content"])}
-                for r in reversed(rows[:limit])], more
+        return [
+            {**dict(r), "content": json.loads(r["content"])} for r in reversed(rows[:limit])
+        ], more
 
-    def upsert_task(self, session_id: str, task_id: str, *, app: str | None,
-                    instruction: str | None, depends_on: list[str], status: str,
-                    result: Any = None) -> None:
+    def upsert_task(
+        self,
+        session_id: str,
+        task_id: str,
+        *,
+        app: str | None,
+        instruction: str | None,
+        depends_on: list[str],
+        status: str,
+        result: Any = None,
+    ) -> None:
         now = self.clock()
         finished = now if status in FINISHED else None
         with self._tx() as db:
@@ -536,18 +588,31 @@ class Store:
                 " created, finished, result) VALUES (?,?,?,?,?,?,?,?,?)"
                 " ON CONFLICT (session_id, task_id) DO UPDATE SET status=excluded.status,"
                 " finished=excluded.finished, result=excluded.result, app=excluded.app",
-                (session_id, task_id, app, instruction, _dumps(depends_on), status, now,
-                 finished, None if result is None else _dumps(result)))
+                (
+                    session_id,
+                    task_id,
+                    app,
+                    instruction,
+                    _dumps(depends_on),
+                    status,
+                    now,
+                    finished,
+                    None if result is None else _dumps(result),
+                ),
+            )
 
     def interrupt_unfinished_tasks(self) -> int:
         """Mark tasks a previous run left pending or running as ``interrupted``."""
         with self._tx() as db:
-            return db.execute("UPDATE tasks SET status='interrupted', finished=?"
-                              " WHERE status IN (?, ?)", (self.clock(), *UNFINISHED)).rowcount
+            return db.execute(
+                "UPDATE tasks SET status='interrupted', finished=? WHERE status IN (?, ?)",
+                (self.clock(), *UNFINISHED),
+            ).rowcount
 
     def tasks(self, session_id: str) -> list[dict[str, Any]]:
-        rows = self._query("SELECT * FROM tasks WHERE session_id=? ORDER BY created, rowid",
-                           (session_id,))
+        rows = self._query(
+            "SELECT * FROM tasks WHERE session_id=? ORDER BY created, rowid", (session_id,)
+        )
         out = []
         for r in rows:
             d = dict(r)
@@ -558,16 +623,21 @@ class Store:
 
     def set_agent_state(self, session_id: str, app: str, state: Any) -> None:
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO agent_state (session_id, app, state, updated)"
-                       " VALUES (?,?,?,?)", (session_id, app, _dumps(state), self.clock()))
+            db.execute(
+                "INSERT OR REPLACE INTO agent_state (session_id, app, state, updated)"
+                " VALUES (?,?,?,?)",
+                (session_id, app, _dumps(state), self.clock()),
+            )
 
     def agent_state(self, session_id: str, app: str) -> Any:
-        rows = self._query("SELECT state FROM agent_state WHERE session_id=? AND app=?",
-                           (session_id, app))
+        rows = self._query(
+            "SELECT state FROM agent_state WHERE session_id=? AND app=?", (session_id, app)
+        )
         return json.loads(rows[0][0]) if rows else None
 
-    def session(self, session_id: str, *, before: int | None = None,
-                limit: int = HISTORY_PAGE) -> dict[str, Any] | None:
+    def session(
+        self, session_id: str, *, before: int | None = None, limit: int = HISTORY_PAGE
+    ) -> dict[str, Any] | None:
         """Everything §4.4 keeps for one session, with one page of its history.
 
         ``history`` holds up to ``limit`` entries older than entry id ``before``
@@ -579,8 +649,7 @@ class Store:
             return None
         tasks = self.tasks(session_id)
         history, more = self.history_page(session_id, before=before, limit=limit)
-        states = self._query("SELECT app, state FROM agent_state WHERE session_id=?",
-                             (session_id,))
+        states = self._query("SELECT app, state FROM agent_state WHERE session_id=?", (session_id,))
         return {
             "session_id": session_id,
             "created": rows[0]["created"],
@@ -597,25 +666,53 @@ class Store:
 
     # ------------------------------------------------------------ llm usage
 
-    def record_llm_usage(self, *, provider: str, model: str, latency_ms: float, ok: bool,
-                         purpose: str | None = None, prompt_tokens: int | None = None,
-                         completion_tokens: int | None = None,
-                         error: str | None = None) -> None:
+    def record_llm_usage(
+        self,
+        *,
+        provider: str,
+        model: str,
+        latency_ms: float,
+        ok: bool,
+        purpose: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        error: str | None = None,
+    ) -> None:
         with self._tx() as db:
-            db.execute("INSERT INTO llm_usage (ts, provider, model, purpose, prompt_tokens,"
-                       " completion_tokens, latency_ms, ok, error) VALUES (?,?,?,?,?,?,?,?,?)",
-                       (self.clock(), provider, model, purpose, prompt_tokens,
-                        completion_tokens, latency_ms, int(ok), error))
+            db.execute(
+                "INSERT INTO llm_usage (ts, provider, model, purpose, prompt_tokens,"
+                " completion_tokens, latency_ms, ok, error) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    self.clock(),
+                    provider,
+                    model,
+                    purpose,
+                    prompt_tokens,
+                    completion_tokens,
+                    latency_ms,
+                    int(ok),
+                    error,
+                ),
+            )
 
     def llm_usage(self, limit: int = 100) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._query("SELECT * FROM llm_usage ORDER BY id DESC LIMIT ?",
-                                             (limit,))]
+        return [
+            dict(r)
+            for r in self._query("SELECT * FROM llm_usage ORDER BY id DESC LIMIT ?", (limit,))
+        ]
 
     # ------------------------------------------------------------ retention
 
-    def prune(self, *, audit_rows: int, audit_days: float, history_rows_per_session: int,
-              history_days: float, llm_usage_rows: int,
-              now: float | None = None) -> dict[str, int]:
+    def prune(
+        self,
+        *,
+        audit_rows: int,
+        audit_days: float,
+        history_rows_per_session: int,
+        history_days: float,
+        llm_usage_rows: int,
+        now: float | None = None,
+    ) -> dict[str, int]:
         """Delete what is past retention (by count and by age); rows deleted per table."""
         now = self.clock() if now is None else now
         audit_cut, history_cut = now - audit_days * 86400, now - history_days * 86400
@@ -625,43 +722,61 @@ class Store:
             "llm_usage": self._delete_batched("llm_usage", "ts<?", (audit_cut,))
             + self._keep_newest("llm_usage", llm_usage_rows),
             "history": self._delete_batched("history", "ts<?", (history_cut,)),
-            "tasks": self._delete_batched("tasks", "created<? AND status NOT IN (?, ?)",
-                                          (history_cut, *UNFINISHED), key="rowid"),
+            "tasks": self._delete_batched(
+                "tasks",
+                "created<? AND status NOT IN (?, ?)",
+                (history_cut, *UNFINISHED),
+                key="rowid",
+            ),
             "cache": self.cache_purge_expired(),
         }
-        crowded = self._query("SELECT session_id FROM history GROUP BY session_id"
-                              " HAVING count(*) > ?", (history_rows_per_session,))
+        crowded = self._query(
+            "SELECT session_id FROM history GROUP BY session_id HAVING count(*) > ?",
+            (history_rows_per_session,),
+        )
         for (sid,) in crowded:
-            out["history"] += self._keep_newest("history", history_rows_per_session,
-                                                "session_id=?", (sid,))
-        tasks = self._query("SELECT session_id FROM tasks GROUP BY session_id"
-                            " HAVING count(*) > ?", (history_rows_per_session,))
+            out["history"] += self._keep_newest(
+                "history", history_rows_per_session, "session_id=?", (sid,)
+            )
+        tasks = self._query(
+            "SELECT session_id FROM tasks GROUP BY session_id HAVING count(*) > ?",
+            (history_rows_per_session,),
+        )
         for (sid,) in tasks:
-            out["tasks"] += self._keep_newest("tasks", history_rows_per_session,
-                                              "session_id=?", (sid,), key="rowid")
+            out["tasks"] += self._keep_newest(
+                "tasks", history_rows_per_session, "session_id=?", (sid,), key="rowid"
+            )
         with self._tx() as db:
             db.execute("DELETE FROM agent_state WHERE updated<?", (history_cut,))
             out["sessions"] = db.execute(
                 "DELETE FROM sessions WHERE updated<? AND id NOT IN"
-                " (SELECT session_id FROM history)", (history_cut,)).rowcount
+                " (SELECT session_id FROM history)",
+                (history_cut,),
+            ).rowcount
         return out
 
-    def _keep_newest(self, table: str, keep: int, where: str = "1",
-                     params: tuple[Any, ...] = (), key: str = "id") -> int:
-        rows = self._query(f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key} DESC"
-                           " LIMIT 1 OFFSET ?", (*params, keep))
+    def _keep_newest(
+        self, table: str, keep: int, where: str = "1", params: tuple[Any, ...] = (), key: str = "id"
+    ) -> int:
+        rows = self._query(
+            f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key} DESC LIMIT 1 OFFSET ?",
+            (*params, keep),
+        )
         if not rows:
             return 0
-        return self._delete_batched(table, f"{where} AND {key}<=?", (*params, rows[0][0]),
-                                    key=key)
+        return self._delete_batched(table, f"{where} AND {key}<=?", (*params, rows[0][0]), key=key)
 
-    def _delete_batched(self, table: str, where: str, params: tuple[Any, ...],
-                        key: str = "id") -> int:
+    def _delete_batched(
+        self, table: str, where: str, params: tuple[Any, ...], key: str = "id"
+    ) -> int:
         total = 0
         while True:
             with self._tx() as db:
-                n = db.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table}"
-                               f" WHERE {where} LIMIT ?)", (*params, PRUNE_BATCH)).rowcount
+                n = db.execute(
+                    f"DELETE FROM {table} WHERE {key} IN (SELECT {key} FROM {table}"
+                    f" WHERE {where} LIMIT ?)",
+                    (*params, PRUNE_BATCH),
+                ).rowcount
             total += n
             if n < PRUNE_BATCH:
                 return total
@@ -686,8 +801,7 @@ class Store:
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                       (key, str(value)))
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(value)))
 
     # ------------------------------------------------------------- grants
 
@@ -696,12 +810,14 @@ class Store:
         rows = self._query("SELECT permission, granted FROM grants WHERE app=?", (app,))
         return {str(r[0]): bool(r[1]) for r in rows}
 
-    def set_grants(self, app: str, decisions: dict[str, bool], *,
-                   keep_existing: bool = False) -> None:
+    def set_grants(
+        self, app: str, decisions: dict[str, bool], *, keep_existing: bool = False
+    ) -> None:
         """Record decisions; ``keep_existing`` only fills in permissions not decided yet."""
         verb = "INSERT OR IGNORE" if keep_existing else "INSERT OR REPLACE"
         now = time.time()
         with self._tx() as db:
-            db.executemany(f"{verb} INTO grants (app, permission, granted, ts) "
-                           "VALUES (?, ?, ?, ?)",
-                           [(app, p, int(g), now) for p, g in decisions.items()])
+            db.executemany(
+                f"{verb} INTO grants (app, permission, granted, ts) VALUES (?, ?, ?, ?)",
+                [(app, p, int(g), now) for p, g in decisions.items()],
+            )

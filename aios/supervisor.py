@@ -98,8 +98,12 @@ class RestartPolicy:
 
     @classmethod
     def from_config(cls, apps: AppsConfig) -> RestartPolicy:
-        return cls(restart_limit=apps.restart_limit, stable_start_time=apps.stable_start_time,
-                   backoff_initial=apps.backoff_initial, backoff_max=apps.backoff_max)
+        return cls(
+            restart_limit=apps.restart_limit,
+            stable_start_time=apps.stable_start_time,
+            backoff_initial=apps.backoff_initial,
+            backoff_max=apps.backoff_max,
+        )
 
 
 @dataclass(frozen=True)
@@ -122,9 +126,13 @@ class Liveness:
 
     @classmethod
     def from_config(cls, apps: AppsConfig) -> Liveness:
-        return cls(interval=apps.liveness_interval, timeout=apps.liveness_timeout,
-                   failures=apps.liveness_failures, handle_timeouts=apps.handle_timeouts,
-                   max_memory_mb=apps.max_memory_mb)
+        return cls(
+            interval=apps.liveness_interval,
+            timeout=apps.liveness_timeout,
+            failures=apps.liveness_failures,
+            handle_timeouts=apps.handle_timeouts,
+            max_memory_mb=apps.max_memory_mb,
+        )
 
 
 # ----------------------------------------------------------------- environment
@@ -132,26 +140,39 @@ class Liveness:
 
 def scrub_env(environ: Mapping[str, str]) -> dict[str, str]:
     """A copy of ``environ`` without anything that looks like a secret or a system setting."""
-    return {k: v for k, v in environ.items()
-            if not _SECRET_NAME.search(k) and not k.upper().startswith(_SYSTEM_PREFIXES)}
+    return {
+        k: v
+        for k, v in environ.items()
+        if not _SECRET_NAME.search(k) and not k.upper().startswith(_SYSTEM_PREFIXES)
+    }
 
 
-def app_env(environ: Mapping[str, str], *, app_id: str, port: int, system_url: str,
-            token: str, workdir: Path, project_root: Path,
-            launch_secret: str = "") -> dict[str, str]:
+def app_env(
+    environ: Mapping[str, str],
+    *,
+    app_id: str,
+    port: int,
+    system_url: str,
+    token: str,
+    workdir: Path,
+    project_root: Path,
+    launch_secret: str = "",
+) -> dict[str, str]:
     """The environment of one app launch (DESIGN §4), with its launch secret (§11)."""
     env = scrub_env(environ)
     path = [str(project_root)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env.update({
-        "APP_PORT": str(port),
-        "AIOS_APP_ID": app_id,
-        "AIOS_SYSTEM_URL": system_url,
-        "AIOS_APP_TOKEN": token,
-        "AIOS_WORKDIR": str(workdir),
-        **({app_secret.LAUNCH_SECRET_ENV: launch_secret} if launch_secret else {}),
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),
-    })
+    env.update(
+        {
+            "APP_PORT": str(port),
+            "AIOS_APP_ID": app_id,
+            "AIOS_SYSTEM_URL": system_url,
+            "AIOS_APP_TOKEN": token,
+            "AIOS_WORKDIR": str(workdir),
+            **({app_secret.LAUNCH_SECRET_ENV: launch_secret} if launch_secret else {}),
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),
+        }
+    )
     return env
 
 
@@ -169,8 +190,15 @@ class AppProcess(subprocess.Popen[bytes]):
             self.log_pump.join(timeout)
 
 
-def spawn_process(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: Path,
-                  header: str, log_max_bytes: int) -> AppProcess:
+def spawn_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    header: str,
+    log_max_bytes: int,
+) -> AppProcess:
     """Start ``argv`` as the leader of a new session, stdout+stderr pumped into ``log_path``.
 
     Raises OSError when the program cannot be started.
@@ -183,8 +211,16 @@ def spawn_process(argv: list[str], *, cwd: Path, env: dict[str, str], log_path: 
         pass
     log_line(log_path, header)
     # Own session = own process group, so stopping reaches the app's children too.
-    proc = procgroup.popen(argv, AppProcess, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, close_fds=True)
+    proc = procgroup.popen(
+        argv,
+        AppProcess,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        close_fds=True,
+    )
     assert proc.stdout is not None
     # The pump owns the read end from now on (the file object must not close it too).
     fd = os.dup(proc.stdout.fileno())
@@ -199,8 +235,9 @@ _LOCAL_SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 """Errors that say the system itself is short of resources, not that the app is dead."""
 
 
-def answers_http(port: int, timeout: float, path: str = LIVENESS_PATH,
-                 headers: Mapping[str, str] | None = None) -> bool | None:
+def answers_http(
+    port: int, timeout: float, path: str = LIVENESS_PATH, headers: Mapping[str, str] | None = None
+) -> bool | None:
     """Whether an HTTP server on ``port`` answers ``GET path`` (any status) within ``timeout``.
 
     None when the probe could not be made (the system is out of file
@@ -243,8 +280,9 @@ def port_accepts(port: int, timeout: float = 0.2) -> bool:
         return False
 
 
-def wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float,
-               cancel: threading.Event) -> str:
+def wait_ready(
+    proc: subprocess.Popen[bytes], port: int, timeout: float, cancel: threading.Event
+) -> str:
     """Poll until the app listens: ``ready``, ``exited``, ``timeout`` or ``cancelled``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -274,10 +312,20 @@ class AppSupervisor:
     the app becomes next (stopped, restarted, removed).
     """
 
-    def __init__(self, app_id: str, port: int, *, spawn: Callable[[], subprocess.Popen[bytes]],
-                 policy: RestartPolicy, start_timeout: float, grace: float, log_path: Path,
-                 on_status: StatusCallback, liveness: Liveness,
-                 probe_headers: Callable[[], Mapping[str, str]] | None = None):
+    def __init__(
+        self,
+        app_id: str,
+        port: int,
+        *,
+        spawn: Callable[[], subprocess.Popen[bytes]],
+        policy: RestartPolicy,
+        start_timeout: float,
+        grace: float,
+        log_path: Path,
+        on_status: StatusCallback,
+        liveness: Liveness,
+        probe_headers: Callable[[], Mapping[str, str]] | None = None,
+    ):
         self.app_id = app_id
         self._probe_headers = probe_headers
         """Headers of the liveness probe (the current launch's secret)."""
@@ -369,10 +417,12 @@ class AppSupervisor:
                     if isinstance(proc, AppProcess):
                         proc.finish_log()
                     log_line(self._log_path, "killed: no connection accepted in time")
-                    self._report(AppStatus.FAILED,
-                                 f"did not accept connections on port {self.port} within "
-                                 f"{self._start_timeout:g} s; last log lines:\n"
-                                 f"{log_tail(self._log_path)}")
+                    self._report(
+                        AppStatus.FAILED,
+                        f"did not accept connections on port {self.port} within "
+                        f"{self._start_timeout:g} s; last log lines:\n"
+                        f"{log_tail(self._log_path)}",
+                    )
                     return
                 reason: str | None = None
                 if outcome == "ready":
@@ -391,15 +441,22 @@ class AppSupervisor:
                 if isinstance(proc, AppProcess):
                     proc.finish_log()
                 crashes = self._policy.count_crash(crashes, time.monotonic() - began)
-                log_line(self._log_path, f"killed: it {reason}" if reason
-                         else f"exited with code {proc.returncode}")
-                log.warning("app %s exited with code %s (crash %d)", self.app_id,
-                            proc.returncode, crashes)
+                log_line(
+                    self._log_path,
+                    f"killed: it {reason}" if reason else f"exited with code {proc.returncode}",
+                )
+                log.warning(
+                    "app %s exited with code %s (crash %d)", self.app_id, proc.returncode, crashes
+                )
                 if self._policy.gives_up(crashes):
-                    what = f"it {reason} ({crashes} times in a row)" if reason \
+                    what = (
+                        f"it {reason} ({crashes} times in a row)"
+                        if reason
                         else f"crashed {crashes} times"
-                    self._report(AppStatus.FAILED,
-                                 f"{what}; last log lines:\n{log_tail(self._log_path)}")
+                    )
+                    self._report(
+                        AppStatus.FAILED, f"{what}; last log lines:\n{log_tail(self._log_path)}"
+                    )
                     return
                 self.restarts += 1
                 self._report(AppStatus.RESTARTING, f"restarting: it {reason}" if reason else None)
@@ -436,13 +493,18 @@ class AppSupervisor:
             rss = tree_rss(proc.pid)
             if rss > live.max_memory_mb * MB:
                 return f"used more than {live.max_memory_mb} MB of memory ({rss // MB} MB)"
-            alive = answers_http(self.port, live.timeout, headers=(
-                self._probe_headers() if self._probe_headers is not None else None))
+            alive = answers_http(
+                self.port,
+                live.timeout,
+                headers=(self._probe_headers() if self._probe_headers is not None else None),
+            )
             if alive:
                 misses, answered = 0, time.monotonic()
             elif alive is False:
                 misses += 1
                 if misses >= live.failures:
-                    return (f"did not answer GET {LIVENESS_PATH} for "
-                            f"{time.monotonic() - answered:.1f} s ({misses} probes in a row)")
+                    return (
+                        f"did not answer GET {LIVENESS_PATH} for "
+                        f"{time.monotonic() - answered:.1f} s ({misses} probes in a row)"
+                    )
             next_probe = time.monotonic() + live.interval

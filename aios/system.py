@@ -41,20 +41,31 @@ CUSTOM_TOOLS_TIMEOUT = 2.0
 
 
 class System:
-    def __init__(self, config: Config, *, port: int, token: str | None = None,
-                 port_map_path: Path | None = None, new_token: bool = False):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        port: int,
+        token: str | None = None,
+        port_map_path: Path | None = None,
+        new_token: bool = False,
+    ):
         self.config = config
         self.port = port
         self.data_dir = config.data_path
         self.apps_dir = config.apps_path
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.token = token or launch_token(self.data_dir, new=new_token)
-        self.store = Store(self.data_dir / "aios.db", pool_size=config.store.pool_size,
-                           busy_timeout=config.store.busy_timeout)
+        self.store = Store(
+            self.data_dir / "aios.db",
+            pool_size=config.store.pool_size,
+            busy_timeout=config.store.busy_timeout,
+        )
         interrupted = self.store.interrupt_unfinished_tasks()
         if interrupted:
-            log.info("%d task(s) left unfinished by the previous run marked interrupted",
-                     interrupted)
+            log.info(
+                "%d task(s) left unfinished by the previous run marked interrupted", interrupted
+            )
         self.pruner = Pruner(self.store, lambda: self.config.retention)
         self.bus = EventBus()
         self.llm = LLMClient(config, self.store)
@@ -62,9 +73,14 @@ class System:
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
         self.launcher = Launcher(
-            self.apps_dir, self.data_dir, config, system_url=self.url,
+            self.apps_dir,
+            self.data_dir,
+            config,
+            system_url=self.url,
             port_map_path=port_map_path or self.data_dir / "port_map.json",
-            on_status=self._on_status, on_stop=self.processes.stop_app)
+            on_status=self._on_status,
+            on_stop=self.processes.stop_app,
+        )
         self._contexts: dict[str, tuple[tuple[str, int], ToolContext]] = {}
         """app id -> ((app token, config generation), its tool context)."""
         self._custom: dict[str, tuple[str, list[str]]] = {}
@@ -72,10 +88,15 @@ class System:
         self._generation = 0
         """Bumped by every settings change: contexts built from an older config are stale."""
         self._lock = threading.Lock()
-        self.controller = Controller(config=config, store=self.store, launcher=self.launcher,
-                                     bus=self.bus, llm=self.llm,
-                                     tool_context=self.tool_context,
-                                     custom_tools=self.custom_tools)
+        self.controller = Controller(
+            config=config,
+            store=self.store,
+            launcher=self.launcher,
+            bus=self.bus,
+            llm=self.llm,
+            tool_context=self.tool_context,
+            custom_tools=self.custom_tools,
+        )
         self.recognizer = Recognizer(config)
         self._stopped = False
 
@@ -83,8 +104,7 @@ class System:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, ready_wait: float | None = None,
-              cancel: threading.Event | None = None) -> None:
+    def start(self, ready_wait: float | None = None, cancel: threading.Event | None = None) -> None:
         """Start the apps; wait for them at most ``ready_wait`` s (None: until all settled)."""
         if self.config.tool_sandbox.os_sandbox != "off":
             os_sandbox.detect()  # logs its one warning now, not at the first command
@@ -144,8 +164,9 @@ class System:
         if not isinstance(elements, list) or len(elements) > limit:
             raise BadRequest(f"field 'elements' must be a list (at most {limit})")
         clean = [e for e in elements if isinstance(e, dict) and isinstance(e.get("id"), str)]
-        self.store.cache_set("desktop", "ui_snapshot", {"elements": clean,
-                                                        "viewport": body.get("viewport")})
+        self.store.cache_set(
+            "desktop", "ui_snapshot", {"elements": clean, "viewport": body.get("viewport")}
+        )
         return len(clean)
 
     def require_ui_permission(self, record: AppRecord) -> None:
@@ -157,8 +178,13 @@ class System:
     def require_permission(self, record: AppRecord, permission: str) -> None:
         """PermissionDenied naming ``permission`` unless it is granted (DESIGN §11.7);
         the first refusal of a launch also notifies the user once."""
-        self.grants.require(record.id, _requested(record), permission, record.token,
-                            lambda event: self.bus.emit("notify", event))
+        self.grants.require(
+            record.id,
+            _requested(record),
+            permission,
+            record.token,
+            lambda event: self.bus.emit("notify", event),
+        )
 
     def app_permissions(self, record: AppRecord) -> dict[str, list[str]]:
         """``{requested, granted}`` of one app."""
@@ -166,8 +192,9 @@ class System:
 
     def public_apps(self) -> list[dict[str, Any]]:
         """Every app as the desktop sees it (``GET /api/apps``, the events ``hello``)."""
-        return [{**r.public(), "permissions": self.app_permissions(r)}
-                for r in self.launcher.apps()]
+        return [
+            {**r.public(), "permissions": self.app_permissions(r)} for r in self.launcher.apps()
+        ]
 
     def change_permissions(self, app_id: str, body: dict[str, Any]) -> dict[str, list[str]]:
         """Grant/revoke from the settings window: audited, in force at the next call.
@@ -182,16 +209,26 @@ class System:
             with self._lock:
                 self._generation += 1  # tool contexts carry the granted set
                 self._contexts.clear()
-            self.store.audit(app=app_id, tool="permissions", args=audit_args(
-                {"grant": [p for p, g in changed.items() if g],
-                 "revoke": [p for p, g in changed.items() if not g], "decision": "user"}),
-                status="ok", duration_ms=0.0)
+            self.store.audit(
+                app=app_id,
+                tool="permissions",
+                args=audit_args(
+                    {
+                        "grant": [p for p, g in changed.items() if g],
+                        "revoke": [p for p, g in changed.items() if not g],
+                        "decision": "user",
+                    }
+                ),
+                status="ok",
+                duration_ms=0.0,
+            )
             needs_restart = RESTART_NEEDED & set(changed)
             if needs_restart:
                 # TODO(confinement): the sandbox is built at spawn; restart the app here
                 # once it honours `network` (DESIGN §11.7: "at the next start at the latest").
-                log.info("%s: %s changes once the app restarts", app_id,
-                         ", ".join(sorted(needs_restart)))
+                log.info(
+                    "%s: %s changes once the app restarts", app_id, ", ".join(sorted(needs_restart))
+                )
         return self.app_permissions(record)
 
     def process_list(self, record: AppRecord) -> list[dict[str, Any]]:
@@ -212,13 +249,20 @@ class System:
         try:
             checked = [parse_ui_op(op) for op in ops]
         except ProtocolError as e:
-            self.store.audit(app=record.id, tool="ui_op", args=audit_args(ops),
-                             status="denied", duration_ms=0.0, error=str(e))
+            self.store.audit(
+                app=record.id,
+                tool="ui_op",
+                args=audit_args(ops),
+                status="denied",
+                duration_ms=0.0,
+                error=str(e),
+            )
             raise BadRequest(str(e)) from e
         for op in checked:
             self.bus.emit("ui_op", {**op, "by": record.id})
-            self.store.audit(app=record.id, tool="ui_op", args=audit_args(op), status="ok",
-                             duration_ms=0.0)
+            self.store.audit(
+                app=record.id, tool="ui_op", args=audit_args(op), status="ok", duration_ms=0.0
+            )
         return len(checked)
 
     # ------------------------------------------------------------- per app
@@ -243,13 +287,21 @@ class System:
         assert record.manifest is not None and record.workdir is not None
         policy = SandboxPolicy.build(config.tool_sandbox, record.workdir, record.manifest)
         return ToolContext(
-            app_id=record.id, workdir=record.workdir.resolve(), policy=policy, store=self.store,
+            app_id=record.id,
+            workdir=record.workdir.resolve(),
+            policy=policy,
+            store=self.store,
             timeouts={t: config.timeout_for(t) for t in ATOMIC_TOOLS},
             permissions=self.grants.granted(record.id, _requested(record)),
-            forbidden_ports=self.forbidden_ports, emit=self._emit, processes=self.processes,
-            app_url=self.launcher.url(record.id), app_token=record.token,
+            forbidden_ports=self.forbidden_ports,
+            emit=self._emit,
+            processes=self.processes,
+            app_url=self.launcher.url(record.id),
+            app_token=record.token,
             app_secret=record.launch_secret,
-            app_name=record.shown_name, notify_allowed=self.notify_limiter.gate(record.id))
+            app_name=record.shown_name,
+            notify_allowed=self.notify_limiter.gate(record.id),
+        )
 
     def forbidden_ports(self) -> set[int]:
         return {self.port, *self.launcher.ports()}
@@ -269,27 +321,35 @@ class System:
         if cached is not None and cached[0] == record.token:
             return cached[1]
         try:
-            r = requests.get(self.launcher.url(app_id) + "/tools", timeout=CUSTOM_TOOLS_TIMEOUT,
-                             headers={"X-AIOS-App-Token": record.token,
-                                      **app_secret.headers(record.launch_secret)})
+            r = requests.get(
+                self.launcher.url(app_id) + "/tools",
+                timeout=CUSTOM_TOOLS_TIMEOUT,
+                headers={
+                    "X-AIOS-App-Token": record.token,
+                    **app_secret.headers(record.launch_secret),
+                },
+            )
             listed = r.json() if r.ok else None
         except (requests.RequestException, ValueError) as e:
-            log.info("could not list the custom tools of %s (asked again next call): %s",
-                     app_id, e)
+            log.info("could not list the custom tools of %s (asked again next call): %s", app_id, e)
             return []
         if r.status_code == 404:
             listed = []  # an app without GET /tools (a raw Flask app) has no custom tools
         if not isinstance(listed, list):
-            log.info("custom tools of %s: GET /tools answered HTTP %d without a list "
-                     "(asked again next call)", app_id, r.status_code)
+            log.info(
+                "custom tools of %s: GET /tools answered HTTP %d without a list "
+                "(asked again next call)",
+                app_id,
+                r.status_code,
+            )
             return []
-        names = [t["name"] for t in listed if isinstance(t, dict) and isinstance(
-            t.get("name"), str)]
+        names = [
+            t["name"] for t in listed if isinstance(t, dict) and isinstance(t.get("name"), str)
+        ]
         with self._lock:
             known = {a.id: a.token for a in self.launcher.apps()}
             self._custom = {k: v for k, v in self._custom.items() if known.get(k) == v[0]}
-            self._contexts = {k: v for k, v in self._contexts.items()
-                              if known.get(k) == v[0][0]}
+            self._contexts = {k: v for k, v in self._contexts.items() if known.get(k) == v[0][0]}
             self._custom[app_id] = (record.token, names)
         return names
 
@@ -297,8 +357,9 @@ class System:
         self.bus.emit(type_, payload)
 
     def _on_status(self, record: AppRecord) -> None:
-        self.bus.emit("app_status", {"app": record.id, "status": str(record.status),
-                                     "error": record.error})
+        self.bus.emit(
+            "app_status", {"app": record.id, "status": str(record.status), "error": record.error}
+        )
 
 
 def _requested(record: AppRecord) -> list[str]:

@@ -75,8 +75,10 @@ def _speech_recognition() -> Any:
         try:
             import speech_recognition
         except ImportError as e:
-            raise VoiceError("语音识别需要 SpeechRecognition / speech recognition needs "
-                             "SpeechRecognition (pip install 'triton-aios[voice]')") from e
+            raise VoiceError(
+                "语音识别需要 SpeechRecognition / speech recognition needs "
+                "SpeechRecognition (pip install 'triton-aios[voice]')"
+            ) from e
 
     return speech_recognition
 
@@ -105,8 +107,13 @@ def grammar_words(source: GrammarSource) -> list[str]:
     for app_id, name, keywords in source.apps:
         for text in (app_id.replace("_", " "), name, *keywords):
             for w in re.split(r"[\s\-_/]+", text.lower()):
-                if _WORD.match(w) and w in vocab and w not in words and w not in COMMAND_VERBS \
-                        and w not in ("the", "app", "a", "an"):
+                if (
+                    _WORD.match(w)
+                    and w in vocab
+                    and w not in words
+                    and w not in COMMAND_VERBS
+                    and w not in ("the", "app", "a", "an")
+                ):
                     words.append(w)
     return words
 
@@ -117,10 +124,12 @@ def build_grammar(source: GrammarSource) -> str:
     for w in DESKTOP_THINGS:
         if w not in things:
             things.append(w)
-    return ("#JSGF V1.0;\ngrammar commands;\n"
-            "public <command> = <verb> [the] <thing>;\n"
-            f"<verb> = {' | '.join(COMMAND_VERBS)};\n"
-            f"<thing> = {' | '.join(things)};\n")
+    return (
+        "#JSGF V1.0;\ngrammar commands;\n"
+        "public <command> = <verb> [the] <thing>;\n"
+        f"<verb> = {' | '.join(COMMAND_VERBS)};\n"
+        f"<thing> = {' | '.join(things)};\n"
+    )
 
 
 def to_pcm16k(audio: bytes) -> bytes:
@@ -135,13 +144,35 @@ def to_pcm16k(audio: bytes) -> bytes:
         # -R: repeatable dither. The recogniser needs the dither's faint noise
         # (pure digital silence breaks its energy estimate) but is sensitive
         # enough to it that random dither made one recording heard differently.
-        proc = subprocess.run([sox, "-R", *kind, str(src), "-r", "16000", "-c", "1", "-b", "16",
-                               "-e", "signed-integer", str(dst), "pad", "0.3", "0.3"],
-                              capture_output=True, timeout=30, check=False)
+        proc = subprocess.run(
+            [
+                sox,
+                "-R",
+                *kind,
+                str(src),
+                "-r",
+                "16000",
+                "-c",
+                "1",
+                "-b",
+                "16",
+                "-e",
+                "signed-integer",
+                str(dst),
+                "pad",
+                "0.3",
+                "0.3",
+            ],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
         if proc.returncode != 0:
             detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise VoiceError("无法读取音频 / cannot read the audio: "
-                             + (detail[-1] if detail else f"sox exit {proc.returncode}"))
+            raise VoiceError(
+                "无法读取音频 / cannot read the audio: "
+                + (detail[-1] if detail else f"sox exit {proc.returncode}")
+            )
         with wave.open(str(dst), "rb") as w:
             return w.readframes(w.getnframes())
 
@@ -193,8 +224,10 @@ class Recognizer:
         try:
             from pocketsphinx import Decoder
         except ImportError as e:
-            raise VoiceError("离线识别需要 pocketsphinx / offline recognition needs "
-                             "pocketsphinx (pip install pocketsphinx)") from e
+            raise VoiceError(
+                "离线识别需要 pocketsphinx / offline recognition needs "
+                "pocketsphinx (pip install pocketsphinx)"
+            ) from e
         # A fresh decoder per utterance: the live cepstral mean of a reused one
         # drifts with what it heard before, and accuracy with it.
         decoder = Decoder(jsgf=str(self.grammar(source)), logfn="/dev/null")
@@ -204,8 +237,10 @@ class Recognizer:
         hyp = decoder.hyp()
         text = hyp.hypstr.strip() if hyp is not None else ""
         if not text or len(text.split()) < 2:
-            raise VoiceError("没有识别出指令，请再说一次（离线识别只认识“open 应用名”这类英文"
-                             "命令） / not recognised: say a command like “open notes”")
+            raise VoiceError(
+                "没有识别出指令，请再说一次（离线识别只认识“open 应用名”这类英文"
+                "命令） / not recognised: say a command like “open notes”"
+            )
         return text
 
     def _google(self, pcm: bytes, language: str) -> str:
@@ -214,20 +249,21 @@ class Recognizer:
         try:
             return str(sr.Recognizer().recognize_google(audio, language=language))
         except sr.UnknownValueError as e:
-            raise VoiceError("没有识别出内容，请再说一次 / nothing recognised, please try "
-                             "again") from e
+            raise VoiceError(
+                "没有识别出内容，请再说一次 / nothing recognised, please try again"
+            ) from e
         except sr.RequestError as e:
             raise VoiceError(f"在线识别不可用 / online recognition unavailable: {e}") from e
 
-    def listen_once(self, source: GrammarSource, *, language: str,
-                    timeout: float = 6.0) -> str:
+    def listen_once(self, source: GrammarSource, *, language: str, timeout: float = 6.0) -> str:
         """Record one phrase from the default microphone and transcribe it."""
         sr = _speech_recognition()
         try:
             mic = sr.Microphone()
         except (ImportError, AttributeError) as e:
-            raise VoiceError("没有检测到麦克风（缺少 PyAudio） / no microphone support "
-                             "(PyAudio missing)") from e
+            raise VoiceError(
+                "没有检测到麦克风（缺少 PyAudio） / no microphone support (PyAudio missing)"
+            ) from e
         except OSError as e:
             raise VoiceError(f"没有检测到麦克风 / no microphone: {e}") from e
         rec = sr.Recognizer()
@@ -252,8 +288,10 @@ MAX_SPEECH_RUNS = 24
 LATIN_VOICE = "en"
 """espeak-ng voice for Latin-script runs inside a Mandarin reply (the Mandarin voice
 spells them letter by letter or, past a length, produces nothing through pyttsx3)."""
-_HAN = re.compile(r"[\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3400-\u4dbf\u4e00-\u9fff"
-                  r"\uf900-\ufaff\U00020000-\U0003134f]")
+_HAN = re.compile(
+    r"[\u2e80-\u2fdf\u3005\u3007\u3021-\u3029\u3400-\u4dbf\u4e00-\u9fff"
+    r"\uf900-\ufaff\U00020000-\U0003134f]"
+)
 _SPEAKABLE_CATEGORIES = ("L", "N", "P", "Sm", "Zs")
 """Letters, digits, punctuation and spaces reach the engine; symbols and emoji are
 dropped, or spelled by name when nothing else is left."""
@@ -280,12 +318,14 @@ def speakable(text: str) -> str:
     """``text`` with what a speech engine cannot say removed (emoji, symbols, controls);
     a text of symbols only is spelled by their names ("★" → "black star")."""
     text = unicodedata.normalize("NFKC", text)
-    kept = "".join(c if unicodedata.category(c).startswith(_SPEAKABLE_CATEGORIES) else " "
-                   for c in text)
+    kept = "".join(
+        c if unicodedata.category(c).startswith(_SPEAKABLE_CATEGORIES) else " " for c in text
+    )
     if any(c.isalnum() for c in kept):
         return " ".join(kept.split())
-    names = [unicodedata.name(c, "").lower() for c in text
-             if unicodedata.category(c).startswith("S")]
+    names = [
+        unicodedata.name(c, "").lower() for c in text if unicodedata.category(c).startswith("S")
+    ]
     return ", ".join(n for n in names if n)
 
 
@@ -306,8 +346,8 @@ def speech_runs(text: str, *, language: str, config: Config) -> list[tuple[str, 
     if len(runs) > MAX_SPEECH_RUNS:
         # One engine start per run: past the cap the rest is read by one voice.
         main = mandarin if language.lower().startswith("zh") else other
-        rest = " ".join(t for _, t in runs[MAX_SPEECH_RUNS - 1:])
-        runs = [*runs[:MAX_SPEECH_RUNS - 1], (main, rest)]
+        rest = " ".join(t for _, t in runs[MAX_SPEECH_RUNS - 1 :])
+        runs = [*runs[: MAX_SPEECH_RUNS - 1], (main, rest)]
     return runs
 
 
@@ -315,22 +355,29 @@ def _espeak_run(espeak: str, text: str, voice: str, rate: float, out: Path) -> N
     args = [espeak, "-s", str(round(ESPEAK_WPM * rate)), "-w", str(out), "--stdin"]
     if voice:
         args[1:1] = ["-v", voice]
-    proc = subprocess.run(args, input=text.encode("utf-8"), capture_output=True,
-                          timeout=TTS_TIMEOUT, check=False)
+    proc = subprocess.run(
+        args, input=text.encode("utf-8"), capture_output=True, timeout=TTS_TIMEOUT, check=False
+    )
     _check_output(proc, out)
 
 
 def _pyttsx3_run(text: str, voice: str, rate: float, out: Path) -> None:
-    proc = subprocess.run([sys.executable, "-c", _tts_script(), text, str(out), voice,
-                           str(rate)], capture_output=True, timeout=TTS_TIMEOUT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _tts_script(), text, str(out), voice, str(rate)],
+        capture_output=True,
+        timeout=TTS_TIMEOUT,
+        check=False,
+    )
     _check_output(proc, out)
 
 
 def _check_output(proc: subprocess.CompletedProcess[bytes], out: Path) -> None:
     if proc.returncode != 0 or not out.exists() or out.stat().st_size <= WAV_HEADER_BYTES:
         detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise VoiceError("语音合成失败（需要 espeak-ng） / speech synthesis failed: "
-                         + (detail[-1] if detail else "no audio produced"))
+        raise VoiceError(
+            "语音合成失败（需要 espeak-ng） / speech synthesis failed: "
+            + (detail[-1] if detail else "no audio produced")
+        )
 
 
 def _concatenate(parts: list[Path]) -> bytes:
@@ -341,10 +388,15 @@ def _concatenate(parts: list[Path]) -> bytes:
         dst.setparams(params)
         for part in parts:
             with wave.open(str(part)) as src:
-                if (src.getnchannels(), src.getsampwidth(), src.getframerate()) != \
-                        (params.nchannels, params.sampwidth, params.framerate):
-                    raise VoiceError("语音合成失败 / speech synthesis failed: the voices "
-                                     "produced audio in different formats")
+                if (src.getnchannels(), src.getsampwidth(), src.getframerate()) != (
+                    params.nchannels,
+                    params.sampwidth,
+                    params.framerate,
+                ):
+                    raise VoiceError(
+                        "语音合成失败 / speech synthesis failed: the voices "
+                        "produced audio in different formats"
+                    )
                 dst.writeframes(src.readframes(src.getnframes()))
     return buf.getvalue()
 

@@ -23,8 +23,9 @@ SELFTEST_TIMEOUT = 30.0
 
 def gui_problem() -> str | None:
     """Why no window can be opened here, or None."""
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY")
-                                                 or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
         return "no display (DISPLAY/WAYLAND_DISPLAY unset)"
     try:
         import webview  # noqa: F401
@@ -33,8 +34,7 @@ def gui_problem() -> str | None:
     return None
 
 
-def open_window(url: str, config: Config, stop: threading.Event, *,
-                selftest: bool = False) -> bool:
+def open_window(url: str, config: Config, stop: threading.Event, *, selftest: bool = False) -> bool:
     """Block until the window is closed or ``stop`` is set; False if no window could open.
 
     ``selftest``: open the window, wait for the page, print its title as read
@@ -63,8 +63,13 @@ def open_window(url: str, config: Config, stop: threading.Event, *,
 def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool) -> None:
     import webview
 
-    window = webview.create_window("Triton AIOS", url, width=config.desktop.width,
-                                   height=config.desktop.height, min_size=(800, 560))
+    window = webview.create_window(
+        "Triton AIOS",
+        url,
+        width=config.desktop.width,
+        height=config.desktop.height,
+        min_size=(800, 560),
+    )
     if window is None:  # pywebview gives None only to a call after start(), off the main thread
         raise RuntimeError("pywebview did not create the desktop window")
 
@@ -74,8 +79,7 @@ def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool
         loaded = window.events.loaded.wait(SELFTEST_TIMEOUT)
         title = window.evaluate_js("document.title") if loaded else None
         backend = getattr(getattr(webview, "guilib", None), "__name__", "?")
-        print(f"AIOS window: loaded={bool(loaded)} title={title!r} backend={backend}",
-              flush=True)
+        print(f"AIOS window: loaded={bool(loaded)} title={title!r} backend={backend}", flush=True)
         window.destroy()
 
     def watch_stop() -> None:
@@ -88,7 +92,10 @@ def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool
     threading.Thread(target=watch_stop, daemon=True).start()
     gui: Literal["gtk"] | None = "gtk" if sys.platform.startswith("linux") else None
     from aios.web import WINDOW_UA_MARK
-    agent = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-             f"{WINDOW_UA_MARK}1")
+
+    agent = (
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+        f"{WINDOW_UA_MARK}1"
+    )
     webview.start(after_start, gui=gui, user_agent=agent)
     stop.set()

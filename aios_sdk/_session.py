@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextvars
 
-_session: contextvars.ContextVar[str | None] = contextvars.ContextVar("aios_session_id",
-                                                                     default=None)
+_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "aios_session_id", default=None
+)
 
 
 def current_session_id() -> str | None:

@@ -64,8 +64,7 @@ class ToolInfo:
     """JSON-Schema-like description of the keyword arguments."""
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "parameters": self.parameters}
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
 def tool(name: str | Callable[..., Any] | None = None, desc: str = "") -> Any:
@@ -89,8 +88,9 @@ def tool(name: str | Callable[..., Any] | None = None, desc: str = "") -> Any:
 
 def _mark(func: F, name: str | None, desc: str) -> F:
     if not inspect.isfunction(func):
-        raise TypeError(f"@tool decorates a method (a def inside the class), got "
-                        f"{type(func).__name__}")
+        raise TypeError(
+            f"@tool decorates a method (a def inside the class), got {type(func).__name__}"
+        )
     tool_name = _check_name(name or func.__name__)
     doc = (inspect.getdoc(func) or "").strip().splitlines()
     setattr(func, _MARK, (tool_name, desc or (doc[0] if doc else "")))
@@ -99,8 +99,10 @@ def _mark(func: F, name: str | None, desc: str) -> F:
 
 def _check_name(name: Any) -> str:
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
-        raise ValueError(f"@tool name must be an identifier of at most 64 characters "
-                         f"(letters, digits, '_'), got {name!r}")
+        raise ValueError(
+            f"@tool name must be an identifier of at most 64 characters "
+            f"(letters, digits, '_'), got {name!r}"
+        )
     return name
 
 
@@ -114,17 +116,28 @@ def _collect_tools(cls: type) -> dict[str, ToolInfo]:
             continue
         tool_name, desc = getattr(obj, _MARK)
         if tool_name in ATOMIC_TOOLS:
-            raise TypeError(f"{cls.__name__}.{attr}: custom tool name {tool_name!r} is an atomic "
-                            "tool of the system; choose another name")
+            raise TypeError(
+                f"{cls.__name__}.{attr}: custom tool name {tool_name!r} is an atomic "
+                "tool of the system; choose another name"
+            )
         if tool_name in found:
-            raise TypeError(f"{cls.__name__}: custom tool name {tool_name!r} is registered twice "
-                            f"({found[tool_name].attr}() and {attr}()); names must be unique")
+            raise TypeError(
+                f"{cls.__name__}: custom tool name {tool_name!r} is registered twice "
+                f"({found[tool_name].attr}() and {attr}()); names must be unique"
+            )
         found[tool_name] = ToolInfo(tool_name, desc, attr, _parameters(obj))
     return found
 
 
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
-                               list: "array", tuple: "array", dict: "object"}
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
 
 
 def _json_type(hint: Any) -> dict[str, Any]:
@@ -157,8 +170,12 @@ def _parameters(func: Callable[..., Any]) -> dict[str, Any]:
         elif p.default is None or isinstance(p.default, str | int | float | bool):
             schema["default"] = p.default
         props[p.name] = schema
-    return {"type": "object", "properties": props, "required": required,
-            "additionalProperties": extra}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": extra,
+    }
 
 
 # ---------------------------------------------------------------- backends
@@ -169,8 +186,13 @@ class Backend(Protocol):
 
     def call_tool(self, name: str, args: dict[str, Any], session_id: str | None) -> Any: ...
 
-    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-            session_id: str | None, **kw: Any) -> dict[str, Any]: ...
+    def llm(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        session_id: str | None,
+        **kw: Any,
+    ) -> dict[str, Any]: ...
 
     def push(self, payload: dict[str, Any], session_id: str | None) -> bool: ...
 
@@ -184,12 +206,17 @@ def _make_backend(agent: AIOSAgent) -> Backend:
     token = os.environ.get("AIOS_APP_TOKEN", "").strip()
     if url and token:
         from aios_sdk.client import SystemClient
+
         return SystemClient(url, token)
     if url or token:
         log.warning("only one of AIOS_SYSTEM_URL / AIOS_APP_TOKEN is set; running standalone")
     from aios_sdk.standalone import StandaloneRuntime
-    return StandaloneRuntime(agent.app_dir(), agent.app_id(),
-                             own_ports=lambda: set(agent.__dict__.get("_aios_ports", ())))
+
+    return StandaloneRuntime(
+        agent.app_dir(),
+        agent.app_id(),
+        own_ports=lambda: set(agent.__dict__.get("_aios_ports", ())),
+    )
 
 
 # ------------------------------------------------------------------ agent
@@ -211,8 +238,12 @@ class AIOSAgent:
 
     # ------------------------------------------------------ to override
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Answer an instruction or an action with a reply (view, actions, optional steps)."""
         raise NotImplementedError(f"{type(self).__name__}.handle is not implemented")
 
@@ -285,13 +316,16 @@ class AIOSAgent:
         for step in parsed:
             if step.tool not in ATOMIC_TOOLS and step.tool not in self._aios_tools:
                 mine = ", ".join(self._aios_tools) or "none"
-                raise ProtocolError(f"invalid steps: step {step.step_id!r} uses unknown tool "
-                                    f"{step.tool!r} (atomic tools: {', '.join(ATOMIC_TOOLS)}; "
-                                    f"this app's custom tools: {mine})")
+                raise ProtocolError(
+                    f"invalid steps: step {step.step_id!r} uses unknown tool "
+                    f"{step.tool!r} (atomic tools: {', '.join(ATOMIC_TOOLS)}; "
+                    f"this app's custom tools: {mine})"
+                )
         return [_step_dict(s) for s in parsed]
 
-    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
-            **kw: Any) -> dict[str, Any]:
+    def llm(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, **kw: Any
+    ) -> dict[str, Any]:
         """Ask the system's LLM; returns the assistant message (``role``, ``content``, …).
 
         Raises :class:`~aios.errors.LLMUnavailable` when no LLM is configured
@@ -307,8 +341,9 @@ class AIOSAgent:
         False (and logs) when it could not be delivered.
         """
         if not isinstance(view_or_event, dict):
-            raise ProtocolError(f"push expects a dict (a view or an event), got "
-                                f"{type(view_or_event).__name__}")
+            raise ProtocolError(
+                f"push expects a dict (a view or an event), got {type(view_or_event).__name__}"
+            )
         return self._backend().push(view_or_event, current_session_id())
 
     def ui(self, op: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
@@ -325,8 +360,10 @@ class AIOSAgent:
         """
         ops = [op] if isinstance(op, dict) else op
         if not isinstance(ops, list) or not ops or not all(isinstance(o, dict) for o in ops):
-            raise ProtocolError(f"ui expects an operation (a dict) or a non-empty list of "
-                                f"them, got {type(op).__name__}")
+            raise ProtocolError(
+                f"ui expects an operation (a dict) or a non-empty list of "
+                f"them, got {type(op).__name__}"
+            )
         return self._backend().ui(ops, current_session_id())
 
     def processes(self) -> list[dict[str, Any]]:
@@ -344,6 +381,7 @@ class AIOSAgent:
     def make_app(self) -> Any:
         """The Flask application serving this agent (for a WSGI server of your choice)."""
         from aios_sdk.serving import create_app
+
         return create_app(self)
 
     def run(self, host: str = "127.0.0.1", port: int | None = None) -> None:
@@ -355,11 +393,14 @@ class AIOSAgent:
             except ValueError:
                 raise SystemExit(f"APP_PORT must be a port number, got {raw!r}") from None
         if not logging.getLogger().handlers:
-            logging.basicConfig(level=logging.INFO,
-                                format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+            logging.basicConfig(
+                level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+            )
         self.__dict__["_aios_ports"] = {port}
-        if threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
             # Leave through SystemExit so atexit runs: standalone mode then stops
             # the background processes its tools started.
             signal.signal(signal.SIGTERM, _exit_on_term)
@@ -371,8 +412,14 @@ class AIOSAgent:
             # round trip then costs no new TCP connection and no new thread.
             protocol_version = "HTTP/1.1"
 
-        self.make_app().run(host=host, port=port, threaded=True, debug=False,
-                            use_reloader=False, request_handler=KeepAlive)
+        self.make_app().run(
+            host=host,
+            port=port,
+            threaded=True,
+            debug=False,
+            use_reloader=False,
+            request_handler=KeepAlive,
+        )
 
 
 def _exit_on_term(signum: int, frame: Any) -> None:

@@ -53,8 +53,9 @@ class SystemClient:
         try:
             resp = self._post("/api/sys/tool", body)
         except requests.RequestException as e:
-            raise ToolFailed(f"{name}: cannot reach the system at {self.base_url}: "
-                             f"{type(e).__name__}: {e}") from e
+            raise ToolFailed(
+                f"{name}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
+            ) from e
         reply = _json(resp)
         if resp.status_code != 200 or not isinstance(reply, dict) or "status" not in reply:
             message = _error_text(resp, reply)
@@ -62,21 +63,30 @@ class SystemClient:
             raise cls(f"{name}: the system refused the call: {message}")
         if reply.get("status") == "ok":
             return reply.get("result")
-        raise ToolFailed(str(reply.get("error") or f"{name} failed"), result=reply.get("result"),
-                         meta=reply.get("meta") if isinstance(reply.get("meta"), dict) else None)
+        raise ToolFailed(
+            str(reply.get("error") or f"{name} failed"),
+            result=reply.get("result"),
+            meta=reply.get("meta") if isinstance(reply.get("meta"), dict) else None,
+        )
 
     # -------------------------------------------------------------- llm
 
-    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-            session_id: str | None, **kw: Any) -> dict[str, Any]:
+    def llm(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        session_id: str | None,
+        **kw: Any,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {**kw, "messages": messages, "session_id": session_id}
         if tools is not None:
             body["tools"] = tools
         try:
             resp = self._post("/api/sys/llm", body)
         except requests.RequestException as e:
-            raise LLMError(f"cannot reach the system at {self.base_url} for the LLM: "
-                           f"{type(e).__name__}: {e}") from e
+            raise LLMError(
+                f"cannot reach the system at {self.base_url} for the LLM: {type(e).__name__}: {e}"
+            ) from e
         reply = _json(resp)
         if resp.status_code != 200 or not isinstance(reply, dict):
             message = _error_text(resp, reply)
@@ -85,8 +95,9 @@ class SystemClient:
             raise LLMError(f"the system's LLM call failed: {message}")
         message_dict = reply.get("message", reply)
         if not isinstance(message_dict, dict):
-            raise LLMError(f"the system's LLM reply has no assistant message: "
-                           f"{str(reply)[:_SNIPPET]}")
+            raise LLMError(
+                f"the system's LLM reply has no assistant message: {str(reply)[:_SNIPPET]}"
+            )
         return message_dict
 
     # ------------------------------------------------------------- push
@@ -99,8 +110,11 @@ class SystemClient:
             log.warning("push failed: cannot reach the system at %s: %s", self.base_url, e)
             return False
         if resp.status_code >= 300:
-            log.warning("push refused by the system (HTTP %d): %s", resp.status_code,
-                        _error_text(resp, _json(resp)))
+            log.warning(
+                "push refused by the system (HTTP %d): %s",
+                resp.status_code,
+                _error_text(resp, _json(resp)),
+            )
             return False
         return True
 
@@ -110,8 +124,9 @@ class SystemClient:
         try:
             resp = self._post("/api/sys/ui", {"ops": ops, "session_id": session_id})
         except requests.RequestException as e:
-            raise ToolFailed(f"ui: cannot reach the system at {self.base_url}: "
-                             f"{type(e).__name__}: {e}") from e
+            raise ToolFailed(
+                f"ui: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
+            ) from e
         reply = _json(resp)
         if resp.status_code != 200 or not isinstance(reply, dict):
             message = _error_text(resp, reply)
@@ -119,15 +134,15 @@ class SystemClient:
             raise cls(f"ui: the system refused the operation: {message}")
         return reply
 
-
     # -------------------------------------------------------- processes
 
     def processes(self) -> list[dict[str, Any]]:
         try:
             resp = self._http().get(f"{self.base_url}/api/sys/processes", timeout=self._timeout)
         except requests.RequestException as e:
-            raise ToolFailed(f"processes: cannot reach the system at {self.base_url}: "
-                             f"{type(e).__name__}: {e}") from e
+            raise ToolFailed(
+                f"processes: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
+            ) from e
         reply = _json(resp)
         listed = reply.get("processes") if isinstance(reply, dict) else None
         if resp.status_code != 200 or not isinstance(listed, list):

@@ -60,15 +60,21 @@ class AppContext:
         ctx = dict(context) if isinstance(context, Mapping) else {}
         tools = ctx.get("available_tools")
         session = ctx.get("session_id")
-        return cls(app=_str(ctx.get("app")), role=_str(ctx.get("role")),
-                   workdir=_str(ctx.get("workdir")), cwd_state=_dict(ctx.get("cwd_state")),
-                   available_tools=[t for t in tools if isinstance(t, str)]
-                   if isinstance(tools, list) else [],
-                   session_id=session if isinstance(session, str) else None,
-                   history_summary=_str(ctx.get("history_summary")),
-                   tool_results=_dict(ctx.get("tool_results")),
-                   upstream=_dict(ctx.get("upstream")), locale=_str(ctx.get("locale")),
-                   raw=ctx)
+        return cls(
+            app=_str(ctx.get("app")),
+            role=_str(ctx.get("role")),
+            workdir=_str(ctx.get("workdir")),
+            cwd_state=_dict(ctx.get("cwd_state")),
+            available_tools=[t for t in tools if isinstance(t, str)]
+            if isinstance(tools, list)
+            else [],
+            session_id=session if isinstance(session, str) else None,
+            history_summary=_str(ctx.get("history_summary")),
+            tool_results=_dict(ctx.get("tool_results")),
+            upstream=_dict(ctx.get("upstream")),
+            locale=_str(ctx.get("locale")),
+            raw=ctx,
+        )
 
     from_dict = of
 

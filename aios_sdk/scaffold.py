@@ -53,12 +53,18 @@ def _class_name(app_id: str) -> str:
     return ("App" + name if name[0].isdigit() else name) + "Agent"
 
 
-def _files(app_id: str, display: str, icon: str, description: str,
-           author: str) -> dict[str, str]:
+def _files(app_id: str, display: str, icon: str, description: str, author: str) -> dict[str, str]:
     role = f"你是{display}小AI，负责……（在这里写清楚你的职责、能力边界和说话方式）"
-    manifest = {"name": display, "icon": icon, "description": description, "entry": "main.py",
-                "role_prompt": role, "workdir": "workspace", "author": author,
-                "version": "1.0.0"}
+    manifest = {
+        "name": display,
+        "icon": icon,
+        "description": description,
+        "entry": "main.py",
+        "role_prompt": role,
+        "workdir": "workspace",
+        "author": author,
+        "version": "1.0.0",
+    }
     cls = _class_name(app_id)
     main = f'''"""{display}: a Triton AIOS app (a small AI in its own process).
 
@@ -104,12 +110,21 @@ if __name__ == "__main__":
     }
 
 
-def new_app(app_id: str, parent: Path, *, display: str | None = None, icon: str = "📦",
-            description: str = "", author: str = "") -> Path:
+def new_app(
+    app_id: str,
+    parent: Path,
+    *,
+    display: str | None = None,
+    icon: str = "📦",
+    description: str = "",
+    author: str = "",
+) -> Path:
     """Create ``parent/app_id``; raises ValueError naming the problem (nothing is written)."""
     if not APP_ID_RE.match(app_id):
-        raise ValueError(f"{app_id!r} is not a valid app id: it must match [a-z0-9_][a-z0-9_-]* "
-                         "(lowercase letters, digits, '_' and '-'; it is the folder name)")
+        raise ValueError(
+            f"{app_id!r} is not a valid app id: it must match [a-z0-9_][a-z0-9_-]* "
+            "(lowercase letters, digits, '_' and '-'; it is the folder name)"
+        )
     target = parent / app_id
     if target.exists() or target.is_symlink():
         raise ValueError(f"refusing to overwrite {target}: it already exists")
@@ -117,8 +132,7 @@ def new_app(app_id: str, parent: Path, *, display: str | None = None, icon: str 
         raise ValueError(f"{parent} is not a folder")
     parent.mkdir(parents=True, exist_ok=True)
     display = display or app_id
-    files = _files(app_id, display, icon, description or f"{display}（Triton AIOS 应用）",
-                   author)
+    files = _files(app_id, display, icon, description or f"{display}（Triton AIOS 应用）", author)
     staging = Path(tempfile.mkdtemp(prefix=f".{app_id}.", dir=parent))
     try:
         for rel, text in files.items():
@@ -145,8 +159,10 @@ def check_app(folder: Path) -> tuple[str, list[str]]:
     app_id = folder.resolve().name  # "check ." names the current folder
     problems: list[str] = []
     if not APP_ID_RE.match(app_id):
-        problems.append(f"folder name {app_id!r} is not a valid app id: it must match "
-                        "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')")
+        problems.append(
+            f"folder name {app_id!r} is not a valid app id: it must match "
+            "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')"
+        )
     raw = _read_manifest(folder / MANIFEST, problems)
     if raw is None:
         return app_id, problems
@@ -167,8 +183,7 @@ def _read_manifest(path: Path, problems: list[str]) -> dict[str, Any] | None:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        problems.append(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: "
-                        f"{e.msg}")
+        problems.append(f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: {e.msg}")
         return None
     except (OSError, UnicodeDecodeError) as e:
         problems.append(f"{MANIFEST} cannot be read: {e}")
@@ -209,8 +224,12 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _check_entry(folder: Path, entry: Any, problems: list[str]) -> None:
-    if not isinstance(entry, str) or not entry or Path(entry).is_absolute() \
-            or ".." in Path(entry).parts:
+    if (
+        not isinstance(entry, str)
+        or not entry
+        or Path(entry).is_absolute()
+        or ".." in Path(entry).parts
+    ):
         return  # the manifest model already named the problem
     path = folder / entry
     if not _inside(path.resolve(), folder.resolve()):
@@ -225,22 +244,31 @@ def _check_entry(folder: Path, entry: Any, problems: list[str]) -> None:
             py_compile.compile(str(path), cfile=str(Path(tmp) / "entry.pyc"), doraise=True)
         except py_compile.PyCompileError as e:
             detail = e.exc_value
-            where = f" (line {detail.lineno})" if isinstance(detail, SyntaxError) \
-                and detail.lineno else ""
+            where = (
+                f" (line {detail.lineno})"
+                if isinstance(detail, SyntaxError) and detail.lineno
+                else ""
+            )
             what = detail.msg if isinstance(detail, SyntaxError) else str(detail)
             problems.append(f"entry {entry!r} does not compile{where}: {what}")
 
 
 def _check_workdir(folder: Path, workdir: Any, problems: list[str]) -> None:
-    if not isinstance(workdir, str) or not workdir or Path(workdir).is_absolute() \
-            or ".." in Path(workdir).parts:
+    if (
+        not isinstance(workdir, str)
+        or not workdir
+        or Path(workdir).is_absolute()
+        or ".." in Path(workdir).parts
+    ):
         return  # the manifest model already named the problem
     path = (folder / workdir).resolve()
     if not _inside(path, folder.resolve()):
         problems.append(f"workdir {workdir!r} resolves to {path}, outside the app folder")
     elif path == folder.resolve():
-        problems.append(f"workdir {workdir!r} is the app folder itself: the app could then "
-                        "rewrite its own code and manifest; use a subfolder such as workspace")
+        problems.append(
+            f"workdir {workdir!r} is the app folder itself: the app could then "
+            "rewrite its own code and manifest; use a subfolder such as workspace"
+        )
     elif path.exists() and not path.is_dir():
         problems.append(f"workdir {workdir!r} exists and is not a folder")
 
@@ -256,8 +284,9 @@ def _check_role(folder: Path, role: Any, problems: list[str]) -> None:
         except (OSError, UnicodeDecodeError) as e:
             problems.append(f"{ROLE_FILE} cannot be read: {e}")
             return
-    problems.append(f"no role prompt: set \"role_prompt\" in {MANIFEST} or add a non-empty "
-                    f"{ROLE_FILE}")
+    problems.append(
+        f'no role prompt: set "role_prompt" in {MANIFEST} or add a non-empty {ROLE_FILE}'
+    )
 
 
 def _check_words(raw: dict[str, Any], problems: list[str]) -> None:
@@ -267,8 +296,10 @@ def _check_words(raw: dict[str, Any], problems: list[str]) -> None:
     keywords = raw.get("keywords")
     if isinstance(keywords, list):
         if len(keywords) > MAX_KEYWORDS:
-            problems.append(f"keywords: {len(keywords)} is too many (at most {MAX_KEYWORDS}); "
-                            "the router matches on them, so keep the telling ones")
+            problems.append(
+                f"keywords: {len(keywords)} is too many (at most {MAX_KEYWORDS}); "
+                "the router matches on them, so keep the telling ones"
+            )
         _strings("keywords", keywords, problems)  # the manifest model caps their length
     permissions = raw.get("permissions")
     if isinstance(permissions, list):
@@ -277,17 +308,23 @@ def _check_words(raw: dict[str, Any], problems: list[str]) -> None:
     if isinstance(shell, list):
         _strings("shell_whitelist", shell, problems)
         for cmd in shell:
-            if isinstance(cmd, str) and cmd.strip() and ("/" in cmd or any(
-                    c.isspace() for c in cmd.strip())):
-                problems.append(f"shell_whitelist: {cmd!r} must be a bare program name "
-                                "(no path, no arguments)")
+            if (
+                isinstance(cmd, str)
+                and cmd.strip()
+                and ("/" in cmd or any(c.isspace() for c in cmd.strip()))
+            ):
+                problems.append(
+                    f"shell_whitelist: {cmd!r} must be a bare program name (no path, no arguments)"
+                )
     domains = raw.get("http_domain_whitelist")
     if isinstance(domains, list):
         _strings("http_domain_whitelist", domains, problems)
         for d in domains:
             if isinstance(d, str) and d.strip() and not _HOST.match(d.strip()):
-                problems.append(f"http_domain_whitelist: {d!r} must be a host name such as "
-                                "api.example.com or *.example.com (no scheme, port or path)")
+                problems.append(
+                    f"http_domain_whitelist: {d!r} must be a host name such as "
+                    "api.example.com or *.example.com (no scheme, port or path)"
+                )
 
 
 def _strings(field: str, values: list[Any], problems: list[str]) -> None:
@@ -311,7 +348,8 @@ def _duplicates(field: str, values: list[str], problems: list[str]) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m aios_sdk", description="Create or check a Triton AIOS app folder.")
+        prog="python -m aios_sdk", description="Create or check a Triton AIOS app folder."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     new = sub.add_parser("new", help="create an app folder (spec §13.1)")
     new.add_argument("name", help="app id = folder name: [a-z0-9_][a-z0-9_-]*")
@@ -329,17 +367,26 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "new":
         try:
-            target = new_app(args.name, Path(args.dir), display=args.title, icon=args.icon,
-                             description=args.description, author=args.author)
+            target = new_app(
+                args.name,
+                Path(args.dir),
+                display=args.title,
+                icon=args.icon,
+                description=args.description,
+                author=args.author,
+            )
         except (ValueError, OSError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-        print(f"created {target}/: manifest.json, main.py, role.md, requirements.txt, "
-              "workspace/")
-        print(f"next: edit {target / 'main.py'} (handle), then run the desktop; a running "
-              "desktop picks the folder up by itself.")
-        print(f"try it alone: cd {target} && python main.py   (then POST to "
-              "http://127.0.0.1:5001/handle)")
+        print(f"created {target}/: manifest.json, main.py, role.md, requirements.txt, workspace/")
+        print(
+            f"next: edit {target / 'main.py'} (handle), then run the desktop; a running "
+            "desktop picks the folder up by itself."
+        )
+        print(
+            f"try it alone: cd {target} && python main.py   (then POST to "
+            "http://127.0.0.1:5001/handle)"
+        )
         return 0
     name, problems = check_app(Path(args.path))
     for problem in problems:

@@ -52,8 +52,13 @@ class _Served(Protocol):
 
     def custom_tools(self) -> Mapping[str, _ServedTool]: ...
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]: ...
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]: ...
+
 
 APP_TOKEN_HEADER = "X-AIOS-App-Token"
 SESSION_HEADER = "X-AIOS-Session-Id"
@@ -63,8 +68,9 @@ def _json(payload: Any, status: int = 200) -> Response:
     try:
         text = json.dumps(payload, ensure_ascii=False, default=str)
     except (TypeError, ValueError) as e:  # e.g. a circular reference
-        text = json.dumps(error_response(f"the reply cannot be encoded as JSON: {e}"),
-                          ensure_ascii=False)
+        text = json.dumps(
+            error_response(f"the reply cannot be encoded as JSON: {e}"), ensure_ascii=False
+        )
     return Response(text, status=status, mimetype="application/json")
 
 
@@ -96,17 +102,24 @@ def _host_refused() -> Response | None:
         name, port = None, None
     if name in LOOPBACK_NAMES and str(port) == request.environ.get("SERVER_PORT"):
         return None
-    return _refuse(f"refused: Host {request.host[:100]!r} is not this app's loopback "
-                   "address; only the system may call an app", 403)
+    return _refuse(
+        f"refused: Host {request.host[:100]!r} is not this app's loopback "
+        "address; only the system may call an app",
+        403,
+    )
 
 
 def _secret_refused(expected: str) -> Response | None:
     """401 unless the request carries this launch's secret (DESIGN §11 item 6)."""
     if request.path in OPEN_PATHS or app_secret.matches(
-            request.headers.get(app_secret.LAUNCH_SECRET_HEADER), expected):
+        request.headers.get(app_secret.LAUNCH_SECRET_HEADER), expected
+    ):
         return None
-    return _refuse(f"missing or wrong {app_secret.LAUNCH_SECRET_HEADER}: only the system "
-                   "that launched this app may call it", 401)
+    return _refuse(
+        f"missing or wrong {app_secret.LAUNCH_SECRET_HEADER}: only the system "
+        "that launched this app may call it",
+        401,
+    )
 
 
 def _only_the_system(secret: str) -> Callable[[], Response | None]:
@@ -129,8 +142,13 @@ def create_app(agent: _Served) -> Flask:
     def handle() -> Response:
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
-            return _json(error_response("the request body must be a JSON object with "
-                                        "instruction, context, action_request"), 400)
+            return _json(
+                error_response(
+                    "the request body must be a JSON object with "
+                    "instruction, context, action_request"
+                ),
+                400,
+            )
         context = body.get("context")
         context = context if isinstance(context, dict) else {}
         session_id = body.get("session_id") or context.get("session_id")
@@ -139,15 +157,18 @@ def create_app(agent: _Served) -> Flask:
             reply = agent.handle(body.get("instruction"), context, body.get("action_request"))
         except Exception as e:  # noqa: BLE001 - the app must keep serving
             log.exception("%s.handle raised", type(agent).__name__)
-            return _json(error_response(f"{type(e).__name__}: {e}",
-                                        title=f"{name}: handle failed"))
+            return _json(error_response(f"{type(e).__name__}: {e}", title=f"{name}: handle failed"))
         finally:
             unbind_session(token)
         if not isinstance(reply, dict):
             got = "None (no return statement?)" if reply is None else type(reply).__name__
-            return _json(error_response(f"{type(agent).__name__}.handle returned {got}; it must "
-                                        "return a dict with view_type, data, actions",
-                                        title=f"{name}: bad reply"))
+            return _json(
+                error_response(
+                    f"{type(agent).__name__}.handle returned {got}; it must "
+                    "return a dict with view_type, data, actions",
+                    title=f"{name}: bad reply",
+                )
+            )
         return _json(reply)
 
     @app.get("/tools")
@@ -163,16 +184,24 @@ def create_app(agent: _Served) -> Flask:
                 # read the body first: answering before it is read can reset the
                 # connection under the client, which then sees no answer at all
                 request.get_data()
-                return _tool_error(f"custom tool {tool_name!r}: missing or wrong "
-                                   f"{APP_TOKEN_HEADER}; only the system may call it", 403)
+                return _tool_error(
+                    f"custom tool {tool_name!r}: missing or wrong "
+                    f"{APP_TOKEN_HEADER}; only the system may call it",
+                    403,
+                )
         info = tools.get(tool_name)
         if info is None:
-            return _tool_error(f"unknown tool {tool_name!r}; this app's custom tools: "
-                               f"{', '.join(tools) or 'none'}", 404)
+            return _tool_error(
+                f"unknown tool {tool_name!r}; this app's custom tools: "
+                f"{', '.join(tools) or 'none'}",
+                404,
+            )
         args = request.get_json(silent=True) if request.content_length else {}
         if not isinstance(args, dict):
-            return _tool_error(f"bad arguments for {tool_name}: the body must be a JSON object "
-                               "of keyword arguments")
+            return _tool_error(
+                f"bad arguments for {tool_name}: the body must be a JSON object "
+                "of keyword arguments"
+            )
         method = getattr(agent, info.attr)
         try:
             inspect.signature(method).bind(**args)

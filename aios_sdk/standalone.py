@@ -44,16 +44,22 @@ def read_manifest(app_dir: Path) -> Manifest | None:
         raw = json.loads(path.read_text(encoding="utf-8"))
         return parse_manifest(raw)
     except (OSError, ValueError, ProtocolError) as e:
-        raise ManifestError(f"{path} is unusable: {e}; fix it (standalone mode applies its "
-                            "sandbox rules)") from e
+        raise ManifestError(
+            f"{path} is unusable: {e}; fix it (standalone mode applies its sandbox rules)"
+        ) from e
 
 
 class StandaloneRuntime:
     """The in-process tool context of one app run outside the system."""
 
-    def __init__(self, app_dir: Path, app_id: str, *,
-                 own_ports: Callable[[], set[int]] = lambda: set(),
-                 config: Config | None = None):
+    def __init__(
+        self,
+        app_dir: Path,
+        app_id: str,
+        *,
+        own_ports: Callable[[], set[int]] = lambda: set(),
+        config: Config | None = None,
+    ):
         self.app_dir = app_dir
         self.app_id = app_id
         self._own_ports = own_ports
@@ -90,13 +96,22 @@ class StandaloneRuntime:
         store = Store(self.app_dir / DEV_DB)
         processes = ProcessTable(max_per_app=sandbox.max_background_processes)
         atexit.register(self.close)
-        log.info("standalone mode: tools run in-process in %s (audit in %s)", policy.workdir,
-                 self.app_dir / DEV_DB)
+        log.info(
+            "standalone mode: tools run in-process in %s (audit in %s)",
+            policy.workdir,
+            self.app_dir / DEV_DB,
+        )
         return ToolContext(
-            app_id=self.app_id, workdir=policy.workdir, policy=policy, store=store,
+            app_id=self.app_id,
+            workdir=policy.workdir,
+            policy=policy,
+            store=store,
             timeouts={t: self._config.timeout_for(t) for t in ATOMIC_TOOLS},
             permissions=frozenset(manifest.permissions if manifest else ()),
-            forbidden_ports=self._own_ports, emit=_log_event, processes=processes)
+            forbidden_ports=self._own_ports,
+            emit=_log_event,
+            processes=processes,
+        )
 
     def close(self) -> None:
         ctx, self._ctx = self._ctx, None
@@ -115,34 +130,45 @@ class StandaloneRuntime:
         result = invoke(name, args, self.context().for_session(session_id))
         return _unwrap(result)
 
-    def llm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-            session_id: str | None, **kw: Any) -> dict[str, Any]:
-        raise LLMUnavailable("no LLM configured: this app runs standalone (AIOS_SYSTEM_URL is "
-                             "not set) and self.llm needs the system, which keeps the LLM key; "
-                             "start the app from the AIOS desktop with an LLM key configured")
+    def llm(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        session_id: str | None,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        raise LLMUnavailable(
+            "no LLM configured: this app runs standalone (AIOS_SYSTEM_URL is "
+            "not set) and self.llm needs the system, which keeps the LLM key; "
+            "start the app from the AIOS desktop with an LLM key configured"
+        )
 
     def push(self, payload: dict[str, Any], session_id: str | None) -> bool:
-        log.info("push (standalone, no desktop to show it): %s",
-                 json.dumps(payload, ensure_ascii=False, default=str)[:500])
+        log.info(
+            "push (standalone, no desktop to show it): %s",
+            json.dumps(payload, ensure_ascii=False, default=str)[:500],
+        )
         return True
 
     def ui(self, ops: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]:
-        raise ToolFailed("UI operations need the running desktop: this app runs standalone "
-                         "(AIOS_SYSTEM_URL is not set); start it from the AIOS desktop")
-
+        raise ToolFailed(
+            "UI operations need the running desktop: this app runs standalone "
+            "(AIOS_SYSTEM_URL is not set); start it from the AIOS desktop"
+        )
 
     def processes(self) -> list[dict[str, Any]]:
         from aios.hostprocs import host_processes  # standalone: no system to ask
+
         return host_processes()
 
 
 def _unwrap(result: ToolResult) -> Any:
     if result.status == "ok":
         return result.result
-    raise ToolFailed(result.error or f"{result.tool} failed", result=result.result,
-                     meta=result.meta)
+    raise ToolFailed(
+        result.error or f"{result.tool} failed", result=result.result, meta=result.meta
+    )
 
 
 def _log_event(kind: str, payload: dict[str, Any]) -> None:
     log.info("%s (standalone): %s", kind, json.dumps(payload, ensure_ascii=False, default=str))
-

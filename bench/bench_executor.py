@@ -47,20 +47,28 @@ def per_op_ms(fn: Callable[[], Any], n: int, repeat: int = 3) -> float:
     return min(runs)
 
 
-def make_ctx(workdir: Path, store: Store | None, sandbox: SandboxConfig | None = None
-             ) -> ToolContext:
+def make_ctx(
+    workdir: Path, store: Store | None, sandbox: SandboxConfig | None = None
+) -> ToolContext:
     config = Config()
     policy = SandboxPolicy.build(sandbox or config.tool_sandbox, workdir)
-    return ToolContext(app_id="bench", workdir=policy.workdir, policy=policy, store=store,
-                       timeouts={t: config.timeout_for(t) for t in ATOMIC_TOOLS},
-                       session_id="sess_bench")
+    return ToolContext(
+        app_id="bench",
+        workdir=policy.workdir,
+        policy=policy,
+        store=store,
+        timeouts={t: config.timeout_for(t) for t in ATOMIC_TOOLS},
+        session_id="sess_bench",
+    )
 
 
 def row(label: str, executor_ms: float, direct_ms: float) -> None:
     over = executor_ms - direct_ms
     verdict = "ok" if over <= TARGET_MS else f"OVER target {TARGET_MS} ms"
-    print(f"{label:<12} executor {executor_ms:8.4f} ms/step  direct {direct_ms:8.4f} ms  "
-          f"overhead {over:8.4f} ms  ratio {executor_ms / direct_ms:7.1f}x  [{verdict}]")
+    print(
+        f"{label:<12} executor {executor_ms:8.4f} ms/step  direct {direct_ms:8.4f} ms  "
+        f"overhead {over:8.4f} ms  ratio {executor_ms / direct_ms:7.1f}x  [{verdict}]"
+    )
 
 
 def bench_atomic(tmp: Path, n: int) -> None:
@@ -72,10 +80,13 @@ def bench_atomic(tmp: Path, n: int) -> None:
     ex = Executor()
     store.cache_set("bench", "k", {"a": [1, 2, 3]})
 
-    read_plan = [{"step_id": i, "tool": "file_read", "args": {"path": "greeting.txt"}}
-                 for i in range(1, n + 1)]
-    cache_plan = [{"step_id": i, "tool": "cache_get", "args": {"key": "k"}}
-                  for i in range(1, n + 1)]
+    read_plan = [
+        {"step_id": i, "tool": "file_read", "args": {"path": "greeting.txt"}}
+        for i in range(1, n + 1)
+    ]
+    cache_plan = [
+        {"step_id": i, "tool": "cache_get", "args": {"key": "k"}} for i in range(1, n + 1)
+    ]
     target = workdir / "greeting.txt"
 
     def direct_read() -> None:
@@ -105,12 +116,21 @@ def bench_atomic(tmp: Path, n: int) -> None:
 
     def audit_only() -> None:
         for _ in range(n):
-            store.audit(app="bench", tool="file_read", args='{"path": "greeting.txt"}',
-                        status="ok", duration_ms=0.1, session_id="sess_bench", step_id="step_1")
+            store.audit(
+                app="bench",
+                tool="file_read",
+                args='{"path": "greeting.txt"}',
+                status="ok",
+                duration_ms=0.1,
+                session_id="sess_bench",
+                step_id="step_1",
+            )
 
     print(f"Store.audit insert alone           {per_op_ms(audit_only, n):.4f}")
-    print(f"executor without audit (file_read) "
-          f"{per_op_ms(lambda: ex.run(read_plan, no_audit), n):.4f}")
+    print(
+        f"executor without audit (file_read) "
+        f"{per_op_ms(lambda: ex.run(read_plan, no_audit), n):.4f}"
+    )
     store.close()
 
 
@@ -124,8 +144,9 @@ def bench_shell(tmp: Path, n: int) -> None:
     workdir.mkdir()
     store = Store(tmp / "shell.db")
     ex = Executor()
-    plan = [{"step_id": i, "tool": "shell_exec", "args": {"cmd": "echo hi"}}
-            for i in range(1, n + 1)]
+    plan = [
+        {"step_id": i, "tool": "shell_exec", "args": {"cmd": "echo hi"}} for i in range(1, n + 1)
+    ]
 
     def bare() -> None:
         for _ in range(n):
@@ -141,8 +162,10 @@ def bench_shell(tmp: Path, n: int) -> None:
             continue
         ms = per_op_ms(lambda c=ctx: ex.run(plan, c), n, repeat=2)
         over = ms - direct
-        print(f"os_sandbox={mode:<5} executor {ms:8.3f} ms/step  bare subprocess.run "
-              f"{direct:8.3f} ms  overhead {over:8.3f} ms  ratio {ms / direct:5.1f}x")
+        print(
+            f"os_sandbox={mode:<5} executor {ms:8.3f} ms/step  bare subprocess.run "
+            f"{direct:8.3f} ms  overhead {over:8.3f} ms  ratio {ms / direct:5.1f}x"
+        )
     store.close()
 
 

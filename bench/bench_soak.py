@@ -42,8 +42,13 @@ REQUEST_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 DEFAULT_APPS = "hello,notes,music"
 INSTRUCTIONS = ("打招呼", "记一下 买牛奶", "播放音乐", "hello")
-LLM_ENV = ("DEEPSEEK_API_KEY", "AIOS_LLM_API_KEY", "AIOS_LLM_BASE_URL", "AIOS_LLM_MODEL",
-           "OPENAI_API_KEY")
+LLM_ENV = (
+    "DEEPSEEK_API_KEY",
+    "AIOS_LLM_API_KEY",
+    "AIOS_LLM_BASE_URL",
+    "AIOS_LLM_MODEL",
+    "OPENAI_API_KEY",
+)
 
 
 @dataclass
@@ -69,13 +74,19 @@ class Tally:
 
 
 def db_mb(data: Path) -> float:
-    return sum(p.stat().st_size for p in (data / "aios.db", data / "aios.db-wal")
-               if p.exists()) / 1e6
+    return (
+        sum(p.stat().st_size for p in (data / "aios.db", data / "aios.db-wal") if p.exists()) / 1e6
+    )
 
 
 def sample(proc: psutil.Process, data: Path, t0: float) -> Sample:
-    return Sample(t=time.monotonic() - t0, rss_mb=proc.memory_info().rss / 1e6,
-                  fds=proc.num_fds(), threads=proc.num_threads(), db_mb=db_mb(data))
+    return Sample(
+        t=time.monotonic() - t0,
+        rss_mb=proc.memory_info().rss / 1e6,
+        fds=proc.num_fds(),
+        threads=proc.num_threads(),
+        db_mb=db_mb(data),
+    )
 
 
 def slope_per_minute(xs: list[float], ys: list[float]) -> float:
@@ -84,8 +95,7 @@ def slope_per_minute(xs: list[float], ys: list[float]) -> float:
         return 0.0
     mx, my = sum(xs) / n, sum(ys) / n
     var = sum((x - mx) ** 2 for x in xs)
-    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var \
-        if var else 0.0
+    return 60 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
 
 
 def client(base: str, n: int, stop: threading.Event, tally: Tally, apps: list[str]) -> None:
@@ -97,11 +107,19 @@ def client(base: str, n: int, stop: threading.Event, tally: Tally, apps: list[st
     while not stop.is_set():
         i += 1
         calls: list[tuple[str, str, dict[str, Any] | None]] = [
-            ("POST", "/api/instruction",
-             {"text": INSTRUCTIONS[(n + i) % len(INSTRUCTIONS)], **({"session_id": sid}
-                                                                    if sid else {})}),
-            ("POST", f"/api/apps/{apps[(n + i) % len(apps)]}/open",
-             {"session_id": sid} if sid else {}),
+            (
+                "POST",
+                "/api/instruction",
+                {
+                    "text": INSTRUCTIONS[(n + i) % len(INSTRUCTIONS)],
+                    **({"session_id": sid} if sid else {}),
+                },
+            ),
+            (
+                "POST",
+                f"/api/apps/{apps[(n + i) % len(apps)]}/open",
+                {"session_id": sid} if sid else {},
+            ),
             ("GET", f"/api/sessions/{sid}" if sid else "/api/health", None),
             ("GET", "/api/health", None),
         ]
@@ -136,9 +154,22 @@ def main() -> int:
     env["AIOS_TOKEN"] = TOKEN
     log = (tmp / "desktop.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-         "--apps-dir", str(tmp / "apps"), "--data-dir", str(tmp / "data")],
-        stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+        [
+            sys.executable,
+            str(ROOT / "desktop_app.py"),
+            "--headless",
+            "--port",
+            "0",
+            "--apps-dir",
+            str(tmp / "apps"),
+            "--data-dir",
+            str(tmp / "data"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -150,8 +181,10 @@ def main() -> int:
         t0 = time.monotonic()
         samples = [sample(system, tmp / "data", t0)]
         stop, tally = threading.Event(), Tally()
-        threads = [threading.Thread(target=client, args=(base, n, stop, tally, apps))
-                   for n in range(args.clients)]
+        threads = [
+            threading.Thread(target=client, args=(base, n, stop, tally, apps))
+            for n in range(args.clients)
+        ]
         for t in threads:
             t.start()
         end = t0 + args.seconds
@@ -172,37 +205,52 @@ def main() -> int:
         log.close()
     report(samples, tally, args, apps)
     if args.json:
-        args.json.write_text(json.dumps({"samples": [s.__dict__ for s in samples],
-                                         "requests": tally.requests,
-                                         "errors": tally.errors}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "samples": [s.__dict__ for s in samples],
+                    "requests": tally.requests,
+                    "errors": tally.errors,
+                },
+                indent=2,
+            )
+        )
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
-def report(samples: list[Sample], tally: Tally, args: argparse.Namespace,
-           apps: list[str]) -> None:
+def report(samples: list[Sample], tally: Tally, args: argparse.Namespace, apps: list[str]) -> None:
     """The last sample is taken after the clients stopped: slopes use the loaded ones."""
     loaded = samples[:-1]
     last = loaded[-1]
     ts = [s.t for s in loaded]
     half = [i for i, s in enumerate(loaded) if s.t >= last.t / 2]
-    print(f"soak: {args.clients} clients, {last.t:.0f} s, apps {', '.join(apps)}; "
-          f"{tally.requests} requests ({tally.requests / max(last.t, 1e-9):.0f}/s), "
-          f"{sum(tally.errors.values())} errors")
+    print(
+        f"soak: {args.clients} clients, {last.t:.0f} s, apps {', '.join(apps)}; "
+        f"{tally.requests} requests ({tally.requests / max(last.t, 1e-9):.0f}/s), "
+        f"{sum(tally.errors.values())} errors"
+    )
     for error, count in sorted(tally.errors.items()):
         print(f"  {count:6d}  {error}")
     print()
-    print("| metric | start (idle) | end (loaded) | after (idle) | slope per minute |"
-          " slope per minute, second half |")
+    print(
+        "| metric | start (idle) | end (loaded) | after (idle) | slope per minute |"
+        " slope per minute, second half |"
+    )
     print("|---|---|---|---|---|---|")
-    for name, unit, get in (("RSS", " MB", lambda s: s.rss_mb), ("open fds", "", lambda s: s.fds),
-                            ("threads", "", lambda s: s.threads),
-                            ("database", " MB", lambda s: s.db_mb)):
+    for name, unit, get in (
+        ("RSS", " MB", lambda s: s.rss_mb),
+        ("open fds", "", lambda s: s.fds),
+        ("threads", "", lambda s: s.threads),
+        ("database", " MB", lambda s: s.db_mb),
+    ):
         ys = [float(get(s)) for s in loaded]
         late = slope_per_minute([ts[i] for i in half], [ys[i] for i in half])
-        print(f"| {name} | {ys[0]:.1f}{unit} | {ys[-1]:.1f}{unit} | "
-              f"{float(get(samples[-1])):.1f}{unit} | {slope_per_minute(ts, ys):+.2f}{unit} | "
-              f"{late:+.2f}{unit} |")
+        print(
+            f"| {name} | {ys[0]:.1f}{unit} | {ys[-1]:.1f}{unit} | "
+            f"{float(get(samples[-1])):.1f}{unit} | {slope_per_minute(ts, ys):+.2f}{unit} | "
+            f"{late:+.2f}{unit} |"
+        )
 
 
 if __name__ == "__main__":

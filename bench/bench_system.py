@@ -54,8 +54,13 @@ import requests  # noqa: E402
 
 TOKEN = "bench-launch-token"
 ECHO_APP = ROOT / "tests" / "fixtures" / "apps_system" / "echo"
-LLM_ENV = ("DEEPSEEK_API_KEY", "AIOS_LLM_API_KEY", "AIOS_LLM_BASE_URL", "AIOS_LLM_MODEL",
-           "OPENAI_API_KEY")
+LLM_ENV = (
+    "DEEPSEEK_API_KEY",
+    "AIOS_LLM_API_KEY",
+    "AIOS_LLM_BASE_URL",
+    "AIOS_LLM_MODEL",
+    "OPENAI_API_KEY",
+)
 
 TARGET_INSTRUCTION_OVERHEAD_MS = 10.0
 TARGET_STEP_OVERHEAD_MS = 2.0
@@ -180,8 +185,15 @@ class Report:
     results: dict[str, Any] = field(default_factory=dict)
     rows: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
 
-    def row(self, metric: str, value: str, floor: str = "—", ratio: str = "—",
-            target: str = "—", met: bool | None = None) -> None:
+    def row(
+        self,
+        metric: str,
+        value: str,
+        floor: str = "—",
+        ratio: str = "—",
+        target: str = "—",
+        met: bool | None = None,
+    ) -> None:
         verdict = "—" if met is None else ("yes" if met else "**no**")
         self.rows.append((metric, value, floor, ratio, target, verdict))
 
@@ -262,8 +274,9 @@ def floor_http(n: int) -> Stats:
         return jsonify({"status": "ok", "echo": request.get_json(silent=True)})
 
     server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True
+    )
     thread.start()
     url = f"http://127.0.0.1:{server.server_port}/echo"
     body = {"text": "hello", "n": 1, "items": [1, 2, 3]}
@@ -294,9 +307,15 @@ def floor_spawn(tmp: Path, count: int) -> float:
     try:
         t0 = time.perf_counter()
         for port in ports:
-            procs.append(subprocess.Popen(
-                [sys.executable, str(script)], cwd=tmp, env={**env, "APP_PORT": str(port)},
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(script)],
+                    cwd=tmp,
+                    env={**env, "APP_PORT": str(port)},
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         waiting = set(ports)
         deadline = t0 + 60
         while waiting:
@@ -341,8 +360,9 @@ def build_system(apps_dir: Path, data_dir: Path) -> Inproc:
     from aios.system import System
     from aios.web import ServerThread, create_app
 
-    config = validate_config({"apps_dir": str(apps_dir), "data_dir": str(data_dir),
-                              "llm": {"api_key": ""}})
+    config = validate_config(
+        {"apps_dir": str(apps_dir), "data_dir": str(data_dir), "llm": {"api_key": ""}}
+    )
     server = ServerThread(0)
     system = System(config, port=server.port, token=TOKEN)
     server.attach(create_app(system))
@@ -353,19 +373,28 @@ def build_system(apps_dir: Path, data_dir: Path) -> Inproc:
 def write_app(folder: Path, source: str, manifest: dict[str, Any]) -> None:
     folder.mkdir(parents=True)
     (folder / "main.py").write_text(source, encoding="utf-8")
-    (folder / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False),
-                                          encoding="utf-8")
+    (folder / "manifest.json").write_text(
+        json.dumps(manifest, ensure_ascii=False), encoding="utf-8"
+    )
 
 
 def make_main_apps(apps_dir: Path) -> None:
-    shutil.copytree(ECHO_APP, apps_dir / "echo",
-                    ignore=shutil.ignore_patterns("__pycache__", "workspace"))
-    write_app(apps_dir / "bench", BENCH_APP, {
-        "name": "Bench", "entry": "main.py", "description": "benchmark planner",
-        "keywords": ["bench", "benchmark"], "role_prompt": "You plan cheap steps."})
+    shutil.copytree(
+        ECHO_APP, apps_dir / "echo", ignore=shutil.ignore_patterns("__pycache__", "workspace")
+    )
+    write_app(
+        apps_dir / "bench",
+        BENCH_APP,
+        {
+            "name": "Bench",
+            "entry": "main.py",
+            "description": "benchmark planner",
+            "keywords": ["bench", "benchmark"],
+            "role_prompt": "You plan cheap steps.",
+        },
+    )
     (apps_dir / "bench" / "workspace").mkdir()
-    (apps_dir / "bench" / "workspace" / "small.txt").write_text("hello " * 40,
-                                                                 encoding="utf-8")
+    (apps_dir / "bench" / "workspace" / "small.txt").write_text("hello " * 40, encoding="utf-8")
 
 
 # ---------------------------------------------------------- 2. instructions
@@ -382,19 +411,27 @@ def bench_instruction(sys_: Inproc, n: int, label: str) -> dict[str, Stats]:
     first = sys_.post("/api/instruction", {"text": "bench three"}).json()
     sid = first["session_id"]
     results = first.get("results") or []
-    if not results or results[0]["app"] != "bench" \
-            or results[0]["response"].get("data", {}).get("steps_run") != 3:
-        raise RuntimeError(f"{label}: the instruction did not run the bench plan: "
-                           f"{json.dumps(first, ensure_ascii=False)[:600]}")
-    out(f"plan source: {first.get('source')}, app: {results[0]['app']}, "
-        f"steps run: {results[0]['response']['data']['steps_run']}")
+    if (
+        not results
+        or results[0]["app"] != "bench"
+        or results[0]["response"].get("data", {}).get("steps_run") != 3
+    ):
+        raise RuntimeError(
+            f"{label}: the instruction did not run the bench plan: "
+            f"{json.dumps(first, ensure_ascii=False)[:600]}"
+        )
+    out(
+        f"plan source: {first.get('source')}, app: {results[0]['app']}, "
+        f"steps run: {results[0]['response']['data']['steps_run']}"
+    )
     for _ in range(5):
         sys_.post("/api/instruction", {"text": "bench three", "session_id": sid})
     _, _, last_id = llm_ms_since(store, 0)
     totals, apps, tools, llms, over, llm_calls = [], [], [], [], [], []
     for _ in range(n):
-        ms, r = timed_ms(lambda: sys_.post("/api/instruction",
-                                           {"text": "bench three", "session_id": sid}))
+        ms, r = timed_ms(
+            lambda: sys_.post("/api/instruction", {"text": "bench three", "session_id": sid})
+        )
         body = r.json()
         data = body["results"][0]["response"]["data"]
         if data.get("failed") or data.get("steps_run") != 3:
@@ -407,16 +444,29 @@ def bench_instruction(sys_: Inproc, n: int, label: str) -> dict[str, Stats]:
         llm_calls.append(calls)
         over.append(ms - data["app_ms"] - data["tool_ms"] - llm_ms)
     out(f"LLM requests per instruction: {statistics.fmean(llm_calls):.1f}")
-    stats = {"total": Stats.of(totals), "app": Stats.of(apps), "tools": Stats.of(tools),
-             "llm": Stats.of(llms), "overhead": Stats.of(over)}
+    stats = {
+        "total": Stats.of(totals),
+        "app": Stats.of(apps),
+        "tools": Stats.of(tools),
+        "llm": Stats.of(llms),
+        "overhead": Stats.of(over),
+    }
     for k, v in stats.items():
         out(f"  {label:<8} {k:<9} {v.fmt()}")
     return stats
 
 
 def enable_fake_llm(sys_: Inproc, base_url: str) -> None:
-    sys_.system.update_config({"llm": {"api_key": "sk-bench", "base_url": base_url,
-                                       "model": "fake-model", "max_retries": 0}})
+    sys_.system.update_config(
+        {
+            "llm": {
+                "api_key": "sk-bench",
+                "base_url": base_url,
+                "model": "fake-model",
+                "max_retries": 0,
+            }
+        }
+    )
 
 
 def disable_llm(sys_: Inproc) -> None:
@@ -444,8 +494,11 @@ def bench_steps(sys_: Inproc, n: int, tmp_store: Path) -> dict[str, Any]:
     # Interleaved, so drift on a shared machine lands on every kind alike.
     for _ in range(n):
         for k in kinds:
-            ms, r = timed_ms(lambda k=k: sys_.post(
-                "/api/action", {"app": "bench", "action_id": k, "session_id": sid}))
+            ms, r = timed_ms(
+                lambda k=k: sys_.post(
+                    "/api/action", {"app": "bench", "action_id": k, "session_id": sid}
+                )
+            )
             data = r.json()["response"]["data"]
             if data.get("failed"):
                 raise RuntimeError(f"step {k} failed: {data}")
@@ -477,8 +530,10 @@ def bench_steps(sys_: Inproc, n: int, tmp_store: Path) -> dict[str, Any]:
             best.append((time.perf_counter() - t0) * 1000 / reps)
         return min(best)
 
-    direct = {"cache_get": per_op(lambda: store.cache_get("bench", "k")),
-              "file_read": per_op(lambda: target.read_text(encoding="utf-8"))}
+    direct = {
+        "cache_get": per_op(lambda: store.cache_get("bench", "k")),
+        "file_read": per_op(lambda: target.read_text(encoding="utf-8")),
+    }
     store.close()
 
     res: dict[str, Any] = {"direct_ms": direct}
@@ -493,15 +548,21 @@ def bench_steps(sys_: Inproc, n: int, tmp_store: Path) -> dict[str, Any]:
         res[label]["step_overhead_cache_ms"] = one_c
         res[label]["step_overhead_read_ms"] = one_r
         res[label]["marginal_step_ms"] = marginal
-        out(f"  {label:<8} mediated step over direct: cache_get {one_c:6.2f} ms, "
+        out(
+            f"  {label:<8} mediated step over direct: cache_get {one_c:6.2f} ms, "
             f"file_read {one_r:6.2f} ms; each further step in the same plan "
-            f"{marginal:6.3f} ms")
-    out(f"  direct   cache_get {direct['cache_get']:.4f} ms, Path.read_text "
-        f"{direct['file_read']:.4f} ms")
-    out("  method: overhead = p50(plan of 1 step) - p50(plan of 0 steps) - direct op; the "
+            f"{marginal:6.3f} ms"
+        )
+    out(
+        f"  direct   cache_get {direct['cache_get']:.4f} ms, Path.read_text "
+        f"{direct['file_read']:.4f} ms"
+    )
+    out(
+        "  method: overhead = p50(plan of 1 step) - p50(plan of 0 steps) - direct op; the "
         "1-step plan costs one extra app round (the app is called again with the result), "
         "so this is the whole mediation, app -> executor -> app. 'each further step' = "
-        "(p50(10 steps) - p50(1 step)) / 9 - direct op.")
+        "(p50(10 steps) - p50(1 step)) / 9 - direct op."
+    )
     return res
 
 
@@ -514,8 +575,11 @@ def bench_action(sys_: Inproc, n: int) -> Stats:
         sys_.post("/api/action", {"app": "echo", "action_id": "again", "session_id": sid})
     times = []
     for _ in range(n):
-        ms, r = timed_ms(lambda: sys_.post("/api/action", {"app": "echo", "action_id": "again",
-                                                           "session_id": sid}))
+        ms, r = timed_ms(
+            lambda: sys_.post(
+                "/api/action", {"app": "echo", "action_id": "again", "session_id": sid}
+            )
+        )
         if r.status_code != 200 or r.json()["response"].get("status") != "ok":
             raise RuntimeError(f"echo action failed: {r.status_code} {r.text[:300]}")
         times.append(ms)
@@ -549,8 +613,11 @@ def load_client(url: str, total: int, clients: int, app: str) -> dict[str, Any]:
                 left[0] -= 1
             t0 = time.perf_counter()
             try:
-                r = s.post(url + "/api/action", json={"app": app, "action_id": "again",
-                                                      "session_id": sid}, timeout=30)
+                r = s.post(
+                    url + "/api/action",
+                    json={"app": app, "action_id": "again", "session_id": sid},
+                    timeout=30,
+                )
                 ok = r.status_code == 200 and r.json()["response"].get("status") == "ok"
                 err = None if ok else f"HTTP {r.status_code}: {r.text[:200]}"
             except (requests.RequestException, ValueError) as e:
@@ -572,21 +639,34 @@ def load_client(url: str, total: int, clients: int, app: str) -> dict[str, Any]:
     for s, _ in sessions:
         s.close()
     st = Stats.of(latencies)
-    return {"total": total, "clients": clients, "wall_s": wall, "per_s": total / wall,
-            "errors": len(errors), "first_errors": errors[:3], "p50_ms": st.p50,
-            "p95_ms": st.p95}
+    return {
+        "total": total,
+        "clients": clients,
+        "wall_s": wall,
+        "per_s": total / wall,
+        "errors": len(errors),
+        "first_errors": errors[:3],
+        "p50_ms": st.p50,
+        "p95_ms": st.p95,
+    }
 
 
 def bench_throughput(sys_: Inproc, total: int, clients: int) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--load-client", sys_.url, str(total), str(clients), "echo"],
-        capture_output=True, text=True, timeout=600, env=clean_env())
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=clean_env(),
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"load client failed: {proc.stderr[-1500:]}")
     res: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    out(f"  {res['clients']} clients, {res['total']} actions in {res['wall_s']:.2f} s: "
+    out(
+        f"  {res['clients']} clients, {res['total']} actions in {res['wall_s']:.2f} s: "
         f"{res['per_s']:.0f} actions/s, errors {res['errors']}, latency p50 "
-        f"{res['p50_ms']:.1f} ms p95 {res['p95_ms']:.1f} ms")
+        f"{res['p50_ms']:.1f} ms p95 {res['p95_ms']:.1f} ms"
+    )
     for e in res["first_errors"]:
         out(f"    error: {e}")
     return res
@@ -599,8 +679,11 @@ def bench_cold_start(tmp: Path, count: int, repeats: int) -> dict[str, Any]:
     apps_dir = tmp / "apps_cold"
     for i in range(count):
         folder = apps_dir / f"app_{i:02d}"
-        write_app(folder, MINIMAL_APP, {"name": f"Minimal {i}", "entry": "main.py",
-                                        "role_prompt": "You say hi."})
+        write_app(
+            folder,
+            MINIMAL_APP,
+            {"name": f"Minimal {i}", "entry": "main.py", "role_prompt": "You say hi."},
+        )
     floors, starts, builds, stops, per_app, app_rss = [], [], [], [], [], []
     for r in range(repeats):
         floors.append(floor_spawn(tmp, count))
@@ -611,10 +694,13 @@ def bench_cold_start(tmp: Path, count: int, repeats: int) -> dict[str, Any]:
             recs = sys_.system.launcher.apps()
             running = [x for x in recs if str(x.status) == "running"]
             if len(running) != count:
-                raise RuntimeError(f"only {len(running)}/{count} apps running: "
-                                   f"{[(x.id, str(x.status), x.error) for x in recs]}")
-            per_app += [(x.ready_at - x.spawned_at) * 1000 for x in running
-                        if x.ready_at and x.spawned_at]
+                raise RuntimeError(
+                    f"only {len(running)}/{count} apps running: "
+                    f"{[(x.id, str(x.status), x.error) for x in recs]}"
+                )
+            per_app += [
+                (x.ready_at - x.spawned_at) * 1000 for x in running if x.ready_at and x.spawned_at
+            ]
             if r == 0:
                 for x in running:
                     try:
@@ -627,21 +713,27 @@ def bench_cold_start(tmp: Path, count: int, repeats: int) -> dict[str, Any]:
         builds.append(build_ms)
         starts.append(start_ms / 1000)
         stops.append(stop_ms)
-        out(f"  run {r + 1}: floor {floors[-1]:.3f} s, System.start() {starts[-1]:.3f} s "
-            f"(System() {build_ms:.0f} ms, stop {stop_ms:.0f} ms)")
-    res = {"apps": count, "floor_s": statistics.median(floors),
-           "start_s": statistics.median(starts), "build_ms": statistics.median(builds),
-           "stop_ms": statistics.median(stops),
-           "per_app_spawn_to_ready_ms": Stats.of(per_app).p50,
-           "minimal_app_rss_mb": statistics.median(a for a, _ in app_rss) / 2**20
-           if app_rss else None,
-           "minimal_app_uss_mb": statistics.median(b for _, b in app_rss) / 2**20
-           if app_rss else None}
+        out(
+            f"  run {r + 1}: floor {floors[-1]:.3f} s, System.start() {starts[-1]:.3f} s "
+            f"(System() {build_ms:.0f} ms, stop {stop_ms:.0f} ms)"
+        )
+    res = {
+        "apps": count,
+        "floor_s": statistics.median(floors),
+        "start_s": statistics.median(starts),
+        "build_ms": statistics.median(builds),
+        "stop_ms": statistics.median(stops),
+        "per_app_spawn_to_ready_ms": Stats.of(per_app).p50,
+        "minimal_app_rss_mb": statistics.median(a for a, _ in app_rss) / 2**20 if app_rss else None,
+        "minimal_app_uss_mb": statistics.median(b for _, b in app_rss) / 2**20 if app_rss else None,
+    }
     res["ratio"] = res["start_s"] / res["floor_s"]
-    out(f"  median: System.start() {res['start_s']:.3f} s vs floor {res['floor_s']:.3f} s "
+    out(
+        f"  median: System.start() {res['start_s']:.3f} s vs floor {res['floor_s']:.3f} s "
         f"= {res['ratio']:.2f}x; one app spawn->ready p50 "
         f"{res['per_app_spawn_to_ready_ms']:.0f} ms; minimal SDK app RSS "
-        f"{res['minimal_app_rss_mb'] or 0:.1f} MB (USS {res['minimal_app_uss_mb'] or 0:.1f} MB)")
+        f"{res['minimal_app_rss_mb'] or 0:.1f} MB (USS {res['minimal_app_uss_mb'] or 0:.1f} MB)"
+    )
     return res
 
 
@@ -653,19 +745,23 @@ def _describe(p: psutil.Process, root_pid: int) -> str:
         return "system (desktop_app.py)"
     try:
         cwd = Path(p.cwd()).name
-        return f"app {cwd}" if p.cmdline()[-1:] and p.cmdline()[-1].endswith(".py") \
+        return (
+            f"app {cwd}"
+            if p.cmdline()[-1:] and p.cmdline()[-1].endswith(".py")
             else f"{p.name()} ({cwd})"
+        )
     except psutil.Error:
         return "?"
 
 
 def bench_desktop(tmp: Path) -> dict[str, Any]:
     apps_dir = tmp / "bundled_apps"
-    shutil.copytree(ROOT / "apps", apps_dir,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(ROOT / "apps", apps_dir, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     n_apps = sum(1 for d in apps_dir.iterdir() if (d / "manifest.json").is_file())
-    out(f"  bundled apps in apps/: {n_apps} "
-        f"({', '.join(sorted(d.name for d in apps_dir.iterdir() if d.is_dir()))})")
+    out(
+        f"  bundled apps in apps/: {n_apps} "
+        f"({', '.join(sorted(d.name for d in apps_dir.iterdir() if d.is_dir()))})"
+    )
     data_dir = tmp / "desktop_data"
     env = {**clean_env(), "AIOS_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
     stderr_path = tmp / "desktop.stderr"
@@ -673,10 +769,25 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
     with stderr_path.open("wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-             "--apps-dir", str(apps_dir), "--data-dir", str(data_dir),
-             "--log-level", "WARNING"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+            [
+                sys.executable,
+                str(ROOT / "desktop_app.py"),
+                "--headless",
+                "--port",
+                "0",
+                "--apps-dir",
+                str(apps_dir),
+                "--data-dir",
+                str(data_dir),
+                "--log-level",
+                "WARNING",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
     tree: list[psutil.Process] = []
     watchdog = threading.Timer(90, proc.kill)  # a hung start must not hang the benchmark
     watchdog.start()
@@ -689,8 +800,10 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
                 url = line.split()[2].split("/?")[0]
                 break
         if url is None:
-            raise RuntimeError("desktop exited before 'AIOS ready': "
-                               + stderr_path.read_text(errors="replace")[-1500:])
+            raise RuntimeError(
+                "desktop exited before 'AIOS ready': "
+                + stderr_path.read_text(errors="replace")[-1500:]
+            )
         http = new_http()
         health: dict[str, Any] = {}
         while time.perf_counter() - t0 < 60:
@@ -706,10 +819,14 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
         statuses = health.get("apps", {})
         res["app_status"] = statuses
         res["apps_running"] = sum(v == "running" for v in statuses.values())
-        out(f"  'AIOS ready' line after {res['ready_line_s']:.3f} s; /api/health ready after "
-            f"{res.get('health_ready_s', float('nan')):.3f} s")
-        out(f"  {res['apps_running']} app(s) running; status: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
+        out(
+            f"  'AIOS ready' line after {res['ready_line_s']:.3f} s; /api/health ready after "
+            f"{res.get('health_ready_s', float('nan')):.3f} s"
+        )
+        out(
+            f"  {res['apps_running']} app(s) running; status: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
+        )
 
         time.sleep(0.5)  # let the apps finish their post-listen imports before weighing them
         root = psutil.Process(proc.pid)
@@ -718,22 +835,32 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
         for p in tree:
             try:
                 mem = p.memory_full_info()
-                per.append({"pid": p.pid, "what": _describe(p, proc.pid),
-                            "rss_mb": mem.rss / 2**20, "pss_mb": mem.pss / 2**20,
-                            "uss_mb": mem.uss / 2**20})
+                per.append(
+                    {
+                        "pid": p.pid,
+                        "what": _describe(p, proc.pid),
+                        "rss_mb": mem.rss / 2**20,
+                        "pss_mb": mem.pss / 2**20,
+                        "uss_mb": mem.uss / 2**20,
+                    }
+                )
             except psutil.Error:
                 pass
         for row in per:
-            out(f"    {row['what']:<34} pid {row['pid']:>7}  RSS {row['rss_mb']:6.1f} MB  "
-                f"PSS {row['pss_mb']:6.1f} MB  USS {row['uss_mb']:6.1f} MB")
+            out(
+                f"    {row['what']:<34} pid {row['pid']:>7}  RSS {row['rss_mb']:6.1f} MB  "
+                f"PSS {row['pss_mb']:6.1f} MB  USS {row['uss_mb']:6.1f} MB"
+            )
         res["processes"] = per
         res["rss_mb"] = sum(r["rss_mb"] for r in per)
         res["pss_mb"] = sum(r["pss_mb"] for r in per)
         res["system_rss_mb"] = per[0]["rss_mb"] if per else float("nan")
         apps_rss = [r["rss_mb"] for r in per[1:] if r["what"].startswith("app ")]
         res["app_rss_mb_median"] = statistics.median(apps_rss) if apps_rss else None
-        out(f"  total over {len(per)} processes: RSS {res['rss_mb']:.1f} MB "
-            f"(PSS {res['pss_mb']:.1f} MB: shared pages counted once)")
+        out(
+            f"  total over {len(per)} processes: RSS {res['rss_mb']:.1f} MB "
+            f"(PSS {res['pss_mb']:.1f} MB: shared pages counted once)"
+        )
     finally:
         watchdog.cancel()
         t_stop = time.perf_counter()
@@ -749,8 +876,10 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
         for p in leftovers:
             p.kill()
         res["leftover_processes"] = len(leftovers)
-        out(f"  shutdown (SIGTERM) {res['shutdown_s']:.2f} s, processes left behind: "
-            f"{len(leftovers)}")
+        out(
+            f"  shutdown (SIGTERM) {res['shutdown_s']:.2f} s, processes left behind: "
+            f"{len(leftovers)}"
+        )
     return res
 
 
@@ -769,12 +898,13 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     total_actions = 400 if quick else 2000
     rep = Report()
     r = rep.results
-    r["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
-                    "quick": quick}
+    r["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "quick": quick}
     load = os.getloadavg()[0]
     r["machine"]["loadavg_1min"] = load
-    out(f"bench_system: {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}, load average "
-        f"{load:.1f} at start{', quick run' if quick else ''}")
+    out(
+        f"bench_system: {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}, load average "
+        f"{load:.1f} at start{', quick run' if quick else ''}"
+    )
     t_all = time.perf_counter()
 
     with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
@@ -787,20 +917,27 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         apps_dir = tmp / "apps_main"
         make_main_apps(apps_dir)
         sys_ = build_system(apps_dir, tmp / "data_main")
-        fake = FakeOpenAI(api_key="sk-bench", default=tool_call("dispatch_tasks", {"tasks": [
-            {"id": "t1", "app": "bench", "instruction": "three", "depends_on": []}]}))
+        fake = FakeOpenAI(
+            api_key="sk-bench",
+            default=tool_call(
+                "dispatch_tasks",
+                {"tasks": [{"id": "t1", "app": "bench", "instruction": "three", "depends_on": []}]},
+            ),
+        )
         fake.start()
         try:
             sys_.system.start()
             section(f"2. instruction, one app, three-step plan (n={n})")
             out("offline router:")
-            r["instruction_offline"] = {k: vars(v) for k, v in
-                                        bench_instruction(sys_, n, "offline").items()}
+            r["instruction_offline"] = {
+                k: vars(v) for k, v in bench_instruction(sys_, n, "offline").items()
+            }
             out("zero-latency fake LLM (in-process) planning:")
             enable_fake_llm(sys_, fake.url)
             try:
-                r["instruction_llm"] = {k: vars(v) for k, v in
-                                        bench_instruction(sys_, n, "llm").items()}
+                r["instruction_llm"] = {
+                    k: vars(v) for k, v in bench_instruction(sys_, n, "llm").items()
+                }
             finally:
                 disable_llm(sys_)
 
@@ -816,8 +953,10 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
             fake.stop()
             sys_.stop()
 
-        section(f"1b + 5. cold start of 10 minimal SDK apps vs 10 bare Flask processes "
-                f"({repeats} run(s))")
+        section(
+            f"1b + 5. cold start of 10 minimal SDK apps vs 10 bare Flask processes "
+            f"({repeats} run(s))"
+        )
         r["cold_start"] = bench_cold_start(tmp, 10, repeats)
 
         section("6 + 7. whole desktop with the bundled apps: ready time and memory")
@@ -831,68 +970,112 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
 def summarize(rep: Report) -> None:
     r = rep.results
     fl = r["floor_http_ms"]["p50"]
-    for label, key, hops in (("offline router", "instruction_offline", 3),
-                             ("fake LLM", "instruction_llm", 3)):
+    for label, key, hops in (
+        ("offline router", "instruction_offline", 3),
+        ("fake LLM", "instruction_llm", 3),
+    ):
         ins = r[key]
-        rep.row(f"instruction ({label}), total p50 / p95",
-                f"{ins['total']['p50']:.1f} / {ins['total']['p95']:.1f} ms")
+        rep.row(
+            f"instruction ({label}), total p50 / p95",
+            f"{ins['total']['p50']:.1f} / {ins['total']['p95']:.1f} ms",
+        )
         ov = ins["overhead"]["p50"]
-        rep.row(f"instruction ({label}), system overhead p50 (total − app − tools − LLM)",
-                f"{ov:.1f} ms", f"{hops * fl:.1f} ms ({hops} bare HTTP hops)",
-                f"{ov / (hops * fl):.1f}x", f"≤ {TARGET_INSTRUCTION_OVERHEAD_MS:g} ms",
-                ov <= TARGET_INSTRUCTION_OVERHEAD_MS if key == "instruction_offline" else None)
+        rep.row(
+            f"instruction ({label}), system overhead p50 (total − app − tools − LLM)",
+            f"{ov:.1f} ms",
+            f"{hops * fl:.1f} ms ({hops} bare HTTP hops)",
+            f"{ov / (hops * fl):.1f}x",
+            f"≤ {TARGET_INSTRUCTION_OVERHEAD_MS:g} ms",
+            ov <= TARGET_INSTRUCTION_OVERHEAD_MS if key == "instruction_offline" else None,
+        )
     st = r["steps"]
     for via in ("http", "call_app"):
         for op, kind in (("cache_get", "cache"), ("file_read", "read")):
             over = st[via][f"step_overhead_{kind}_ms"]
             direct = st["direct_ms"][op]
-            rep.row(f"mediated step {op} ({'desktop API' if via == 'http' else 'call_app'}), "
-                    "overhead p50", f"{over:.2f} ms", f"{direct:.3f} ms (direct)",
-                    f"{(over + direct) / direct:.0f}x",
-                    f"≤ {TARGET_STEP_OVERHEAD_MS:g} ms", over <= TARGET_STEP_OVERHEAD_MS)
-    rep.row("further step in the same plan (cache_get), p50",
-            f"{st['http']['marginal_step_ms']:.3f} ms")
+            rep.row(
+                f"mediated step {op} ({'desktop API' if via == 'http' else 'call_app'}), "
+                "overhead p50",
+                f"{over:.2f} ms",
+                f"{direct:.3f} ms (direct)",
+                f"{(over + direct) / direct:.0f}x",
+                f"≤ {TARGET_STEP_OVERHEAD_MS:g} ms",
+                over <= TARGET_STEP_OVERHEAD_MS,
+            )
+    rep.row(
+        "further step in the same plan (cache_get), p50", f"{st['http']['marginal_step_ms']:.3f} ms"
+    )
     act = r["action_ms"]
-    rep.row("action round trip (echo) p50 / p95", f"{act['p50']:.1f} / {act['p95']:.1f} ms",
-            f"{2 * fl:.1f} ms (2 bare HTTP hops)", f"{act['p50'] / (2 * fl):.1f}x")
+    rep.row(
+        "action round trip (echo) p50 / p95",
+        f"{act['p50']:.1f} / {act['p95']:.1f} ms",
+        f"{2 * fl:.1f} ms (2 bare HTTP hops)",
+        f"{act['p50'] / (2 * fl):.1f}x",
+    )
     cs = r["cold_start"]
-    rep.row("cold start, 10 minimal apps (System.start)", f"{cs['start_s']:.3f} s",
-            f"{cs['floor_s']:.3f} s (10 bare Flask)", f"{cs['ratio']:.2f}x",
-            f"≤ {TARGET_COLD_START_S:g} s and ≤ {TARGET_COLD_START_RATIO:g}x",
-            cs["start_s"] <= TARGET_COLD_START_S and cs["ratio"] <= TARGET_COLD_START_RATIO)
+    rep.row(
+        "cold start, 10 minimal apps (System.start)",
+        f"{cs['start_s']:.3f} s",
+        f"{cs['floor_s']:.3f} s (10 bare Flask)",
+        f"{cs['ratio']:.2f}x",
+        f"≤ {TARGET_COLD_START_S:g} s and ≤ {TARGET_COLD_START_RATIO:g}x",
+        cs["start_s"] <= TARGET_COLD_START_S and cs["ratio"] <= TARGET_COLD_START_RATIO,
+    )
     dk = r["desktop"]
     ready = dk.get("health_ready_s", float("nan"))
-    rep.row(f"desktop ready, {dk['apps_running']} bundled apps running ('AIOS ready' / "
-            "health ready)",
-            f"{dk['ready_line_s']:.3f} / {ready:.3f} s", "—", "—",
-            f"≤ {TARGET_DESKTOP_READY_S:g} s", ready <= TARGET_DESKTOP_READY_S)
-    rep.row(f"RSS, system + {dk['apps_running']} apps (sum over the tree; PSS)",
-            f"{dk['rss_mb']:.0f} MB ({dk['pss_mb']:.0f} MB)", "—", "—",
-            f"≤ {TARGET_RSS_MB:g} MB for {TARGET_RSS_APPS} apps",
-            dk["rss_mb"] <= TARGET_RSS_MB if dk["apps_running"] == TARGET_RSS_APPS else None)
+    rep.row(
+        f"desktop ready, {dk['apps_running']} bundled apps running ('AIOS ready' / health ready)",
+        f"{dk['ready_line_s']:.3f} / {ready:.3f} s",
+        "—",
+        "—",
+        f"≤ {TARGET_DESKTOP_READY_S:g} s",
+        ready <= TARGET_DESKTOP_READY_S,
+    )
+    rep.row(
+        f"RSS, system + {dk['apps_running']} apps (sum over the tree; PSS)",
+        f"{dk['rss_mb']:.0f} MB ({dk['pss_mb']:.0f} MB)",
+        "—",
+        "—",
+        f"≤ {TARGET_RSS_MB:g} MB for {TARGET_RSS_APPS} apps",
+        dk["rss_mb"] <= TARGET_RSS_MB if dk["apps_running"] == TARGET_RSS_APPS else None,
+    )
     if dk["apps_running"] != TARGET_RSS_APPS:
         per_app = dk.get("app_rss_mb_median") or cs.get("minimal_app_rss_mb") or 0
         projected = dk["system_rss_mb"] + TARGET_RSS_APPS * per_app
         dk["rss_projected_8_mb"] = projected
-        rep.row(f"RSS scaled to system + {TARGET_RSS_APPS} apps (system + 8 × median app)",
-                f"{projected:.0f} MB", "—", "—", f"≤ {TARGET_RSS_MB:g} MB",
-                projected <= TARGET_RSS_MB)
+        rep.row(
+            f"RSS scaled to system + {TARGET_RSS_APPS} apps (system + 8 × median app)",
+            f"{projected:.0f} MB",
+            "—",
+            "—",
+            f"≤ {TARGET_RSS_MB:g} MB",
+            projected <= TARGET_RSS_MB,
+        )
     tp = r["throughput"]
-    rep.row(f"throughput, {tp['clients']} clients × actions (echo)",
-            f"{tp['per_s']:.0f} actions/s, {tp['errors']} errors", "—", "—",
-            f"≥ {TARGET_THROUGHPUT:g}/s, 0 errors",
-            tp["per_s"] >= TARGET_THROUGHPUT and tp["errors"] == 0)
-    rep.row("floor: bare Flask round trip p50 / p95",
-            f"{fl:.2f} / {r['floor_http_ms']['p95']:.2f} ms")
+    rep.row(
+        f"throughput, {tp['clients']} clients × actions (echo)",
+        f"{tp['per_s']:.0f} actions/s, {tp['errors']} errors",
+        "—",
+        "—",
+        f"≥ {TARGET_THROUGHPUT:g}/s, 0 errors",
+        tp["per_s"] >= TARGET_THROUGHPUT and tp["errors"] == 0,
+    )
+    rep.row(
+        "floor: bare Flask round trip p50 / p95", f"{fl:.2f} / {r['floor_http_ms']['p95']:.2f} ms"
+    )
 
-    section(f"summary ({r['machine']['cpus']} CPUs, load average "
-            f"{r['machine']['loadavg_1min']:.1f} at start, run took {r['elapsed_s']:.0f} s)")
+    section(
+        f"summary ({r['machine']['cpus']} CPUs, load average "
+        f"{r['machine']['loadavg_1min']:.1f} at start, run took {r['elapsed_s']:.0f} s)"
+    )
     out("| metric | value | floor | ratio | target | met? |")
     out("|---|---|---|---|---|---|")
     for row in rep.rows:
         out("| " + " | ".join(row) + " |")
-    r["summary"] = [dict(zip(("metric", "value", "floor", "ratio", "target", "met"), row,
-                             strict=True)) for row in rep.rows]
+    r["summary"] = [
+        dict(zip(("metric", "value", "floor", "ratio", "target", "met"), row, strict=True))
+        for row in rep.rows
+    ]
 
 
 def main() -> int:
@@ -906,8 +1089,9 @@ def main() -> int:
     opts = parser.parse_args()
     results = run(opts)
     if opts.json:
-        opts.json.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str),
-                             encoding="utf-8")
+        opts.json.write_text(
+            json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
         out(f"\nfigures written to {opts.json}")
     leftovers = psutil.Process().children(recursive=True)
     for p in leftovers:  # belt and braces: a benchmark must not leave processes behind

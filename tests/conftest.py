@@ -24,14 +24,18 @@ def children_now() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
-def fail_on_leaked_children(before: set[int],
-                            ignore: Callable[[psutil.Process], bool] = lambda p: False) -> None:
+def fail_on_leaked_children(
+    before: set[int], ignore: Callable[[psutil.Process], bool] = lambda p: False
+) -> None:
     """Fail (and kill them) if child processes born since ``before`` outlive a short grace."""
     me = psutil.Process()
 
     def leaked_now() -> list[psutil.Process]:
-        return [p for p in me.children(recursive=True)
-                if p.pid not in before and alive(p) and not ignore(p)]
+        return [
+            p
+            for p in me.children(recursive=True)
+            if p.pid not in before and alive(p) and not ignore(p)
+        ]
 
     try:
         wait_for(lambda: not leaked_now(), "child processes to exit", LEAK_GRACE)
@@ -98,21 +102,41 @@ def policy(workdir: Path, config: Config) -> SandboxPolicy:
     return SandboxPolicy.build(config.tool_sandbox, workdir)
 
 
-def make_ctx(workdir: Path, store: Store | None, *, app_id: str = "demo",
-             sandbox: SandboxConfig | None = None, config: Config | None = None,
-             **kw: object) -> ToolContext:
+def make_ctx(
+    workdir: Path,
+    store: Store | None,
+    *,
+    app_id: str = "demo",
+    sandbox: SandboxConfig | None = None,
+    config: Config | None = None,
+    **kw: object,
+) -> ToolContext:
     config = config or Config()
     pol = SandboxPolicy.build(sandbox or config.tool_sandbox, workdir)
-    timeouts = {t: config.timeout_for(t) for t in
-                ("http_request", "file_read", "file_write", "file_list", "shell_exec",
-                 "process_start", "db_query", "cache_get", "cache_set", "notify")}
-    return ToolContext(app_id=app_id, workdir=workdir, policy=pol, store=store,
-                       timeouts=timeouts, **kw)  # type: ignore[arg-type]
+    timeouts = {
+        t: config.timeout_for(t)
+        for t in (
+            "http_request",
+            "file_read",
+            "file_write",
+            "file_list",
+            "shell_exec",
+            "process_start",
+            "db_query",
+            "cache_get",
+            "cache_set",
+            "notify",
+        )
+    }
+    return ToolContext(
+        app_id=app_id, workdir=workdir, policy=pol, store=store, timeouts=timeouts, **kw
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture
 def ctx(workdir: Path, store: Store) -> Iterator[ToolContext]:
     from aios.processes import ProcessTable
+
     table = ProcessTable(max_per_app=Config().tool_sandbox.max_background_processes)
     c = make_ctx(workdir, store, processes=table)
     yield c

@@ -22,8 +22,13 @@ CONNECT_PROBE = 0.2
 LOG_TAIL_CHARS = 2000
 
 
-def wait_for(pred: Callable[[], T], what: str = "the condition", timeout: float = WAIT_TIMEOUT,
-             *, interval: float = POLL_INTERVAL) -> T:
+def wait_for(
+    pred: Callable[[], T],
+    what: str = "the condition",
+    timeout: float = WAIT_TIMEOUT,
+    *,
+    interval: float = POLL_INTERVAL,
+) -> T:
     """Poll ``pred`` until it returns something truthy and return that value.
 
     ``pred`` runs at least once, also after the deadline has passed, so a slow
@@ -41,8 +46,9 @@ def wait_for(pred: Callable[[], T], what: str = "the condition", timeout: float 
         time.sleep(interval)
 
 
-def wait_listening(proc: subprocess.Popen[Any], port: int, log: Path,
-                   timeout: float = APP_LISTEN_TIMEOUT) -> None:
+def wait_listening(
+    proc: subprocess.Popen[Any], port: int, log: Path, timeout: float = APP_LISTEN_TIMEOUT
+) -> None:
     """Wait until ``proc`` listens on 127.0.0.1:``port``.
 
     Fails at once, with the tail of ``log``, if the process exits first, and

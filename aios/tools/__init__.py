@@ -22,8 +22,16 @@ from aios.protocol import ATOMIC_TOOLS, ToolResult, describe_validation_error
 from aios.tools import cache, db, files, http, notify, process, shell  # noqa: F401  (register)
 from aios.tools.base import ToolContext, ToolOutput, ToolSpec, registered_tools
 
-__all__ = ["ATOMIC_TOOLS", "ToolContext", "ToolOutput", "ToolSpec", "audit_args", "invoke",
-           "tool_schemas", "tools"]
+__all__ = [
+    "ATOMIC_TOOLS",
+    "ToolContext",
+    "ToolOutput",
+    "ToolSpec",
+    "audit_args",
+    "invoke",
+    "tool_schemas",
+    "tools",
+]
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +52,10 @@ def tool_schemas() -> list[dict[str, Any]]:
 
 def _redact(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: ("***" if isinstance(k, str) and _SECRET.search(k) else _redact(v))
-                for k, v in value.items()}
+        return {
+            k: ("***" if isinstance(k, str) and _SECRET.search(k) else _redact(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_redact(v) for v in value]
     return value
@@ -62,33 +72,51 @@ def audit_args(args: Any) -> str:
     return text
 
 
-def record(ctx: ToolContext, tool: str, args: Any, result: ToolResult, *,
-           denied: bool = False, step_id: str | None = None) -> None:
+def record(
+    ctx: ToolContext,
+    tool: str,
+    args: Any,
+    result: ToolResult,
+    *,
+    denied: bool = False,
+    step_id: str | None = None,
+) -> None:
     """Write one audit row; an audit failure is logged, never raised into the app."""
     if ctx.store is None:
         return
     status = "denied" if denied else result.status
     try:
-        ctx.store.audit(app=ctx.app_id, tool=tool, args=audit_args(args), status=status,
-                        duration_ms=result.duration_ms, error=result.error,
-                        session_id=ctx.session_id, step_id=step_id)
+        ctx.store.audit(
+            app=ctx.app_id,
+            tool=tool,
+            args=audit_args(args),
+            status=status,
+            duration_ms=result.duration_ms,
+            error=result.error,
+            session_id=ctx.session_id,
+            step_id=step_id,
+        )
     except Exception:  # noqa: BLE001 - the audit must never break a tool call
         log.exception("audit write failed for %s/%s", ctx.app_id, tool)
 
 
-def invoke(name: str, args: Any, ctx: ToolContext, *, step_id: str | None = None,
-           timeout: float | None = None) -> ToolResult:
+def invoke(
+    name: str,
+    args: Any,
+    ctx: ToolContext,
+    *,
+    step_id: str | None = None,
+    timeout: float | None = None,
+) -> ToolResult:
     """Run one atomic tool for ``ctx.app_id``; validate, sandbox, time, audit."""
     t0 = time.perf_counter()
     spec = _TOOLS.get(name)
     denied = False
     try:
         if spec is None:
-            raise ToolRefused(f"unknown tool {name!r}; atomic tools are: "
-                              f"{', '.join(ATOMIC_TOOLS)}")
+            raise ToolRefused(f"unknown tool {name!r}; atomic tools are: {', '.join(ATOMIC_TOOLS)}")
         if not isinstance(args, dict):
-            raise ToolRefused(f"{name}: arguments must be an object, got "
-                              f"{type(args).__name__}")
+            raise ToolRefused(f"{name}: arguments must be an object, got {type(args).__name__}")
         try:
             parsed = spec.args_model.model_validate(args)
         except ValidationError as e:
@@ -96,20 +124,30 @@ def invoke(name: str, args: Any, ctx: ToolContext, *, step_id: str | None = None
         call_ctx = ctx
         if timeout is not None:
             from dataclasses import replace
-            call_ctx = replace(ctx, timeouts={**ctx.timeouts,
-                                              name: ctx.timeout(name, timeout)})
+
+            call_ctx = replace(ctx, timeouts={**ctx.timeouts, name: ctx.timeout(name, timeout)})
         out = spec.func(call_ctx, parsed)
-        result = ToolResult(tool=name, status="ok", result=out.result, meta=out.meta,
-                            duration_ms=_ms(t0))
+        result = ToolResult(
+            tool=name, status="ok", result=out.result, meta=out.meta, duration_ms=_ms(t0)
+        )
     except ToolError as e:
         denied = e.status == "denied"
-        result = ToolResult(tool=name, status="error", result=e.result, error=e.error,
-                            meta=e.meta or None, duration_ms=_ms(t0))
+        result = ToolResult(
+            tool=name,
+            status="error",
+            result=e.result,
+            error=e.error,
+            meta=e.meta or None,
+            duration_ms=_ms(t0),
+        )
     except Exception as e:  # noqa: BLE001 - a tool bug must not crash the caller
         log.exception("tool %s crashed for app %s", name, ctx.app_id)
-        result = ToolResult(tool=name, status="error",
-                            error=f"{name}: internal error: {type(e).__name__}: {e}",
-                            duration_ms=_ms(t0))
+        result = ToolResult(
+            tool=name,
+            status="error",
+            error=f"{name}: internal error: {type(e).__name__}: {e}",
+            duration_ms=_ms(t0),
+        )
     record(ctx, name, args, result, denied=denied, step_id=step_id)
     return result
 

@@ -69,6 +69,7 @@ class ToolContext:
     def for_session(self, session_id: str | None) -> ToolContext:
         """The same context, stamped with a session (for the audit log)."""
         from dataclasses import replace
+
         return replace(self, session_id=session_id)
 
 
@@ -86,16 +87,18 @@ class ToolSpec:
         """OpenAI function-calling shape, for LLM planners."""
         params = self.args_model.model_json_schema()
         params.pop("title", None)
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description,
-                             "parameters": params}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
 
 
 _REGISTRY: dict[str, ToolSpec] = {}
 
 
-def atomic_tool(name: str, args_model: type[ToolArgs],
-                description: str) -> Callable[[ToolFunc], ToolFunc]:
+def atomic_tool(
+    name: str, args_model: type[ToolArgs], description: str
+) -> Callable[[ToolFunc], ToolFunc]:
     """Register an atomic tool; returns the function unchanged."""
 
     def deco(func: ToolFunc) -> ToolFunc:

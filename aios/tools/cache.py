@@ -45,8 +45,9 @@ class CacheGetArgs(ToolArgs):
 class CacheSetArgs(ToolArgs):
     key: str = Field(min_length=1, max_length=MAX_KEY_CHARS)
     value: Any = Field(description="Any JSON value.")
-    ttl: float | None = Field(default=None, gt=0,
-                              description="Seconds until the entry expires (default: never).")
+    ttl: float | None = Field(
+        default=None, gt=0, description="Seconds until the entry expires (default: never)."
+    )
 
     @field_validator("value")
     @classmethod
@@ -56,8 +57,9 @@ class CacheSetArgs(ToolArgs):
         except (TypeError, ValueError) as e:
             raise ValueError(f"value must be JSON-serialisable ({e})") from e
         if size > MAX_VALUE_BYTES:
-            raise ValueError(f"value is {size} bytes as JSON, over the cache limit of "
-                             f"{MAX_VALUE_BYTES} bytes")
+            raise ValueError(
+                f"value is {size} bytes as JSON, over the cache limit of {MAX_VALUE_BYTES} bytes"
+            )
         return v
 
 
@@ -65,22 +67,28 @@ def _store(ctx: ToolContext, tool: str) -> Store:
     if ctx.store is None:
         raise ToolFailed(f"{tool}: the cache is not available (no system store)")
     if ctx.app_id in RESERVED_NAMESPACES:
-        raise ToolRefused(f"cache policy: app id {ctx.app_id!r} is a reserved system "
-                          "namespace; rename the app to use the cache")
+        raise ToolRefused(
+            f"cache policy: app id {ctx.app_id!r} is a reserved system "
+            "namespace; rename the app to use the cache"
+        )
     return ctx.store
 
 
-@atomic_tool("cache_get", CacheGetArgs,
-             "Read a value this app cached. Returns the value, or null when the key is "
-             "missing or expired (meta.hit tells). 'desktop:ui_snapshot' returns the "
-             "desktop's element snapshot (needs the desktop.control permission).")
+@atomic_tool(
+    "cache_get",
+    CacheGetArgs,
+    "Read a value this app cached. Returns the value, or null when the key is "
+    "missing or expired (meta.hit tells). 'desktop:ui_snapshot' returns the "
+    "desktop's element snapshot (needs the desktop.control permission).",
+)
 def cache_get(ctx: ToolContext, args: CacheGetArgs) -> ToolOutput:
     store = _store(ctx, "cache_get")
     namespace, key = ctx.app_id, args.key
     if args.key == UI_SNAPSHOT_NAME:
         if DESKTOP_CONTROL not in ctx.permissions:
-            raise ToolRefused(f"cache policy: {UI_SNAPSHOT_NAME!r}: "
-                              f"{not_granted(ctx.app_id, DESKTOP_CONTROL)}")
+            raise ToolRefused(
+                f"cache policy: {UI_SNAPSHOT_NAME!r}: {not_granted(ctx.app_id, DESKTOP_CONTROL)}"
+            )
         namespace, key = DESKTOP_NAMESPACE, UI_SNAPSHOT_KEY
     try:
         missing = object()
@@ -92,14 +100,15 @@ def cache_get(ctx: ToolContext, args: CacheGetArgs) -> ToolOutput:
     return ToolOutput(value, {"hit": True})
 
 
-@atomic_tool("cache_set", CacheSetArgs,
-             "Cache a JSON value under a key for this app, optionally expiring after ttl "
-             "seconds.")
+@atomic_tool(
+    "cache_set",
+    CacheSetArgs,
+    "Cache a JSON value under a key for this app, optionally expiring after ttl seconds.",
+)
 def cache_set(ctx: ToolContext, args: CacheSetArgs) -> ToolOutput:
     store = _store(ctx, "cache_set")
     if args.key == UI_SNAPSHOT_NAME:
-        raise ToolRefused(f"cache policy: {UI_SNAPSHOT_NAME!r} is written by the desktop "
-                          "only")
+        raise ToolRefused(f"cache policy: {UI_SNAPSHOT_NAME!r} is written by the desktop only")
     try:
         store.cache_set(ctx.app_id, args.key, args.value, args.ttl)
     except StoreError as e:

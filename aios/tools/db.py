@@ -50,13 +50,14 @@ fts3_tokenizer('x', ptr) installs one (code execution in the system process)."""
 
 
 class DbQueryArgs(ToolArgs):
-    dsn: str = Field(description="sqlite:///notes.db, notes.db (relative to the workdir) "
-                                 "or :memory:")
-    sql: str = Field(min_length=1, description="One SQL statement; use ? or :name "
-                                               "placeholders.")
+    dsn: str = Field(
+        description="sqlite:///notes.db, notes.db (relative to the workdir) or :memory:"
+    )
+    sql: str = Field(min_length=1, description="One SQL statement; use ? or :name placeholders.")
     params: list[Any] | dict[str, Any] | None = Field(
-        default=None, description="Values for the placeholders; objects and lists are "
-                                  "stored as JSON text.")
+        default=None,
+        description="Values for the placeholders; objects and lists are stored as JSON text.",
+    )
 
 
 class _Guard:
@@ -66,8 +67,14 @@ class _Guard:
         self.workdir = workdir
         self.reason: str | None = None
 
-    def __call__(self, action: int, arg1: str | None, arg2: str | None,
-                 dbname: str | None, source: str | None) -> int:
+    def __call__(
+        self,
+        action: int,
+        arg1: str | None,
+        arg2: str | None,
+        dbname: str | None,
+        source: str | None,
+    ) -> int:
         if action == sqlite3.SQLITE_ATTACH:
             return self._attach(arg1)
         if action == sqlite3.SQLITE_PRAGMA and arg1 and arg1.lower() in DENIED_PRAGMAS:
@@ -86,28 +93,34 @@ class _Guard:
         if name is None:
             # Only a string literal reaches the authorizer; anything computed
             # (a ? parameter, an expression) cannot be checked, so it is refused.
-            return self._deny("database policy: ATTACH needs the file name as a string "
-                              "literal")
+            return self._deny("database policy: ATTACH needs the file name as a string literal")
         if name in ("", ":memory:"):
             return sqlite3.SQLITE_OK
         if name.startswith("file:"):
-            return self._deny(f"database policy: ATTACH of URI file names is not allowed "
-                              f"({name!r})")
+            return self._deny(
+                f"database policy: ATTACH of URI file names is not allowed ({name!r})"
+            )
         if not os.path.isabs(name):
             # SQLite would resolve it against the system's working directory,
             # not the app's workdir: refuse instead of guessing.
-            return self._deny(f"database policy: ATTACH {name!r} refused: give the absolute "
-                              f"path of a file inside the app's workdir ({self.workdir})")
+            return self._deny(
+                f"database policy: ATTACH {name!r} refused: give the absolute "
+                f"path of a file inside the app's workdir ({self.workdir})"
+            )
         real = Path(os.path.realpath(name))
         if real != self.workdir and self.workdir not in real.parents:
-            return self._deny(f"database policy: ATTACH {name!r} refused: it is outside the "
-                              "app's workdir")
+            return self._deny(
+                f"database policy: ATTACH {name!r} refused: it is outside the app's workdir"
+            )
         return sqlite3.SQLITE_OK
 
 
-@atomic_tool("db_query", DbQueryArgs,
-             "Run one SQL statement on an SQLite database inside the app's workdir. Returns "
-             "{columns, rows, rowcount}; writes are committed at once.")
+@atomic_tool(
+    "db_query",
+    DbQueryArgs,
+    "Run one SQL statement on an SQLite database inside the app's workdir. Returns "
+    "{columns, rows, rowcount}; writes are committed at once.",
+)
 def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
     target = resolve_dsn(ctx.policy, args.dsn)
     shown = _show(ctx, target)
@@ -120,26 +133,28 @@ def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
             _make_folder(ctx, path, shown)
             pinned = db_vfs.available()
     with db_vfs.scope(ctx.policy.workdir) as sc:
-        return _run(ctx, args, db_vfs.uri(Path(target)) if pinned else target, pinned, shown,
-                    sc)
+        return _run(ctx, args, db_vfs.uri(Path(target)) if pinned else target, pinned, shown, sc)
 
 
 def _make_folder(ctx: ToolContext, path: Path, shown: str) -> None:
     root = safe_open.open_root(ctx.policy.workdir)
     try:
-        os.close(safe_open.open_dir(root, str(path.parent.relative_to(ctx.policy.workdir)),
-                                    create=True))
+        os.close(
+            safe_open.open_dir(root, str(path.parent.relative_to(ctx.policy.workdir)), create=True)
+        )
     except OSError as e:
         if e.errno in (errno.EXDEV, errno.ELOOP):
             raise escaped(shown) from e
-        raise ToolFailed(f"db_query: cannot create the folder for {shown}: "
-                         f"{e.strerror or e}") from e
+        raise ToolFailed(
+            f"db_query: cannot create the folder for {shown}: {e.strerror or e}"
+        ) from e
     finally:
         os.close(root)
 
 
-def _run(ctx: ToolContext, args: DbQueryArgs, name: str, uri: bool, shown: str,
-         sc: db_vfs.Scope) -> ToolOutput:
+def _run(
+    ctx: ToolContext, args: DbQueryArgs, name: str, uri: bool, shown: str, sc: db_vfs.Scope
+) -> ToolOutput:
 
     seconds = ctx.timeout("db_query")
     deadline = time.monotonic() + seconds
@@ -199,6 +214,7 @@ def _show(ctx: ToolContext, target: str) -> str:
 
 def _bindable(params: list[Any] | dict[str, Any] | None) -> list[Any] | dict[str, Any]:
     """SQLite binds scalars only; objects and lists travel as JSON text."""
+
     def one(v: Any) -> Any:
         return json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
 
@@ -215,14 +231,17 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _map_error(e: sqlite3.Error, guard: _Guard, seconds: float, deadline: float,
-               shown: str) -> ToolFailed | ToolRefused:
+def _map_error(
+    e: sqlite3.Error, guard: _Guard, seconds: float, deadline: float, shown: str
+) -> ToolFailed | ToolRefused:
     message = str(e)
     if guard.reason is not None:
         return ToolRefused(guard.reason)
     if "one statement at a time" in message:
-        return ToolFailed("db_query: only one SQL statement per call; split the statements "
-                          "into separate calls (steps)")
+        return ToolFailed(
+            "db_query: only one SQL statement per call; split the statements "
+            "into separate calls (steps)"
+        )
     if message == "interrupted" and time.monotonic() > deadline:
         return ToolFailed(f"db_query: timed out after {seconds:g}s")
     if isinstance(e, sqlite3.OperationalError) and "unable to open" in message:

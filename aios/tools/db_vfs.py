@@ -52,18 +52,39 @@ FD_PREFIX = "/proc/self/fd/"
 class _Vfs(ctypes.Structure):
     """``struct sqlite3_vfs`` up to version 3 (all the function pointers opaque)."""
 
-    _fields_ = [("iVersion", ctypes.c_int), ("szOsFile", ctypes.c_int),
-                ("mxPathname", ctypes.c_int), ("pNext", ctypes.c_void_p),
-                ("zName", ctypes.c_char_p), ("pAppData", ctypes.c_void_p)] + [
-        (name, ctypes.c_void_p) for name in (
-            "xOpen", "xDelete", "xAccess", "xFullPathname", "xDlOpen", "xDlError", "xDlSym",
-            "xDlClose", "xRandomness", "xSleep", "xCurrentTime", "xGetLastError",
-            "xCurrentTimeInt64", "xSetSystemCall", "xGetSystemCall", "xNextSystemCall")
+    _fields_ = [
+        ("iVersion", ctypes.c_int),
+        ("szOsFile", ctypes.c_int),
+        ("mxPathname", ctypes.c_int),
+        ("pNext", ctypes.c_void_p),
+        ("zName", ctypes.c_char_p),
+        ("pAppData", ctypes.c_void_p),
+    ] + [
+        (name, ctypes.c_void_p)
+        for name in (
+            "xOpen",
+            "xDelete",
+            "xAccess",
+            "xFullPathname",
+            "xDlOpen",
+            "xDlError",
+            "xDlSym",
+            "xDlClose",
+            "xRandomness",
+            "xSleep",
+            "xCurrentTime",
+            "xGetLastError",
+            "xCurrentTimeInt64",
+            "xSetSystemCall",
+            "xGetSystemCall",
+            "xNextSystemCall",
+        )
     ]  # type: ignore[assignment]  # a computed list; ctypes reads it at class creation
 
 
-_FullPathname = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                                 ctypes.c_int, ctypes.c_void_p)
+_FullPathname = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p
+)
 
 
 @dataclass
@@ -76,7 +97,7 @@ class Scope:
     def pin(self, name: str) -> str | None:
         """The ``/proc/self/fd`` name for ``name``, or None (and a reason) to refuse."""
         if name.startswith(FD_PREFIX):
-            fd_text = name[len(FD_PREFIX):].split("/", 1)[0]
+            fd_text = name[len(FD_PREFIX) :].split("/", 1)[0]
             return name if fd_text.isdigit() and int(fd_text) in self.fds else None
         path = Path(name)
         if not path.is_absolute() or not path.is_relative_to(self.workdir):
@@ -86,8 +107,11 @@ class Scope:
         try:
             dfd, final = safe_open.open_parent(self.root_fd, rel)
         except OSError as e:
-            self.reason = (f"{rel} resolves outside the app's workdir" if e.errno in
-                           (errno.EXDEV, errno.ELOOP) else f"{rel}: {e.strerror or e}")
+            self.reason = (
+                f"{rel} resolves outside the app's workdir"
+                if e.errno in (errno.EXDEV, errno.ELOOP)
+                else f"{rel}: {e.strerror or e}"
+            )
             return None
         self.fds.append(dfd)
         try:
@@ -161,8 +185,10 @@ def available() -> bool:
         if _registered is None:
             _registered = _register()
             if _registered is None:
-                log.warning("db_query: the race-free SQLite VFS is unavailable here; "
-                            "databases are opened by name")
+                log.warning(
+                    "db_query: the race-free SQLite VFS is unavailable here; "
+                    "databases are opened by name"
+                )
         return _registered is not None
 
 

@@ -102,9 +102,15 @@ def _open_in(policy: SandboxPolicy, path: Path, flags: int) -> int:
         os.close(root)
 
 
-def _open_regular(tool: str, shown: str, policy: SandboxPolicy, path: Path,
-                  missing_ok: bool = False, *,
-                  dir_fd: int | None = None) -> tuple[int, os.stat_result] | None:
+def _open_regular(
+    tool: str,
+    shown: str,
+    policy: SandboxPolicy,
+    path: Path,
+    missing_ok: bool = False,
+    *,
+    dir_fd: int | None = None,
+) -> tuple[int, os.stat_result] | None:
     """Open for reading without blocking, race-free beneath the workdir.
 
     With ``dir_fd``, ``path`` is a plain name in that pinned folder, opened
@@ -133,8 +139,9 @@ def _open_regular(tool: str, shown: str, policy: SandboxPolicy, path: Path,
         kind = _kind(st.st_mode)
         if kind == "directory":
             raise ToolFailed(f"{tool}: {shown} is a directory, not a file (use file_list)")
-        raise ToolRefused(f"file policy: {shown} is a {kind}; only regular files can be "
-                          f"used with {tool}")
+        raise ToolRefused(
+            f"file policy: {shown} is a {kind}; only regular files can be used with {tool}"
+        )
     return fd, st
 
 
@@ -144,14 +151,19 @@ def _open_regular(tool: str, shown: str, policy: SandboxPolicy, path: Path,
 class FileReadArgs(ToolArgs):
     path: str = Field(description="File path relative to the app's workdir.")
     offset: int = Field(default=0, ge=0, description="First character to return.")
-    limit: int | None = Field(default=None, ge=0,
-                              description="Most characters to return (default: all, "
-                                          "up to the read limit).")
+    limit: int | None = Field(
+        default=None,
+        ge=0,
+        description="Most characters to return (default: all, up to the read limit).",
+    )
 
 
-@atomic_tool("file_read", FileReadArgs,
-             "Read a text file inside the app's workdir. Returns the text itself; "
-             "offset/limit count characters; large files are cut at the read limit.")
+@atomic_tool(
+    "file_read",
+    FileReadArgs,
+    "Read a text file inside the app's workdir. Returns the text itself; "
+    "offset/limit count characters; large files are cut at the read limit.",
+)
 def file_read(ctx: ToolContext, args: FileReadArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_read")
     target = resolve_path(ctx.policy, args.path)
@@ -160,23 +172,29 @@ def file_read(ctx: ToolContext, args: FileReadArgs) -> ToolOutput:
     assert opened is not None
     fd, st = opened
     try:
-        text, truncated, lossy, more = _read_text(fd, args.offset, args.limit,
-                                                  ctx.policy.config.max_read_bytes, deadline)
+        text, truncated, lossy, more = _read_text(
+            fd, args.offset, args.limit, ctx.policy.config.max_read_bytes, deadline
+        )
     except OSError as e:
         raise _os_error("file_read", shown, e) from e
     finally:
         os.close(fd)
-    meta: dict[str, Any] = {"path": shown, "size": st.st_size, "truncated": truncated,
-                            "encoding": "utf-8 (undecodable bytes replaced)" if lossy
-                            else "utf-8",
-                            "offset": args.offset, "chars": len(text)}
+    meta: dict[str, Any] = {
+        "path": shown,
+        "size": st.st_size,
+        "truncated": truncated,
+        "encoding": "utf-8 (undecodable bytes replaced)" if lossy else "utf-8",
+        "offset": args.offset,
+        "chars": len(text),
+    }
     if more:
         meta["next_offset"] = args.offset + len(text)
     return ToolOutput(text, meta)
 
 
-def _read_text(fd: int, offset: int, limit: int | None, cap: int,
-               deadline: _Deadline) -> tuple[str, bool, bool, bool]:
+def _read_text(
+    fd: int, offset: int, limit: int | None, cap: int, deadline: _Deadline
+) -> tuple[str, bool, bool, bool]:
     """Decode from ``fd``; skip ``offset`` characters, keep ``limit`` of them.
 
     Returns ``(text, truncated_by_cap, lossy, more_after)``. Two decoders run
@@ -206,11 +224,11 @@ def _read_text(fd: int, offset: int, limit: int | None, cap: int,
             text, skip = text[dropped:], skip - dropped
         if text:
             at_limit = limit is not None and kept_chars + len(text) >= limit
-            take = text[:limit - kept_chars] if at_limit and limit is not None else text
+            take = text[: limit - kept_chars] if at_limit and limit is not None else text
             raw = take.encode("utf-8")
             if kept_bytes + len(raw) > cap:
                 # Cut at the byte cap on a character boundary.
-                pieces.append(raw[:cap - kept_bytes].decode("utf-8", errors="ignore"))
+                pieces.append(raw[: cap - kept_bytes].decode("utf-8", errors="ignore"))
                 return "".join(pieces), True, lossy, True
             pieces.append(take)
             kept_chars += len(take)
@@ -232,8 +250,9 @@ def _has_more(fd: int, decoder: codecs.IncrementalDecoder) -> bool:
 
 class FileWriteArgs(ToolArgs):
     path: str = Field(description="File path relative to the app's workdir.")
-    content: Any = Field(description="Text to write; any other JSON value is written as "
-                                     "indented JSON.")
+    content: Any = Field(
+        description="Text to write; any other JSON value is written as indented JSON."
+    )
     mode: Literal["overwrite", "append"] = "overwrite"
 
     @field_validator("content")
@@ -247,9 +266,12 @@ class FileWriteArgs(ToolArgs):
         return v
 
 
-@atomic_tool("file_write", FileWriteArgs,
-             "Write (or append to) a file inside the app's workdir, atomically. Non-text "
-             "content is written as JSON. Returns {path, size}.")
+@atomic_tool(
+    "file_write",
+    FileWriteArgs,
+    "Write (or append to) a file inside the app's workdir, atomically. Non-text "
+    "content is written as JSON. Returns {path, size}.",
+)
 def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_write")
     target = resolve_path(ctx.policy, args.path)
@@ -266,15 +288,17 @@ def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EXDEV):
             raise _os_error("file_write", shown, e) from e
-        raise ToolFailed(f"file_write: cannot create the folder for {shown}: "
-                         f"{e.strerror or e}") from e
+        raise ToolFailed(
+            f"file_write: cannot create the folder for {shown}: {e.strerror or e}"
+        ) from e
     finally:
         os.close(root)
     try:
         old: bytes = b""
         old_mode: int | None = None
-        opened = _open_regular("file_write", shown, ctx.policy, Path(name), missing_ok=True,
-                               dir_fd=dfd)
+        opened = _open_regular(
+            "file_write", shown, ctx.policy, Path(name), missing_ok=True, dir_fd=dfd
+        )
         if opened is not None:
             fd, st = opened
             old_mode = stat.S_IMODE(st.st_mode)
@@ -288,29 +312,41 @@ def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
                 os.close(fd)
         _check_size(shown, len(old) + len(data), limit)
         created = old_mode is None
-        _atomic_write(dfd, name, shown, old + data if old else data,
-                      NEW_FILE_MODE if old_mode is None else old_mode, deadline)
+        _atomic_write(
+            dfd,
+            name,
+            shown,
+            old + data if old else data,
+            NEW_FILE_MODE if old_mode is None else old_mode,
+            deadline,
+        )
     finally:
         os.close(dfd)
     size = len(old) + len(data)
-    return ToolOutput({"path": shown, "size": size},
-                      {"mode": args.mode, "bytes_written": len(data), "created": created})
+    return ToolOutput(
+        {"path": shown, "size": size},
+        {"mode": args.mode, "bytes_written": len(data), "created": created},
+    )
 
 
 def _encode_content(content: Any) -> bytes:
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False,
-                                                               indent=2)
+    text = (
+        content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, indent=2)
+    )
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise ToolFailed(f"file_write: content is not valid Unicode text "
-                         f"(lone surrogate at character {e.start})") from e
+        raise ToolFailed(
+            f"file_write: content is not valid Unicode text (lone surrogate at character {e.start})"
+        ) from e
 
 
 def _check_size(shown: str, size: int, limit: int) -> None:
     if size > limit:
-        raise ToolRefused(f"resource limit: writing {shown} would make it {size} bytes, over "
-                          f"tool_sandbox.max_file_bytes ({limit}); the file is unchanged")
+        raise ToolRefused(
+            f"resource limit: writing {shown} would make it {size} bytes, over "
+            f"tool_sandbox.max_file_bytes ({limit}); the file is unchanged"
+        )
 
 
 def _read_all(fd: int, deadline: _Deadline) -> bytes:
@@ -321,20 +357,22 @@ def _read_all(fd: int, deadline: _Deadline) -> bytes:
     return b"".join(chunks)
 
 
-def _atomic_write(dfd: int, name: str, shown: str, data: bytes, mode: int,
-                  deadline: _Deadline) -> None:
+def _atomic_write(
+    dfd: int, name: str, shown: str, data: bytes, mode: int, deadline: _Deadline
+) -> None:
     """Temp file beside the target in the pinned folder, fsync, rename, fsync the folder."""
     try:
         fd, tmp = safe_open.create_temp(dfd, name, ".tmp")
     except OSError as e:
-        raise ToolFailed(f"file_write: cannot write in the folder of {shown}: "
-                         f"{e.strerror or e}") from e
+        raise ToolFailed(
+            f"file_write: cannot write in the folder of {shown}: {e.strerror or e}"
+        ) from e
     try:
         try:
             view = memoryview(data)
             for start in range(0, len(data), CHUNK_BYTES):
                 deadline.check()
-                os.write(fd, view[start:start + CHUNK_BYTES])
+                os.write(fd, view[start : start + CHUNK_BYTES])
             os.fchmod(fd, mode)
             os.fsync(fd)
         finally:
@@ -357,13 +395,15 @@ def _atomic_write(dfd: int, name: str, shown: str, data: bytes, mode: int,
 
 class FileListArgs(ToolArgs):
     path: str = Field(default=".", description="Folder relative to the app's workdir.")
-    pattern: str | None = Field(default=None,
-                                description="Shell-style name filter, e.g. '*.mp3'.")
+    pattern: str | None = Field(default=None, description="Shell-style name filter, e.g. '*.mp3'.")
 
 
-@atomic_tool("file_list", FileListArgs,
-             "List a folder inside the app's workdir: name, type (file|dir|link), size, "
-             "modified. Optional shell-style pattern.")
+@atomic_tool(
+    "file_list",
+    FileListArgs,
+    "List a folder inside the app's workdir: name, type (file|dir|link), size, "
+    "modified. Optional shell-style pattern.",
+)
 def file_list(ctx: ToolContext, args: FileListArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_list")
     folder = resolve_path(ctx.policy, args.path)
@@ -396,8 +436,10 @@ def file_list(ctx: ToolContext, args: FileListArgs) -> ToolOutput:
     finally:
         os.close(dfd)
     truncated = len(matching) > MAX_LIST_ENTRIES
-    return ToolOutput({"path": shown, "entries": entries},
-                      {"count": len(entries), "total": len(matching), "truncated": truncated})
+    return ToolOutput(
+        {"path": shown, "entries": entries},
+        {"count": len(entries), "total": len(matching), "truncated": truncated},
+    )
 
 
 def _describe_entry(entry: os.DirEntry[str]) -> dict[str, Any] | None:

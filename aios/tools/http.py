@@ -70,11 +70,19 @@ META_MAX_HEADER_CHARS = 2048
 
 _Conn = TypeVar("_Conn", bound=HTTPConnection)
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_TEXT_TYPES = frozenset({
-    "application/javascript", "application/ecmascript", "application/xml",
-    "application/x-www-form-urlencoded", "application/yaml", "application/x-yaml",
-    "application/toml", "application/graphql", "application/x-ndjson",
-})
+_TEXT_TYPES = frozenset(
+    {
+        "application/javascript",
+        "application/ecmascript",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/graphql",
+        "application/x-ndjson",
+    }
+)
 
 Scalar = str | int | float | bool
 
@@ -84,13 +92,17 @@ class HttpRequestArgs(ToolArgs):
     url: str = Field(min_length=1, description="http(s) URL")
     headers: dict[str, Scalar] = Field(default_factory=dict)
     params: dict[str, Scalar | list[Scalar] | None] = Field(
-        default_factory=dict, description="query parameters, added to the URL")
+        default_factory=dict, description="query parameters, added to the URL"
+    )
     body: JsonValue = Field(
-        default=None, description="a string is sent as is; any other JSON value as JSON")
+        default=None, description="a string is sent as is; any other JSON value as JSON"
+    )
     timeout: float | None = Field(
-        default=None, gt=0, description="seconds for the whole transfer (capped by config)")
+        default=None, gt=0, description="seconds for the whole transfer (capped by config)"
+    )
     save_to: str | None = Field(
-        default=None, description="file in the workdir to stream the body into")
+        default=None, description="file in the workdir to stream the body into"
+    )
 
     @field_validator("method", mode="before")
     @classmethod
@@ -119,10 +131,13 @@ class HttpRequestArgs(ToolArgs):
         return self
 
 
-@atomic_tool("http_request", HttpRequestArgs,
-             "Send one HTTP(S) request. result: the body (JSON parsed, text decoded) or, "
-             "with save_to, {path, size}; meta: status_code, headers, url, elapsed_ms. "
-             "Non-2xx answers are errors with the body still in result.")
+@atomic_tool(
+    "http_request",
+    HttpRequestArgs,
+    "Send one HTTP(S) request. result: the body (JSON parsed, text decoded) or, "
+    "with save_to, {path, size}; meta: status_code, headers, url, elapsed_ms. "
+    "Non-2xx answers are errors with the body still in result.",
+)
 def http_request(ctx: ToolContext, args: HttpRequestArgs) -> ToolOutput:
     forbidden = frozenset(ctx.forbidden_ports())
     check_url(ctx.policy, args.url, set(forbidden))
@@ -136,8 +151,9 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> ToolOutput:
             if target is not None and ok:
                 size = transfer.save(resp, target, meta)
                 meta["elapsed_ms"] = transfer.elapsed_ms()
-                return ToolOutput({"path": relative_display(ctx.policy, target), "size": size},
-                                  meta)
+                return ToolOutput(
+                    {"path": relative_display(ctx.policy, target), "size": size}, meta
+                )
             cap = ctx.policy.config.max_http_body_bytes
             data = b"".join(transfer.stream(resp, cap, "tool_sandbox.max_http_body_bytes", meta))
             meta["elapsed_ms"] = transfer.elapsed_ms()
@@ -183,9 +199,16 @@ class _Transfer:
         params: dict[str, Any] | None = _params(self.args.params)
         while True:
             left = self.remaining()
-            resp = self.session.request(method, self.url, headers=headers, params=params,
-                                        data=data, stream=True, allow_redirects=False,
-                                        timeout=(left, left))
+            resp = self.session.request(
+                method,
+                self.url,
+                headers=headers,
+                params=params,
+                data=data,
+                stream=True,
+                allow_redirects=False,
+                timeout=(left, left),
+            )
             location = self.session.get_redirect_target(resp)
             if location is None:
                 return resp
@@ -193,22 +216,35 @@ class _Transfer:
             nxt = urljoin(resp.url, location)
             hop_meta = {"status_code": resp.status_code, "url": resp.url, "location": nxt}
             if self.hops >= MAX_REDIRECTS:
-                raise ToolFailed(f"too many redirects (more than {MAX_REDIRECTS}); "
-                                 f"last one from {resp.url} to {nxt}", meta=hop_meta)
+                raise ToolFailed(
+                    f"too many redirects (more than {MAX_REDIRECTS}); "
+                    f"last one from {resp.url} to {nxt}",
+                    meta=hop_meta,
+                )
             try:
                 check_url(self.ctx.policy, nxt, set(self.forbidden))
             except ToolRefused as e:
                 raise ToolRefused(f"redirect refused: {e.error}", meta=hop_meta) from e
             # Browser semantics: 303 (and 301/302 after a POST) turn into a body-less GET.
-            if resp.status_code == 303 and method != "HEAD" or \
-                    resp.status_code in (301, 302) and method == "POST":
+            if (
+                resp.status_code == 303
+                and method != "HEAD"
+                or resp.status_code in (301, 302)
+                and method == "POST"
+            ):
                 method, data = "GET", None
-                headers = {k: v for k, v in headers.items()
-                           if k.lower() not in ("content-type", "content-length")}
+                headers = {
+                    k: v
+                    for k, v in headers.items()
+                    if k.lower() not in ("content-type", "content-length")
+                }
             if self.session.should_strip_auth(resp.url, nxt):  # type: ignore[no-untyped-call]
                 # Credentials meant for one host must not follow a redirect to another.
-                headers = {k: v for k, v in headers.items()
-                           if k.lower() not in ("authorization", "proxy-authorization", "cookie")}
+                headers = {
+                    k: v
+                    for k, v in headers.items()
+                    if k.lower() not in ("authorization", "proxy-authorization", "cookie")
+                }
             params = None  # already part of the URL that redirected
             self.url = nxt
             self.hops += 1
@@ -216,16 +252,25 @@ class _Transfer:
     def meta(self, resp: requests.Response) -> dict[str, Any]:
         headers: dict[str, str] = {}
         for k, v in list(resp.headers.items())[:META_MAX_HEADERS]:
-            headers[k] = v if len(v) <= META_MAX_HEADER_CHARS else \
-                v[:META_MAX_HEADER_CHARS] + "…"
-        return {"status_code": resp.status_code, "headers": headers, "url": resp.url,
-                "elapsed_ms": self.elapsed_ms(), "redirects": self.hops}
+            headers[k] = v if len(v) <= META_MAX_HEADER_CHARS else v[:META_MAX_HEADER_CHARS] + "…"
+        return {
+            "status_code": resp.status_code,
+            "headers": headers,
+            "url": resp.url,
+            "elapsed_ms": self.elapsed_ms(),
+            "redirects": self.hops,
+        }
 
-    def stream(self, resp: requests.Response, cap: int, rule: str, meta: dict[str, Any],
-               consequence: str = "") -> Iterator[bytes]:
+    def stream(
+        self,
+        resp: requests.Response,
+        cap: int,
+        rule: str,
+        meta: dict[str, Any],
+        consequence: str = "",
+    ) -> Iterator[bytes]:
         """The decoded body in chunks, within the deadline and the size cap."""
-        too_big = ToolFailed(f"response body exceeds {cap} bytes ({rule}){consequence}",
-                             meta=meta)
+        too_big = ToolFailed(f"response body exceeds {cap} bytes ({rule}){consequence}", meta=meta)
         declared = resp.headers.get("Content-Length", "")
         encoded = resp.headers.get("Content-Encoding", "identity").lower() != "identity"
         if declared.isdigit() and int(declared) > cap and not encoded:
@@ -263,8 +308,15 @@ class _Transfer:
         finally:
             os.close(dfd)
 
-    def _save_in(self, resp: requests.Response, dfd: int, name: str, shown: str, cap: int,
-                 meta: dict[str, Any]) -> int:
+    def _save_in(
+        self,
+        resp: requests.Response,
+        dfd: int,
+        name: str,
+        shown: str,
+        cap: int,
+        meta: dict[str, Any],
+    ) -> int:
         try:
             fd, tmp = safe_open.create_temp(dfd, name, ".part", SAVED_FILE_MODE)
         except OSError as e:
@@ -272,8 +324,9 @@ class _Transfer:
         size = 0
         try:
             with os.fdopen(fd, "wb") as f:
-                for chunk in self.stream(resp, cap, "tool_sandbox.max_file_bytes", meta,
-                                         "; nothing saved"):
+                for chunk in self.stream(
+                    resp, cap, "tool_sandbox.max_file_bytes", meta, "; nothing saved"
+                ):
                     f.write(chunk)
                     size += len(chunk)
                 f.flush()
@@ -283,8 +336,7 @@ class _Transfer:
         except BaseException as e:
             safe_open.unlink_quiet(dfd, tmp)
             if isinstance(e, OSError):
-                raise ToolFailed(f"cannot save to {shown}: {e.strerror or e}",
-                                 meta=meta) from e
+                raise ToolFailed(f"cannot save to {shown}: {e.strerror or e}", meta=meta) from e
             raise
         return size
 
@@ -325,12 +377,18 @@ def _describe(e: BaseException, url: str, timeout: float) -> str:
         return f"cannot connect to {where}: {_innermost(chain)}"
     if has(requests.exceptions.ContentDecodingError, u3.DecodeError):
         return f"cannot decode the response body from {where} (Content-Encoding)"
-    if has(requests.exceptions.ChunkedEncodingError, u3.ProtocolError,
-           requests.exceptions.ConnectionError):
-        return f"connection to {where} broke before the response was complete: " \
-               f"{_innermost(chain)}"
-    if has(requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
-           requests.exceptions.MissingSchema, u3.LocationParseError):
+    if has(
+        requests.exceptions.ChunkedEncodingError,
+        u3.ProtocolError,
+        requests.exceptions.ConnectionError,
+    ):
+        return f"connection to {where} broke before the response was complete: {_innermost(chain)}"
+    if has(
+        requests.exceptions.InvalidURL,
+        requests.exceptions.InvalidSchema,
+        requests.exceptions.MissingSchema,
+        u3.LocationParseError,
+    ):
         return f"invalid URL {url!r}: {_innermost(chain)}"
     return f"request to {where} failed: {_innermost(chain)}"
 
@@ -420,9 +478,11 @@ def _check_peer(sock: socket.socket, host: str, forbidden: frozenset[int]) -> No
         ip = ip.ipv4_mapped
     # A connection to one of this machine's own addresses has that address as its source too.
     if ip.is_loopback or ip.is_unspecified or peer[0] == local[0]:
-        raise ToolRefused(f"network policy: {host} leads to port {port} on this machine, "
-                          "which belongs to the system or another app; use the app protocol "
-                          "instead")
+        raise ToolRefused(
+            f"network policy: {host} leads to port {port} on this machine, "
+            "which belongs to the system or another app; use the app protocol "
+            "instead"
+        )
 
 
 def _set_socket_timeout(resp: requests.Response, seconds: float) -> None:
@@ -499,8 +559,7 @@ def _is_json(mime: str) -> bool:
 
 
 def _is_text(mime: str, data: bytes) -> bool:
-    if mime.startswith("text/") or _is_json(mime) or mime in _TEXT_TYPES \
-            or mime.endswith("+xml"):
+    if mime.startswith("text/") or _is_json(mime) or mime in _TEXT_TYPES or mime.endswith("+xml"):
         return True
     if mime:
         return False
@@ -537,4 +596,3 @@ def _decode(data: bytes, resp: requests.Response, method: str, meta: dict[str, A
     except json.JSONDecodeError as e:
         meta["json_error"] = f"body is not valid JSON ({e}); returned as text"
         return text
-

@@ -36,8 +36,9 @@ MAX_BODY_CHARS = 4000
 class NotifyLimiter:
     """A sliding window of notification times per app (limits read from the config)."""
 
-    def __init__(self, config: Callable[[], AppsConfig],
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, config: Callable[[], AppsConfig], clock: Callable[[], float] = time.monotonic
+    ):
         self._config = config
         self._clock = clock
         self._sent: dict[str, deque[float]] = {}
@@ -65,25 +66,42 @@ class NotifyArgs(ToolArgs):
     level: Literal["info", "success", "warning", "error"] = "info"
 
 
-@atomic_tool("notify", NotifyArgs,
-             "Show a notification on the desktop. level: info, success, warning or error. "
-             "Returns {delivered, id}.")
+@atomic_tool(
+    "notify",
+    NotifyArgs,
+    "Show a notification on the desktop. level: info, success, warning or error. "
+    "Returns {delivered, id}.",
+)
 def notify(ctx: ToolContext, args: NotifyArgs) -> ToolOutput:
     if ctx.notify_allowed is not None and not ctx.notify_allowed():
-        raise ToolRefused(f"notification rate limit: app {ctx.app_id!r} sent too many "
-                          "notifications in a short time; nothing was shown")
+        raise ToolRefused(
+            f"notification rate limit: app {ctx.app_id!r} sent too many "
+            "notifications in a short time; nothing was shown"
+        )
     note_id = uuid.uuid4().hex
-    event = {"id": note_id, "app": ctx.app_id, "app_name": ctx.app_name or ctx.app_id,
-             "title": args.title, "body": args.body, "level": args.level, "ts": time.time()}
+    event = {
+        "id": note_id,
+        "app": ctx.app_id,
+        "app_name": ctx.app_name or ctx.app_id,
+        "title": args.title,
+        "body": args.body,
+        "level": args.level,
+        "ts": time.time(),
+    }
     if ctx.emit is None:
-        log.info("notify (no desktop) from %s [%s] %s: %s", ctx.app_id, args.level,
-                 args.title, args.body)
-        return ToolOutput({"delivered": False, "id": note_id},
-                          {"reason": "no desktop is connected (running outside the system)"})
+        log.info(
+            "notify (no desktop) from %s [%s] %s: %s", ctx.app_id, args.level, args.title, args.body
+        )
+        return ToolOutput(
+            {"delivered": False, "id": note_id},
+            {"reason": "no desktop is connected (running outside the system)"},
+        )
     try:
         ctx.emit("notify", event)
     except Exception as e:  # noqa: BLE001 - a broken event channel must not fail the app
         log.warning("notify from %s could not be delivered: %s", ctx.app_id, e)
-        return ToolOutput({"delivered": False, "id": note_id},
-                          {"reason": f"the desktop could not be reached: {e}"})
+        return ToolOutput(
+            {"delivered": False, "id": note_id},
+            {"reason": f"the desktop could not be reached: {e}"},
+        )
     return ToolOutput({"delivered": True, "id": note_id}, None)

@@ -42,9 +42,10 @@ from aios.tools.shell import (
 class ProcessStartArgs(ToolArgs):
     cmd: str = Field(description="The program, or a whole command line when args is empty.")
     args: list[str] = Field(default_factory=list, description="Arguments for the program.")
-    background: bool = Field(default=False,
-                             description="Start detached; output goes to a log file in the "
-                                         "workdir's .aios folder.")
+    background: bool = Field(
+        default=False,
+        description="Start detached; output goes to a log file in the workdir's .aios folder.",
+    )
 
 
 # ---------------------------------------------------------------------- tool
@@ -62,11 +63,18 @@ def _launcher(ctx: ToolContext, plan: CommandPlan) -> Launch:
         log_fd = -1
         cgroup = None
         try:
-            log_fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                             0o644, dir_fd=dir_fd)
+            log_fd = os.open(
+                tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd
+            )
             cgroup = new_cgroup(plan, 1)
-            proc = spawn(plan, plan.stages[0], stdin=subprocess.DEVNULL, stdout=log_fd,
-                         stderr=log_fd, cgroup=cgroup)
+            proc = spawn(
+                plan,
+                plan.stages[0],
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                cgroup=cgroup,
+            )
             name = f"proc_{proc.pid}.log"
             os.rename(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
@@ -83,27 +91,38 @@ def _launcher(ctx: ToolContext, plan: CommandPlan) -> Launch:
                 os.close(log_fd)
             os.close(dir_fd)
         shown = relative_display(ctx.policy, aios / name)
-        return TrackedProcess(app=ctx.app_id, proc=proc, log=shown, cmd=plan.display,
-                              started=time.time(), cgroup=cgroup)
+        return TrackedProcess(
+            app=ctx.app_id,
+            proc=proc,
+            log=shown,
+            cmd=plan.display,
+            started=time.time(),
+            cgroup=cgroup,
+        )
 
     return launch
 
 
-@atomic_tool("process_start", ProcessStartArgs,
-             "Start a program in the app's workdir (same rules as shell_exec). In the "
-             "foreground it runs to completion and returns exit_code, stdout, stderr, "
-             "truncated; with background=true it returns {pid, log, running} at once and "
-             f"writes its output to {AIOS_DIR}/proc_<pid>.log in the workdir.")
+@atomic_tool(
+    "process_start",
+    ProcessStartArgs,
+    "Start a program in the app's workdir (same rules as shell_exec). In the "
+    "foreground it runs to completion and returns exit_code, stdout, stderr, "
+    "truncated; with background=true it returns {pid, log, running} at once and "
+    f"writes its output to {AIOS_DIR}/proc_<pid>.log in the workdir.",
+)
 def process_start(ctx: ToolContext, args: ProcessStartArgs) -> ToolOutput:
     cmd: str | list[str] = [args.cmd, *args.args] if args.args else args.cmd
     plan = plan_command(ctx, cmd)
     if not args.background:
         return run_command(ctx, plan, "process_start", None)
     if len(plan.stages) > 1:
-        raise ToolRefused("command policy: a background process is one program, not a "
-                          f"pipeline: {plan.display!r}")
+        raise ToolRefused(
+            f"command policy: a background process is one program, not a pipeline: {plan.display!r}"
+        )
     if ctx.processes is None:
         raise ToolRefused("background processes are not available here (no process table)")
     entry = ctx.processes.start(ctx.app_id, _launcher(ctx, plan))
-    return ToolOutput({"pid": entry.pid, "log": entry.log, "running": True},
-                      {"os_sandbox": plan.sandbox_name})
+    return ToolOutput(
+        {"pid": entry.pid, "log": entry.log, "running": True}, {"os_sandbox": plan.sandbox_name}
+    )

@@ -63,11 +63,12 @@ AIOS_DIR = ".aios"
 class ShellExecArgs(ToolArgs):
     cmd: str | list[str] = Field(
         description="Command line (no shell: no ; && || > < & $( ) or backticks; a plain "
-                    "'a | b' pipeline is allowed), or an argv list.")
-    timeout: float | None = Field(default=None, gt=0,
-                                  description="Seconds; capped by the system's limit.")
-    cwd: str | None = Field(default=None,
-                            description="Working directory, relative to the workdir.")
+        "'a | b' pipeline is allowed), or an argv list."
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="Seconds; capped by the system's limit."
+    )
+    cwd: str | None = Field(default=None, description="Working directory, relative to the workdir.")
 
 
 # ------------------------------------------------------------------ the plan
@@ -102,8 +103,10 @@ def use_os_sandbox(policy: SandboxPolicy) -> tuple[Capabilities, bool]:
         return caps, False
     if caps.bwrap is None:
         if mode == "bwrap":
-            raise ToolRefused(f"OS sandbox: config requires bubblewrap (tool_sandbox.os_sandbox "
-                              f"= 'bwrap') but it is not usable here: {caps.bwrap_problem}")
+            raise ToolRefused(
+                f"OS sandbox: config requires bubblewrap (tool_sandbox.os_sandbox "
+                f"= 'bwrap') but it is not usable here: {caps.bwrap_problem}"
+            )
         return caps, False
     return caps, True
 
@@ -119,14 +122,23 @@ def plan_command(ctx: ToolContext, cmd: str | list[str], cwd: str | None = None)
     for argv in stages:
         check_argv(policy, argv, run_dir)
     caps, in_bwrap = use_os_sandbox(policy)
-    resolved = [[resolve_program(argv[0], run_dir, workdir, in_bwrap), *argv[1:]]
-                for argv in stages]
+    resolved = [
+        [resolve_program(argv[0], run_dir, workdir, in_bwrap), *argv[1:]] for argv in stages
+    ]
     tmpdir = "/tmp" if in_bwrap else str(aios_dir(policy, "tmp"))
     env = {"PATH": SANE_PATH, "HOME": str(workdir), "LANG": "C.UTF-8", "TMPDIR": tmpdir}
     display = cmd if isinstance(cmd, str) else " ".join(cmd)
-    return CommandPlan(stages=resolved, display=display, workdir=workdir, cwd=run_dir,
-                       limits=Limits.from_config(policy.config), caps=caps,
-                       in_bwrap=in_bwrap, max_output=policy.config.max_output_bytes, env=env)
+    return CommandPlan(
+        stages=resolved,
+        display=display,
+        workdir=workdir,
+        cwd=run_dir,
+        limits=Limits.from_config(policy.config),
+        caps=caps,
+        in_bwrap=in_bwrap,
+        max_output=policy.config.max_output_bytes,
+        env=env,
+    )
 
 
 def resolve_program(prog: str, cwd: Path, workdir: Path, in_bwrap: bool) -> str:
@@ -141,8 +153,10 @@ def resolve_program(prog: str, cwd: Path, workdir: Path, in_bwrap: bool) -> str:
             raise ToolFailed(f"command not found: {prog!r} (searched {SANE_PATH})")
         path = Path(found)
     if in_bwrap and not visible_in_sandbox(path, workdir):
-        raise ToolRefused(f"OS sandbox: {prog!r} ({path}) is not visible inside the sandbox; "
-                          "only /usr, /etc and the workdir are")
+        raise ToolRefused(
+            f"OS sandbox: {prog!r} ({path}) is not visible inside the sandbox; "
+            "only /usr, /etc and the workdir are"
+        )
     return str(path)
 
 
@@ -156,8 +170,15 @@ def aios_dir(policy: SandboxPolicy, *sub: str) -> Path:
 # ---------------------------------------------------------------- launching
 
 
-def spawn(plan: CommandPlan, argv: list[str], *, stdin: Any, stdout: Any, stderr: Any,
-          cgroup: PidsCgroup | None) -> subprocess.Popen[bytes]:
+def spawn(
+    plan: CommandPlan,
+    argv: list[str],
+    *,
+    stdin: Any,
+    stdout: Any,
+    stderr: Any,
+    cgroup: PidsCgroup | None,
+) -> subprocess.Popen[bytes]:
     """Start one stage in its own session, limited, and inside bwrap when on."""
     caps, limits = plan.caps, plan.limits
     if plan.in_bwrap:
@@ -167,18 +188,26 @@ def spawn(plan: CommandPlan, argv: list[str], *, stdin: Any, stdout: Any, stderr
     else:
         full, env, nproc = argv, dict(plan.env), fallback_nproc(caps, limits)
     try:
-        return procgroup.popen(full, subprocess.Popen, stdin=stdin, stdout=stdout,
-                               stderr=stderr, cwd=plan.cwd, env=env, close_fds=True,
-                               preexec_fn=make_preexec(limits, cgroup=cgroup, nproc=nproc,
-                                                       die_with_parent=not plan.in_bwrap))
+        return procgroup.popen(
+            full,
+            subprocess.Popen,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=plan.cwd,
+            env=env,
+            close_fds=True,
+            preexec_fn=make_preexec(
+                limits, cgroup=cgroup, nproc=nproc, die_with_parent=not plan.in_bwrap
+            ),
+        )
     except (OSError, subprocess.SubprocessError) as e:
         raise ToolFailed(f"could not start {argv[0]!r}: {e}") from e
 
 
 def new_cgroup(plan: CommandPlan, stages: int) -> PidsCgroup | None:
     extra = BWRAP_EXTRA_TASKS if plan.in_bwrap else 0
-    return PidsCgroup.create(plan.caps.pids_cgroup,
-                             plan.limits.max_processes + stages * extra)
+    return PidsCgroup.create(plan.caps.pids_cgroup, plan.limits.max_processes + stages * extra)
 
 
 # ------------------------------------------------------------------ running
@@ -221,8 +250,12 @@ class RunOutcome:
     process_limit_hit: bool = False
 
     def result(self) -> dict[str, Any]:
-        return {"exit_code": self.exit_code, "stdout": self.stdout, "stderr": self.stderr,
-                "truncated": self.truncated}
+        return {
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "truncated": self.truncated,
+        }
 
 
 def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
@@ -240,8 +273,7 @@ def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
             else:
                 next_r, stdout = os.pipe()
                 ours |= {next_r, stdout}
-            procs.append(spawn(plan, argv, stdin=stdin, stdout=stdout, stderr=err_w,
-                               cgroup=cgroup))
+            procs.append(spawn(plan, argv, stdin=stdin, stdout=stdout, stderr=err_w, cgroup=cgroup))
             for fd in (stdin, stdout):
                 if fd in ours and fd not in (out_w, err_w):
                     os.close(fd)
@@ -263,8 +295,14 @@ def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
     return _collect(plan, procs, cgroup, out_r, err_r, timeout)
 
 
-def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
-             cgroup: PidsCgroup | None, out_r: int, err_r: int, timeout: float) -> RunOutcome:
+def _collect(
+    plan: CommandPlan,
+    procs: list[subprocess.Popen[bytes]],
+    cgroup: PidsCgroup | None,
+    out_r: int,
+    err_r: int,
+    timeout: float,
+) -> RunOutcome:
     streams = {out_r: _Capped(plan.max_output), err_r: _Capped(plan.max_output)}
     flood_limit = plan.max_output * OUTPUT_FLOOD_FACTOR
     sel = selectors.DefaultSelector()
@@ -309,9 +347,16 @@ def _collect(plan: CommandPlan, procs: list[subprocess.Popen[bytes]],
             cgroup.remove()
     code, sig = _exit_status(procs[-1].returncode, plan.in_bwrap)
     out, err = streams[out_r], streams[err_r]
-    return RunOutcome(exit_code=code, stdout=out.text(), stderr=err.text(),
-                      truncated=out.truncated or err.truncated, timed_out=timed_out,
-                      flooded=flooded, signal=sig, process_limit_hit=hit)
+    return RunOutcome(
+        exit_code=code,
+        stdout=out.text(),
+        stderr=err.text(),
+        truncated=out.truncated or err.truncated,
+        timed_out=timed_out,
+        flooded=flooded,
+        signal=sig,
+        process_limit_hit=hit,
+    )
 
 
 def _wait_exited(procs: list[subprocess.Popen[bytes]], deadline: float) -> bool:
@@ -380,12 +425,16 @@ def finish(plan: CommandPlan, outcome: RunOutcome, timeout: float) -> ToolOutput
     if outcome.process_limit_hit:
         meta["process_limit_hit"] = True
     if outcome.timed_out:
-        raise ToolFailed(f"timed out after {timeout:g}s; process group killed",
-                         result=result, meta=meta)
+        raise ToolFailed(
+            f"timed out after {timeout:g}s; process group killed", result=result, meta=meta
+        )
     if outcome.flooded:
         limit = plan.max_output * OUTPUT_FLOOD_FACTOR
-        raise ToolFailed(f"output flood: more than {limit} bytes of output; process group "
-                         "killed", result=result, meta=meta)
+        raise ToolFailed(
+            f"output flood: more than {limit} bytes of output; process group killed",
+            result=result,
+            meta=meta,
+        )
     if outcome.signal is not None:
         meta["signal"] = signal.Signals(outcome.signal).name
     if outcome.exit_code != 0:
@@ -398,21 +447,37 @@ def finish(plan: CommandPlan, outcome: RunOutcome, timeout: float) -> ToolOutput
     return ToolOutput(result, meta)
 
 
-def run_command(ctx: ToolContext, plan: CommandPlan, tool: str,
-                requested_timeout: float | None) -> ToolOutput:
+def run_command(
+    ctx: ToolContext, plan: CommandPlan, tool: str, requested_timeout: float | None
+) -> ToolOutput:
     timeout = ctx.timeout(tool, requested_timeout)
     outcome = run_plan(plan, timeout)
     return finish(plan, outcome, timeout)
 
 
-@atomic_tool("shell_exec", ShellExecArgs,
-             "Run a command line in the app's workdir without a shell (whitelisted programs; "
-             "a plain 'a | b' pipeline is allowed). Returns exit_code, stdout, stderr, "
-             "truncated; a non-zero exit code is an error that keeps the output.")
+@atomic_tool(
+    "shell_exec",
+    ShellExecArgs,
+    "Run a command line in the app's workdir without a shell (whitelisted programs; "
+    "a plain 'a | b' pipeline is allowed). Returns exit_code, stdout, stderr, "
+    "truncated; a non-zero exit code is an error that keeps the output.",
+)
 def shell_exec(ctx: ToolContext, args: ShellExecArgs) -> ToolOutput:
     plan = plan_command(ctx, args.cmd, args.cwd)
     return run_command(ctx, plan, "shell_exec", args.timeout)
 
 
-__all__ = ["AIOS_DIR", "CommandPlan", "RunOutcome", "ShellExecArgs", "aios_dir", "finish",
-           "new_cgroup", "plan_command", "run_command", "run_plan", "shell_exec", "spawn"]
+__all__ = [
+    "AIOS_DIR",
+    "CommandPlan",
+    "RunOutcome",
+    "ShellExecArgs",
+    "aios_dir",
+    "finish",
+    "new_cgroup",
+    "plan_command",
+    "run_command",
+    "run_plan",
+    "shell_exec",
+    "spawn",
+]

@@ -25,8 +25,9 @@ def health() -> Response:
     # system cannot remember anything, so it is "degraded" and says why.
     store_failure = sys_.store.failure()
     status = "degraded" if store_failure else "ready" if sys_.launcher.ready() else "starting"
-    return jsonify({"status": status, "apps": apps, "llm": sys_.llm.status(),
-                    "store": store_failure or "ok"})
+    return jsonify(
+        {"status": status, "apps": apps, "llm": sys_.llm.status(), "store": store_failure or "ok"}
+    )
 
 
 @bp.get("/apps")
@@ -46,8 +47,12 @@ def file_grants() -> Response:
     """Per app, the ``exp``/``sig`` that open its files and icon for ``web.file_url_ttl`` s."""
     sys_ = system()
     ttl = sys_.config.web.file_url_ttl
-    return jsonify({"ttl": ttl, "grants": {
-        r.id: file_urls.grant(sys_.token, r.id, ttl) for r in sys_.launcher.apps()}})
+    return jsonify(
+        {
+            "ttl": ttl,
+            "grants": {r.id: file_urls.grant(sys_.token, r.id, ttl) for r in sys_.launcher.apps()},
+        }
+    )
 
 
 @bp.post("/apps/<app_id>/open")
@@ -94,9 +99,11 @@ def audit() -> Response:
         limit = int(request.args.get("limit", AUDIT_PAGE))
     except ValueError as e:
         raise BadRequest("limit must be a number") from e
-    rows = system().store.audit_rows(app=request.args.get("app") or None,
-                                     session_id=request.args.get("session") or None,
-                                     limit=limit)
+    rows = system().store.audit_rows(
+        app=request.args.get("app") or None,
+        session_id=request.args.get("session") or None,
+        limit=limit,
+    )
     return jsonify(rows)
 
 

@@ -46,11 +46,13 @@ def csp_header(port: int, *, window: bool = False) -> str:
     # strings, and app data never reaches the DOM as markup, so eval adds no path
     # for app data to run.
     script = "script-src 'self' 'unsafe-eval'" if window else "script-src 'self'"
-    return (f"default-src 'self'; {script}; style-src 'self'; "
-            "img-src 'self' data: http: https:; media-src 'self' blob: data: http: https:; "
-            f"connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; "
-            "font-src 'self'; object-src 'none'; base-uri 'none'; frame-src 'none'; "
-            "frame-ancestors 'none'; form-action 'self'")
+    return (
+        f"default-src 'self'; {script}; style-src 'self'; "
+        "img-src 'self' data: http: https:; media-src 'self' blob: data: http: https:; "
+        f"connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; "
+        "font-src 'self'; object-src 'none'; base-uri 'none'; frame-src 'none'; "
+        "frame-ancestors 'none'; form-action 'self'"
+    )
 
 
 def _allowed_hosts(port: int) -> set[str]:
@@ -65,7 +67,7 @@ def _allowed_origins(port: int) -> set[str]:
 
 def _bearer() -> str | None:
     auth = request.headers.get("Authorization", "")
-    return auth[len(_BEARER):].strip() if auth.startswith(_BEARER) else None
+    return auth[len(_BEARER) :].strip() if auth.startswith(_BEARER) else None
 
 
 def token_ok(supplied: str) -> bool:
@@ -76,12 +78,18 @@ def token_ok(supplied: str) -> bool:
 def _origin_refused() -> Response | None:
     sys_ = system()
     if request.host not in _allowed_hosts(sys_.port):
-        return error(403, f"host {request.host!r} is not allowed: the desktop answers only "
-                          "on the loopback address (DNS rebinding protection)")
+        return error(
+            403,
+            f"host {request.host!r} is not allowed: the desktop answers only "
+            "on the loopback address (DNS rebinding protection)",
+        )
     origin = request.headers.get("Origin")
     is_ws = request.headers.get("Upgrade", "").lower() == "websocket"
-    if (request.method not in _SAFE_METHODS or is_ws) and origin \
-            and origin not in _allowed_origins(sys_.port):
+    if (
+        (request.method not in _SAFE_METHODS or is_ws)
+        and origin
+        and origin not in _allowed_origins(sys_.port)
+    ):
         return error(403, f"origin {origin!r} is not allowed")
     return None
 
@@ -90,8 +98,7 @@ def _app_token_refused() -> Response | None:
     token = _bearer()
     record = system().launcher.by_token(token) if token is not None else None
     if record is None:
-        return error(401, "app token missing or invalid (Authorization: Bearer "
-                          "<AIOS_APP_TOKEN>)")
+        return error(401, "app token missing or invalid (Authorization: Bearer <AIOS_APP_TOKEN>)")
     g.app_record = record
     return None
 
@@ -110,19 +117,25 @@ def _guard() -> Response | None:
     if bearer is None and path == EVENTS_PATH:
         bearer = request.args.get("token")
     if bearer is None and (m := file_urls.APP_PATH.match(path)):
-        why = file_urls.check(system().token, m.group(1), request.args.get("exp", ""),
-                              request.args.get("sig", ""))
+        why = file_urls.check(
+            system().token, m.group(1), request.args.get("exp", ""), request.args.get("sig", "")
+        )
         return error(401, why) if why else None
     if not token_ok(bearer or ""):
-        return error(401, "launch token missing or invalid: open the desktop with the "
-                          "URL printed at start (…/?token=…)")
+        return error(
+            401,
+            "launch token missing or invalid: open the desktop with the "
+            "URL printed at start (…/?token=…)",
+        )
     return None
 
 
 @bp.after_app_request
 def _headers(resp: Response) -> Response:
-    resp.headers.setdefault("Content-Security-Policy", csp_header(
-        system().port, window=WINDOW_UA_MARK in request.headers.get("User-Agent", "")))
+    resp.headers.setdefault(
+        "Content-Security-Policy",
+        csp_header(system().port, window=WINDOW_UA_MARK in request.headers.get("User-Agent", "")),
+    )
     resp.headers["X-Content-Type-Options"] = "nosniff"
     resp.headers["Referrer-Policy"] = "no-referrer"
     resp.headers["X-Frame-Options"] = "DENY"

@@ -63,9 +63,14 @@ def app_file(app_id: str, rel: str) -> Response:
         return error(403, str(e))
     try:
         # The fd was opened race-free; /proc/self/fd/<fd> reaches that very file.
-        resp = send_file(fd_path(fd), mimetype=mimetypes.guess_type(rel)[0],
-                         download_name=rel.rsplit("/", 1)[-1], conditional=True,
-                         etag=f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}", max_age=0)
+        resp = send_file(
+            fd_path(fd),
+            mimetype=mimetypes.guess_type(rel)[0],
+            download_name=rel.rsplit("/", 1)[-1],
+            conditional=True,
+            etag=f"{st.st_ino:x}-{st.st_mtime_ns:x}-{st.st_size:x}",
+            max_age=0,
+        )
     finally:
         os.close(fd)
     resp.headers["Content-Security-Policy"] = APP_FILE_CSP

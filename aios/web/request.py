@@ -88,8 +88,7 @@ def int_arg(name: str, low: int, high: int | None, default: int | None) -> int |
     try:
         value = int(raw)
     except ValueError:
-        raise BadRequest(f"query parameter {name!r} must be a whole number, not {raw!r}") \
-            from None
+        raise BadRequest(f"query parameter {name!r} must be a whole number, not {raw!r}") from None
     if value < low or (high is not None and value > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise BadRequest(f"query parameter {name!r} must be {bound} (got {value})")
@@ -101,7 +100,13 @@ def check_progress(body: dict[str, Any]) -> None:
     if "progress" not in body or body["progress"] is None:
         return
     value = body["progress"]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= PROGRESS_MAX:
-        raise BadRequest(f"field 'progress' must be a number from 0 to 1 (or a percentage up to "
-                         f"{PROGRESS_MAX}), or null to clear the bar; got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= PROGRESS_MAX
+    ):
+        raise BadRequest(
+            f"field 'progress' must be a number from 0 to 1 (or a percentage up to "
+            f"{PROGRESS_MAX}), or null to clear the bar; got {value!r}"
+        )

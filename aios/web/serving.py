@@ -74,12 +74,14 @@ class ServerThread(threading.Thread):
         install_log_redaction()
         self._app: Flask | None = None
         timeout = WebConfig().request_timeout if request_timeout is None else request_timeout
-        self.server: BaseWSGIServer = make_server(HOST, port, self._dispatch, threaded=True,
-                                                  request_handler=_handler_class(timeout))
+        self.server: BaseWSGIServer = make_server(
+            HOST, port, self._dispatch, threaded=True, request_handler=_handler_class(timeout)
+        )
         self.port = self.server.server_port
 
-    def _dispatch(self, environ: dict[str, Any],
-                  start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def _dispatch(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
         if self._app is None:
             start_response("503 Service Unavailable", [("Content-Type", "application/json")])
             return [b'{"error": "the system is starting"}']

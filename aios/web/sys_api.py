@@ -50,15 +50,24 @@ def sys_llm() -> Response:
     if not isinstance(messages, list) or not messages:
         raise BadRequest("field 'messages' must be a non-empty list")
     try:
-        result = system().llm.chat(messages, tools=body.get("tools"),
-                                   tool_choice=body.get("tool_choice"),
-                                   purpose=f"app:{_caller().id}")
+        result = system().llm.chat(
+            messages,
+            tools=body.get("tools"),
+            tool_choice=body.get("tool_choice"),
+            purpose=f"app:{_caller().id}",
+        )
     except LLMUnavailable as e:
         return error(503, str(e))
     except LLMError as e:
         return error(502, str(e))
-    return jsonify({"message": result.message, "usage": result.usage,
-                    "model": result.model, "provider": result.provider})
+    return jsonify(
+        {
+            "message": result.message,
+            "usage": result.usage,
+            "model": result.model,
+            "provider": result.provider,
+        }
+    )
 
 
 @bp.get("/processes")

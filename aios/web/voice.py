@@ -37,8 +37,10 @@ def voice_transcribe() -> Response:
     sys_ = system()
     try:
         text = sys_.recognizer.transcribe(
-            request.get_data(cache=False), grammar_source(sys_.launcher.apps()),
-            language=_language(request.args.get("lang")))
+            request.get_data(cache=False),
+            grammar_source(sys_.launcher.apps()),
+            language=_language(request.args.get("lang")),
+        )
     except VoiceError as e:
         return error(VOICE_ERROR_STATUS, str(e))
     return _heard(text, sid)
@@ -49,8 +51,9 @@ def voice_listen() -> Response:
     sid = _voice_session()
     sys_ = system()
     try:
-        text = sys_.recognizer.listen_once(grammar_source(sys_.launcher.apps()),
-                                           language=_language())
+        text = sys_.recognizer.listen_once(
+            grammar_source(sys_.launcher.apps()), language=_language()
+        )
     except VoiceError as e:
         return error(VOICE_ERROR_STATUS, str(e))
     return _heard(text, sid)
@@ -71,9 +74,14 @@ def voice_speak() -> Response:
 def voice_status() -> Response:
     sys_ = system()
     source = grammar_source(sys_.launcher.apps())
-    return jsonify({"stt": {"engine": sys_.recognizer.engine(),
-                            "commands": grammar_words(source)},
-                    "tts": {"engine": sys_.config.voice.tts_engine,
-                            "rate": sys_.config.voice_rate,
-                            "voice": sys_.config.voice.mandarin_voice},
-                    "welcome": sys_.config.voice.welcome})
+    return jsonify(
+        {
+            "stt": {"engine": sys_.recognizer.engine(), "commands": grammar_words(source)},
+            "tts": {
+                "engine": sys_.config.voice.tts_engine,
+                "rate": sys_.config.voice_rate,
+                "voice": sys_.config.voice.mandarin_voice,
+            },
+            "welcome": sys_.config.voice.welcome,
+        }
+    )

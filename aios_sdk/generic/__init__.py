@@ -56,6 +56,7 @@ never be attributed to the wrong call. The ``state`` of the final reply is
 used for what it is good at: remembering the last view of the session, so a
 later click on one of its controls can be explained to the LLM.
 """
+
 from __future__ import annotations
 
 from aios_sdk.generic.agent import GenericAgent

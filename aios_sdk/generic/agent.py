@@ -77,8 +77,7 @@ class GenericAgent(AIOSAgent):
         if manifest is None:
             return
         # Per instance, from this folder's manifest: the class defaults stay as they are.
-        vars(self).update(name=manifest.name, description=manifest.description,
-                          icon=manifest.icon)
+        vars(self).update(name=manifest.name, description=manifest.description, icon=manifest.icon)
         role = (manifest.role_prompt or "").strip()
         if not role and (folder / ROLE_FILE).is_file():
             try:
@@ -94,8 +93,12 @@ class GenericAgent(AIOSAgent):
 
     # -------------------------------------------------------------- handle
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         action = action_request if isinstance(action_request, dict) else None
         en = locale_of(context) == "en"
@@ -114,12 +117,20 @@ class GenericAgent(AIOSAgent):
             else:
                 request = self._user_request(instruction, action, context)
                 if request is None:
-                    return self.home_view(en, hint=bool(action and action.get("action_id")
-                                                        in ASK_ACTIONS))
+                    return self.home_view(
+                        en, hint=bool(action and action.get("action_id") in ASK_ACTIONS)
+                    )
                 question, user_text = request
-                conv = {"messages": [{"role": "system", "content": self.system_prompt(context)},
-                                     {"role": "user", "content": user_text}],
-                        "round": 0, "next_step": 1, "pending": [], "question": question}
+                conv = {
+                    "messages": [
+                        {"role": "system", "content": self.system_prompt(context)},
+                        {"role": "user", "content": user_text},
+                    ],
+                    "round": 0,
+                    "next_step": 1,
+                    "pending": [],
+                    "question": question,
+                }
             return self._ask(conv, key, context)
         except LLMUnavailable as e:
             self._memory.forget(key)
@@ -130,8 +141,9 @@ class GenericAgent(AIOSAgent):
 
     # ----------------------------------------------------------- requests
 
-    def _user_request(self, instruction: str | None, action: dict[str, Any] | None,
-                      context: dict[str, Any]) -> tuple[str, str] | None:
+    def _user_request(
+        self, instruction: str | None, action: dict[str, Any] | None, context: dict[str, Any]
+    ) -> tuple[str, str] | None:
         """(question for a retry, user message for the LLM), or None for the home view."""
         if action is not None:
             action_id = action.get("action_id")
@@ -141,10 +153,15 @@ class GenericAgent(AIOSAgent):
                 text = question_from(action)
                 return (text, text) if text else None
             payload = {k: v for k, v in action.items() if k != "action_id"}
-            last = context.get("cwd_state", {}).get("last_view") \
-                if isinstance(context.get("cwd_state"), dict) else None
-            described = (f"[The user used the control action_id={action_id!r} of your "
-                         f"previous view. Payload: {dumps(payload, 2000)}]")
+            last = (
+                context.get("cwd_state", {}).get("last_view")
+                if isinstance(context.get("cwd_state"), dict)
+                else None
+            )
+            described = (
+                f"[The user used the control action_id={action_id!r} of your "
+                f"previous view. Payload: {dumps(payload, 2000)}]"
+            )
             if last:
                 described += f"\n[That view was: {dumps(last, STATE_CHARS)}]"
             return "", described
@@ -154,15 +171,16 @@ class GenericAgent(AIOSAgent):
         return text, text
 
     def _only_opens(self, text: str) -> bool:
-        """"打开智能助手" / "open assistant": the routing words and nothing else."""
+        """ "打开智能助手" / "open assistant": the routing words and nothing else."""
         words = [*_OPEN_WORDS, self.name, *self._keywords]
         rest = text.lower()
         for w in sorted({w.lower() for w in words if w}, key=len, reverse=True):
             rest = rest.replace(w, " ")
         return not _PUNCT.sub("", rest)
 
-    def _conversation_key(self, instruction: str | None, action: dict[str, Any] | None,
-                          context: dict[str, Any]) -> str:
+    def _conversation_key(
+        self, instruction: str | None, action: dict[str, Any] | None, context: dict[str, Any]
+    ) -> str:
         sid = context.get("session_id") or current_session_id() or "nosession"
         return conversation_key(str(sid), instruction, action)
 
@@ -174,28 +192,44 @@ class GenericAgent(AIOSAgent):
 
         available = context.get("available_tools")
         allowed = set(available) if isinstance(available, list) and available else None
-        specs = [s for s in tool_schemas()
-                 if allowed is None or s["function"]["name"] in allowed]
+        specs = [s for s in tool_schemas() if allowed is None or s["function"]["name"] in allowed]
         for name, info in self.custom_tools().items():
-            specs.append({"type": "function",
-                          "function": {"name": name, "description": info.description or name,
-                                       "parameters": info.parameters}})
+            specs.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": info.description or name,
+                        "parameters": info.parameters,
+                    },
+                }
+            )
         specs.append(SHOW_VIEW_TOOL)
         return specs
 
     def system_prompt(self, context: dict[str, Any]) -> str:
-        return system_prompt(context, display_name=self.display_name, app_id=self.app_id(),
-                             role_prompt=self.role_prompt,
-                             max_tool_rounds=self.max_tool_rounds)
+        return system_prompt(
+            context,
+            display_name=self.display_name,
+            app_id=self.app_id(),
+            role_prompt=self.role_prompt,
+            max_tool_rounds=self.max_tool_rounds,
+        )
 
     def _ask(self, conv: dict[str, Any], key: str, context: dict[str, Any]) -> dict[str, Any]:
         en = locale_of(context) == "en"
         messages: list[dict[str, Any]] = conv["messages"]
         if conv["round"] >= self.max_tool_rounds:
             tools = [SHOW_VIEW_TOOL]
-            messages.append({"role": "system", "content": (
-                "No more tool calls are possible for this request: call show_view now with "
-                "what you have (say what is missing, if anything).")})
+            messages.append(
+                {
+                    "role": "system",
+                    "content": (
+                        "No more tool calls are possible for this request: call show_view now with "
+                        "what you have (say what is missing, if anything)."
+                    ),
+                }
+            )
         else:
             tools = self.tool_specs(context)
         names = {t["function"]["name"] for t in tools}
@@ -219,19 +253,32 @@ class GenericAgent(AIOSAgent):
             return outcome.reply
         self._memory.forget(key)
         title = "The assistant gave an unusable answer" if en else "智能助手的回答无法显示"
-        message = (f"The LLM's answer could not be used, even after it was told why: {problem}"
-                   if en else f"大语言模型的回答无法使用（已告知原因后仍然如此）：{problem}")
+        message = (
+            f"The LLM's answer could not be used, even after it was told why: {problem}"
+            if en
+            else f"大语言模型的回答无法使用（已告知原因后仍然如此）：{problem}"
+        )
         return self._error(message, title, conv.get("question", ""), en)
 
-    def _interpret(self, reply: dict[str, Any], names: set[str], conv: dict[str, Any],
-                   context: dict[str, Any]) -> Outcome:
+    def _interpret(
+        self, reply: dict[str, Any], names: set[str], conv: dict[str, Any], context: dict[str, Any]
+    ) -> Outcome:
         en = locale_of(context) == "en"
         calls = reply.get("tool_calls") or []
         if not isinstance(calls, list) or not calls:
             text = str(reply.get("content") or "").strip()
             if not text:
-                return Outcome.bad("the answer was empty", [{"role": "user", "content": (
-                    "Your answer was empty. Answer the request, or call show_view.")}])
+                return Outcome.bad(
+                    "the answer was empty",
+                    [
+                        {
+                            "role": "user",
+                            "content": (
+                                "Your answer was empty. Answer the request, or call show_view."
+                            ),
+                        }
+                    ],
+                )
             return Outcome.done(self._finish(_text_view(text), conv, en))
         parsed: list[tuple[str, str, Any, str]] = []  # (call id, name, args, problem)
         for call in calls:
@@ -252,16 +299,30 @@ class GenericAgent(AIOSAgent):
                 if problem:
                     problems[cid] = problem
         if problems:
-            feedback = [{"role": "tool", "tool_call_id": cid, "content": problems.get(
-                cid, "not run: another call of this turn was invalid; send the whole turn "
-                     "again, corrected")} for cid, _, _, _ in parsed]
+            feedback = [
+                {
+                    "role": "tool",
+                    "tool_call_id": cid,
+                    "content": problems.get(
+                        cid,
+                        "not run: another call of this turn was invalid; send the whole turn "
+                        "again, corrected",
+                    ),
+                }
+                for cid, _, _, _ in parsed
+            ]
             return Outcome.bad("; ".join(problems.values()), feedback)
         steps: list[dict[str, Any]] = []
         pending: list[dict[str, Any]] = []
         for cid, name, args, _ in parsed:
             if name == SHOW_VIEW:
-                pending.append({"id": cid, "answer": "not shown: call show_view alone, after "
-                                                     "the results of the other calls"})
+                pending.append(
+                    {
+                        "id": cid,
+                        "answer": "not shown: call show_view alone, after "
+                        "the results of the other calls",
+                    }
+                )
                 continue
             step_id = conv["next_step"]
             conv["next_step"] = step_id + 1
@@ -270,15 +331,23 @@ class GenericAgent(AIOSAgent):
         try:
             steps = self.plan_steps(steps)
         except ProtocolError as e:
-            return Outcome.bad(str(e), [{"role": "tool", "tool_call_id": cid, "content": str(e)}
-                                         for cid, _, _, _ in parsed])
+            return Outcome.bad(
+                str(e),
+                [
+                    {"role": "tool", "tool_call_id": cid, "content": str(e)}
+                    for cid, _, _, _ in parsed
+                ],
+            )
         tools = ", ".join(s["tool"] for s in steps)
         said = str(reply.get("content") or "").strip()
-        loading = {"status": "ok", "view_type": "loading",
-                   "data": {"message": said or (f"Working: {tools}…" if en
-                                                else f"正在执行：{tools}…")},
-                   "actions": [], "steps": steps,
-                   "message": said or ("Working on it…" if en else "正在处理…")}
+        loading = {
+            "status": "ok",
+            "view_type": "loading",
+            "data": {"message": said or (f"Working: {tools}…" if en else f"正在执行：{tools}…")},
+            "actions": [],
+            "steps": steps,
+            "message": said or ("Working on it…" if en else "正在处理…"),
+        }
         return Outcome("steps", reply=loading, pending=pending)
 
     def _validate_view(self, args: Any, context: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -287,15 +356,20 @@ class GenericAgent(AIOSAgent):
             return {}, "the arguments must be an object {view_type, data, actions, message}"
         extra = sorted(set(args) - {"view_type", "data", "actions", "message", "status"})
         if extra:
-            return {}, (f"unknown field(s) {', '.join(extra)}; show_view takes view_type, data, "
-                        "actions, message")
+            return {}, (
+                f"unknown field(s) {', '.join(extra)}; show_view takes view_type, data, "
+                "actions, message"
+            )
         view_type = args.get("view_type")
         if view_type not in VIEW_TYPES:
             return {}, f"view_type must be one of {', '.join(VIEW_TYPES)} (got {view_type!r})"
-        view = {"status": args.get("status") if args.get("status") in ("ok", "error") else "ok",
-                "view_type": view_type, "data": args.get("data", {}),
-                "actions": args.get("actions") if args.get("actions") is not None else [],
-                "message": args.get("message") if isinstance(args.get("message"), str) else ""}
+        view = {
+            "status": args.get("status") if args.get("status") in ("ok", "error") else "ok",
+            "view_type": view_type,
+            "data": args.get("data", {}),
+            "actions": args.get("actions") if args.get("actions") is not None else [],
+            "message": args.get("message") if isinstance(args.get("message"), str) else "",
+        }
         try:
             parse_response(view)
         except ProtocolError as e:
@@ -310,15 +384,26 @@ class GenericAgent(AIOSAgent):
         actions = list(view.get("actions") or [])
         if not any(isinstance(a, dict) and a.get("action_id") == "ask" for a in actions):
             actions.append(_ask_input(en, follow_up=True))
-        summary = {"view_type": view["view_type"], "message": view.get("message") or "",
-                   "actions": [{k: a.get(k) for k in ("type", "action_id", "label", "params")
-                                if a.get(k) is not None} for a in actions
-                               if isinstance(a, dict)][:20]}
+        summary = {
+            "view_type": view["view_type"],
+            "message": view.get("message") or "",
+            "actions": [
+                {
+                    k: a.get(k)
+                    for k in ("type", "action_id", "label", "params")
+                    if a.get(k) is not None
+                }
+                for a in actions
+                if isinstance(a, dict)
+            ][:20],
+        }
         if len(dumps(summary, STATE_CHARS + 1)) > STATE_CHARS:
             summary["actions"] = [a.get("action_id") for a in summary["actions"]]
-        return {**view, "actions": actions,
-                "state": {"last_question": conv.get("question", "")[:300],
-                          "last_view": summary}}
+        return {
+            **view,
+            "actions": actions,
+            "state": {"last_question": conv.get("question", "")[:300], "last_view": summary},
+        }
 
     def _feed_results(self, conv: dict[str, Any], results: dict[str, Any]) -> None:
         """Answer every pending tool call from ``tool_results`` (stopped steps say so)."""
@@ -328,10 +413,10 @@ class GenericAgent(AIOSAgent):
             elif call.get("step") in results:
                 content = result_text(results[call["step"]])
             else:
-                content = ("not run: an earlier step of the same turn failed and stopped the "
-                           "plan")
-            conv["messages"].append({"role": "tool", "tool_call_id": call["id"],
-                                     "content": content})
+                content = "not run: an earlier step of the same turn failed and stopped the plan"
+            conv["messages"].append(
+                {"role": "tool", "tool_call_id": call["id"], "content": content}
+            )
         conv["pending"] = []
         conv["round"] = int(conv.get("round", 0)) + 1
 
@@ -342,26 +427,42 @@ class GenericAgent(AIOSAgent):
         name = self.display_name
         if en:
             # The icon is the title bar's (a set name or file): not repeated in the text.
-            content = (f"{name}\n\n{self.description}\n\nAsk me anything: I answer, "
-                       "and when a task needs it I plan my own tool calls (files in my "
-                       "workspace, web requests, commands, a small database) and show the "
-                       "result.")
+            content = (
+                f"{name}\n\n{self.description}\n\nAsk me anything: I answer, "
+                "and when a task needs it I plan my own tool calls (files in my "
+                "workspace, web requests, commands, a small database) and show the "
+                "result."
+            )
             message = "Please type a question." if hint else f"{name} is ready."
         else:
-            content = (f"{name}\n\n{self.description}\n\n"
-                       "有什么问题都可以问我：我会回答，需要时自己规划工具（工作目录里的文件、"
-                       "网络请求、命令、小型数据库）来完成任务，再把结果展示出来。")
+            content = (
+                f"{name}\n\n{self.description}\n\n"
+                "有什么问题都可以问我：我会回答，需要时自己规划工具（工作目录里的文件、"
+                "网络请求、命令、小型数据库）来完成任务，再把结果展示出来。"
+            )
             message = "请输入问题。" if hint else f"{name}已就绪。"
-        return {"status": "ok", "view_type": "text", "data": {"title": name, "content": content},
-                "actions": [_ask_input(en, follow_up=False)], "message": message}
+        return {
+            "status": "ok",
+            "view_type": "text",
+            "data": {"title": name, "content": content},
+            "actions": [_ask_input(en, follow_up=False)],
+            "message": message,
+        }
 
-    def _error(self, message: str, title: str, question: str, en: bool,
-               detail: Any = None) -> dict[str, Any]:
+    def _error(
+        self, message: str, title: str, question: str, en: bool, detail: Any = None
+    ) -> dict[str, Any]:
         reply = error_response(message, title=title, detail=detail)
         actions: list[dict[str, Any]] = []
         if question:
-            actions.append({"type": "button", "label": "Try again" if en else "重试",
-                            "action_id": "ask", "params": {"question": question}})
+            actions.append(
+                {
+                    "type": "button",
+                    "label": "Try again" if en else "重试",
+                    "action_id": "ask",
+                    "params": {"question": question},
+                }
+            )
         actions.append(_ask_input(en, follow_up=False))
         reply["actions"] = actions
         return reply
@@ -375,7 +476,8 @@ class GenericAgent(AIOSAgent):
                 "and restart, or type a key in the settings window. For a local model "
                 "(Ollama, vLLM, llama.cpp or any OpenAI-compatible server) set base_url to its "
                 "address, e.g. http://127.0.0.1:11434/v1, model to the model's name, and any "
-                "non-empty api_key (AIOS_LLM_BASE_URL / AIOS_LLM_MODEL work too).")
+                "non-empty api_key (AIOS_LLM_BASE_URL / AIOS_LLM_MODEL work too)."
+            )
         else:
             title = "需要配置大语言模型"
             message = (
@@ -383,33 +485,47 @@ class GenericAgent(AIOSAgent):
                 "DEEPSEEK_API_KEY（或 AIOS_LLM_API_KEY）后重启，或在设置窗口填写 API key。"
                 "使用本地模型（Ollama、vLLM、llama.cpp 等 OpenAI 兼容服务）时，把 base_url 设为"
                 "它的地址（例如 http://127.0.0.1:11434/v1），model 设为模型名，api_key 填任意非空值"
-                "（也可用环境变量 AIOS_LLM_BASE_URL / AIOS_LLM_MODEL）。")
-        detail = {"reason": reason,
-                  "settings": {"llm.api_key": "DEEPSEEK_API_KEY / AIOS_LLM_API_KEY",
-                               "llm.base_url": "https://api.deepseek.com | "
-                                               "http://127.0.0.1:11434/v1 (Ollama) | "
-                                               "http://127.0.0.1:8000/v1 (vLLM) | "
-                                               "http://127.0.0.1:8080/v1 (llama.cpp)",
-                               "llm.model": "deepseek-chat | <local model name>"}}
+                "（也可用环境变量 AIOS_LLM_BASE_URL / AIOS_LLM_MODEL）。"
+            )
+        detail = {
+            "reason": reason,
+            "settings": {
+                "llm.api_key": "DEEPSEEK_API_KEY / AIOS_LLM_API_KEY",
+                "llm.base_url": "https://api.deepseek.com | "
+                "http://127.0.0.1:11434/v1 (Ollama) | "
+                "http://127.0.0.1:8000/v1 (vLLM) | "
+                "http://127.0.0.1:8080/v1 (llama.cpp)",
+                "llm.model": "deepseek-chat | <local model name>",
+            },
+        }
         return self._error(message, title, "", en, detail)
 
     def _llm_error_view(self, en: bool, reason: str, question: str) -> dict[str, Any]:
         title = "The LLM did not answer" if en else "大语言模型没有回答"
-        message = (f"The language model could not answer: {reason}" if en
-                   else f"大语言模型没有回答：{reason}")
+        message = (
+            f"The language model could not answer: {reason}"
+            if en
+            else f"大语言模型没有回答：{reason}"
+        )
         return self._error(message, title, question, en)
 
     def _lost_view(self, en: bool) -> dict[str, Any]:
-        message = ("This request's conversation could not be found (the app may have "
-                   "restarted after its cache entry expired); please ask again." if en else
-                   "找不到这次请求的对话记录（可能是应用重启且缓存已过期），请重新提问。")
+        message = (
+            "This request's conversation could not be found (the app may have "
+            "restarted after its cache entry expired); please ask again."
+            if en
+            else "找不到这次请求的对话记录（可能是应用重启且缓存已过期），请重新提问。"
+        )
         return self._error(message, "Please ask again" if en else "请重新提问", "", en)
 
 
 def _ask_input(en: bool, *, follow_up: bool) -> dict[str, Any]:
     if en:
-        label, placeholder = ("Ask more", "A follow-up question…") if follow_up else \
-            ("Ask", "Type a question or a task…")
+        label, placeholder = (
+            ("Ask more", "A follow-up question…")
+            if follow_up
+            else ("Ask", "Type a question or a task…")
+        )
     else:
         label, placeholder = ("继续提问", "接着问…") if follow_up else ("提问", "输入问题或任务…")
     return {"type": "input", "label": label, "action_id": "ask", "placeholder": placeholder}
@@ -419,6 +535,11 @@ def _text_view(text: str) -> dict[str, Any]:
     # The spoken message is the first sentence; "todo.txt" is not the end of one.
     line = text.strip().split("\n", 1)[0]
     end = _SENTENCE_END.search(line)
-    first = line[:end.end()] if end else line
-    return {"status": "ok", "view_type": "text", "data": {"content": text},
-            "actions": [], "message": first[:200]}
+    first = line[: end.end()] if end else line
+    return {
+        "status": "ok",
+        "view_type": "text",
+        "data": {"content": text},
+        "actions": [],
+        "message": first[:200],
+    }

@@ -19,9 +19,15 @@ STATE_CHARS = 2000
 class Outcome:
     """What one LLM answer amounts to: a final view, steps to run, or a problem."""
 
-    def __init__(self, kind: str, *, reply: dict[str, Any] | None = None,
-                 pending: list[dict[str, Any]] | None = None, problem: str = "",
-                 feedback: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        reply: dict[str, Any] | None = None,
+        pending: list[dict[str, Any]] | None = None,
+        problem: str = "",
+        feedback: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.kind = kind
         self.reply = reply or {}
         self.pending = pending or []
@@ -89,8 +95,11 @@ def assistant_message(reply: dict[str, Any]) -> dict[str, Any]:
 def result_text(entry: Any) -> str:
     if not isinstance(entry, dict):
         return dumps(entry, TOOL_RESULT_CHARS)
-    shown = {k: entry[k] for k in ("status", "result", "error", "meta") if k in entry
-             and entry[k] is not None}
+    shown = {
+        k: entry[k]
+        for k in ("status", "result", "error", "meta")
+        if k in entry and entry[k] is not None
+    }
     return dumps(shown, TOOL_RESULT_CHARS)
 
 
@@ -112,4 +121,3 @@ def question_from(action: dict[str, Any]) -> str:
         if isinstance(value, str) and value.strip():
             return value.strip()[:4000]
     return ""
-

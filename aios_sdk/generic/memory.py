@@ -25,11 +25,13 @@ MEMORY_CONVERSATIONS = 64
 """Conversations mirrored in process memory (oldest dropped first)."""
 
 
-def conversation_key(session_id: str, instruction: str | None,
-                     action: dict[str, Any] | None) -> str:
+def conversation_key(
+    session_id: str, instruction: str | None, action: dict[str, Any] | None
+) -> str:
     """The cache key of one request: the system repeats instruction/action every round."""
-    raw = json.dumps({"i": instruction, "a": action}, sort_keys=True, ensure_ascii=False,
-                     default=str)
+    raw = json.dumps(
+        {"i": instruction, "a": action}, sort_keys=True, ensure_ascii=False, default=str
+    )
     return f"generic:{session_id}:{hashlib.sha256(raw.encode('utf-8')).hexdigest()[:20]}"
 
 
@@ -63,8 +65,11 @@ class ConversationMemory:
         except ToolError as e:
             log.warning("could not read the conversation from the cache: %s", e.error)
             return None
-        valid = isinstance(conv, dict) and isinstance(conv.get("messages"), list) \
+        valid = (
+            isinstance(conv, dict)
+            and isinstance(conv.get("messages"), list)
             and isinstance(conv.get("pending"), list)
+        )
         return conv if valid else None
 
     def forget(self, key: str) -> None:

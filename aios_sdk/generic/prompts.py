@@ -18,15 +18,21 @@ SHOW_VIEW_TOOL: dict[str, Any] = {
             "Finish: show the answer in the app's window. Call it alone, once the tool "
             "results you need are back. view_type picks the view, data fills it (shapes in "
             "the system message), actions are the controls under it, message is one short "
-            "sentence that is spoken to the user."),
+            "sentence that is spoken to the user."
+        ),
         "parameters": {
             "type": "object",
             "properties": {
                 "view_type": {"type": "string", "enum": list(VIEW_TYPES)},
-                "data": {"type": "object", "description": "The view's data, e.g. text "
-                                                          "{content}, list {title, items}."},
-                "actions": {"type": "array", "items": {"type": "object"},
-                            "description": "Controls: {type, label, action_id, ...}."},
+                "data": {
+                    "type": "object",
+                    "description": "The view's data, e.g. text {content}, list {title, items}.",
+                },
+                "actions": {
+                    "type": "array",
+                    "items": {"type": "object"},
+                    "description": "Controls: {type, label, action_id, ...}.",
+                },
                 "message": {"type": "string"},
             },
             "required": ["view_type", "data", "message"],
@@ -52,25 +58,34 @@ value: bool}; slider {label, action_id, min, max, step, value}; datetime {label,
 Every control needs an action_id (letters, digits, _ . -); do not use ask, retry, home, reset."""
 
 
-
-def system_prompt(context: dict[str, Any], *, display_name: str, app_id: str, role_prompt: str,
-                  max_tool_rounds: int) -> str:
+def system_prompt(
+    context: dict[str, Any],
+    *,
+    display_name: str,
+    app_id: str,
+    role_prompt: str,
+    max_tool_rounds: int,
+) -> str:
     """The system message of a request: the role, how to work, the views and controls."""
     role = str(context.get("role") or role_prompt or "You are a helpful assistant.")
     app = str(context.get("app") or app_id)
-    language = "English" if locale_of(context) == "en" else \
-        "Chinese (简体中文), unless the user writes in another language"
+    language = (
+        "English"
+        if locale_of(context) == "en"
+        else "Chinese (简体中文), unless the user writes in another language"
+    )
     raw_state = context.get("cwd_state")
     state: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
     files = state.get("files") or []
     lines = [
-        role, "",
+        role,
+        "",
         f"You are the app {display_name!r} (id {app}) on Triton AIOS, a desktop where "
         f"every app is a small AI. Answer in {language}.",
         "",
         "How to work:",
         "- To act, call tools. Paths are relative to your workdir, a sandbox folder "
-        "(\"workspace/a.txt\" and \"a.txt\" name the same file); nothing outside it is "
+        '("workspace/a.txt" and "a.txt" name the same file); nothing outside it is '
         "reachable. The calls of one turn run in order; their results come back as tool "
         "messages, then you decide what comes next.",
         "- Never invent a tool result. When a tool fails, say so or try another way.",
@@ -78,10 +93,12 @@ def system_prompt(context: dict[str, Any], *, display_name: str, app_id: str, ro
         "- To finish, call show_view alone with the view that best shows the answer. "
         "A plain text answer is shown as a text view.",
         "",
-        "Views (view_type: data):", _VIEW_SHAPES,
+        "Views (view_type: data):",
+        _VIEW_SHAPES,
         f"Show a file of your workdir with the URL /apps/{app}/files/<path in the workdir>.",
         "",
-        "Controls (actions):", _ACTION_SHAPES,
+        "Controls (actions):",
+        _ACTION_SHAPES,
         "When the user uses a control you receive a message naming its action_id and what "
         "it sent (params, form_values, selected, checked, value, href or on).",
         "",
@@ -91,6 +108,7 @@ def system_prompt(context: dict[str, Any], *, display_name: str, app_id: str, ro
     if summary:
         lines.append(f"The session so far: {str(summary)[:2000]}")
     if state.get("last_view"):
-        lines.append(f"Your previous view in this session: "
-                     f"{dumps(state['last_view'], STATE_CHARS)}")
+        lines.append(
+            f"Your previous view in this session: {dumps(state['last_view'], STATE_CHARS)}"
+        )
     return "\n".join(lines)

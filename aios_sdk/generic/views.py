@@ -34,8 +34,7 @@ def _need_list(data: dict[str, Any], key: str, view: str, *, items: str = "") ->
 
 
 def _check_text(d: dict[str, Any]) -> list[str]:
-    return [] if isinstance(d.get("content"), str) else \
-        ["text view: data.content must be a string"]
+    return [] if isinstance(d.get("content"), str) else ["text view: data.content must be a string"]
 
 
 def _check_list(d: dict[str, Any]) -> list[str]:
@@ -53,8 +52,7 @@ def _check_card(d: dict[str, Any]) -> list[str]:
 
 
 def _check_table(d: dict[str, Any]) -> list[str]:
-    problems = _need_list(d, "columns", "table") + _need_list(d, "rows", "table",
-                                                              items=" of rows")
+    problems = _need_list(d, "columns", "table") + _need_list(d, "rows", "table", items=" of rows")
     if not problems and not all(isinstance(r, list | dict) for r in d["rows"]):
         problems.append("table view: each row must be a list of cells")
     return problems
@@ -62,8 +60,9 @@ def _check_table(d: dict[str, Any]) -> list[str]:
 
 def _check_form(d: dict[str, Any]) -> list[str]:
     problems = _need_list(d, "fields", "form", items=" of {name, label, type}")
-    if not problems and not all(isinstance(f, dict) and isinstance(f.get("name"), str)
-                                and f["name"] for f in d["fields"]):
+    if not problems and not all(
+        isinstance(f, dict) and isinstance(f.get("name"), str) and f["name"] for f in d["fields"]
+    ):
         problems.append("form view: each field must be an object with a name")
     return problems
 
@@ -78,8 +77,11 @@ def _check_url(d: dict[str, Any], view: str, *, images: bool) -> list[str]:
     name = scheme.group(1).lower()
     if name in ("http", "https") or (images and url.strip().lower().startswith("data:image/")):
         return []
-    return [f"{view} view: data.url must be http(s)"
-            + (", data:image/…" if images else "") + " or /apps/<app>/files/<path>"]
+    return [
+        f"{view} view: data.url must be http(s)"
+        + (", data:image/…" if images else "")
+        + " or /apps/<app>/files/<path>"
+    ]
 
 
 def _check_media(d: dict[str, Any]) -> list[str]:
@@ -118,10 +120,15 @@ def _check_dashboard(d: dict[str, Any]) -> list[str]:
     if problems:
         return problems
     for i, w in enumerate(d["widgets"]):
-        if not isinstance(w, dict) or w.get("type") not in VIEW_TYPES \
-                or w.get("type") == "dashboard":
-            problems.append(f"dashboard: widget {i} needs a type among "
-                            f"{', '.join(v for v in VIEW_TYPES if v != 'dashboard')}")
+        if (
+            not isinstance(w, dict)
+            or w.get("type") not in VIEW_TYPES
+            or w.get("type") == "dashboard"
+        ):
+            problems.append(
+                f"dashboard: widget {i} needs a type among "
+                f"{', '.join(v for v in VIEW_TYPES if v != 'dashboard')}"
+            )
             continue
         inner = w["data"] if isinstance(w.get("data"), dict) else w
         if w["type"] == "chart":
@@ -136,7 +143,14 @@ def _check_dashboard(d: dict[str, Any]) -> list[str]:
 
 
 _SHAPE_CHECKS = {
-    "text": _check_text, "list": _check_list, "card": _check_card, "table": _check_table,
-    "form": _check_form, "media": _check_media, "image": _check_image, "chart": _check_chart,
-    "code": _check_code, "dashboard": _check_dashboard,
+    "text": _check_text,
+    "list": _check_list,
+    "card": _check_card,
+    "table": _check_table,
+    "form": _check_form,
+    "media": _check_media,
+    "image": _check_image,
+    "chart": _check_chart,
+    "code": _check_code,
+    "dashboard": _check_dashboard,
 }

@@ -31,22 +31,29 @@ MAX_TIMEOUT = 30
 SAMPLE = 'for i in range(1, 4):\n    print(f"{i} × {i} = {i * i}")\n'
 SAMPLES = {
     "九九乘法表 / times table": "for i in range(1, 10):\n    print(' '.join(f'{j}×{i}={i*j}' "
-                                "for j in range(1, i + 1)))\n",
+    "for j in range(1, i + 1)))\n",
     "质数 / primes": "print([n for n in range(2, 60) if all(n % d for d in range(2, n))])\n",
-    "系统信息 / platform": "import platform, sys\nprint(platform.python_version(), "
-                          "sys.platform)\n",
+    "系统信息 / platform": "import platform, sys\nprint(platform.python_version(), sys.platform)\n",
 }
-REFUSAL_PREFIXES = ("command policy", "command whitelist", "path confinement", "OS sandbox",
-                    "resource limit")
+REFUSAL_PREFIXES = (
+    "command policy",
+    "command whitelist",
+    "path confinement",
+    "OS sandbox",
+    "resource limit",
+)
 ACTIONS = ("run", "run_form", "run_line", "run_bg", "bg_log", "edit", "home")
 
 _APP_WORDS = re.compile(
     r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start)?\s*"
     r"(?:代码|python\s*runner|code)(?:app|应用|运行器)?(?![a-z0-9_(.])[\s,，:：]*",
-    re.IGNORECASE)
-_RUN = re.compile(r"^(?:请|帮我)?(?:运行|执行|跑一下|跑|计算|run|exec(?:ute)?|eval|python3?)"
-                  r"(?:\s*(?:代码|python|code))?(?![a-z0-9_(.])[\s:：]*(?P<code>[\s\S]*)$",
-                  re.IGNORECASE)
+    re.IGNORECASE,
+)
+_RUN = re.compile(
+    r"^(?:请|帮我)?(?:运行|执行|跑一下|跑|计算|run|exec(?:ute)?|eval|python3?)"
+    r"(?:\s*(?:代码|python|code))?(?![a-z0-9_(.])[\s:：]*(?P<code>[\s\S]*)$",
+    re.IGNORECASE,
+)
 _FENCE = re.compile(r"^```(?:python|py)?\s*\n?([\s\S]*?)\n?```$", re.IGNORECASE)
 
 
@@ -87,14 +94,18 @@ def parse_instruction(text: str | None) -> tuple[str, str]:
 
 def check_code(value: Any) -> str:
     if not isinstance(value, str):
-        raise Problem(f"代码必须是文字（收到 {type(value).__name__}）",
-                      f"code must be text (got {type(value).__name__})")
+        raise Problem(
+            f"代码必须是文字（收到 {type(value).__name__}）",
+            f"code must be text (got {type(value).__name__})",
+        )
     code = strip_fence(value)
     if not code.strip():
         raise Problem("代码是空的", "the code is empty")
     if len(code) > MAX_CODE_CHARS:
-        raise Problem(f"代码太长（{len(code)} 字符，最多 {MAX_CODE_CHARS}）",
-                      f"the code is too long ({len(code)} characters, at most {MAX_CODE_CHARS})")
+        raise Problem(
+            f"代码太长（{len(code)} 字符，最多 {MAX_CODE_CHARS}）",
+            f"the code is too long ({len(code)} characters, at most {MAX_CODE_CHARS})",
+        )
     if "\x00" in code:
         raise Problem("代码里有 NUL 字符", "the code contains a NUL character")
     return code
@@ -109,10 +120,15 @@ def check_timeout(value: Any) -> float:
             value = float(value)
         except ValueError:
             value = None
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not 1 <= value <= MAX_TIMEOUT:
-        raise Problem(f"超时必须是 1–{MAX_TIMEOUT} 秒（收到 {raw!r}）",
-                      f"timeout must be 1 to {MAX_TIMEOUT} seconds (got {raw!r})")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 1 <= value <= MAX_TIMEOUT
+    ):
+        raise Problem(
+            f"超时必须是 1–{MAX_TIMEOUT} 秒（收到 {raw!r}）",
+            f"timeout must be 1 to {MAX_TIMEOUT} seconds (got {raw!r})",
+        )
     return float(value)
 
 
@@ -122,8 +138,12 @@ class CodeAgent(AIOSAgent):
     icon = "🐍"
     role_prompt = "你是代码小AI。"
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         lang = locale_of(context)
         results = context.get("tool_results")
@@ -142,21 +162,22 @@ class CodeAgent(AIOSAgent):
         except Problem as p:
             return self._error(lang, tr(lang, p.zh, p.en), last)
 
-    def _action(self, lang: Lang, req: Any, results: dict[str, Any],
-                last: str) -> dict[str, Any]:
+    def _action(self, lang: Lang, req: Any, results: dict[str, Any], last: str) -> dict[str, Any]:
         if not isinstance(req, dict):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
         params = req.get("params") if isinstance(req.get("params"), dict) else {}
         if action_id == "run":
-            return self._run(lang, check_code(params.get("code")),
-                             check_timeout(params.get("timeout")), results)
+            return self._run(
+                lang, check_code(params.get("code")), check_timeout(params.get("timeout")), results
+            )
         if action_id == "run_form":
             values = req.get("form_values")
             if not isinstance(values, dict):
                 raise Problem("运行需要表单内容 form_values", "run_form needs form_values")
-            return self._run(lang, check_code(values.get("code")),
-                             check_timeout(values.get("timeout")), results)
+            return self._run(
+                lang, check_code(values.get("code")), check_timeout(values.get("timeout")), results
+            )
         if action_id == "run_line":
             return self._run(lang, check_code(req.get("value")), DEFAULT_TIMEOUT, results)
         if action_id == "run_bg":
@@ -168,93 +189,188 @@ class CodeAgent(AIOSAgent):
             return self._editor(lang, check_code(code) if code != last else last)
         if action_id == "home":
             return self._editor(lang, last)
-        raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
-                      f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})")
+        raise Problem(
+            f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
+            f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})",
+        )
 
     # ------------------------------------------------------------- views
 
     def _editor(self, lang: Lang, code: str, message: str | None = None) -> dict[str, Any]:
-        samples = [{"type": "button", "label": f"▶ {label}", "action_id": "run",
-                    "params": {"code": sample}} for label, sample in SAMPLES.items()]
-        return {"status": "ok", "view_type": "form",
-                "data": {"title": tr(lang, "Python 代码", "Python code"),
-                         "description": tr(lang, "在沙箱里运行：只有本应用的工作区可写。",
-                                           "Runs in the sandbox: only this app's workspace "
-                                           "is writable."),
-                         "fields": [{"name": "code", "label": tr(lang, "代码", "Code"),
-                                     "type": "textarea", "value": code, "required": True},
-                                    {"name": "timeout", "label": tr(lang, "超时（秒）",
-                                                                    "Timeout (s)"),
-                                     "type": "number", "value": DEFAULT_TIMEOUT, "min": 1,
-                                     "max": MAX_TIMEOUT}]},
-                "actions": [{"type": "submit_form", "label": tr(lang, "▶ 运行", "▶ Run"),
-                             "action_id": "run_form"},
-                            {"type": "input", "label": tr(lang, "一行代码", "One line"),
-                             "action_id": "run_line", "placeholder": "print(1 + 1)"},
-                            *samples],
-                "message": message or tr(lang, "输入 Python 代码后点运行", "Enter Python code "
-                                         "and press Run"),
-                "state": {"code": code}}
+        samples = [
+            {
+                "type": "button",
+                "label": f"▶ {label}",
+                "action_id": "run",
+                "params": {"code": sample},
+            }
+            for label, sample in SAMPLES.items()
+        ]
+        return {
+            "status": "ok",
+            "view_type": "form",
+            "data": {
+                "title": tr(lang, "Python 代码", "Python code"),
+                "description": tr(
+                    lang,
+                    "在沙箱里运行：只有本应用的工作区可写。",
+                    "Runs in the sandbox: only this app's workspace is writable.",
+                ),
+                "fields": [
+                    {
+                        "name": "code",
+                        "label": tr(lang, "代码", "Code"),
+                        "type": "textarea",
+                        "value": code,
+                        "required": True,
+                    },
+                    {
+                        "name": "timeout",
+                        "label": tr(lang, "超时（秒）", "Timeout (s)"),
+                        "type": "number",
+                        "value": DEFAULT_TIMEOUT,
+                        "min": 1,
+                        "max": MAX_TIMEOUT,
+                    },
+                ],
+            },
+            "actions": [
+                {
+                    "type": "submit_form",
+                    "label": tr(lang, "▶ 运行", "▶ Run"),
+                    "action_id": "run_form",
+                },
+                {
+                    "type": "input",
+                    "label": tr(lang, "一行代码", "One line"),
+                    "action_id": "run_line",
+                    "placeholder": "print(1 + 1)",
+                },
+                *samples,
+            ],
+            "message": message
+            or tr(lang, "输入 Python 代码后点运行", "Enter Python code and press Run"),
+            "state": {"code": code},
+        }
 
-    def _run(self, lang: Lang, code: str, timeout: float,
-             results: dict[str, Any]) -> dict[str, Any]:
+    def _run(
+        self, lang: Lang, code: str, timeout: float, results: dict[str, Any]
+    ) -> dict[str, Any]:
         step = results.get("step_1")
         if not isinstance(step, dict):
-            return {"status": "ok", "view_type": "loading",
-                    "data": {"message": tr(lang, "正在运行…", "Running…"),
-                             "language": "python", "code": code},
-                    "steps": self.plan_steps([{"tool": "shell_exec", "args": {
-                        "cmd": ["python3", "-c", code], "timeout": timeout}}]),
-                    "message": tr(lang, "正在运行", "Running")}
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {
+                    "message": tr(lang, "正在运行…", "Running…"),
+                    "language": "python",
+                    "code": code,
+                },
+                "steps": self.plan_steps(
+                    [
+                        {
+                            "tool": "shell_exec",
+                            "args": {"cmd": ["python3", "-c", code], "timeout": timeout},
+                        }
+                    ]
+                ),
+                "message": tr(lang, "正在运行", "Running"),
+            }
         return self._result(lang, code, timeout, step)
 
-    def _run_background(self, lang: Lang, code: str,
-                        results: dict[str, Any]) -> dict[str, Any]:
+    def _run_background(self, lang: Lang, code: str, results: dict[str, Any]) -> dict[str, Any]:
         """Long jobs: process_start in the background; its output goes to a log file."""
         step = results.get("step_1")
         if not isinstance(step, dict):
-            return {"status": "ok", "view_type": "loading",
-                    "data": {"message": tr(lang, "正在后台启动…", "Starting in the background…")},
-                    "steps": self.plan_steps([{"tool": "process_start", "args": {
-                        "cmd": "python3", "args": ["-c", code], "background": True}}]),
-                    "message": tr(lang, "正在后台启动", "Starting in the background")}
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {"message": tr(lang, "正在后台启动…", "Starting in the background…")},
+                "steps": self.plan_steps(
+                    [
+                        {
+                            "tool": "process_start",
+                            "args": {"cmd": "python3", "args": ["-c", code], "background": True},
+                        }
+                    ]
+                ),
+                "message": tr(lang, "正在后台启动", "Starting in the background"),
+            }
         if step.get("status") != "ok" or not isinstance(step.get("result"), dict):
-            raise Problem(f"后台运行失败：{step.get('error')}",
-                          f"could not start in the background: {step.get('error')}")
+            raise Problem(
+                f"后台运行失败：{step.get('error')}",
+                f"could not start in the background: {step.get('error')}",
+            )
         info = step["result"]
-        text = tr(lang, f"已在后台运行，进程 {info.get('pid')}，输出写入 {info.get('log')}",
-                  f"Running in the background as process {info.get('pid')}; output goes to "
-                  f"{info.get('log')}")
-        return {"status": "ok", "view_type": "text", "data": {"content": text, **info},
-                "actions": [{"type": "button", "label": tr(lang, "查看输出", "Show output"),
-                             "action_id": "bg_log", "params": {"log": info.get("log")}},
-                            {"type": "button", "label": tr(lang, "✎ 编辑", "✎ Edit"),
-                             "action_id": "edit", "params": {"code": code}}],
-                "message": text, "state": {"code": code}}
+        text = tr(
+            lang,
+            f"已在后台运行，进程 {info.get('pid')}，输出写入 {info.get('log')}",
+            f"Running in the background as process {info.get('pid')}; output goes to "
+            f"{info.get('log')}",
+        )
+        return {
+            "status": "ok",
+            "view_type": "text",
+            "data": {"content": text, **info},
+            "actions": [
+                {
+                    "type": "button",
+                    "label": tr(lang, "查看输出", "Show output"),
+                    "action_id": "bg_log",
+                    "params": {"log": info.get("log")},
+                },
+                {
+                    "type": "button",
+                    "label": tr(lang, "✎ 编辑", "✎ Edit"),
+                    "action_id": "edit",
+                    "params": {"code": code},
+                },
+            ],
+            "message": text,
+            "state": {"code": code},
+        }
 
-    def _background_log(self, lang: Lang, log: Any, results: dict[str, Any],
-                        last: str) -> dict[str, Any]:
+    def _background_log(
+        self, lang: Lang, log: Any, results: dict[str, Any], last: str
+    ) -> dict[str, Any]:
         if not isinstance(log, str) or not log:
             raise Problem("查看输出需要日志路径 params.log", "bg_log needs params.log")
         step = results.get("step_1")
         if not isinstance(step, dict):
-            return {"status": "ok", "view_type": "loading", "data": {},
-                    "steps": self.plan_steps([{"tool": "file_read", "args": {"path": log}}])}
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {},
+                "steps": self.plan_steps([{"tool": "file_read", "args": {"path": log}}]),
+            }
         if step.get("status") != "ok":
-            raise Problem(f"读取输出失败：{step.get('error')}",
-                          f"cannot read the output: {step.get('error')}")
-        return {"status": "ok", "view_type": "code",
-                "data": {"language": "plaintext", "code": str(step.get("result") or ""),
-                         "title": log},
-                "actions": [{"type": "button", "label": tr(lang, "刷新", "Refresh"),
-                             "action_id": "bg_log", "params": {"log": log}},
-                            {"type": "button", "label": tr(lang, "返回编辑", "Back to the editor"),
-                             "action_id": "home"}],
-                "message": tr(lang, "后台任务的输出", "Output of the background job"),
-                "state": {"code": last}}
+            raise Problem(
+                f"读取输出失败：{step.get('error')}", f"cannot read the output: {step.get('error')}"
+            )
+        return {
+            "status": "ok",
+            "view_type": "code",
+            "data": {"language": "plaintext", "code": str(step.get("result") or ""), "title": log},
+            "actions": [
+                {
+                    "type": "button",
+                    "label": tr(lang, "刷新", "Refresh"),
+                    "action_id": "bg_log",
+                    "params": {"log": log},
+                },
+                {
+                    "type": "button",
+                    "label": tr(lang, "返回编辑", "Back to the editor"),
+                    "action_id": "home",
+                },
+            ],
+            "message": tr(lang, "后台任务的输出", "Output of the background job"),
+            "state": {"code": last},
+        }
 
-    def _result(self, lang: Lang, code: str, timeout: float,
-                step: dict[str, Any]) -> dict[str, Any]:
+    def _result(
+        self, lang: Lang, code: str, timeout: float, step: dict[str, Any]
+    ) -> dict[str, Any]:
         out = step.get("result") if isinstance(step.get("result"), dict) else {}
         error = str(step.get("error") or "")
         stdout, stderr = str(out.get("stdout") or ""), str(out.get("stderr") or "")
@@ -263,69 +379,139 @@ class CodeAgent(AIOSAgent):
             outcome, summary = "ok", tr(lang, "运行成功，退出码 0", "Finished, exit code 0")
         elif error.startswith("timed out"):
             outcome = "timeout"
-            summary = tr(lang, f"超时：超过 {timeout:g} 秒，已终止", f"Timed out after "
-                         f"{timeout:g} s; stopped")
+            summary = tr(
+                lang,
+                f"超时：超过 {timeout:g} 秒，已终止",
+                f"Timed out after {timeout:g} s; stopped",
+            )
         elif not out:
             outcome = "refused" if error.startswith(REFUSAL_PREFIXES) else "failed"
-            summary = tr(lang, f"没有运行，被沙箱拒绝：{error}" if outcome == "refused"
-                         else f"没有运行：{error}",
-                         f"Not run, refused by the sandbox: {error}" if outcome == "refused"
-                         else f"Not run: {error}")
+            summary = tr(
+                lang,
+                f"没有运行，被沙箱拒绝：{error}" if outcome == "refused" else f"没有运行：{error}",
+                f"Not run, refused by the sandbox: {error}"
+                if outcome == "refused"
+                else f"Not run: {error}",
+            )
         else:
             outcome = "exit"
             summary = tr(lang, f"运行出错：{error}", f"Failed: {error}")
         if out.get("truncated"):
             summary += tr(lang, "（输出过长，已截断）", " (output truncated)")
         widgets = [
-            {"type": "code", "title": tr(lang, "源代码", "Source"), "language": "python",
-             "code": code},
-            {"type": "text", "title": tr(lang, "标准输出 stdout", "Output (stdout)"),
-             "content": stdout or tr(lang, "（无输出）", "(no output)")},
-            {"type": "text", "title": tr(lang, "标准错误 stderr", "Errors (stderr)"),
-             "content": stderr or tr(lang, "（无）", "(none)")},
-            {"type": "text", "title": tr(lang, "结果", "Result"),
-             "content": summary + (f" · exit code {exit_code}" if exit_code not in (None, 0)
-                                   else "")},
+            {
+                "type": "code",
+                "title": tr(lang, "源代码", "Source"),
+                "language": "python",
+                "code": code,
+            },
+            {
+                "type": "text",
+                "title": tr(lang, "标准输出 stdout", "Output (stdout)"),
+                "content": stdout or tr(lang, "（无输出）", "(no output)"),
+            },
+            {
+                "type": "text",
+                "title": tr(lang, "标准错误 stderr", "Errors (stderr)"),
+                "content": stderr or tr(lang, "（无）", "(none)"),
+            },
+            {
+                "type": "text",
+                "title": tr(lang, "结果", "Result"),
+                "content": summary
+                + (f" · exit code {exit_code}" if exit_code not in (None, 0) else ""),
+            },
         ]
-        return {"status": "ok" if outcome == "ok" else "error", "view_type": "dashboard",
-                "data": {"title": tr(lang, "运行结果", "Run result"), "widgets": widgets,
-                         "outcome": outcome, "exit_code": exit_code, "stdout": stdout,
-                         "stderr": stderr, "error": error or None},
-                "actions": [{"type": "button", "label": tr(lang, "↻ 再运行一次", "↻ Run again"),
-                             "action_id": "run", "params": {"code": code, "timeout": timeout}},
-                            {"type": "button", "label": tr(lang, "✎ 编辑", "✎ Edit"),
-                             "action_id": "edit", "params": {"code": code}},
-                            {"type": "button",
-                             "label": tr(lang, "⏵ 后台运行", "⏵ Run in background"),
-                             "action_id": "run_bg", "params": {"code": code}}],
-                "message": summary, "state": {"code": code}}
+        return {
+            "status": "ok" if outcome == "ok" else "error",
+            "view_type": "dashboard",
+            "data": {
+                "title": tr(lang, "运行结果", "Run result"),
+                "widgets": widgets,
+                "outcome": outcome,
+                "exit_code": exit_code,
+                "stdout": stdout,
+                "stderr": stderr,
+                "error": error or None,
+            },
+            "actions": [
+                {
+                    "type": "button",
+                    "label": tr(lang, "↻ 再运行一次", "↻ Run again"),
+                    "action_id": "run",
+                    "params": {"code": code, "timeout": timeout},
+                },
+                {
+                    "type": "button",
+                    "label": tr(lang, "✎ 编辑", "✎ Edit"),
+                    "action_id": "edit",
+                    "params": {"code": code},
+                },
+                {
+                    "type": "button",
+                    "label": tr(lang, "⏵ 后台运行", "⏵ Run in background"),
+                    "action_id": "run_bg",
+                    "params": {"code": code},
+                },
+            ],
+            "message": summary,
+            "state": {"code": code},
+        }
 
     def _from_words(self, lang: Lang, text: str) -> dict[str, Any]:
         """A request in words: with an LLM, code to review; without, say what is needed."""
         try:
-            answer = self.llm([
-                {"role": "system", "content": "Write a short self-contained Python 3 program "
-                 "(standard library only, prints its result) for the user's request. Answer "
-                 "with the code only, no explanation."},
-                {"role": "user", "content": text[:2000]}])
+            answer = self.llm(
+                [
+                    {
+                        "role": "system",
+                        "content": "Write a short self-contained Python 3 program "
+                        "(standard library only, prints its result) for the user's request. Answer "
+                        "with the code only, no explanation.",
+                    },
+                    {"role": "user", "content": text[:2000]},
+                ]
+            )
             code = strip_fence(str(answer.get("content") or "").strip())
         except (LLMUnavailable, LLMError):
             code = ""
         if code and looks_like_python(code):
-            reply = self._editor(lang, code, tr(lang, "AI 写好了代码，检查后点运行",
-                                              "The AI wrote this code; check it, then Run"))
-            reply["actions"].insert(0, {"type": "button", "label": tr(lang, "▶ 运行", "▶ Run"),
-                                        "action_id": "run", "params": {"code": code}})
+            reply = self._editor(
+                lang,
+                code,
+                tr(
+                    lang,
+                    "AI 写好了代码，检查后点运行",
+                    "The AI wrote this code; check it, then Run",
+                ),
+            )
+            reply["actions"].insert(
+                0,
+                {
+                    "type": "button",
+                    "label": tr(lang, "▶ 运行", "▶ Run"),
+                    "action_id": "run",
+                    "params": {"code": code},
+                },
+            )
             return reply
-        raise Problem(f"「{text[:80]}」不是 Python 代码。例如：运行 print(1+1)",
-                      f"{text[:80]!r} is not Python code. For example: run print(1+1)")
+        raise Problem(
+            f"「{text[:80]}」不是 Python 代码。例如：运行 print(1+1)",
+            f"{text[:80]!r} is not Python code. For example: run print(1+1)",
+        )
 
     def _error(self, lang: Lang, message: str, last: str) -> dict[str, Any]:
-        return error_view(message, title=tr(lang, "代码：出错了", "Code: error"),
-                          actions=[{"type": "button",
-                                    "label": tr(lang, "返回编辑", "Back to the editor"),
-                                    "action_id": "home"}])
-
+        return error_view(
+            message,
+            title=tr(lang, "代码：出错了", "Code: error"),
+            actions=[
+                {
+                    "type": "button",
+                    "label": tr(lang, "返回编辑", "Back to the editor"),
+                    "action_id": "home",
+                }
+            ],
+        )
 
 
 if __name__ == "__main__":

@@ -13,11 +13,30 @@ from urllib.parse import quote
 
 MAX_NAME_BYTES = 255
 TEXT_EXT = {".txt", ".md", ".log", ".csv", ".tsv", ".ini", ".cfg", ".conf", ".rst", ""}
-CODE_LANG = {".py": "python", ".js": "javascript", ".mjs": "javascript", ".ts": "typescript",
-             ".json": "json", ".sh": "bash", ".html": "html", ".htm": "html", ".css": "css",
-             ".c": "c", ".h": "c", ".cpp": "cpp", ".java": "java", ".go": "go", ".rs": "rust",
-             ".yaml": "yaml", ".yml": "yaml", ".toml": "ini", ".sql": "sql", ".xml": "xml",
-             ".rb": "ruby", ".php": "php"}
+CODE_LANG = {
+    ".py": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".ts": "typescript",
+    ".json": "json",
+    ".sh": "bash",
+    ".html": "html",
+    ".htm": "html",
+    ".css": "css",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
+    ".java": "java",
+    ".go": "go",
+    ".rs": "rust",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "ini",
+    ".sql": "sql",
+    ".xml": "xml",
+    ".rb": "ruby",
+    ".php": "php",
+}
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico"}
 AUDIO_EXT = {".wav", ".mp3", ".ogg", ".oga", ".flac", ".m4a", ".aac", ".opus"}
 VIDEO_EXT = {".mp4", ".webm", ".ogv", ".mov", ".m4v"}
@@ -35,8 +54,9 @@ class BadPath(ValueError):
         return self.en if en else self.zh
 
 
-def clean_rel(raw: object, *, allow_root: bool = False, what: str = "path",
-              zh: str = "路径") -> str:
+def clean_rel(
+    raw: object, *, allow_root: bool = False, what: str = "path", zh: str = "路径"
+) -> str:
     """A normalised path relative to the workspace, or BadPath naming the rule.
 
     Hidden names (a leading dot) are refused: the workspace keeps the
@@ -45,24 +65,32 @@ def clean_rel(raw: object, *, allow_root: bool = False, what: str = "path",
     if raw is None:
         raw = ""
     if not isinstance(raw, str):
-        raise BadPath(f"{zh}必须是文字（收到 {type(raw).__name__}）",
-                      f"{what} must be text (got {type(raw).__name__})")
+        raise BadPath(
+            f"{zh}必须是文字（收到 {type(raw).__name__}）",
+            f"{what} must be text (got {type(raw).__name__})",
+        )
     text = raw.strip()
     if "\x00" in text:
         raise BadPath(f"{zh}含有 NUL 字符", f"{what} contains a NUL byte")
     if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", text):
-        raise BadPath(f"{zh} {raw!r} 必须是工作区里的相对路径",
-                      f"{what} {raw!r} must be relative to the workspace")
+        raise BadPath(
+            f"{zh} {raw!r} 必须是工作区里的相对路径",
+            f"{what} {raw!r} must be relative to the workspace",
+        )
     parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
     for p in parts:
         if p == "..":
             raise BadPath(f"{zh} {raw!r} 不能包含 '..'", f"{what} {raw!r} must not contain '..'")
         if p.startswith("."):
-            raise BadPath(f"{zh} {raw!r}：不管理以 '.' 开头的隐藏文件",
-                          f"{what} {raw!r}: hidden names (starting with '.') are not managed")
+            raise BadPath(
+                f"{zh} {raw!r}：不管理以 '.' 开头的隐藏文件",
+                f"{what} {raw!r}: hidden names (starting with '.') are not managed",
+            )
         if len(p.encode("utf-8")) > MAX_NAME_BYTES:
-            raise BadPath(f"{zh} {raw!r}：名字超过 {MAX_NAME_BYTES} 字节",
-                          f"{what} {raw!r}: a name is longer than {MAX_NAME_BYTES} bytes")
+            raise BadPath(
+                f"{zh} {raw!r}：名字超过 {MAX_NAME_BYTES} 字节",
+                f"{what} {raw!r}: a name is longer than {MAX_NAME_BYTES} bytes",
+            )
     if not parts and not allow_root:
         raise BadPath(f"{zh}不能为空", f"{what} is empty")
     return "/".join(parts)
@@ -72,8 +100,10 @@ def clean_name(raw: object) -> str:
     """One file name (no folder part) for a rename."""
     name = clean_rel(raw, what="new name", zh="新名称")
     if "/" in name:
-        raise BadPath(f"新名称 {raw!r} 不能含 '/'（重命名不移动文件夹）",
-                      f"new name {raw!r} must be a name without '/' (rename keeps the folder)")
+        raise BadPath(
+            f"新名称 {raw!r} 不能含 '/'（重命名不移动文件夹）",
+            f"new name {raw!r} must be a name without '/' (rename keeps the folder)",
+        )
     return name
 
 
@@ -106,10 +136,14 @@ class Kind:
 
 
 KINDS = {
-    "dir": Kind("dir", "文件夹", "folder"), "text": Kind("text", "文本", "text"),
-    "code": Kind("code", "代码", "code"), "image": Kind("image", "图片", "image"),
-    "audio": Kind("audio", "音频", "audio"), "video": Kind("video", "视频", "video"),
-    "file": Kind("file", "文件", "file"), "link": Kind("link", "链接", "link"),
+    "dir": Kind("dir", "文件夹", "folder"),
+    "text": Kind("text", "文本", "text"),
+    "code": Kind("code", "代码", "code"),
+    "image": Kind("image", "图片", "image"),
+    "audio": Kind("audio", "音频", "audio"),
+    "video": Kind("video", "视频", "video"),
+    "file": Kind("file", "文件", "file"),
+    "link": Kind("link", "链接", "link"),
 }
 
 
@@ -147,19 +181,46 @@ def human_size(size: object) -> str:
 
 _APP_WORDS = re.compile(
     r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start|show)?\s*(?:the\s+)?"
-    r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?[\s,，:：]*", re.IGNORECASE)
+    r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?[\s,，:：]*",
+    re.IGNORECASE,
+)
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("rename", re.compile(r"^(?:重命名|改名|rename|mv)\s*(?:文件\s*|file\s+)?(\S+?)\s*"
-                          r"(?:为|成|到|改为|to|->|as|\s)\s*(\S+)$", re.IGNORECASE)),
-    ("create", re.compile(r"^(?:新建|创建|写入|create|new|touch|write)\s*(?:文件\s*|file\s+)?"
-                          r"(\S+)(?:\s+(?:内容|content|with)?[:：]?\s*([\s\S]*))?$",
-                          re.IGNORECASE)),
-    ("delete", re.compile(r"^(?:删除|删掉|移除|delete|remove|rm)\s*(?:文件\s*|file\s+)?(.+)$",
-                          re.IGNORECASE)),
-    ("list", re.compile(r"^(?:列出|浏览|进入|list|ls|browse|cd)\s*(?:文件夹\s*|folder\s+)?(.*)$",
-                        re.IGNORECASE)),
-    ("preview", re.compile(r"^(?:预览|查看|打开|看看|显示|preview|view|open|show|cat)\s*"
-                           r"(?:文件\s*|file\s+)?(.+)$", re.IGNORECASE)),
+    (
+        "rename",
+        re.compile(
+            r"^(?:重命名|改名|rename|mv)\s*(?:文件\s*|file\s+)?(\S+?)\s*"
+            r"(?:为|成|到|改为|to|->|as|\s)\s*(\S+)$",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "create",
+        re.compile(
+            r"^(?:新建|创建|写入|create|new|touch|write)\s*(?:文件\s*|file\s+)?"
+            r"(\S+)(?:\s+(?:内容|content|with)?[:：]?\s*([\s\S]*))?$",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "delete",
+        re.compile(
+            r"^(?:删除|删掉|移除|delete|remove|rm)\s*(?:文件\s*|file\s+)?(.+)$", re.IGNORECASE
+        ),
+    ),
+    (
+        "list",
+        re.compile(
+            r"^(?:列出|浏览|进入|list|ls|browse|cd)\s*(?:文件夹\s*|folder\s+)?(.*)$", re.IGNORECASE
+        ),
+    ),
+    (
+        "preview",
+        re.compile(
+            r"^(?:预览|查看|打开|看看|显示|preview|view|open|show|cat)\s*"
+            r"(?:文件\s*|file\s+)?(.+)$",
+            re.IGNORECASE,
+        ),
+    ),
 ]
 
 

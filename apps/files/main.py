@@ -58,8 +58,18 @@ CREATE_MAX_CHARS = 1_000_000
 MAX_ROWS_WITH_CONTROLS = 60
 """Entries that get their own buttons; more are listed without (the view stays usable)."""
 
-ACTIONS = ("open_folder", "preview", "rename", "do_rename", "delete", "confirm_delete",
-           "create", "refresh", "open_link", "download")
+ACTIONS = (
+    "open_folder",
+    "preview",
+    "rename",
+    "do_rename",
+    "delete",
+    "confirm_delete",
+    "create",
+    "refresh",
+    "open_link",
+    "download",
+)
 
 
 class Problem(Exception):
@@ -104,8 +114,12 @@ class FilesAgent(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         c = Ctx(context if isinstance(context, dict) else {})
         try:
             if action_request is not None:
@@ -123,16 +137,20 @@ class FilesAgent(AIOSAgent):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
         if action_id not in ACTIONS:
-            raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
-                          f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})")
+            raise Problem(
+                f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
+                f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})",
+            )
         if action_id in ("create", "do_rename"):
             values = req.get("form_values")
             if not isinstance(values, dict):
-                raise Problem(f"{action_id} 需要表单内容 form_values",
-                              f"{action_id} needs form_values")
+                raise Problem(
+                    f"{action_id} 需要表单内容 form_values", f"{action_id} needs form_values"
+                )
             if action_id == "create":
-                return self._create(c, values.get("name"), values.get("content"),
-                                    values.get("folder", c.folder))
+                return self._create(
+                    c, values.get("name"), values.get("content"), values.get("folder", c.folder)
+                )
             return self._do_rename(c, values.get("path"), values.get("new_name"))
         if action_id in ("open_link", "download"):
             # The desktop opened the link itself; keep showing that file.
@@ -146,8 +164,12 @@ class FilesAgent(AIOSAgent):
         if "path" not in params:
             raise Problem(f"{action_id} 需要参数 path", f"{action_id} needs the param path")
         path = fl.clean_rel(params.get("path"))
-        return {"preview": self._preview, "rename": self._rename_form,
-                "delete": self._ask_delete, "confirm_delete": self._delete}[action_id](c, path)
+        return {
+            "preview": self._preview,
+            "rename": self._rename_form,
+            "delete": self._ask_delete,
+            "confirm_delete": self._delete,
+        }[action_id](c, path)
 
     def _instruction(self, c: Ctx, text: str | None) -> dict[str, Any]:
         intent, args = fl.parse_instruction(text)
@@ -168,17 +190,20 @@ class FilesAgent(AIOSAgent):
         reply = self._browse(c, c.folder)
         reply["message"] = c.t(
             f"没看懂「{args[0]}」。可以说：预览 a.txt、新建 a.txt 内容、重命名 a.txt 为 b.txt、"
-            "删除 a.txt。", f"I did not understand {args[0]!r}. Try: preview a.txt, create a.txt "
-            "text, rename a.txt to b.txt, delete a.txt.")
+            "删除 a.txt。",
+            f"I did not understand {args[0]!r}. Try: preview a.txt, create a.txt "
+            "text, rename a.txt to b.txt, delete a.txt.",
+        )
         return reply
 
     @staticmethod
     def _path_from_href(c: Ctx, href: Any) -> str:
         prefix = fl.file_url(c.app, "")
         if not isinstance(href, str) or not href.startswith(prefix):
-            raise Problem(f"链接 {href!r} 不是本应用的文件", f"link {href!r} is not a file of "
-                          "this app")
-        return fl.clean_rel(unquote(href[len(prefix):]))
+            raise Problem(
+                f"链接 {href!r} 不是本应用的文件", f"link {href!r} is not a file of this app"
+            )
+        return fl.clean_rel(unquote(href[len(prefix) :]))
 
     def _resolve(self, c: Ctx, raw: str) -> str:
         """A name from an instruction: relative to the folder being browsed, else the root."""
@@ -191,22 +216,29 @@ class FilesAgent(AIOSAgent):
 
     def _llm_intent(self, c: Ctx, text: str) -> tuple[str, list[str]]:
         """With an LLM, turn free text into one of the commands; without, unknown."""
-        prompt = ("Map the user's request about files to JSON {\"intent\": one of "
-                  "home|list|preview|create|delete|rename|unknown, \"args\": [strings]}. "
-                  "create args: [name, content]; rename args: [old, new]; others: [path]. "
-                  "Answer with the JSON only.")
+        prompt = (
+            'Map the user\'s request about files to JSON {"intent": one of '
+            'home|list|preview|create|delete|rename|unknown, "args": [strings]}. '
+            "create args: [name, content]; rename args: [old, new]; others: [path]. "
+            "Answer with the JSON only."
+        )
         try:
-            answer = self.llm([{"role": "system", "content": prompt},
-                               {"role": "user", "content": text}])
-            parsed = json.loads(str(answer.get("content") or "").strip().strip("`")
-                                .removeprefix("json").strip())
+            answer = self.llm(
+                [{"role": "system", "content": prompt}, {"role": "user", "content": text}]
+            )
+            parsed = json.loads(
+                str(answer.get("content") or "").strip().strip("`").removeprefix("json").strip()
+            )
         except (LLMUnavailable, LLMError, ValueError):
             return "unknown", [text]
         if not isinstance(parsed, dict):
             return "unknown", [text]
         intent, args = parsed.get("intent"), parsed.get("args") or []
-        if intent in ("home", "list", "preview", "create", "delete", "rename") and \
-                isinstance(args, list) and all(isinstance(a, str) for a in args):
+        if (
+            intent in ("home", "list", "preview", "create", "delete", "rename")
+            and isinstance(args, list)
+            and all(isinstance(a, str) for a in args)
+        ):
             needed = {"home": 0, "list": 0, "create": 1, "rename": 2}.get(intent, 1)
             if len(args) >= needed:
                 return intent, [*args, ""] if intent == "list" and not args else args
@@ -218,11 +250,16 @@ class FilesAgent(AIOSAgent):
         try:
             result = self.call_tool("file_list", path=c.tool_path(folder))
         except ToolError as e:
-            raise Problem(f"打不开文件夹「{folder or c.wd}」：{e.error}",
-                          f"cannot open folder {folder or c.wd!r}: {e.error}") from e
+            raise Problem(
+                f"打不开文件夹「{folder or c.wd}」：{e.error}",
+                f"cannot open folder {folder or c.wd!r}: {e.error}",
+            ) from e
         entries = result.get("entries") if isinstance(result, dict) else None
-        return [e for e in entries or [] if isinstance(e, dict)
-                and not str(e.get("name", ".")).startswith(".")]
+        return [
+            e
+            for e in entries or []
+            if isinstance(e, dict) and not str(e.get("name", ".")).startswith(".")
+        ]
 
     def _entry(self, c: Ctx, rel: str) -> dict[str, Any] | None:
         try:
@@ -245,8 +282,11 @@ class FilesAgent(AIOSAgent):
             out = e.result if isinstance(e.result, dict) else {}
             lines = str(out.get("stderr") or "").strip().splitlines()
             reason = lines[-1] if lines else e.error
-            raise Problem(f"操作没有完成：{reason}", f"the operation did not complete: {reason}",
-                          fl.parent_of(argv[1])) from e
+            raise Problem(
+                f"操作没有完成：{reason}",
+                f"the operation did not complete: {reason}",
+                fl.parent_of(argv[1]),
+            ) from e
 
     # ------------------------------------------------------------- views
 
@@ -258,9 +298,15 @@ class FilesAgent(AIOSAgent):
         for i, e in enumerate(entries):
             rel = fl.join(folder, str(e.get("name")))
             kind = fl.kind_of(rel, str(e.get("type")))
-            rows.append({"id": rel, "name": str(e.get("name")) + ("/" if kind.key == "dir" else ""),
-                         "type": c.t(kind.zh, kind.en), "size": fl.human_size(e.get("size")),
-                         "modified": str(e.get("modified") or "").replace("T", " ")[:19]})
+            rows.append(
+                {
+                    "id": rel,
+                    "name": str(e.get("name")) + ("/" if kind.key == "dir" else ""),
+                    "type": c.t(kind.zh, kind.en),
+                    "size": fl.human_size(e.get("size")),
+                    "modified": str(e.get("modified") or "").replace("T", " ")[:19],
+                }
+            )
             if i >= MAX_ROWS_WITH_CONTROLS:
                 continue
             if kind.key == "dir":
@@ -268,50 +314,88 @@ class FilesAgent(AIOSAgent):
             else:
                 per_row.append(self._btn(c.t("预览", "Preview"), "preview", rel))
             per_row.append(self._btn(c.t("重命名", "Rename"), "rename", rel))
-            per_row.append({**self._btn(c.t("删除", "Delete"), "delete", rel),
-                            "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?")})
+            per_row.append(
+                {
+                    **self._btn(c.t("删除", "Delete"), "delete", rel),
+                    "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?"),
+                }
+            )
         crumbs = [self._btn(f"📁 {c.wd}", "open_folder", "")]
         parts = folder.split("/") if folder else []
         for i, part in enumerate(parts):
-            crumbs.append(self._btn(f"› {part}", "open_folder", "/".join(parts[:i + 1])))
-        create = {"type": "submit_form", "label": c.t("新建文件", "New file"),
-                  "action_id": "create", "fields": [
-                      {"name": "name", "label": c.t("文件名", "File name"), "type": "text",
-                       "required": True, "placeholder": "notes.txt"},
-                      {"name": "content", "label": c.t("内容", "Content"), "type": "textarea"},
-                      {"name": "folder", "type": "hidden", "value": folder}]}
-        refresh = {"type": "button", "label": c.t("刷新", "Refresh"), "action_id": "refresh",
-                   "params": {"path": folder}}
+            crumbs.append(self._btn(f"› {part}", "open_folder", "/".join(parts[: i + 1])))
+        create = {
+            "type": "submit_form",
+            "label": c.t("新建文件", "New file"),
+            "action_id": "create",
+            "fields": [
+                {
+                    "name": "name",
+                    "label": c.t("文件名", "File name"),
+                    "type": "text",
+                    "required": True,
+                    "placeholder": "notes.txt",
+                },
+                {"name": "content", "label": c.t("内容", "Content"), "type": "textarea"},
+                {"name": "folder", "type": "hidden", "value": folder},
+            ],
+        }
+        refresh = {
+            "type": "button",
+            "label": c.t("刷新", "Refresh"),
+            "action_id": "refresh",
+            "params": {"path": folder},
+        }
         shown = f"{c.wd}/{folder}" if folder else c.wd
         if rows:
             default = c.t(f"「{shown}」里有 {len(rows)} 项", f"{len(rows)} entries in {shown}")
         else:
             default = c.t(f"「{shown}」是空的，新建一个文件吧", f"{shown} is empty; create a file")
-        return {"status": "ok", "view_type": "table",
-                "data": {"title": f"📁 {shown}", "folder": folder,
-                         "columns": [{"key": "name", "label": c.t("名称", "Name")},
-                                     {"key": "type", "label": c.t("类型", "Type")},
-                                     {"key": "size", "label": c.t("大小", "Size")},
-                                     {"key": "modified", "label": c.t("修改时间", "Modified")}],
-                         "rows": rows},
-                "actions": [*crumbs, *per_row, create, refresh],
-                "message": message or default, "state": {"folder": folder}}
+        return {
+            "status": "ok",
+            "view_type": "table",
+            "data": {
+                "title": f"📁 {shown}",
+                "folder": folder,
+                "columns": [
+                    {"key": "name", "label": c.t("名称", "Name")},
+                    {"key": "type", "label": c.t("类型", "Type")},
+                    {"key": "size", "label": c.t("大小", "Size")},
+                    {"key": "modified", "label": c.t("修改时间", "Modified")},
+                ],
+                "rows": rows,
+            },
+            "actions": [*crumbs, *per_row, create, refresh],
+            "message": message or default,
+            "state": {"folder": folder},
+        }
 
     @staticmethod
     def _btn(label: str, action_id: str, path: str) -> dict[str, Any]:
-        return {"type": "button", "label": label, "action_id": action_id,
-                "params": {"path": path}}
+        return {"type": "button", "label": label, "action_id": action_id, "params": {"path": path}}
 
     def _file_actions(self, c: Ctx, rel: str) -> list[dict[str, Any]]:
         url = fl.file_url(c.app, rel)
-        return [self._btn(c.t("← 返回", "← Back"), "open_folder", fl.parent_of(rel)),
-                {"type": "link", "label": c.t("在新标签页打开", "Open in a new tab"),
-                 "action_id": "open_link", "href": url},
-                {"type": "link", "label": c.t("下载", "Download"), "action_id": "download",
-                 "href": url},
-                self._btn(c.t("重命名", "Rename"), "rename", rel),
-                {**self._btn(c.t("删除", "Delete"), "delete", rel),
-                 "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?")}]
+        return [
+            self._btn(c.t("← 返回", "← Back"), "open_folder", fl.parent_of(rel)),
+            {
+                "type": "link",
+                "label": c.t("在新标签页打开", "Open in a new tab"),
+                "action_id": "open_link",
+                "href": url,
+            },
+            {
+                "type": "link",
+                "label": c.t("下载", "Download"),
+                "action_id": "download",
+                "href": url,
+            },
+            self._btn(c.t("重命名", "Rename"), "rename", rel),
+            {
+                **self._btn(c.t("删除", "Delete"), "delete", rel),
+                "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?"),
+            },
+        ]
 
     def _preview(self, c: Ctx, rel: str) -> dict[str, Any]:
         entry = self._must_exist(c, rel)
@@ -322,42 +406,71 @@ class FilesAgent(AIOSAgent):
         name = fl.base_of(rel)
         message = c.t(f"预览「{name}」", f"Previewing {name}")
         if kind.key == "image":
-            return self._reply("image", {"url": fl.file_url(c.app, rel), "caption": name},
-                               actions, message)
+            return self._reply(
+                "image", {"url": fl.file_url(c.app, rel), "caption": name}, actions, message
+            )
         if kind.key in ("audio", "video"):
-            return self._reply("media", {"url": fl.file_url(c.app, rel), "type": kind.key,
-                                         "title": name}, actions, message)
+            return self._reply(
+                "media",
+                {"url": fl.file_url(c.app, rel), "type": kind.key, "title": name},
+                actions,
+                message,
+            )
         try:
             text = self.call_tool("file_read", path=c.tool_path(rel), limit=PREVIEW_CHARS)
         except ToolError as e:
-            raise Problem(f"读不了「{rel}」：{e.error}", f"cannot read {rel!r}: {e.error}",
-                          fl.parent_of(rel)) from e
+            raise Problem(
+                f"读不了「{rel}」：{e.error}", f"cannot read {rel!r}: {e.error}", fl.parent_of(rel)
+            ) from e
         text = str(text)
         if "\x00" in text or "\ufffd" in text[:4096]:
-            return self._reply("text", {"title": name, "content": c.t(
-                "这是二进制文件，不能按文本预览。可以用「下载」打开它。",
-                "This is a binary file; it cannot be previewed as text. Use Download.")},
-                actions, message)
+            return self._reply(
+                "text",
+                {
+                    "title": name,
+                    "content": c.t(
+                        "这是二进制文件，不能按文本预览。可以用「下载」打开它。",
+                        "This is a binary file; it cannot be previewed as text. Use Download.",
+                    ),
+                },
+                actions,
+                message,
+            )
         size = entry.get("size")
         if isinstance(size, int) and size > len(text.encode("utf-8")):
-            message += c.t(f"（只显示前 {PREVIEW_CHARS} 个字符）",
-                           f" (first {PREVIEW_CHARS} characters only)")
+            message += c.t(
+                f"（只显示前 {PREVIEW_CHARS} 个字符）", f" (first {PREVIEW_CHARS} characters only)"
+            )
         lang = fl.CODE_LANG.get(fl.ext_of(rel))
         if lang:
-            return self._reply("code", {"language": lang, "code": text, "title": name},
-                               actions, message)
+            return self._reply(
+                "code", {"language": lang, "code": text, "title": name}, actions, message
+            )
         return self._reply("text", {"title": name, "content": text}, actions, message)
 
     def _rename_form(self, c: Ctx, rel: str) -> dict[str, Any]:
         self._must_exist(c, rel)
-        return self._reply("form", {
-            "title": c.t(f"重命名「{rel}」", f"Rename {rel!r}"),
-            "fields": [{"name": "new_name", "label": c.t("新名称", "New name"), "type": "text",
-                        "value": fl.base_of(rel), "required": True},
-                       {"name": "path", "type": "hidden", "value": rel}]},
-            [{"type": "submit_form", "label": c.t("重命名", "Rename"), "action_id": "do_rename"},
-             self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel))],
-            c.t("请输入新名称", "Enter the new name"))
+        return self._reply(
+            "form",
+            {
+                "title": c.t(f"重命名「{rel}」", f"Rename {rel!r}"),
+                "fields": [
+                    {
+                        "name": "new_name",
+                        "label": c.t("新名称", "New name"),
+                        "type": "text",
+                        "value": fl.base_of(rel),
+                        "required": True,
+                    },
+                    {"name": "path", "type": "hidden", "value": rel},
+                ],
+            },
+            [
+                {"type": "submit_form", "label": c.t("重命名", "Rename"), "action_id": "do_rename"},
+                self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel)),
+            ],
+            c.t("请输入新名称", "Enter the new name"),
+        )
 
     def _do_rename(self, c: Ctx, raw_path: Any, raw_name: Any) -> dict[str, Any]:
         rel = fl.clean_rel(raw_path)
@@ -368,20 +481,32 @@ class FilesAgent(AIOSAgent):
         if target == rel:
             return self._browse(c, folder, c.t("名称没有变化", "The name is unchanged"))
         if self._entry(c, target) is not None:
-            raise Problem(f"「{target}」已经存在，换一个名字吧（没有覆盖任何文件）",
-                          f"{target!r} already exists; choose another name (nothing was "
-                          "overwritten)", folder)
+            raise Problem(
+                f"「{target}」已经存在，换一个名字吧（没有覆盖任何文件）",
+                f"{target!r} already exists; choose another name (nothing was overwritten)",
+                folder,
+            )
         if not self._rename_text(c, rel, target, entry):
             self._helper(c, "mv", rel, target)
-        return self._browse(c, folder, c.t(f"已将「{fl.base_of(rel)}」重命名为「{name}」",
-                                           f"Renamed {fl.base_of(rel)!r} to {name!r}"))
+        return self._browse(
+            c,
+            folder,
+            c.t(
+                f"已将「{fl.base_of(rel)}」重命名为「{name}」",
+                f"Renamed {fl.base_of(rel)!r} to {name!r}",
+            ),
+        )
 
     def _rename_text(self, c: Ctx, rel: str, target: str, entry: dict[str, Any]) -> bool:
         """Read + write + delete for a text file; False when that would not be lossless."""
         size = entry.get("size")
         kind = fl.kind_of(rel, str(entry.get("type")))
-        if entry.get("type") != "file" or kind.key not in ("text", "code") \
-                or not isinstance(size, int) or size > RENAME_TEXT_MAX:
+        if (
+            entry.get("type") != "file"
+            or kind.key not in ("text", "code")
+            or not isinstance(size, int)
+            or size > RENAME_TEXT_MAX
+        ):
             return False
         text = str(self.call_tool("file_read", path=c.tool_path(rel)))
         # The round trip is byte-exact only if decoding replaced nothing.
@@ -394,21 +519,36 @@ class FilesAgent(AIOSAgent):
     def _ask_delete(self, c: Ctx, rel: str) -> dict[str, Any]:
         entry = self._must_exist(c, rel)
         what = c.t("文件夹", "folder") if entry.get("type") == "dir" else c.t("文件", "file")
-        return self._reply("text", {
-            "title": c.t("确认删除", "Confirm delete"),
-            "content": c.t(f"确定要删除{what}「{rel}」吗？删除后无法恢复。",
-                           f"Really delete the {what} {rel!r}? This cannot be undone."),
-            "path": rel},
-            [{"type": "button", "label": c.t("确认删除", "Delete"), "action_id": "confirm_delete",
-              "params": {"path": rel}},
-             self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel))],
-            c.t(f"请确认是否删除「{rel}」", f"Please confirm deleting {rel!r}"))
+        return self._reply(
+            "text",
+            {
+                "title": c.t("确认删除", "Confirm delete"),
+                "content": c.t(
+                    f"确定要删除{what}「{rel}」吗？删除后无法恢复。",
+                    f"Really delete the {what} {rel!r}? This cannot be undone.",
+                ),
+                "path": rel,
+            },
+            [
+                {
+                    "type": "button",
+                    "label": c.t("确认删除", "Delete"),
+                    "action_id": "confirm_delete",
+                    "params": {"path": rel},
+                },
+                self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel)),
+            ],
+            c.t(f"请确认是否删除「{rel}」", f"Please confirm deleting {rel!r}"),
+        )
 
     def _delete(self, c: Ctx, rel: str) -> dict[str, Any]:
         entry = self._must_exist(c, rel)
         if entry.get("type") == "dir" and self._listing(c, rel):
-            raise Problem(f"文件夹「{rel}」不是空的，请先删除里面的文件",
-                          f"folder {rel!r} is not empty; delete its files first", rel)
+            raise Problem(
+                f"文件夹「{rel}」不是空的，请先删除里面的文件",
+                f"folder {rel!r} is not empty; delete its files first",
+                rel,
+            )
         self._helper(c, "rm", rel)
         return self._browse(c, fl.parent_of(rel), c.t(f"已删除「{rel}」", f"Deleted {rel!r}"))
 
@@ -418,35 +558,51 @@ class FilesAgent(AIOSAgent):
         if content is None:
             content = ""
         if not isinstance(content, str):
-            raise Problem(f"内容必须是文字（收到 {type(content).__name__}）",
-                          f"content must be text (got {type(content).__name__})", folder)
+            raise Problem(
+                f"内容必须是文字（收到 {type(content).__name__}）",
+                f"content must be text (got {type(content).__name__})",
+                folder,
+            )
         if len(content) > CREATE_MAX_CHARS:
-            raise Problem(f"内容太长（{len(content)} 字符，最多 {CREATE_MAX_CHARS}）",
-                          f"content too long ({len(content)} characters, at most "
-                          f"{CREATE_MAX_CHARS})", folder)
+            raise Problem(
+                f"内容太长（{len(content)} 字符，最多 {CREATE_MAX_CHARS}）",
+                f"content too long ({len(content)} characters, at most {CREATE_MAX_CHARS})",
+                folder,
+            )
         if self._entry(c, rel) is not None:
-            raise Problem(f"「{rel}」已经存在，没有覆盖它；换个名字吧",
-                          f"{rel!r} already exists and was not overwritten; choose another name",
-                          folder)
+            raise Problem(
+                f"「{rel}」已经存在，没有覆盖它；换个名字吧",
+                f"{rel!r} already exists and was not overwritten; choose another name",
+                folder,
+            )
         try:
             self.call_tool("file_write", path=c.tool_path(rel), content=content)
         except ToolError as e:
-            raise Problem(f"没能创建「{rel}」：{e.error}", f"could not create {rel!r}: {e.error}",
-                          folder) from e
+            raise Problem(
+                f"没能创建「{rel}」：{e.error}", f"could not create {rel!r}: {e.error}", folder
+            ) from e
         return self._browse(c, fl.parent_of(rel), c.t(f"已创建「{rel}」", f"Created {rel!r}"))
 
     # ------------------------------------------------------------ replies
 
     @staticmethod
-    def _reply(view_type: str, data: dict[str, Any], actions: list[dict[str, Any]],
-               message: str) -> dict[str, Any]:
-        return {"status": "ok", "view_type": view_type, "data": data, "actions": actions,
-                "message": message}
+    def _reply(
+        view_type: str, data: dict[str, Any], actions: list[dict[str, Any]], message: str
+    ) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "view_type": view_type,
+            "data": data,
+            "actions": actions,
+            "message": message,
+        }
 
     def _error(self, c: Ctx, message: str, folder: str = "") -> dict[str, Any]:
-        return error_view(message, title=c.t("文件管理：出错了", "Files: error"),
-                          actions=[self._btn(c.t("返回文件列表", "Back to the files"),
-                                             "open_folder", folder)])
+        return error_view(
+            message,
+            title=c.t("文件管理：出错了", "Files: error"),
+            actions=[self._btn(c.t("返回文件列表", "Back to the files"), "open_folder", folder)],
+        )
 
 
 if __name__ == "__main__":

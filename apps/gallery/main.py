@@ -30,8 +30,18 @@ from aios_sdk import AIOSAgent, Lang, error_view, locale_of, text_view, tool, tr
 
 log = logging.getLogger(__name__)
 
-VIEW_TYPES = ("text", "list", "card", "table", "form", "media", "image", "chart", "code",
-              "dashboard")
+VIEW_TYPES = (
+    "text",
+    "list",
+    "card",
+    "table",
+    "form",
+    "media",
+    "image",
+    "chart",
+    "code",
+    "dashboard",
+)
 EXTRA_VIEWS = ("loading", "error", "controls", "hostile", "notify", "push")
 ALL_VIEWS = (*VIEW_TYPES, *EXTRA_VIEWS)
 
@@ -41,8 +51,7 @@ CACHE_KEY = "gallery.loading_demo"
 CACHE_TTL = 300
 PUSH_EVENTS = 4
 
-LIMITS = {"rows": (0, 5000, 20), "items": (0, 1000, 8), "points": (1, 500, 7),
-          "series": (1, 5, 1)}
+LIMITS = {"rows": (0, 5000, 20), "items": (0, 1000, 8), "points": (1, 500, 7), "series": (1, 5, 1)}
 """param: (min, max, default)."""
 
 LABELS = {
@@ -83,8 +92,12 @@ VIEW_WORDS: dict[str, tuple[str, ...]] = {
     "notify": ("notify", "notification", "通知"),
     "push": ("push", "progress", "推送", "进度"),
 }
-CHART_WORDS = {"bar": ("bar", "柱状"), "line": ("line", "折线"), "pie": ("pie", "饼"),
-               "doughnut": ("doughnut", "donut", "环形")}
+CHART_WORDS = {
+    "bar": ("bar", "柱状"),
+    "line": ("line", "折线"),
+    "pie": ("pie", "饼"),
+    "doughnut": ("doughnut", "donut", "环形"),
+}
 
 
 class BadParam(ValueError):
@@ -94,40 +107,91 @@ class BadParam(ValueError):
 def controls() -> list[dict[str, Any]]:
     """All ten action controls of spec §6.3, one each."""
     return [
-        {"type": "button", "label": "按钮 button", "action_id": "ctl_button",
-         "params": {"n": 1, "who": "gallery"}},
-        {"type": "submit_form", "label": "提交 submit_form", "action_id": "ctl_form",
-         "fields": [{"name": "name", "label": "姓名 name", "type": "text", "value": "张三"},
-                    {"name": "age", "label": "年龄 age", "type": "number", "value": 30},
-                    {"name": "color", "label": "颜色 color", "type": "select",
-                     "options": ["red", "green", "blue"], "value": "green"}]},
-        {"type": "select", "label": "选择 select", "action_id": "ctl_select",
-         "options": [{"label": "苹果 apple", "value": "apple"},
-                     {"label": "香蕉 banana", "value": "banana"},
-                     {"label": "樱桃 cherry", "value": "cherry"}], "value": "apple"},
-        {"type": "checkbox", "label": "多选 checkbox", "action_id": "ctl_checkbox",
-         "options": ["a", "b", "c"], "value": ["a"]},
-        {"type": "radio", "label": "单选 radio", "action_id": "ctl_radio",
-         "options": ["small", "medium", "large"], "value": "medium"},
-        {"type": "input", "label": "输入 input", "action_id": "ctl_input",
-         "placeholder": "输入文字后回车 type and press Enter", "value": ""},
-        {"type": "link", "label": "链接 link", "action_id": "ctl_link",
-         "href": "https://example.com"},
+        {
+            "type": "button",
+            "label": "按钮 button",
+            "action_id": "ctl_button",
+            "params": {"n": 1, "who": "gallery"},
+        },
+        {
+            "type": "submit_form",
+            "label": "提交 submit_form",
+            "action_id": "ctl_form",
+            "fields": [
+                {"name": "name", "label": "姓名 name", "type": "text", "value": "张三"},
+                {"name": "age", "label": "年龄 age", "type": "number", "value": 30},
+                {
+                    "name": "color",
+                    "label": "颜色 color",
+                    "type": "select",
+                    "options": ["red", "green", "blue"],
+                    "value": "green",
+                },
+            ],
+        },
+        {
+            "type": "select",
+            "label": "选择 select",
+            "action_id": "ctl_select",
+            "options": [
+                {"label": "苹果 apple", "value": "apple"},
+                {"label": "香蕉 banana", "value": "banana"},
+                {"label": "樱桃 cherry", "value": "cherry"},
+            ],
+            "value": "apple",
+        },
+        {
+            "type": "checkbox",
+            "label": "多选 checkbox",
+            "action_id": "ctl_checkbox",
+            "options": ["a", "b", "c"],
+            "value": ["a"],
+        },
+        {
+            "type": "radio",
+            "label": "单选 radio",
+            "action_id": "ctl_radio",
+            "options": ["small", "medium", "large"],
+            "value": "medium",
+        },
+        {
+            "type": "input",
+            "label": "输入 input",
+            "action_id": "ctl_input",
+            "placeholder": "输入文字后回车 type and press Enter",
+            "value": "",
+        },
+        {
+            "type": "link",
+            "label": "链接 link",
+            "action_id": "ctl_link",
+            "href": "https://example.com",
+        },
         {"type": "toggle", "label": "开关 toggle", "action_id": "ctl_toggle", "value": False},
-        {"type": "slider", "label": "滑块 slider", "action_id": "ctl_slider", "min": 0,
-         "max": 100, "step": 1, "value": 50},
-        {"type": "datetime", "label": "日期时间 datetime", "action_id": "ctl_datetime",
-         "mode": "datetime", "value": "2026-01-01T09:00"},
+        {
+            "type": "slider",
+            "label": "滑块 slider",
+            "action_id": "ctl_slider",
+            "min": 0,
+            "max": 100,
+            "step": 1,
+            "value": 50,
+        },
+        {
+            "type": "datetime",
+            "label": "日期时间 datetime",
+            "action_id": "ctl_datetime",
+            "mode": "datetime",
+            "value": "2026-01-01T09:00",
+        },
     ]
 
 
 ECHO_IDS = frozenset({a["action_id"] for a in controls()} | {"form_submit"})
 
 
-
 def _home_button(lang: Lang) -> dict[str, Any]:
-    return {"type": "button", "label": tr(lang, "🏠 返回目录", "🏠 All views"),
-            "action_id": "home"}
+    return {"type": "button", "label": tr(lang, "🏠 返回目录", "🏠 All views"), "action_id": "home"}
 
 
 def _show(label: str, **params: Any) -> dict[str, Any]:
@@ -143,8 +207,10 @@ def _int_param(params: dict[str, Any], key: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise BadParam(f"参数 {key} 必须是 {lo}–{hi} 之间的整数（收到 {raw!r}）"
-                       f" / param {key} must be an integer from {lo} to {hi} (got {raw!r})")
+        raise BadParam(
+            f"参数 {key} 必须是 {lo}–{hi} 之间的整数（收到 {raw!r}）"
+            f" / param {key} must be an integer from {lo} to {hi} (got {raw!r})"
+        )
     return value
 
 
@@ -183,8 +249,12 @@ class GalleryAgent(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         lang = locale_of(context)
         try:
@@ -194,8 +264,11 @@ class GalleryAgent(AIOSAgent):
             if params is None:
                 note = None
                 if (instruction or "").strip():
-                    note = tr(lang, "没认出要看哪种视图，下面是全部类型。",
-                              "Which view? Here are all of them.")
+                    note = tr(
+                        lang,
+                        "没认出要看哪种视图，下面是全部类型。",
+                        "Which view? Here are all of them.",
+                    )
                 return self._home(lang, note)
             return self._render(params, context, lang, received=None)
         except Exception as e:  # noqa: BLE001 - a bug must become a view, not a dead window
@@ -204,8 +277,11 @@ class GalleryAgent(AIOSAgent):
 
     def _action(self, req: Any, context: dict[str, Any], lang: Lang) -> dict[str, Any]:
         if not isinstance(req, dict):
-            return self._error(lang, tr(lang, "操作请求必须是对象", "the action request must be an "
-                                      "object"), received=req)
+            return self._error(
+                lang,
+                tr(lang, "操作请求必须是对象", "the action request must be an object"),
+                received=req,
+            )
         action_id = req.get("action_id")
         if action_id in ECHO_IDS:
             return self._echo(req, lang)
@@ -216,12 +292,21 @@ class GalleryAgent(AIOSAgent):
         if action_id == "show":
             params = req.get("params")
             if not isinstance(params, dict):
-                return self._error(lang, tr(
-                    lang, "show 需要参数 params，例如 {\"view\": \"table\"}",
-                    "show needs params, e.g. {\"view\": \"table\"}"), received=req)
+                return self._error(
+                    lang,
+                    tr(
+                        lang,
+                        'show 需要参数 params，例如 {"view": "table"}',
+                        'show needs params, e.g. {"view": "table"}',
+                    ),
+                    received=req,
+                )
             return self._render(params, context, lang, received=req)
-        return self._error(lang, tr(lang, f"未知的操作 {action_id!r}",
-                                    f"unknown action {action_id!r}"), received=req)
+        return self._error(
+            lang,
+            tr(lang, f"未知的操作 {action_id!r}", f"unknown action {action_id!r}"),
+            received=req,
+        )
 
     # ------------------------------------------------------------- views
 
@@ -230,21 +315,39 @@ class GalleryAgent(AIOSAgent):
         actions: list[dict[str, Any]] = []
         for view in ALL_VIEWS:
             zh, en_name, desc = LABELS[view]
-            items.append({"id": view, "title": tr(lang, f"{zh} {en_name}", en_name),
-                          "sub": desc, "view": view})
+            items.append(
+                {
+                    "id": view,
+                    "title": tr(lang, f"{zh} {en_name}", en_name),
+                    "sub": desc,
+                    "view": view,
+                }
+            )
             actions.append(_show(tr(lang, "打开", "Show"), view=view))
-        actions += [_show(tr(lang, "1,000 行", "1,000 rows"), view="table", rows=1000),
-                    _show(tr(lang, "100 条", "100 items"), view="list", items=100),
-                    _show(tr(lang, "折线", "Line"), view="chart", type="line", points=12),
-                    _show(tr(lang, "饼图", "Pie"), view="chart", type="pie", points=5)]
-        return {"status": "ok", "view_type": "list",
-                "data": {"title": tr(lang, "组件展示：全部视图类型", "Gallery: every view type"),
-                         "items": items},
-                "actions": actions,
-                "message": note or tr(lang, "请选择要展示的视图", "Pick a view to show")}
+        actions += [
+            _show(tr(lang, "1,000 行", "1,000 rows"), view="table", rows=1000),
+            _show(tr(lang, "100 条", "100 items"), view="list", items=100),
+            _show(tr(lang, "折线", "Line"), view="chart", type="line", points=12),
+            _show(tr(lang, "饼图", "Pie"), view="chart", type="pie", points=5),
+        ]
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {
+                "title": tr(lang, "组件展示：全部视图类型", "Gallery: every view type"),
+                "items": items,
+            },
+            "actions": actions,
+            "message": note or tr(lang, "请选择要展示的视图", "Pick a view to show"),
+        }
 
-    def _render(self, params: dict[str, Any], context: dict[str, Any], lang: Lang,
-                received: dict[str, Any] | None) -> dict[str, Any]:
+    def _render(
+        self,
+        params: dict[str, Any],
+        context: dict[str, Any],
+        lang: Lang,
+        received: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         try:
             reply = self._build(params, context, lang)
         except BadParam as e:
@@ -253,188 +356,374 @@ class GalleryAgent(AIOSAgent):
             reply["data"]["received"] = received
         return reply
 
-    def _build(self, params: dict[str, Any], context: dict[str, Any],
-               lang: Lang) -> dict[str, Any]:
+    def _build(self, params: dict[str, Any], context: dict[str, Any], lang: Lang) -> dict[str, Any]:
         view = params.get("view", "home")
         if view == "home":
             return self._home(lang)
         if not isinstance(view, str) or view not in ALL_VIEWS:
-            raise BadParam(f"参数 view 必须是 {', '.join(ALL_VIEWS)} 之一（收到 {view!r}）"
-                           f" / param view must be one of them (got {view!r})")
+            raise BadParam(
+                f"参数 view 必须是 {', '.join(ALL_VIEWS)} 之一（收到 {view!r}）"
+                f" / param view must be one of them (got {view!r})"
+            )
         results = context.get("tool_results")
         results = results if isinstance(results, dict) else {}
         files = (context.get("cwd_state") or {}).get("files") or []
         app = context.get("app") or "gallery"
         name = tr(lang, LABELS[view][0], LABELS[view][1])
         done = tr(lang, f"已展示{name}视图", f"Showing the {name} view")
-        simple = {"text": sample_views.text_view, "form": sample_views.form_view,
-                  "code": sample_views.code_view, "dashboard": sample_views.dashboard_view}
+        simple = {
+            "text": sample_views.text_view,
+            "form": sample_views.form_view,
+            "code": sample_views.code_view,
+            "dashboard": sample_views.dashboard_view,
+        }
         if view in simple:
-            actions = [{"type": "submit_form", "label": tr(lang, "提交", "Submit"),
-                        "action_id": "form_submit"}] if view == "form" else []
+            actions = (
+                [
+                    {
+                        "type": "submit_form",
+                        "label": tr(lang, "提交", "Submit"),
+                        "action_id": "form_submit",
+                    }
+                ]
+                if view == "form"
+                else []
+            )
             return self._view(view, simple[view](), lang, done, actions)
         if view == "table":
             rows = _int_param(params, "rows")
-            return self._view("table", sample_views.table_view(rows), lang,
-                              tr(lang, f"表格共 {rows} 行", f"Table with {rows} rows"))
+            return self._view(
+                "table",
+                sample_views.table_view(rows),
+                lang,
+                tr(lang, f"表格共 {rows} 行", f"Table with {rows} rows"),
+            )
         if view == "list":
-            return self._view("list", sample_views.list_view(_int_param(params, "items")), lang,
-                              done)
+            return self._view(
+                "list", sample_views.list_view(_int_param(params, "items")), lang, done
+            )
         if view == "chart":
             kind = params.get("type", params.get("chart_type", "bar"))
             if kind not in sample_views.CHART_TYPES:
-                raise BadParam(f"参数 type 必须是 bar、line、pie 或 doughnut（收到 {kind!r}）"
-                               f" / param type must be bar, line, pie or doughnut "
-                               f"(got {kind!r})")
-            data = sample_views.chart_view(_int_param(params, "points"), kind,
-                                           _int_param(params, "series"))
+                raise BadParam(
+                    f"参数 type 必须是 bar、line、pie 或 doughnut（收到 {kind!r}）"
+                    f" / param type must be bar, line, pie or doughnut "
+                    f"(got {kind!r})"
+                )
+            data = sample_views.chart_view(
+                _int_param(params, "points"), kind, _int_param(params, "series")
+            )
             return self._view("chart", data, lang, done)
         if view == "card":
             url = f"/apps/{app}/files/{IMAGE_FILE}" if IMAGE_FILE in files else None
             return self._view("card", sample_views.card_view(url), lang, done)
         if view == "media":
-            return self._asset(results, files, "make_tone", TONE_FILE, lang, lambda: self._view(
-                "media", {"url": f"/apps/{app}/files/{TONE_FILE}", "type": "audio",
-                          "title": tr(lang, "440 Hz 正弦音", "440 Hz sine tone"),
-                          "artist": tr(lang, "组件展示生成", "made by the gallery")}, lang, done))
+            return self._asset(
+                results,
+                files,
+                "make_tone",
+                TONE_FILE,
+                lang,
+                lambda: self._view(
+                    "media",
+                    {
+                        "url": f"/apps/{app}/files/{TONE_FILE}",
+                        "type": "audio",
+                        "title": tr(lang, "440 Hz 正弦音", "440 Hz sine tone"),
+                        "artist": tr(lang, "组件展示生成", "made by the gallery"),
+                    },
+                    lang,
+                    done,
+                ),
+            )
         if view == "image":
-            return self._asset(results, files, "make_image", IMAGE_FILE, lang, lambda: self._view(
-                "image", {"url": f"/apps/{app}/files/{IMAGE_FILE}",
-                          "caption": tr(lang, "组件展示生成的 PNG 图片",
-                                        "A PNG made by the gallery")}, lang, done))
-        return {"loading": self._loading, "error": self._sample_error,
-                "controls": self._controls, "hostile": self._hostile,
-                "notify": self._notify, "push": self._push}[view](params, results, lang)
+            return self._asset(
+                results,
+                files,
+                "make_image",
+                IMAGE_FILE,
+                lang,
+                lambda: self._view(
+                    "image",
+                    {
+                        "url": f"/apps/{app}/files/{IMAGE_FILE}",
+                        "caption": tr(lang, "组件展示生成的 PNG 图片", "A PNG made by the gallery"),
+                    },
+                    lang,
+                    done,
+                ),
+            )
+        return {
+            "loading": self._loading,
+            "error": self._sample_error,
+            "controls": self._controls,
+            "hostile": self._hostile,
+            "notify": self._notify,
+            "push": self._push,
+        }[view](params, results, lang)
 
-    def _view(self, view_type: str, data: dict[str, Any], lang: Lang, message: str,
-              actions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        return {"status": "ok", "view_type": view_type, "data": data,
-                "actions": [*(actions or []), _home_button(lang)], "message": message}
+    def _view(
+        self,
+        view_type: str,
+        data: dict[str, Any],
+        lang: Lang,
+        message: str,
+        actions: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "view_type": view_type,
+            "data": data,
+            "actions": [*(actions or []), _home_button(lang)],
+            "message": message,
+        }
 
-    def _asset(self, results: dict[str, Any], files: list[str], tool_name: str, filename: str,
-               lang: Lang, final: Any) -> dict[str, Any]:
+    def _asset(
+        self,
+        results: dict[str, Any],
+        files: list[str],
+        tool_name: str,
+        filename: str,
+        lang: Lang,
+        final: Any,
+    ) -> dict[str, Any]:
         """The view once ``filename`` exists; first a step running ``tool_name`` to make it."""
         step = results.get("step_1")
         if isinstance(step, dict):
             if step.get("status") != "ok":
-                return self._error(lang, tr(lang, f"生成 {filename} 失败：{step.get('error')}",
-                                          f"could not make {filename}: {step.get('error')}"))
+                return self._error(
+                    lang,
+                    tr(
+                        lang,
+                        f"生成 {filename} 失败：{step.get('error')}",
+                        f"could not make {filename}: {step.get('error')}",
+                    ),
+                )
             return final()
         if filename in files:
             return final()
-        return {"status": "ok", "view_type": "loading",
-                "data": {"message": tr(lang, f"正在生成 {filename}…", f"Making {filename}…")},
-                "steps": self.plan_steps([{"tool": tool_name, "args": {}}]),
-                "message": tr(lang, "正在准备", "Preparing")}
+        return {
+            "status": "ok",
+            "view_type": "loading",
+            "data": {"message": tr(lang, f"正在生成 {filename}…", f"Making {filename}…")},
+            "steps": self.plan_steps([{"tool": tool_name, "args": {}}]),
+            "message": tr(lang, "正在准备", "Preparing"),
+        }
 
-    def _loading(self, params: dict[str, Any], results: dict[str, Any],
-                 lang: Lang) -> dict[str, Any]:
+    def _loading(
+        self, params: dict[str, Any], results: dict[str, Any], lang: Lang
+    ) -> dict[str, Any]:
         if "step_1" not in results:
-            value = {"prepared_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                     "items": ["α", "β", "γ"]}
-            return {"status": "ok", "view_type": "loading",
-                    "data": {"message": tr(lang, "正在加载…（缓存写入，再读回）",
-                                           "Loading… (write to the cache, read it back)"),
-                             "plan": ["cache_set", "cache_get"]},
-                    "steps": self.plan_steps([
-                        {"tool": "cache_set", "args": {"key": CACHE_KEY, "value": value,
-                                                       "ttl": CACHE_TTL}},
-                        {"tool": "cache_get", "args": {"key": CACHE_KEY}}]),
-                    "message": tr(lang, "加载中", "Loading")}
+            value = {
+                "prepared_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "items": ["α", "β", "γ"],
+            }
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {
+                    "message": tr(
+                        lang,
+                        "正在加载…（缓存写入，再读回）",
+                        "Loading… (write to the cache, read it back)",
+                    ),
+                    "plan": ["cache_set", "cache_get"],
+                },
+                "steps": self.plan_steps(
+                    [
+                        {
+                            "tool": "cache_set",
+                            "args": {"key": CACHE_KEY, "value": value, "ttl": CACHE_TTL},
+                        },
+                        {"tool": "cache_get", "args": {"key": CACHE_KEY}},
+                    ]
+                ),
+                "message": tr(lang, "加载中", "Loading"),
+            }
         statuses = {k: v.get("status") for k, v in results.items() if isinstance(v, dict)}
         read = results.get("step_2")
         if not isinstance(read, dict) or read.get("status") != "ok":
-            failed = next((v.get("error") for v in results.values()
-                           if isinstance(v, dict) and v.get("status") != "ok"), "?")
+            failed = next(
+                (
+                    v.get("error")
+                    for v in results.values()
+                    if isinstance(v, dict) and v.get("status") != "ok"
+                ),
+                "?",
+            )
             return self._error(lang, tr(lang, f"加载失败：{failed}", f"loading failed: {failed}"))
         value = read.get("result")
-        return self._view("text", {
-            "title": tr(lang, "加载完成", "Loaded"),
-            "content": tr(lang, "两步计划已运行：先 cache_set 再 cache_get。读回的值：\n",
-                          "The two-step plan ran: cache_set, then cache_get. Read back:\n")
-            + json.dumps(value, ensure_ascii=False, indent=2),
-            "value": value, "steps": statuses}, lang, tr(lang, "加载完成", "Loaded"))
+        return self._view(
+            "text",
+            {
+                "title": tr(lang, "加载完成", "Loaded"),
+                "content": tr(
+                    lang,
+                    "两步计划已运行：先 cache_set 再 cache_get。读回的值：\n",
+                    "The two-step plan ran: cache_set, then cache_get. Read back:\n",
+                )
+                + json.dumps(value, ensure_ascii=False, indent=2),
+                "value": value,
+                "steps": statuses,
+            },
+            lang,
+            tr(lang, "加载完成", "Loaded"),
+        )
 
-    def _sample_error(self, params: dict[str, Any], results: dict[str, Any],
-                      lang: Lang) -> dict[str, Any]:
-        message = tr(lang, "这是一个示例错误：找不到文件 missing.txt（这不是真的故障）。",
-                     "A sample error: file missing.txt not found (nothing is really broken).")
-        return error_view(message, title=tr(lang, "示例错误", "Sample error"),
-                          detail={"code": "E_SAMPLE", "hint": "show {\"view\": \"home\"}"},
-                          actions=[_home_button(lang)])
+    def _sample_error(
+        self, params: dict[str, Any], results: dict[str, Any], lang: Lang
+    ) -> dict[str, Any]:
+        message = tr(
+            lang,
+            "这是一个示例错误：找不到文件 missing.txt（这不是真的故障）。",
+            "A sample error: file missing.txt not found (nothing is really broken).",
+        )
+        return error_view(
+            message,
+            title=tr(lang, "示例错误", "Sample error"),
+            detail={"code": "E_SAMPLE", "hint": 'show {"view": "home"}'},
+            actions=[_home_button(lang)],
+        )
 
-    def _controls(self, params: dict[str, Any], results: dict[str, Any],
-                  lang: Lang) -> dict[str, Any]:
-        return text_view(tr(lang, "每个控件触发后，回复里会原样显示桌面发送的内容。",
-                            "Use any control: the reply shows exactly what the desktop sent."),
-                         title=tr(lang, "全部十种操作控件", "All ten action controls"),
-                         actions=[*controls(), _home_button(lang)],
-                         message=tr(lang, "十种控件", "Ten controls"))
+    def _controls(
+        self, params: dict[str, Any], results: dict[str, Any], lang: Lang
+    ) -> dict[str, Any]:
+        return text_view(
+            tr(
+                lang,
+                "每个控件触发后，回复里会原样显示桌面发送的内容。",
+                "Use any control: the reply shows exactly what the desktop sent.",
+            ),
+            title=tr(lang, "全部十种操作控件", "All ten action controls"),
+            actions=[*controls(), _home_button(lang)],
+            message=tr(lang, "十种控件", "Ten controls"),
+        )
 
     def _echo(self, req: dict[str, Any], lang: Lang) -> dict[str, Any]:
-        return text_view(json.dumps(req, ensure_ascii=False, indent=2, sort_keys=True),
-                         title=tr(lang, "收到的操作", "Received action"), received=req,
-                         actions=[*controls(), _home_button(lang)],
-                         message=tr(lang, f"收到 {req.get('action_id')}",
-                                    f"Received {req.get('action_id')}"))
+        return text_view(
+            json.dumps(req, ensure_ascii=False, indent=2, sort_keys=True),
+            title=tr(lang, "收到的操作", "Received action"),
+            received=req,
+            actions=[*controls(), _home_button(lang)],
+            message=tr(lang, f"收到 {req.get('action_id')}", f"Received {req.get('action_id')}"),
+        )
 
-    def _hostile(self, params: dict[str, Any], results: dict[str, Any],
-                 lang: Lang) -> dict[str, Any]:
+    def _hostile(
+        self, params: dict[str, Any], results: dict[str, Any], lang: Lang
+    ) -> dict[str, Any]:
         kind = params.get("as")
         if kind is None:
-            items = [{"id": v, "title": tr(lang, f"恶意数据 → {LABELS[v][0]}",
-                                           f"Hostile data → {LABELS[v][1]}"), "sub": v}
-                     for v in VIEW_TYPES]
-            actions = [_show(tr(lang, "打开", "Show"), view="hostile", **{"as": v})
-                       for v in VIEW_TYPES]
-            return self._view("list", {"title": tr(lang, "恶意数据测试", "Hostile data"),
-                                       "items": items}, lang,
-                              tr(lang, "请选择视图类型", "Pick a view type"), actions)
+            items = [
+                {
+                    "id": v,
+                    "title": tr(
+                        lang, f"恶意数据 → {LABELS[v][0]}", f"Hostile data → {LABELS[v][1]}"
+                    ),
+                    "sub": v,
+                }
+                for v in VIEW_TYPES
+            ]
+            actions = [
+                _show(tr(lang, "打开", "Show"), view="hostile", **{"as": v}) for v in VIEW_TYPES
+            ]
+            return self._view(
+                "list",
+                {"title": tr(lang, "恶意数据测试", "Hostile data"), "items": items},
+                lang,
+                tr(lang, "请选择视图类型", "Pick a view type"),
+                actions,
+            )
         if kind not in VIEW_TYPES:
-            raise BadParam(f"参数 as 必须是 {', '.join(VIEW_TYPES)} 之一（收到 {kind!r}）"
-                           f" / param as must be a view type (got {kind!r})")
-        return {"status": "ok", "view_type": kind, "data": hostile_views.BUILDERS[kind](),
-                "actions": [*hostile_views.actions(), _home_button(lang)],
-                "message": tr(lang, "恶意数据：", "Hostile data: ") + hostile_views.IMG_ONERROR}
+            raise BadParam(
+                f"参数 as 必须是 {', '.join(VIEW_TYPES)} 之一（收到 {kind!r}）"
+                f" / param as must be a view type (got {kind!r})"
+            )
+        return {
+            "status": "ok",
+            "view_type": kind,
+            "data": hostile_views.BUILDERS[kind](),
+            "actions": [*hostile_views.actions(), _home_button(lang)],
+            "message": tr(lang, "恶意数据：", "Hostile data: ") + hostile_views.IMG_ONERROR,
+        }
 
-    def _notify(self, params: dict[str, Any], results: dict[str, Any],
-                lang: Lang) -> dict[str, Any]:
+    def _notify(
+        self, params: dict[str, Any], results: dict[str, Any], lang: Lang
+    ) -> dict[str, Any]:
         if not results:
-            steps = [{"tool": "notify", "args": {
-                "title": tr(lang, "组件展示", "Gallery"),
-                "body": tr(lang, f"这是一条 {level} 级别的通知。",
-                           f"A notification, level {level}."),
-                "level": level}} for level in ("info", "success")]
-            return {"status": "ok", "view_type": "loading",
-                    "data": {"message": tr(lang, "正在发送通知…", "Sending notifications…")},
-                    "steps": self.plan_steps(steps), "message": tr(lang, "发送中", "Sending")}
-        delivered = [bool((r.get("result") or {}).get("delivered"))
-                     for r in results.values() if isinstance(r, dict)]
-        return self._view("text", {
-            "title": tr(lang, "通知", "Notifications"),
-            "content": tr(lang,
-                          f"已通过步骤发送 {len(delivered)} 条通知，送达 {sum(delivered)} 条。",
-                          f"Sent {len(delivered)} notifications through steps; "
-                          f"{sum(delivered)} delivered."),
-            "delivered": delivered}, lang, tr(lang, "通知已发送", "Notifications sent"))
+            steps = [
+                {
+                    "tool": "notify",
+                    "args": {
+                        "title": tr(lang, "组件展示", "Gallery"),
+                        "body": tr(
+                            lang,
+                            f"这是一条 {level} 级别的通知。",
+                            f"A notification, level {level}.",
+                        ),
+                        "level": level,
+                    },
+                }
+                for level in ("info", "success")
+            ]
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {"message": tr(lang, "正在发送通知…", "Sending notifications…")},
+                "steps": self.plan_steps(steps),
+                "message": tr(lang, "发送中", "Sending"),
+            }
+        delivered = [
+            bool((r.get("result") or {}).get("delivered"))
+            for r in results.values()
+            if isinstance(r, dict)
+        ]
+        return self._view(
+            "text",
+            {
+                "title": tr(lang, "通知", "Notifications"),
+                "content": tr(
+                    lang,
+                    f"已通过步骤发送 {len(delivered)} 条通知，送达 {sum(delivered)} 条。",
+                    f"Sent {len(delivered)} notifications through steps; "
+                    f"{sum(delivered)} delivered.",
+                ),
+                "delivered": delivered,
+            },
+            lang,
+            tr(lang, "通知已发送", "Notifications sent"),
+        )
 
-    def _push(self, params: dict[str, Any], results: dict[str, Any],
-              lang: Lang) -> dict[str, Any]:
+    def _push(self, params: dict[str, Any], results: dict[str, Any], lang: Lang) -> dict[str, Any]:
         sent = 0
         for i in range(1, PUSH_EVENTS + 1):
-            if self.push({"progress": i / PUSH_EVENTS, "label": f"{i}/{PUSH_EVENTS}",
-                          "source": "gallery"}):
+            if self.push(
+                {"progress": i / PUSH_EVENTS, "label": f"{i}/{PUSH_EVENTS}", "source": "gallery"}
+            ):
                 sent += 1
-        return self._view("text", {
-            "title": tr(lang, "推送", "Push"),
-            "content": tr(lang, f"已推送 {PUSH_EVENTS} 条进度事件，系统接收 {sent} 条。",
-                          f"Pushed {PUSH_EVENTS} progress events; the system took {sent}."),
-            "pushed": PUSH_EVENTS, "accepted": sent}, lang, tr(lang, "推送完成", "Pushed"))
+        return self._view(
+            "text",
+            {
+                "title": tr(lang, "推送", "Push"),
+                "content": tr(
+                    lang,
+                    f"已推送 {PUSH_EVENTS} 条进度事件，系统接收 {sent} 条。",
+                    f"Pushed {PUSH_EVENTS} progress events; the system took {sent}.",
+                ),
+                "pushed": PUSH_EVENTS,
+                "accepted": sent,
+            },
+            lang,
+            tr(lang, "推送完成", "Pushed"),
+        )
 
     def _error(self, lang: Lang, message: str, received: Any = None) -> dict[str, Any]:
         extra: dict[str, Any] = {} if received is None else {"received": received}
-        return error_view(message, title=tr(lang, "组件展示：出错了", "Gallery: error"),
-                          actions=[_home_button(lang)], **extra)
+        return error_view(
+            message,
+            title=tr(lang, "组件展示：出错了", "Gallery: error"),
+            actions=[_home_button(lang)],
+            **extra,
+        )
 
     # ------------------------------------------------------ custom tools
 

@@ -25,7 +25,8 @@ _ROUTING = re.compile(
     r"^\s*(?:请|帮我)?(?:打开|启动|open\s+|launch\s+|start\s+)?"
     r"(?:hello(?:\s*小?ai)?(?![a-z])|hi(?![a-z])|greet(?:ing)?(?![a-z])|打招呼|问候|问好)"
     r"[\s,，:：!！]*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def who_from(instruction: str | None) -> str:
@@ -41,17 +42,26 @@ class HelloAgent(AIOSAgent):
     icon = "👋"
     role_prompt = "你是一个友好的小AI，负责打招呼"
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         ctx = AppContext.of(context)
         state = ctx.cwd_state
         if action_request is not None:
-            action_id = action_request.get("action_id") if isinstance(action_request,
-                                                                       dict) else None
+            action_id = (
+                action_request.get("action_id") if isinstance(action_request, dict) else None
+            )
             if action_id != "again":
-                return self._error(ctx, ctx.tr(
-                    f"未知的操作 {action_id!r}；这个应用只有「再说一次」(again)。",
-                    f"unknown action {action_id!r}; this app only has 'again'."))
+                return self._error(
+                    ctx,
+                    ctx.tr(
+                        f"未知的操作 {action_id!r}；这个应用只有「再说一次」(again)。",
+                        f"unknown action {action_id!r}; this app only has 'again'.",
+                    ),
+                )
             said = state.get("said")
             who = said if isinstance(said, str) else ""
         else:
@@ -59,23 +69,39 @@ class HelloAgent(AIOSAgent):
         try:
             greeting = self.call_tool("file_read", path=GREETING_FILE)
         except ToolError as e:
-            return self._error(ctx, ctx.tr(
-                f"读不到问候语文件 {GREETING_FILE}：{e.error}。请在工作区里放一个 "
-                f"{GREETING_FILE}，写上问候语（例如「你好」）。",
-                f"cannot read the greeting file {GREETING_FILE}: {e.error}. Put a "
-                f"{GREETING_FILE} with a greeting (e.g. 'Hello') in the workspace."))
+            return self._error(
+                ctx,
+                ctx.tr(
+                    f"读不到问候语文件 {GREETING_FILE}：{e.error}。请在工作区里放一个 "
+                    f"{GREETING_FILE}，写上问候语（例如「你好」）。",
+                    f"cannot read the greeting file {GREETING_FILE}: {e.error}. Put a "
+                    f"{GREETING_FILE} with a greeting (e.g. 'Hello') in the workspace.",
+                ),
+            )
         greeting = str(greeting).strip() or ctx.tr("你好", "Hello")
         target = who or ctx.tr("朋友", "friend")
         content = ctx.tr(f"{greeting}，{target}", f"{greeting}, {target}")
-        return text_view(content, message=ctx.tr("已回复", "Replied"),
-                         actions=[{"type": "button", "label": ctx.tr("再说一次", "Say it again"),
-                                   "action_id": "again"}],
-                         state={"said": who})
+        return text_view(
+            content,
+            message=ctx.tr("已回复", "Replied"),
+            actions=[
+                {
+                    "type": "button",
+                    "label": ctx.tr("再说一次", "Say it again"),
+                    "action_id": "again",
+                }
+            ],
+            state={"said": who},
+        )
 
     def _error(self, ctx: AppContext, message: str) -> dict[str, Any]:
-        return error_view(message, title=ctx.tr("Hello小AI 出错了", "Hello: something went wrong"),
-                          actions=[{"type": "button", "label": ctx.tr("再试一次", "Try again"),
-                                    "action_id": "again"}])
+        return error_view(
+            message,
+            title=ctx.tr("Hello小AI 出错了", "Hello: something went wrong"),
+            actions=[
+                {"type": "button", "label": ctx.tr("再试一次", "Try again"), "action_id": "again"}
+            ],
+        )
 
 
 if __name__ == "__main__":

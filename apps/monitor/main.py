@@ -39,7 +39,7 @@ INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 1, 10, 2
 TOP_DEFAULT, TOP_MAX = 10, 50
 SORTS = ("cpu", "mem")
 READ_STEP = "read"
-GB = 1024 ** 3
+GB = 1024**3
 
 T: dict[str, tuple[str, str]] = {
     "title": ("系统监控", "System monitor"),
@@ -48,15 +48,21 @@ T: dict[str, tuple[str, str]] = {
     "memory": ("内存 (GB)", "Memory (GB)"),
     "disks": ("磁盘占用 (%)", "Disk usage (%)"),
     "procs": ("进程（按 {sort} 排序）", "Processes (by {sort})"),
-    "used": ("已用", "used"), "free": ("可用", "free"),
-    "cpu": ("CPU", "CPU"), "mem": ("内存", "memory"),
+    "used": ("已用", "used"),
+    "free": ("可用", "free"),
+    "cpu": ("CPU", "CPU"),
+    "mem": ("内存", "memory"),
     "columns": ("PID|名称|CPU %|内存 %|用户", "PID|Name|CPU %|Memory %|User"),
-    "summary": ("CPU {cpu:.0f}%（{cores} 核）· 内存 {mem:.0f}%（{used:.1f}/{total:.1f} GB）"
-                "· 磁盘 {disk} · {procs} 个进程 · 已运行 {uptime}",
-                "CPU {cpu:.0f}% ({cores} cores) · memory {mem:.0f}% ({used:.1f}/{total:.1f} GB)"
-                " · disk {disk} · {procs} processes · up {uptime}"),
-    "message": ("CPU 占用 {cpu:.0f}%，内存占用 {mem:.0f}%。{top}",
-                "CPU at {cpu:.0f}%, memory at {mem:.0f}%. {top}"),
+    "summary": (
+        "CPU {cpu:.0f}%（{cores} 核）· 内存 {mem:.0f}%（{used:.1f}/{total:.1f} GB）"
+        "· 磁盘 {disk} · {procs} 个进程 · 已运行 {uptime}",
+        "CPU {cpu:.0f}% ({cores} cores) · memory {mem:.0f}% ({used:.1f}/{total:.1f} GB)"
+        " · disk {disk} · {procs} processes · up {uptime}",
+    ),
+    "message": (
+        "CPU 占用 {cpu:.0f}%，内存占用 {mem:.0f}%。{top}",
+        "CPU at {cpu:.0f}%, memory at {mem:.0f}%. {top}",
+    ),
     "top": ("占用最高的进程是 {name}。", "The busiest process is {name}."),
     "live": ("实时刷新", "Live refresh"),
     "interval": ("刷新间隔（秒）", "Refresh interval (s)"),
@@ -68,10 +74,14 @@ T: dict[str, tuple[str, str]] = {
     "resumed": ("已开启实时刷新，每 {n} 秒更新一次。", "Live refresh on, every {n} s."),
     "interval_set": ("刷新间隔已设为 {n} 秒。", "Refresh interval set to {n} s."),
     "sorted": ("进程已按{sort}排序。", "Processes sorted by {sort}."),
-    "bad_action": ("无法处理操作“{action}”：{error}",
-                   "Cannot handle the action \"{action}\": {error}"),
-    "unknown_action": ("未知操作“{action}”。可用的操作：{known}",
-                       "Unknown action \"{action}\". Known actions: {known}"),
+    "bad_action": (
+        "无法处理操作“{action}”：{error}",
+        'Cannot handle the action "{action}": {error}',
+    ),
+    "unknown_action": (
+        "未知操作“{action}”。可用的操作：{known}",
+        'Unknown action "{action}". Known actions: {known}',
+    ),
     "read_failed": ("读取系统状态失败：{error}", "Could not read the system status: {error}"),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
     "proc_title": ("进程列表（前 {n} 个，按{sort}）", "Processes (top {n} by {sort})"),
@@ -110,12 +120,15 @@ class Monitor(AIOSAgent):
 
     # ------------------------------------------------------------ the tool
 
-    @tool(name="read_system", desc="Read CPU (total and per core), memory, disks and the top "
-                                   "processes of this machine.")
+    @tool(
+        name="read_system",
+        desc="Read CPU (total and per core), memory, disks and the top processes of this machine.",
+    )
     def read_system(self, top: int = TOP_DEFAULT, sort: str = "cpu") -> dict[str, Any]:
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= TOP_MAX:
-            raise ToolError(f"read_system: top must be a whole number from 1 to {TOP_MAX}, "
-                            f"got {top!r}")
+            raise ToolError(
+                f"read_system: top must be a whole number from 1 to {TOP_MAX}, got {top!r}"
+            )
         if sort not in SORTS:
             raise ToolError(f"read_system: sort must be one of {', '.join(SORTS)}, got {sort!r}")
         if self._cpu_primed:
@@ -138,11 +151,18 @@ class Monitor(AIOSAgent):
         procs.sort(key=lambda p: (-p[key], p["pid"]))
         return {
             "time": datetime.now().isoformat(timespec="seconds"),
-            "cpu": {"percent": round(sum(per_core) / max(1, len(per_core)), 1),
-                    "per_core": [round(x, 1) for x in per_core], "cores": len(per_core),
-                    "load": load},
-            "memory": {"total": mem.total, "used": mem.total - mem.available,
-                       "available": mem.available, "percent": round(mem.percent, 1)},
+            "cpu": {
+                "percent": round(sum(per_core) / max(1, len(per_core)), 1),
+                "per_core": [round(x, 1) for x in per_core],
+                "cores": len(per_core),
+                "load": load,
+            },
+            "memory": {
+                "total": mem.total,
+                "used": mem.total - mem.available,
+                "available": mem.available,
+                "percent": round(mem.percent, 1),
+            },
             "disks": _disks(),
             "processes": procs[:top],
             "process_count": len(procs),
@@ -152,8 +172,12 @@ class Monitor(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         lang = locale_of(context)
         self._lang = lang
@@ -168,10 +192,17 @@ class Monitor(AIOSAgent):
             self._seen()
             reading = self._reading(context, settings, view)
             if isinstance(reading, list):  # not read yet: the steps that read it
-                return {"status": "ok", "view_type": "loading",
-                        "data": {"message": "正在读取系统状态…" if lang == "zh" else
-                                 "Reading the system status…"},
-                        "actions": [], "steps": reading}
+                return {
+                    "status": "ok",
+                    "view_type": "loading",
+                    "data": {
+                        "message": "正在读取系统状态…"
+                        if lang == "zh"
+                        else "Reading the system status…"
+                    },
+                    "actions": [],
+                    "steps": reading,
+                }
             history = self._add_history(reading)
             if view == "processes":
                 return self._process_view(reading, settings, lang, note)
@@ -188,8 +219,9 @@ class Monitor(AIOSAgent):
             log.exception("monitor failed")
             return _error(t("failed", lang, error=f"{type(e).__name__}: {e}"), lang)
 
-    def _reading(self, context: dict[str, Any], settings: dict[str, Any],
-                 view: str) -> dict[str, Any] | list[dict[str, Any]]:
+    def _reading(
+        self, context: dict[str, Any], settings: dict[str, Any], view: str
+    ) -> dict[str, Any] | list[dict[str, Any]]:
         results = context.get("tool_results")
         results = results if isinstance(results, dict) else {}
         entry = results.get(f"step_{READ_STEP}")
@@ -197,11 +229,19 @@ class Monitor(AIOSAgent):
         if not isinstance(entry, dict):
             if results:  # someone else's results: read directly rather than loop
                 return self.read_system(top=top, sort=settings["sort"])
-            return self.plan_steps([{"step_id": READ_STEP, "tool": "read_system",
-                                     "args": {"top": top, "sort": settings["sort"]}}])
+            return self.plan_steps(
+                [
+                    {
+                        "step_id": READ_STEP,
+                        "tool": "read_system",
+                        "args": {"top": top, "sort": settings["sort"]},
+                    }
+                ]
+            )
         if entry.get("status") != "ok" or not isinstance(entry.get("result"), dict):
-            raise Failure(t("read_failed", self._lang,
-                            error=str(entry.get("error") or "no result")))
+            raise Failure(
+                t("read_failed", self._lang, error=str(entry.get("error") or "no result"))
+            )
         return entry["result"]
 
     # ----------------------------------------------------------- controls
@@ -215,9 +255,16 @@ class Monitor(AIOSAgent):
         if action == "live":
             on = req.get("on")
             if not isinstance(on, bool):
-                raise Failure(t("bad_action", lang, action=action,
-                                error=f"on 必须是 true 或 false（收到 {on!r}）" if lang == "zh"
-                                else f"on must be true or false (got {on!r})"))
+                raise Failure(
+                    t(
+                        "bad_action",
+                        lang,
+                        action=action,
+                        error=f"on 必须是 true 或 false（收到 {on!r}）"
+                        if lang == "zh"
+                        else f"on must be true or false (got {on!r})",
+                    )
+                )
             return self._set_live(on, settings, lang), "dashboard"
         if action == "interval":
             return self._set_interval(req.get("value"), settings, lang), "dashboard"
@@ -225,15 +272,17 @@ class Monitor(AIOSAgent):
             return self._set_sort(req.get("selected"), settings, lang), "dashboard"
         return "", "processes" if action == "processes" else "dashboard"
 
-    def _instruction(self, instruction: Any, settings: dict[str, Any],
-                     lang: str) -> tuple[str, str]:
+    def _instruction(
+        self, instruction: Any, settings: dict[str, Any], lang: str
+    ) -> tuple[str, str]:
         text = instruction.strip().lower() if isinstance(instruction, str) else ""
         if not text:
             return "", "dashboard"
         if re.search(r"暂停|停止刷新|别刷新|pause|stop (?:live|refresh|updat)", text):
             return self._set_live(False, settings, lang), "dashboard"
-        if re.search(r"继续|恢复|开启实时|开始刷新|resume|start (?:live|refresh|updat)|live on",
-                     text):
+        if re.search(
+            r"继续|恢复|开启实时|开始刷新|resume|start (?:live|refresh|updat)|live on", text
+        ):
             return self._set_live(True, settings, lang), "dashboard"
         m = re.search(r"(\d+)\s*(?:秒|s\b|sec|second)", text)
         if m and re.search(r"刷新|间隔|interval|every|refresh", text):
@@ -254,12 +303,16 @@ class Monitor(AIOSAgent):
         return t("resumed", lang, n=settings["interval"]) if on else t("paused", lang)
 
     def _set_interval(self, value: Any, settings: dict[str, Any], lang: str) -> str:
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not INTERVAL_MIN <= value <= INTERVAL_MAX:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not INTERVAL_MIN <= value <= INTERVAL_MAX
+        ):
             zh = f"刷新间隔必须是 {INTERVAL_MIN}-{INTERVAL_MAX} 秒（收到 {value!r}）"
             en = f"the interval must be {INTERVAL_MIN}-{INTERVAL_MAX} seconds (got {value!r})"
-            raise Failure(t("bad_action", lang, action="interval",
-                            error=zh if lang == "zh" else en))
+            raise Failure(
+                t("bad_action", lang, action="interval", error=zh if lang == "zh" else en)
+            )
         with self._lock:
             settings["interval"] = int(round(value))
         self._save_settings(settings)
@@ -267,9 +320,16 @@ class Monitor(AIOSAgent):
 
     def _set_sort(self, value: Any, settings: dict[str, Any], lang: str) -> str:
         if value not in SORTS:
-            raise Failure(t("bad_action", lang, action="sort",
-                            error=f"排序只能是 cpu 或 mem（收到 {value!r}）" if lang == "zh"
-                            else f"sort must be cpu or mem (got {value!r})"))
+            raise Failure(
+                t(
+                    "bad_action",
+                    lang,
+                    action="sort",
+                    error=f"排序只能是 cpu 或 mem（收到 {value!r}）"
+                    if lang == "zh"
+                    else f"sort must be cpu or mem (got {value!r})",
+                )
+            )
         with self._lock:
             settings["sort"] = value
         self._save_settings(settings)
@@ -290,8 +350,10 @@ class Monitor(AIOSAgent):
         if isinstance(stored, dict):
             if isinstance(stored.get("live"), bool):
                 settings["live"] = stored["live"]
-            if isinstance(stored.get("interval"), int) and \
-                    INTERVAL_MIN <= stored["interval"] <= INTERVAL_MAX:
+            if (
+                isinstance(stored.get("interval"), int)
+                and INTERVAL_MIN <= stored["interval"] <= INTERVAL_MAX
+            ):
                 settings["interval"] = stored["interval"]
             if stored.get("sort") in SORTS:
                 settings["sort"] = stored["sort"]
@@ -309,16 +371,20 @@ class Monitor(AIOSAgent):
     # ------------------------------------------------------------ history
 
     def _add_history(self, reading: dict[str, Any]) -> list[dict[str, Any]]:
-        point = {"t": reading["time"][11:19], "cpu": reading["cpu"]["percent"],
-                 "mem": reading["memory"]["percent"]}
+        point = {
+            "t": reading["time"][11:19],
+            "cpu": reading["cpu"]["percent"],
+            "mem": reading["memory"]["percent"],
+        }
         with self._history_lock:
             try:
                 history = self.call_tool("cache_get", key=HISTORY_KEY)
             except ToolError as e:
                 log.warning("history not readable: %s", e)
                 history = None
-            history = [p for p in history if isinstance(p, dict)] \
-                if isinstance(history, list) else []
+            history = (
+                [p for p in history if isinstance(p, dict)] if isinstance(history, list) else []
+            )
             history = (history + [point])[-HISTORY_MAX:]
             try:
                 self.call_tool("cache_set", key=HISTORY_KEY, value=history)
@@ -336,11 +402,14 @@ class Monitor(AIOSAgent):
                 return
             if self._thread is not None and self._thread.is_alive():
                 return
-            self._thread = threading.Thread(target=self._live_loop, name="monitor-live",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._live_loop, name="monitor-live", daemon=True
+            )
             self._thread.start()
-            log.info("live refresh started (every %s s)",
-                     self._settings.get("interval") if self._settings else INTERVAL_DEFAULT)
+            log.info(
+                "live refresh started (every %s s)",
+                self._settings.get("interval") if self._settings else INTERVAL_DEFAULT,
+            )
 
     def _live_loop(self) -> None:
         me = threading.current_thread()
@@ -350,12 +419,13 @@ class Monitor(AIOSAgent):
             time.sleep(interval)
             with self._lock:
                 settings = self._settings or {}
-                if not settings.get("live") or \
-                        time.monotonic() - self._last_seen > IDLE_SECONDS:
+                if not settings.get("live") or time.monotonic() - self._last_seen > IDLE_SECONDS:
                     if self._thread is me:
                         self._thread = None
-                    log.info("live refresh stopped (%s)", "paused" if not settings.get("live")
-                             else "nobody looked for a minute")
+                    log.info(
+                        "live refresh stopped (%s)",
+                        "paused" if not settings.get("live") else "nobody looked for a minute",
+                    )
                     return
             try:
                 with self._push_lock:
@@ -376,64 +446,129 @@ class Monitor(AIOSAgent):
 
     # ------------------------------------------------------------- views
 
-    def dashboard(self, r: dict[str, Any], history: list[dict[str, Any]],
-                  settings: dict[str, Any], lang: str) -> dict[str, Any]:
+    def dashboard(
+        self, r: dict[str, Any], history: list[dict[str, Any]], settings: dict[str, Any], lang: str
+    ) -> dict[str, Any]:
         cpu, mem = r["cpu"], r["memory"]
         cores = cpu.get("per_core") or []
         disks = r.get("disks") or []
         procs = r.get("processes") or []
         widgets: list[dict[str, Any]] = [
-            {"type": "text", "title": t("title", lang), "span": "full",
-             "content": _summary(r, lang)},
-            {"type": "chart", "chart_type": "bar", "title": t("cpu_cores", lang),
-             "labels": [f"CPU{i}" for i in range(len(cores))], "values": cores},
-            {"type": "chart", "chart_type": "line", "title": t("history", lang),
-             "labels": [p.get("t", "") for p in history],
-             "datasets": [{"label": t("cpu", lang), "values": [p.get("cpu") for p in history]},
-                          {"label": t("mem", lang), "values": [p.get("mem") for p in history]}]},
-            {"type": "chart", "chart_type": "doughnut", "title": t("memory", lang),
-             "labels": [t("used", lang), t("free", lang)],
-             "values": [round(mem["used"] / GB, 2), round(mem["available"] / GB, 2)]},
-            {"type": "chart", "chart_type": "bar", "title": t("disks", lang),
-             "labels": [d["mount"] for d in disks], "values": [d["percent"] for d in disks]},
-            {"type": "table", "title": t("procs", lang, sort=t(settings["sort"], lang)),
-             "span": "full", "columns": t("columns", lang).split("|"),
-             "rows": [_row(p) for p in procs]},
+            {
+                "type": "text",
+                "title": t("title", lang),
+                "span": "full",
+                "content": _summary(r, lang),
+            },
+            {
+                "type": "chart",
+                "chart_type": "bar",
+                "title": t("cpu_cores", lang),
+                "labels": [f"CPU{i}" for i in range(len(cores))],
+                "values": cores,
+            },
+            {
+                "type": "chart",
+                "chart_type": "line",
+                "title": t("history", lang),
+                "labels": [p.get("t", "") for p in history],
+                "datasets": [
+                    {"label": t("cpu", lang), "values": [p.get("cpu") for p in history]},
+                    {"label": t("mem", lang), "values": [p.get("mem") for p in history]},
+                ],
+            },
+            {
+                "type": "chart",
+                "chart_type": "doughnut",
+                "title": t("memory", lang),
+                "labels": [t("used", lang), t("free", lang)],
+                "values": [round(mem["used"] / GB, 2), round(mem["available"] / GB, 2)],
+            },
+            {
+                "type": "chart",
+                "chart_type": "bar",
+                "title": t("disks", lang),
+                "labels": [d["mount"] for d in disks],
+                "values": [d["percent"] for d in disks],
+            },
+            {
+                "type": "table",
+                "title": t("procs", lang, sort=t(settings["sort"], lang)),
+                "span": "full",
+                "columns": t("columns", lang).split("|"),
+                "rows": [_row(p) for p in procs],
+            },
         ]
         busiest = procs[0] if procs else None
         key = "cpu" if settings["sort"] == "cpu" else "memory"
         top = t("top", lang, name=busiest["name"]) if busiest and busiest[key] > 0 else ""
-        return {"status": "ok", "view_type": "dashboard",
-                "data": {"title": t("title", lang), "widgets": widgets, "time": r["time"],
-                         "live": {"on": settings["live"], "interval": settings["interval"],
-                                  "pushed": self._pushed}},
-                "actions": self._controls(settings, lang, "dashboard"),
-                "message": t("message", lang, cpu=cpu["percent"], mem=mem["percent"], top=top)}
+        return {
+            "status": "ok",
+            "view_type": "dashboard",
+            "data": {
+                "title": t("title", lang),
+                "widgets": widgets,
+                "time": r["time"],
+                "live": {
+                    "on": settings["live"],
+                    "interval": settings["interval"],
+                    "pushed": self._pushed,
+                },
+            },
+            "actions": self._controls(settings, lang, "dashboard"),
+            "message": t("message", lang, cpu=cpu["percent"], mem=mem["percent"], top=top),
+        }
 
-    def _process_view(self, r: dict[str, Any], settings: dict[str, Any], lang: str,
-                      note: str) -> dict[str, Any]:
+    def _process_view(
+        self, r: dict[str, Any], settings: dict[str, Any], lang: str, note: str
+    ) -> dict[str, Any]:
         procs = r.get("processes") or []
         sort = t(settings["sort"], lang)
         title = t("proc_title", lang, n=len(procs), sort=sort)
-        return {"status": "ok", "view_type": "table",
-                "data": {"title": title, "columns": t("columns", lang).split("|"),
-                         "rows": [_row(p) for p in procs]},
-                "actions": self._controls(settings, lang, "processes"),
-                "message": (note + " " if note else "") + title}
+        return {
+            "status": "ok",
+            "view_type": "table",
+            "data": {
+                "title": title,
+                "columns": t("columns", lang).split("|"),
+                "rows": [_row(p) for p in procs],
+            },
+            "actions": self._controls(settings, lang, "processes"),
+            "message": (note + " " if note else "") + title,
+        }
 
     def _controls(self, settings: dict[str, Any], lang: str, view: str) -> list[dict[str, Any]]:
-        back = ("dashboard", t("dashboard", lang)) if view == "processes" else \
-            ("processes", t("processes", lang))
+        back = (
+            ("dashboard", t("dashboard", lang))
+            if view == "processes"
+            else ("processes", t("processes", lang))
+        )
         return [
-            {"type": "toggle", "label": t("live", lang), "action_id": "live",
-             "value": bool(settings["live"])},
-            {"type": "slider", "label": t("interval", lang), "action_id": "interval",
-             "min": INTERVAL_MIN, "max": INTERVAL_MAX, "step": 1,
-             "value": settings["interval"]},
-            {"type": "select", "label": t("sort", lang), "action_id": "sort",
-             "options": [{"label": t("cpu", lang), "value": "cpu"},
-                         {"label": t("mem", lang), "value": "mem"}],
-             "value": settings["sort"]},
+            {
+                "type": "toggle",
+                "label": t("live", lang),
+                "action_id": "live",
+                "value": bool(settings["live"]),
+            },
+            {
+                "type": "slider",
+                "label": t("interval", lang),
+                "action_id": "interval",
+                "min": INTERVAL_MIN,
+                "max": INTERVAL_MAX,
+                "step": 1,
+                "value": settings["interval"],
+            },
+            {
+                "type": "select",
+                "label": t("sort", lang),
+                "action_id": "sort",
+                "options": [
+                    {"label": t("cpu", lang), "value": "cpu"},
+                    {"label": t("mem", lang), "value": "mem"},
+                ],
+                "value": settings["sort"],
+            },
             {"type": "button", "label": t("refresh", lang), "action_id": "refresh"},
             {"type": "button", "label": back[1], "action_id": back[0]},
         ]
@@ -442,18 +577,29 @@ class Monitor(AIOSAgent):
 
     def _analysis(self, r: dict[str, Any], lang: str) -> str | None:
         """A short diagnosis from the system's LLM, when one is configured."""
-        procs = ", ".join(f"{p['name']} (CPU {p['cpu']}%, mem {p['memory']}%)"
-                          for p in (r.get("processes") or [])[:5])
-        question = (f"CPU {r['cpu']['percent']}% on {r['cpu']['cores']} cores, load "
-                    f"{r['cpu'].get('load')}, memory {r['memory']['percent']}%, disks "
-                    f"{[(d['mount'], d['percent']) for d in r.get('disks') or []]}, top "
-                    f"processes: {procs}.")
+        procs = ", ".join(
+            f"{p['name']} (CPU {p['cpu']}%, mem {p['memory']}%)"
+            for p in (r.get("processes") or [])[:5]
+        )
+        question = (
+            f"CPU {r['cpu']['percent']}% on {r['cpu']['cores']} cores, load "
+            f"{r['cpu'].get('load')}, memory {r['memory']['percent']}%, disks "
+            f"{[(d['mount'], d['percent']) for d in r.get('disks') or []]}, top "
+            f"processes: {procs}."
+        )
         lang_hint = "Answer in English" if lang == "en" else "用中文回答"
         try:
-            reply = self.llm([{"role": "system", "content": "You are a concise system "
-                               f"administrator. In at most three sentences, say whether this "
-                               f"machine is healthy and what to do if not. {lang_hint}."},
-                              {"role": "user", "content": question}])
+            reply = self.llm(
+                [
+                    {
+                        "role": "system",
+                        "content": "You are a concise system "
+                        f"administrator. In at most three sentences, say whether this "
+                        f"machine is healthy and what to do if not. {lang_hint}.",
+                    },
+                    {"role": "user", "content": question},
+                ]
+            )
         except AIOSError as e:
             log.info("no LLM analysis: %s", e)
             return None
@@ -466,9 +612,13 @@ class Monitor(AIOSAgent):
 
 def _process(p: dict[str, Any]) -> dict[str, Any]:
     """One entry of the system's process list, as the dashboard shows it."""
-    return {"pid": p.get("pid"), "name": p.get("name") or "?",
-            "cpu": round(p.get("cpu_percent") or 0.0, 1),
-            "memory": round(p.get("memory_percent") or 0.0, 1), "user": p.get("user") or ""}
+    return {
+        "pid": p.get("pid"),
+        "name": p.get("name") or "?",
+        "cpu": round(p.get("cpu_percent") or 0.0, 1),
+        "memory": round(p.get("memory_percent") or 0.0, 1),
+        "user": p.get("user") or "",
+    }
 
 
 def _disks() -> list[dict[str, Any]]:
@@ -485,8 +635,15 @@ def _disks() -> list[dict[str, Any]]:
         if key in seen:  # bind mounts of one disk
             continue
         seen.add(key)
-        out.append({"mount": mount, "total": usage.total, "used": usage.used,
-                    "free": usage.free, "percent": round(usage.percent, 1)})
+        out.append(
+            {
+                "mount": mount,
+                "total": usage.total,
+                "used": usage.used,
+                "free": usage.free,
+                "percent": round(usage.percent, 1),
+            }
+        )
         if len(out) >= 8:
             break
     return out
@@ -502,24 +659,44 @@ def _summary(r: dict[str, Any], lang: str) -> str:
     disk = ", ".join(f"{d['mount']} {d['percent']:.0f}%" for d in disks[:3]) or "-"
     up = max(0, int(time.time() - float(r.get("boot_time") or time.time())))
     days, rest = divmod(up, 86400)
-    uptime = (f"{days} 天 {rest // 3600} 小时" if lang == "zh" else
-              f"{days}d {rest // 3600}h") if days else \
-        (f"{rest // 3600} 小时 {rest % 3600 // 60} 分" if lang == "zh" else
-         f"{rest // 3600}h {rest % 3600 // 60}m")
-    return t("summary", lang, cpu=r["cpu"]["percent"], cores=r["cpu"]["cores"],
-             mem=mem["percent"], used=mem["used"] / GB, total=mem["total"] / GB, disk=disk,
-             procs=r.get("process_count", 0), uptime=uptime)
+    uptime = (
+        (f"{days} 天 {rest // 3600} 小时" if lang == "zh" else f"{days}d {rest // 3600}h")
+        if days
+        else (
+            f"{rest // 3600} 小时 {rest % 3600 // 60} 分"
+            if lang == "zh"
+            else f"{rest // 3600}h {rest % 3600 // 60}m"
+        )
+    )
+    return t(
+        "summary",
+        lang,
+        cpu=r["cpu"]["percent"],
+        cores=r["cpu"]["cores"],
+        mem=mem["percent"],
+        used=mem["used"] / GB,
+        total=mem["total"] / GB,
+        disk=disk,
+        procs=r.get("process_count", 0),
+        uptime=uptime,
+    )
 
 
 def _wants_analysis(instruction: Any) -> bool:
-    return isinstance(instruction, str) and re.search(
-        r"分析|诊断|为什么|卡|慢|analy[sz]e|diagnos|why|slow", instruction, re.I) is not None
+    return (
+        isinstance(instruction, str)
+        and re.search(r"分析|诊断|为什么|卡|慢|analy[sz]e|diagnos|why|slow", instruction, re.I)
+        is not None
+    )
 
 
 def _error(message: str, lang: str) -> dict[str, Any]:
-    return text_view(message, title=t("title", lang), status="error",
-                     actions=[{"type": "button", "label": t("refresh", lang),
-                               "action_id": "refresh"}])
+    return text_view(
+        message,
+        title=t("title", lang),
+        status="error",
+        actions=[{"type": "button", "label": t("refresh", lang), "action_id": "refresh"}],
+    )
 
 
 if __name__ == "__main__":

@@ -31,13 +31,20 @@ class Song:
 
     def item(self) -> dict[str, Any]:
         """A list-view row; ``id`` lets the desktop draw the row's own play button."""
-        sub = " · ".join(x for x in (self.artist, self.folder,
-                                     "在线" if self.source == "online" else "") if x)
+        sub = " · ".join(
+            x for x in (self.artist, self.folder, "在线" if self.source == "online" else "") if x
+        )
         return {"id": self.id, "title": self.title, "sub": sub}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "artist": self.artist, "url": self.url,
-                "source": self.source, "folder": self.folder}
+        return {
+            "id": self.id,
+            "title": self.title,
+            "artist": self.artist,
+            "url": self.url,
+            "source": self.source,
+            "folder": self.folder,
+        }
 
     @classmethod
     def from_dict(cls, raw: Any) -> Song | None:
@@ -65,28 +72,46 @@ def local_song(path: str, app_id: str) -> Song:
         artist, title = m.group(1).strip(), m.group(2).strip()
     elif folder:
         artist = folder
-    return Song(id=path, title=title or stem, artist=artist,
-                url=f"/apps/{app_id}/files/{quote(path, safe='/')}", folder=folder)
+    return Song(
+        id=path,
+        title=title or stem,
+        artist=artist,
+        url=f"/apps/{app_id}/files/{quote(path, safe='/')}",
+        folder=folder,
+    )
 
 
 def online_results(body: Any) -> list[Song]:
     """Songs from a search API reply; raises ValueError naming what is wrong with it."""
     if not isinstance(body, dict) or not isinstance(body.get("results"), list):
-        kind = type(body).__name__ if not isinstance(body, dict) else \
-            f"an object with keys {', '.join(list(body)[:8]) or 'none'}"
-        raise ValueError(f"expected {{\"results\": [{{\"title\", \"artist\", \"url\"}}]}}, "
-                         f"got {kind}")
+        kind = (
+            type(body).__name__
+            if not isinstance(body, dict)
+            else f"an object with keys {', '.join(list(body)[:8]) or 'none'}"
+        )
+        raise ValueError(f'expected {{"results": [{{"title", "artist", "url"}}]}}, got {kind}')
     songs: list[Song] = []
     for raw in body["results"][:RESULTS_MAX]:
         if not isinstance(raw, dict):
             continue
         url, title = raw.get("url"), raw.get("title")
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") \
-                or not isinstance(title, str) or not title.strip():
+        if (
+            not isinstance(url, str)
+            or urlsplit(url).scheme not in ("http", "https")
+            or not isinstance(title, str)
+            or not title.strip()
+        ):
             continue  # a row we cannot play is left out, the others stay
         artist = raw.get("artist") if isinstance(raw.get("artist"), str) else ""
-        songs.append(Song(id=url[:2000], title=title.strip()[:200], artist=artist.strip()[:200],
-                          url=url[:2000], source="online"))
+        songs.append(
+            Song(
+                id=url[:2000],
+                title=title.strip()[:200],
+                artist=artist.strip()[:200],
+                url=url[:2000],
+                source="online",
+            )
+        )
     return songs
 
 
@@ -105,11 +130,17 @@ def match(query: str, songs: list[Song]) -> list[Song]:
     exact = [s for s in songs if _norm(s.title) == q or _norm(s.id.rsplit(".", 1)[0]) == q]
     if exact:
         return exact
-    in_title = [s for s in songs if q in _norm(s.title) or (len(_norm(s.title)) >= 2
-                                                            and _norm(s.title) in q)]
-    by_artist = [s for s in songs if s.artist and (_norm(s.artist) == q or
-                                                   (len(_norm(s.artist)) >= 2
-                                                    and _norm(s.artist) in q))]
+    in_title = [
+        s
+        for s in songs
+        if q in _norm(s.title) or (len(_norm(s.title)) >= 2 and _norm(s.title) in q)
+    ]
+    by_artist = [
+        s
+        for s in songs
+        if s.artist
+        and (_norm(s.artist) == q or (len(_norm(s.artist)) >= 2 and _norm(s.artist) in q))
+    ]
     if in_title and by_artist:
         both = [s for s in in_title if s in by_artist]
         return both or in_title
@@ -122,38 +153,73 @@ def match(query: str, songs: list[Song]) -> list[Song]:
 
 # ------------------------------------------------------------- commands
 
-_ROUTING = re.compile(r"^\s*(?:请|帮我|麻烦)?\s*(?:打开|启动|用|使用|open|launch|start|use)?\s*"
-                      r"(?:the\s+)?(?:音乐播放器|音乐|music(?:\s+player)?(?![a-z]))(?:应用|app)?"
-                      r"\s*[:：,，]?\s*(?=\S|$)", re.IGNORECASE)
-_PLAY = re.compile(r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放|放一首|放首|放|来一首|来首|来点"
-                   r"|听一下|听听|听|play(?:\s+me)?|listen\s+to|put\s+on)\s*(?P<q>.*)$",
-                   re.IGNORECASE)
-_SEARCH = re.compile(r"^(?:请|帮我)?\s*(?:在线搜索|网上搜索|在线找|搜索一下|搜索|搜一下|搜"
-                     r"|找一下|找歌|查找|search(?:\s+online)?(?:\s+for)?|find|look\s+up)\s*(?P<q>.*)$",
-                     re.IGNORECASE)
-_NEXT = re.compile(r"^(?:播放)?(?:下一首|下首|下一曲|切歌|换一首|换首)(?:歌)?$"
-                   r"|^(?:play\s+)?(?:the\s+)?next(?:\s+(?:song|track|one))?$"
-                   r"|^skip(?:\s+(?:this|song|track))?$", re.I)
-_PREV = re.compile(r"^(?:播放)?(?:上一首|上首|上一曲)(?:歌)?$|^(?:play\s+)?(?:the\s+)?"
-                   r"(?:previous|prev|last)(?:\s+(?:song|track|one))?$|^go\s+back$", re.I)
+_ROUTING = re.compile(
+    r"^\s*(?:请|帮我|麻烦)?\s*(?:打开|启动|用|使用|open|launch|start|use)?\s*"
+    r"(?:the\s+)?(?:音乐播放器|音乐|music(?:\s+player)?(?![a-z]))(?:应用|app)?"
+    r"\s*[:：,，]?\s*(?=\S|$)",
+    re.IGNORECASE,
+)
+_PLAY = re.compile(
+    r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放|放一首|放首|放|来一首|来首|来点"
+    r"|听一下|听听|听|play(?:\s+me)?|listen\s+to|put\s+on)\s*(?P<q>.*)$",
+    re.IGNORECASE,
+)
+_SEARCH = re.compile(
+    r"^(?:请|帮我)?\s*(?:在线搜索|网上搜索|在线找|搜索一下|搜索|搜一下|搜"
+    r"|找一下|找歌|查找|search(?:\s+online)?(?:\s+for)?|find|look\s+up)\s*(?P<q>.*)$",
+    re.IGNORECASE,
+)
+_NEXT = re.compile(
+    r"^(?:播放)?(?:下一首|下首|下一曲|切歌|换一首|换首)(?:歌)?$"
+    r"|^(?:play\s+)?(?:the\s+)?next(?:\s+(?:song|track|one))?$"
+    r"|^skip(?:\s+(?:this|song|track))?$",
+    re.I,
+)
+_PREV = re.compile(
+    r"^(?:播放)?(?:上一首|上首|上一曲)(?:歌)?$|^(?:play\s+)?(?:the\s+)?"
+    r"(?:previous|prev|last)(?:\s+(?:song|track|one))?$|^go\s+back$",
+    re.I,
+)
 _PAUSE = re.compile(r"^(?:暂停|停止|停|别放了|pause|stop)(?:播放|音乐|一下|music|playback)?$", re.I)
 _VOLUME = re.compile(r"(?:音量|volume)\D{0,6}?(\d{1,3})", re.IGNORECASE)
 _LOUDER = re.compile(r"大声|调大|音量加|增大音量|louder|volume\s+up|turn\s+it\s+up", re.I)
-_QUIETER = re.compile(r"小声|调小|音量减|减小音量|quieter|softer|volume\s+down|turn\s+it\s+down",
-                      re.I)
+_QUIETER = re.compile(
+    r"小声|调小|音量减|减小音量|quieter|softer|volume\s+down|turn\s+it\s+down", re.I
+)
 _MUTE = re.compile(r"静音|mute", re.I)
-_LIST = re.compile(r"^(?:曲库|歌单|播放列表|列表|本地音乐|所有歌曲|全部歌曲|我的音乐"
-                   r"|library|playlist|songs|all songs|my music|list)$", re.I)
-_NOTHING = frozenset({"music", "some music", "a song", "song", "songs", "something", "歌",
-                      "音乐", "歌曲", "一首歌", "点歌", "首歌", "it"})
-_TRIM = re.compile(r"(?:的歌曲?|的音乐|这首歌|歌曲|的歌|一首歌|一首|音乐|\s+songs?|\s+music|"
-                   r"\s+by\s*$)$", re.IGNORECASE)
+_LIST = re.compile(
+    r"^(?:曲库|歌单|播放列表|列表|本地音乐|所有歌曲|全部歌曲|我的音乐"
+    r"|library|playlist|songs|all songs|my music|list)$",
+    re.I,
+)
+_NOTHING = frozenset(
+    {
+        "music",
+        "some music",
+        "a song",
+        "song",
+        "songs",
+        "something",
+        "歌",
+        "音乐",
+        "歌曲",
+        "一首歌",
+        "点歌",
+        "首歌",
+        "it",
+    }
+)
+_TRIM = re.compile(
+    r"(?:的歌曲?|的音乐|这首歌|歌曲|的歌|一首歌|一首|音乐|\s+songs?|\s+music|"
+    r"\s+by\s*$)$",
+    re.IGNORECASE,
+)
 
 
 def strip_routing(text: str) -> str:
     text = (text or "").strip()
     m = _ROUTING.match(text)
-    return text[m.end():].strip() if m and m.end() else text
+    return text[m.end() :].strip() if m and m.end() else text
 
 
 def clean_query(q: str) -> str:

@@ -48,52 +48,89 @@ T: dict[str, tuple[str, str]] = {
     "title": ("音乐", "Music"),
     "library": ("本地曲库（{n} 首）", "Local library ({n} songs)"),
     "library_msg": ("本地曲库共 {n} 首歌。", "{n} songs in the local library."),
-    "empty": ("曲库是空的：把 wav、mp3、ogg、flac 或 m4a 文件放进 {workdir} 就能播放，"
-              "也可以在线搜索。",
-              "The library is empty: put wav, mp3, ogg, flac or m4a files in {workdir}, or "
-              "search online."),
+    "empty": (
+        "曲库是空的：把 wav、mp3、ogg、flac 或 m4a 文件放进 {workdir} 就能播放，也可以在线搜索。",
+        "The library is empty: put wav, mp3, ogg, flac or m4a files in {workdir}, or "
+        "search online.",
+    ),
     "playing": ("正在播放：{title}", "Now playing: {title}"),
     "paused": ("已暂停：{title}", "Paused: {title}"),
     "nothing": ("现在没有在播放的歌曲。", "Nothing is playing."),
     "volume": ("音量已调到 {v}。", "Volume set to {v}."),
-    "bad_volume": ("音量必须是 0 到 100 之间的数（收到 {v}）",
-                   "The volume must be a number from 0 to 100 (got {v})"),
-    "not_found": ("本地曲库里没有“{q}”。", "\"{q}\" is not in the local library."),
-    "online_found": ("在线找到 {n} 首“{q}”，点“播放”即可收听。",
-                     "Found {n} songs for \"{q}\" online; press Play to listen."),
-    "online_none": ("在线没有找到“{q}”。", "Nothing found online for \"{q}\"."),
+    "bad_volume": (
+        "音量必须是 0 到 100 之间的数（收到 {v}）",
+        "The volume must be a number from 0 to 100 (got {v})",
+    ),
+    "not_found": ("本地曲库里没有“{q}”。", '"{q}" is not in the local library.'),
+    "online_found": (
+        "在线找到 {n} 首“{q}”，点“播放”即可收听。",
+        'Found {n} songs for "{q}" online; press Play to listen.',
+    ),
+    "online_none": ("在线没有找到“{q}”。", 'Nothing found online for "{q}".'),
     "search_failed": ("在线搜索失败：{error}", "Online search failed: {error}"),
-    "bad_reply": ("搜索接口的回复格式不对：{error}",
-                  "the search API's reply is malformed: {error}"),
-    "local_fallback": ("已改为在本地曲库中查找“{q}”：找到 {n} 首。",
-                       "Searched the local library for \"{q}\" instead: {n} found."),
-    "local_none": ("本地曲库里也没有“{q}”。", "\"{q}\" is not in the local library either."),
-    "results": ("“{q}”的搜索结果", "Results for \"{q}\""),
-    "need_query": ("要搜索什么？请说歌名或歌手，例如“搜索 周杰伦”。",
-                   "Search for what? Say a title or an artist, e.g. \"search jay chou\"."),
-    "bad_settings": ("settings.json 有问题（{error}），暂时使用默认搜索接口。",
-                     "settings.json is unusable ({error}); using the default search API."),
-    "unknown_song": ("找不到这首歌（“{id}”），曲库可能变了，请重新打开曲库或重新搜索。",
-                     "That song (\"{id}\") is gone; reopen the library or search again."),
-    "bad_action": ("无法处理操作“{action}”：{error}",
-                   "Cannot handle the action \"{action}\": {error}"),
-    "unknown_action": ("未知操作“{action}”。可用的操作：{known}",
-                       "Unknown action \"{action}\". Known actions: {known}"),
-    "not_understood": ("没听懂“{text}”。可以说：“播放七里香”“下一首”“搜索 周杰伦”“音量 50”。",
-                       "I did not understand \"{text}\". Try \"play 七里香\", \"next\", "
-                       "\"search jay chou\", \"volume 50\"."),
+    "bad_reply": (
+        "搜索接口的回复格式不对：{error}",
+        "the search API's reply is malformed: {error}",
+    ),
+    "local_fallback": (
+        "已改为在本地曲库中查找“{q}”：找到 {n} 首。",
+        'Searched the local library for "{q}" instead: {n} found.',
+    ),
+    "local_none": ("本地曲库里也没有“{q}”。", '"{q}" is not in the local library either.'),
+    "results": ("“{q}”的搜索结果", 'Results for "{q}"'),
+    "need_query": (
+        "要搜索什么？请说歌名或歌手，例如“搜索 周杰伦”。",
+        'Search for what? Say a title or an artist, e.g. "search jay chou".',
+    ),
+    "bad_settings": (
+        "settings.json 有问题（{error}），暂时使用默认搜索接口。",
+        "settings.json is unusable ({error}); using the default search API.",
+    ),
+    "unknown_song": (
+        "找不到这首歌（“{id}”），曲库可能变了，请重新打开曲库或重新搜索。",
+        'That song ("{id}") is gone; reopen the library or search again.',
+    ),
+    "bad_action": (
+        "无法处理操作“{action}”：{error}",
+        'Cannot handle the action "{action}": {error}',
+    ),
+    "unknown_action": (
+        "未知操作“{action}”。可用的操作：{known}",
+        'Unknown action "{action}". Known actions: {known}',
+    ),
+    "not_understood": (
+        "没听懂“{text}”。可以说：“播放七里香”“下一首”“搜索 周杰伦”“音量 50”。",
+        'I did not understand "{text}". Try "play 七里香", "next", "search jay chou", "volume 50".',
+    ),
     "scan_failed": ("读取曲库失败：{error}", "Could not read the library: {error}"),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
-    "play": ("▶ 播放", "▶ Play"), "play_all": ("▶ 全部播放", "▶ Play all"),
-    "prev": ("⏮ 上一首", "⏮ Previous"), "next": ("⏭ 下一首", "⏭ Next"),
-    "pause": ("⏸ 暂停", "⏸ Pause"), "resume": ("▶ 继续", "▶ Resume"),
-    "vol": ("音量", "Volume"), "back": ("曲库", "Library"), "rescan": ("重新扫描", "Rescan"),
-    "search": ("在线搜索", "Search online"), "search_ph": ("歌名或歌手", "Title or artist"),
+    "play": ("▶ 播放", "▶ Play"),
+    "play_all": ("▶ 全部播放", "▶ Play all"),
+    "prev": ("⏮ 上一首", "⏮ Previous"),
+    "next": ("⏭ 下一首", "⏭ Next"),
+    "pause": ("⏸ 暂停", "⏸ Pause"),
+    "resume": ("▶ 继续", "▶ Resume"),
+    "vol": ("音量", "Volume"),
+    "back": ("曲库", "Library"),
+    "rescan": ("重新扫描", "Rescan"),
+    "search": ("在线搜索", "Search online"),
+    "search_ph": ("歌名或歌手", "Title or artist"),
     "playlist": ("播放列表", "Playlist"),
     "playlist_title": ("播放列表（{n} 首）", "Playlist ({n} songs)"),
 }
-ACTIONS = ("play", "play_all", "next", "prev", "pause", "resume", "volume", "search", "library",
-           "rescan", "playlist")
+ACTIONS = (
+    "play",
+    "play_all",
+    "next",
+    "prev",
+    "pause",
+    "resume",
+    "volume",
+    "search",
+    "library",
+    "rescan",
+    "playlist",
+)
 
 
 t = Messages(T)
@@ -113,8 +150,9 @@ class _Call:
         self.app_id = app if isinstance(app, str) and app else agent.app_id()
         self.workdir = context.get("workdir") if isinstance(context.get("workdir"), str) else ""
         state = context.get("cwd_state")
-        self.state: dict[str, Any] = {k: state.get(k) for k in ("volume", "now")} \
-            if isinstance(state, dict) else {}
+        self.state: dict[str, Any] = (
+            {k: state.get(k) for k in ("volume", "now")} if isinstance(state, dict) else {}
+        )
         results = context.get("tool_results")
         self.results: dict[str, Any] = results if isinstance(results, dict) else {}
 
@@ -126,8 +164,12 @@ class Music(AIOSAgent):
 
     # ------------------------------------------------------------ entry
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         call = _Call(self, context)
         try:
             if action_request is not None:
@@ -210,8 +252,9 @@ class Music(AIOSAgent):
             raise Failure(t("scan_failed", call.lang, error=e.error)) from e
         entries = root.get("entries", []) if isinstance(root, dict) else []
         paths = [e["name"] for e in entries if e.get("type") == "file" and is_audio(e["name"])]
-        for folder in (e["name"] for e in entries
-                       if e.get("type") == "dir" and not e["name"].startswith(".")):
+        for folder in (
+            e["name"] for e in entries if e.get("type") == "dir" and not e["name"].startswith(".")
+        ):
             try:
                 sub = self.call_tool("file_list", path=folder)
             except ToolError as e:
@@ -226,18 +269,32 @@ class Music(AIOSAgent):
         songs = self._library(call) if songs is None else songs
         lang = call.lang
         actions: list[dict[str, Any]] = [
-            {"type": "button", "label": t("play", lang), "action_id": "play",
-             "params": {"id": s.id}} for s in songs[:100]]
+            {
+                "type": "button",
+                "label": t("play", lang),
+                "action_id": "play",
+                "params": {"id": s.id},
+            }
+            for s in songs[:100]
+        ]
         if songs:
-            actions.insert(0, {"type": "button", "label": t("play_all", lang),
-                               "action_id": "play_all"})
+            actions.insert(
+                0, {"type": "button", "label": t("play_all", lang), "action_id": "play_all"}
+            )
         actions += self._common_actions(call)
-        message = t("library_msg", lang, n=len(songs)) if songs else \
-            t("empty", lang, workdir=call.workdir or "workspace")
-        return {"status": "ok", "view_type": "list",
-                "data": {"title": t("library", lang, n=len(songs)),
-                         "items": [s.item() for s in songs]},
-                "actions": actions, "message": message, "state": self._state(call)}
+        message = (
+            t("library_msg", lang, n=len(songs))
+            if songs
+            else t("empty", lang, workdir=call.workdir or "workspace")
+        )
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {"title": t("library", lang, n=len(songs)), "items": [s.item() for s in songs]},
+            "actions": actions,
+            "message": message,
+            "state": self._state(call),
+        }
 
     # ---------------------------------------------------------- playing
 
@@ -262,9 +319,16 @@ class Music(AIOSAgent):
 
     def _play_id(self, song_id: Any, call: _Call) -> dict[str, Any]:
         if not isinstance(song_id, str) or not song_id:
-            raise Failure(t("bad_action", call.lang, action="play",
-                            error="params.id（歌曲）缺失" if call.lang == "zh" else
-                            "params.id (the song) is missing"))
+            raise Failure(
+                t(
+                    "bad_action",
+                    call.lang,
+                    action="play",
+                    error="params.id（歌曲）缺失"
+                    if call.lang == "zh"
+                    else "params.id (the song) is missing",
+                )
+            )
         if song_id.startswith(("http://", "https://")):
             results = self._cached_results()
             for i, song in enumerate(results):
@@ -296,8 +360,9 @@ class Music(AIOSAgent):
         self._save_playlist(songs, index)
         return self._media(songs, index, call)
 
-    def _media(self, songs: list[Song], index: int, call: _Call, *, autoplay: bool = True,
-               note: str = "") -> dict[str, Any]:
+    def _media(
+        self, songs: list[Song], index: int, call: _Call, *, autoplay: bool = True, note: str = ""
+    ) -> dict[str, Any]:
         song = songs[index]
         lang = call.lang
         volume = self._volume(call)
@@ -306,27 +371,53 @@ class Music(AIOSAgent):
         message = note or t("playing" if autoplay else "paused", lang, title=name)
         actions = [
             {"type": "button", "label": t("prev", lang), "action_id": "prev"},
-            {"type": "button", "label": t("pause", lang), "action_id": "pause"} if autoplay else
-            {"type": "button", "label": t("resume", lang), "action_id": "resume"},
+            {"type": "button", "label": t("pause", lang), "action_id": "pause"}
+            if autoplay
+            else {"type": "button", "label": t("resume", lang), "action_id": "resume"},
             {"type": "button", "label": t("next", lang), "action_id": "next"},
             {"type": "button", "label": t("playlist", lang), "action_id": "playlist"},
         ] + self._common_actions(call)
-        return {"status": "ok", "view_type": "media",
-                "data": {"url": song.url, "type": "audio", "title": song.title,
-                         "artist": song.artist, "volume": volume, "autoplay": autoplay,
-                         "index": index + 1, "count": len(songs), "source": song.source},
-                "actions": actions, "message": message, "state": self._state(call)}
+        return {
+            "status": "ok",
+            "view_type": "media",
+            "data": {
+                "url": song.url,
+                "type": "audio",
+                "title": song.title,
+                "artist": song.artist,
+                "volume": volume,
+                "autoplay": autoplay,
+                "index": index + 1,
+                "count": len(songs),
+                "source": song.source,
+            },
+            "actions": actions,
+            "message": message,
+            "state": self._state(call),
+        }
 
     def _playlist_view(self, call: _Call) -> dict[str, Any]:
         songs, index = self._playlist()
         lang = call.lang
         items = [{**s.item(), "status": "▶" if i == index else ""} for i, s in enumerate(songs)]
-        actions = [{"type": "button", "label": t("play", lang), "action_id": "play",
-                    "params": {"id": s.id}} for s in songs[:100]] + self._common_actions(call)
+        actions = [
+            {
+                "type": "button",
+                "label": t("play", lang),
+                "action_id": "play",
+                "params": {"id": s.id},
+            }
+            for s in songs[:100]
+        ] + self._common_actions(call)
         title = t("playlist_title", lang, n=len(songs))
-        return {"status": "ok", "view_type": "list", "data": {"title": title, "items": items},
-                "actions": actions, "message": title if songs else t("nothing", lang),
-                "state": self._state(call)}
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {"title": title, "items": items},
+            "actions": actions,
+            "message": title if songs else t("nothing", lang),
+            "state": self._state(call),
+        }
 
     # ----------------------------------------------------------- volume
 
@@ -338,8 +429,11 @@ class Music(AIOSAgent):
             v = self.call_tool("cache_get", key=VOLUME_KEY)
         except ToolError:
             v = None
-        v = v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100 \
+        v = (
+            v
+            if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 100
             else DEFAULT_VOLUME
+        )
         call.state["volume"] = v
         return v
 
@@ -370,33 +464,60 @@ class Music(AIOSAgent):
             notes.append(problem)
         if not isinstance(entry, dict):
             url = api.replace("{query}", quote(query, safe=""))
-            steps = self.plan_steps([
-                {"step_id": SEARCH_STEP, "tool": "http_request",
-                 "args": {"method": "GET", "url": url, "timeout": SEARCH_TIMEOUT,
-                          "headers": {"Accept": "application/json"}}},
-                {"step_id": "cache", "tool": "cache_set", "on_error": "continue",
-                 "args": {"key": SEARCH_KEY,
-                          "value": {"query": query,
-                                    "results": f"{{{{step_{SEARCH_STEP}.result.results}}}}"}}},
-            ])
-            return {"status": "ok", "view_type": "loading",
-                    "data": {"message": f"正在搜索“{query}”…" if lang == "zh" else
-                             f"Searching for \"{query}\"…"},
-                    "actions": [], "steps": steps}
+            steps = self.plan_steps(
+                [
+                    {
+                        "step_id": SEARCH_STEP,
+                        "tool": "http_request",
+                        "args": {
+                            "method": "GET",
+                            "url": url,
+                            "timeout": SEARCH_TIMEOUT,
+                            "headers": {"Accept": "application/json"},
+                        },
+                    },
+                    {
+                        "step_id": "cache",
+                        "tool": "cache_set",
+                        "on_error": "continue",
+                        "args": {
+                            "key": SEARCH_KEY,
+                            "value": {
+                                "query": query,
+                                "results": f"{{{{step_{SEARCH_STEP}.result.results}}}}",
+                            },
+                        },
+                    },
+                ]
+            )
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {
+                    "message": f"正在搜索“{query}”…"
+                    if lang == "zh"
+                    else f'Searching for "{query}"…'
+                },
+                "actions": [],
+                "steps": steps,
+            }
         if entry.get("status") == "ok":
             try:
                 results = online_results(entry.get("result"))
             except ValueError as e:
                 return self._local_fallback(query, call, notes, t("bad_reply", lang, error=e))
             if results:
-                return self._results_view(query, results, call, notes + [
-                    t("online_found", lang, n=len(results), q=query)])
-            return self._local_fallback(query, call, notes, None,
-                                        extra=t("online_none", lang, q=query))
+                return self._results_view(
+                    query, results, call, notes + [t("online_found", lang, n=len(results), q=query)]
+                )
+            return self._local_fallback(
+                query, call, notes, None, extra=t("online_none", lang, q=query)
+            )
         return self._local_fallback(query, call, notes, str(entry.get("error") or "?"))
 
-    def _local_fallback(self, query: str, call: _Call, notes: list[str], error: Any,
-                        extra: str = "") -> dict[str, Any]:
+    def _local_fallback(
+        self, query: str, call: _Call, notes: list[str], error: Any, extra: str = ""
+    ) -> dict[str, Any]:
         lang = call.lang
         songs = self._library(call)
         found = match(query, songs)
@@ -405,21 +526,36 @@ class Music(AIOSAgent):
         if extra:
             notes.append(extra)
         if not (notes and notes[0] == t("not_found", lang, q=query)):
-            notes.append(t("local_fallback", lang, q=query, n=len(found)) if found else
-                         t("local_none", lang, q=query))
+            notes.append(
+                t("local_fallback", lang, q=query, n=len(found))
+                if found
+                else t("local_none", lang, q=query)
+            )
         view = self._results_view(query, found, call, notes)
         view["status"] = "ok" if found else "error"
         return view
 
-    def _results_view(self, query: str, songs: list[Song], call: _Call,
-                      notes: list[str]) -> dict[str, Any]:
+    def _results_view(
+        self, query: str, songs: list[Song], call: _Call, notes: list[str]
+    ) -> dict[str, Any]:
         lang = call.lang
-        actions = [{"type": "button", "label": t("play", lang), "action_id": "play",
-                    "params": {"id": s.id}} for s in songs[:50]] + self._common_actions(call)
-        return {"status": "ok", "view_type": "list",
-                "data": {"title": t("results", lang, q=query), "items": [s.item() for s in songs]},
-                "actions": actions, "message": ("" if lang == "zh" else " ").join(notes),
-                "state": self._state(call)}
+        actions = [
+            {
+                "type": "button",
+                "label": t("play", lang),
+                "action_id": "play",
+                "params": {"id": s.id},
+            }
+            for s in songs[:50]
+        ] + self._common_actions(call)
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {"title": t("results", lang, q=query), "items": [s.item() for s in songs]},
+            "actions": actions,
+            "message": ("" if lang == "zh" else " ").join(notes),
+            "state": self._state(call),
+        }
 
     def _search_api(self, call: _Call) -> tuple[str, str | None]:
         """The search URL template from settings.json (written with the default on first use)."""
@@ -429,8 +565,14 @@ class Music(AIOSAgent):
             if "not found" not in e.error.lower() and "no such" not in e.error.lower():
                 return DEFAULT_SEARCH_API, t("bad_settings", call.lang, error=e.error)
             try:
-                self.call_tool("file_write", path=SETTINGS_FILE, content=json.dumps(
-                    {"search_api": DEFAULT_SEARCH_API}, ensure_ascii=False, indent=2) + "\n")
+                self.call_tool(
+                    "file_write",
+                    path=SETTINGS_FILE,
+                    content=json.dumps(
+                        {"search_api": DEFAULT_SEARCH_API}, ensure_ascii=False, indent=2
+                    )
+                    + "\n",
+                )
             except ToolError as w:
                 log.warning("could not write the default settings: %s", w.error)
             return DEFAULT_SEARCH_API, None
@@ -439,11 +581,16 @@ class Music(AIOSAgent):
         except ValueError as e:
             return DEFAULT_SEARCH_API, t("bad_settings", call.lang, error=f"not JSON: {e}")
         api = settings.get("search_api") if isinstance(settings, dict) else None
-        if not isinstance(api, str) or not api.startswith(("http://", "https://")) \
-                or "{query}" not in api:
-            return DEFAULT_SEARCH_API, t("bad_settings", call.lang,
-                                         error="search_api must be an http(s) URL containing "
-                                               "{query}")
+        if (
+            not isinstance(api, str)
+            or not api.startswith(("http://", "https://"))
+            or "{query}" not in api
+        ):
+            return DEFAULT_SEARCH_API, t(
+                "bad_settings",
+                call.lang,
+                error="search_api must be an http(s) URL containing {query}",
+            )
         return api, None
 
     # ----------------------------------------------------------- storage
@@ -462,9 +609,11 @@ class Music(AIOSAgent):
         return songs, index
 
     def _save_playlist(self, songs: list[Song], index: int) -> None:
-        self.call_tool("cache_set", key=PLAYLIST_KEY,
-                       value={"items": [s.to_dict() for s in songs[:LIBRARY_MAX]],
-                              "index": index})
+        self.call_tool(
+            "cache_set",
+            key=PLAYLIST_KEY,
+            value={"items": [s.to_dict() for s in songs[:LIBRARY_MAX]], "index": index},
+        )
 
     def _cached_results(self) -> list[Song]:
         try:
@@ -480,24 +629,36 @@ class Music(AIOSAgent):
     # --------------------------------------------------------------- llm
 
     def _llm_pick(self, query: str, songs: list[Song], call: _Call) -> list[Song]:
-        """"来点轻松的" — let the system's LLM (when there is one) choose from the library."""
+        """ "来点轻松的" — let the system's LLM (when there is one) choose from the library."""
         if not songs:
             return []
         catalogue = [{"id": s.id, "title": s.title, "artist": s.artist} for s in songs[:200]]
         try:
-            reply = self.llm([
-                {"role": "system", "content": "Pick songs from the user's library that fit the "
-                 "request. Answer with a JSON list of song ids only, [] if none fits."},
-                {"role": "user", "content": json.dumps({"request": query,
-                                                        "library": catalogue},
-                                                       ensure_ascii=False)}])
+            reply = self.llm(
+                [
+                    {
+                        "role": "system",
+                        "content": "Pick songs from the user's library that fit the "
+                        "request. Answer with a JSON list of song ids only, [] if none fits.",
+                    },
+                    {
+                        "role": "user",
+                        "content": json.dumps(
+                            {"request": query, "library": catalogue}, ensure_ascii=False
+                        ),
+                    },
+                ]
+            )
         except AIOSError as e:
             log.info("no LLM pick for %r: %s", query, e)
             return []
         content = reply.get("content") if isinstance(reply, dict) else None
         try:
-            ids = json.loads(content[content.index("["):content.rindex("]") + 1]) \
-                if isinstance(content, str) else []
+            ids = (
+                json.loads(content[content.index("[") : content.rindex("]") + 1])
+                if isinstance(content, str)
+                else []
+            )
         except ValueError:
             return []
         by_id = {s.id: s for s in songs}
@@ -508,10 +669,21 @@ class Music(AIOSAgent):
     def _common_actions(self, call: _Call) -> list[dict[str, Any]]:
         lang = call.lang
         return [
-            {"type": "slider", "label": t("vol", lang), "action_id": "volume", "min": 0,
-             "max": 100, "step": 1, "value": self._volume(call)},
-            {"type": "input", "label": t("search", lang), "action_id": "search",
-             "placeholder": t("search_ph", lang)},
+            {
+                "type": "slider",
+                "label": t("vol", lang),
+                "action_id": "volume",
+                "min": 0,
+                "max": 100,
+                "step": 1,
+                "value": self._volume(call),
+            },
+            {
+                "type": "input",
+                "label": t("search", lang),
+                "action_id": "search",
+                "placeholder": t("search_ph", lang),
+            },
             {"type": "button", "label": t("back", lang), "action_id": "library"},
         ]
 
@@ -519,13 +691,20 @@ class Music(AIOSAgent):
         return {"volume": call.state.get("volume"), "now": call.state.get("now")}
 
     def _text(self, message: str, call: _Call) -> dict[str, Any]:
-        return text_view(message, title=t("title", call.lang),
-                         actions=self._common_actions(call), state=self._state(call))
+        return text_view(
+            message,
+            title=t("title", call.lang),
+            actions=self._common_actions(call),
+            state=self._state(call),
+        )
 
     def _error(self, message: str, call: _Call) -> dict[str, Any]:
-        return text_view(message, title=t("title", call.lang), status="error",
-                         actions=[{"type": "button", "label": t("back", call.lang),
-                                   "action_id": "library"}])
+        return text_view(
+            message,
+            title=t("title", call.lang),
+            status="error",
+            actions=[{"type": "button", "label": t("back", call.lang), "action_id": "library"}],
+        )
 
 
 if __name__ == "__main__":

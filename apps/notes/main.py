@@ -27,10 +27,12 @@ from aios_sdk import AIOSAgent, Lang, LLMError, LLMUnavailable, ToolError, error
 log = logging.getLogger(__name__)
 
 DSN = "notes.db"
-SCHEMA = ("CREATE TABLE IF NOT EXISTS notes ("
-          "id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
-          "body TEXT NOT NULL DEFAULT '', tag TEXT NOT NULL DEFAULT 'other', "
-          "done INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL)")
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS notes ("
+    "id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, "
+    "body TEXT NOT NULL DEFAULT '', tag TEXT NOT NULL DEFAULT 'other', "
+    "done INTEGER NOT NULL DEFAULT 0, created TEXT NOT NULL)"
+)
 LIST_LIMIT = 200
 """Notes shown at most (the message tells the total)."""
 CONTROLS_LIMIT = 30
@@ -53,8 +55,12 @@ class NotesAgent(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         lang = locale_of(context)
         state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
@@ -79,9 +85,11 @@ class NotesAgent(AIOSAgent):
             return self._search(lang, arg, "")
         reply = self._list(lang, "", "")
         if intent == "unknown":
-            reply["message"] = tr(lang, f"没看懂「{arg}」。可以说：记一下 明天买牛奶；搜索 牛奶。",
-                                  f"I did not understand {arg!r}. Try: add note buy milk; "
-                                  "search milk.")
+            reply["message"] = tr(
+                lang,
+                f"没看懂「{arg}」。可以说：记一下 明天买牛奶；搜索 牛奶。",
+                f"I did not understand {arg!r}. Try: add note buy milk; search milk.",
+            )
         return reply
 
     def _action(self, lang: Lang, req: Any, query: str, tag: str) -> dict[str, Any]:
@@ -89,13 +97,14 @@ class NotesAgent(AIOSAgent):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
         if isinstance(action_id, str) and action_id.startswith(TOGGLE_PREFIX):
-            return self._set_done(lang, action_id[len(TOGGLE_PREFIX):], req.get("on"), query, tag)
+            return self._set_done(lang, action_id[len(TOGGLE_PREFIX) :], req.get("on"), query, tag)
         if action_id == "add":
             values = req.get("form_values")
             if not isinstance(values, dict):
                 raise Problem("添加笔记需要表单内容 form_values", "add needs form_values")
-            return self._add(lang, values.get("title"), values.get("body"),
-                             nl.check_tag(values.get("tag")))
+            return self._add(
+                lang, values.get("title"), values.get("body"), nl.check_tag(values.get("tag"))
+            )
         if action_id == "search":
             return self._search(lang, req.get("value"), tag)
         if action_id == "filter_tag":
@@ -109,10 +118,15 @@ class NotesAgent(AIOSAgent):
             params = req.get("params") if isinstance(req.get("params"), dict) else {}
             return self._delete(lang, params.get("id"), query, tag)
         if action_id in ("show_all", "refresh"):
-            return self._list(lang, "" if action_id == "show_all" else query,
-                              "" if action_id == "show_all" else tag)
-        raise Problem(f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}、done.<编号>）",
-                      f"unknown action {action_id!r} (known: {', '.join(ACTIONS)}, done.<id>)")
+            return self._list(
+                lang,
+                "" if action_id == "show_all" else query,
+                "" if action_id == "show_all" else tag,
+            )
+        raise Problem(
+            f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}、done.<编号>）",
+            f"unknown action {action_id!r} (known: {', '.join(ACTIONS)}, done.<id>)",
+        )
 
     # ------------------------------------------------------------ commands
 
@@ -125,10 +139,20 @@ class NotesAgent(AIOSAgent):
             title = title[:40] + "…"
         tag = tag or self._pick_tag(f"{title} {body}")
         created = datetime.now().strftime("%Y-%m-%d %H:%M")
-        self._db("INSERT INTO notes (title, body, tag, done, created) VALUES (?, ?, ?, 0, ?)",
-                 [title, body, tag, created])
-        return self._list(lang, "", "", tr(lang, f"已记下：{title}（{nl.tag_label(tag, lang)}）",
-                                         f"Noted: {title} ({nl.tag_label(tag, lang)})"))
+        self._db(
+            "INSERT INTO notes (title, body, tag, done, created) VALUES (?, ?, ?, 0, ?)",
+            [title, body, tag, created],
+        )
+        return self._list(
+            lang,
+            "",
+            "",
+            tr(
+                lang,
+                f"已记下：{title}（{nl.tag_label(tag, lang)}）",
+                f"Noted: {title} ({nl.tag_label(tag, lang)})",
+            ),
+        )
 
     def _search(self, lang: Lang, value: Any, tag: str) -> dict[str, Any]:
         query = nl.check_text(value, "search text", "搜索内容", nl.MAX_QUERY, required=False)
@@ -137,13 +161,22 @@ class NotesAgent(AIOSAgent):
     def _set_done(self, lang: Lang, raw_id: str, on: Any, query: str, tag: str) -> dict[str, Any]:
         note_id = nl.check_id(raw_id)
         if not isinstance(on, bool):
-            raise Problem(f"开关的值 on 必须是 true 或 false（收到 {on!r}）",
-                          f"the toggle value 'on' must be true or false (got {on!r})")
+            raise Problem(
+                f"开关的值 on 必须是 true 或 false（收到 {on!r}）",
+                f"the toggle value 'on' must be true or false (got {on!r})",
+            )
         title = self._title(note_id)
         self._db("UPDATE notes SET done = ? WHERE id = ?", [int(on), note_id])
-        return self._list(lang, query, tag,
-                          tr(lang, f"已完成：{title}" if on else f"已改为未完成：{title}",
-                             f"Done: {title}" if on else f"Not done: {title}"))
+        return self._list(
+            lang,
+            query,
+            tag,
+            tr(
+                lang,
+                f"已完成：{title}" if on else f"已改为未完成：{title}",
+                f"Done: {title}" if on else f"Not done: {title}",
+            ),
+        )
 
     def _delete(self, lang: Lang, raw_id: Any, query: str, tag: str) -> dict[str, Any]:
         note_id = nl.check_id(raw_id)
@@ -154,8 +187,10 @@ class NotesAgent(AIOSAgent):
     def _title(self, note_id: int) -> str:
         rows = self._db("SELECT title FROM notes WHERE id = ?", [note_id])["rows"]
         if not rows:
-            raise Problem(f"没有编号为 {note_id} 的笔记（可能已被删除）",
-                          f"there is no note {note_id} (it may have been deleted)")
+            raise Problem(
+                f"没有编号为 {note_id} 的笔记（可能已被删除）",
+                f"there is no note {note_id} (it may have been deleted)",
+            )
         return str(rows[0][0])
 
     # --------------------------------------------------------------- view
@@ -170,43 +205,96 @@ class NotesAgent(AIOSAgent):
             params += [nl.like_pattern(query)] * 2
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         total = self._db(f"SELECT COUNT(*) FROM notes{clause}", params)["rows"][0][0]
-        rows = self._db(f"SELECT id, title, body, tag, done, created FROM notes{clause} "
-                        f"ORDER BY done, id DESC LIMIT {LIST_LIMIT}", params)["rows"]
+        rows = self._db(
+            f"SELECT id, title, body, tag, done, created FROM notes{clause} "
+            f"ORDER BY done, id DESC LIMIT {LIST_LIMIT}",
+            params,
+        )["rows"]
         items = []
         per_note: list[dict[str, Any]] = []
         for i, (note_id, title, body, note_tag, done, created) in enumerate(rows):
             snippet = (body or "").replace("\n", " ")
             snippet = snippet[:60] + ("…" if len(snippet) > 60 else "")
             sub = " · ".join(p for p in (snippet, f"#{nl.tag_label(note_tag, lang)}", created) if p)
-            items.append({"id": note_id, "title": f"{'✅' if done else '⬜'} {title}", "sub": sub,
-                          "done": bool(done), "tag": note_tag, "created": created})
+            items.append(
+                {
+                    "id": note_id,
+                    "title": f"{'✅' if done else '⬜'} {title}",
+                    "sub": sub,
+                    "done": bool(done),
+                    "tag": note_tag,
+                    "created": created,
+                }
+            )
             if i < CONTROLS_LIMIT:
-                per_note.append({"type": "toggle", "label": title[:30],
-                                 "action_id": f"{TOGGLE_PREFIX}{note_id}", "value": bool(done)})
-                per_note.append({"type": "button", "label": tr(lang, "删除", "Delete"),
-                                 "action_id": "delete", "params": {"id": note_id},
-                                 "confirm": tr(lang, f"删除笔记「{title[:30]}」？",
-                                               f"Delete the note {title[:30]!r}?")})
+                per_note.append(
+                    {
+                        "type": "toggle",
+                        "label": title[:30],
+                        "action_id": f"{TOGGLE_PREFIX}{note_id}",
+                        "value": bool(done),
+                    }
+                )
+                per_note.append(
+                    {
+                        "type": "button",
+                        "label": tr(lang, "删除", "Delete"),
+                        "action_id": "delete",
+                        "params": {"id": note_id},
+                        "confirm": tr(
+                            lang, f"删除笔记「{title[:30]}」？", f"Delete the note {title[:30]!r}?"
+                        ),
+                    }
+                )
         tag_options = [{"label": tr(lang, "全部标签", "All tags"), "value": "all"}] + [
-            {"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS]
+            {"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS
+        ]
         actions: list[dict[str, Any]] = [
-            {"type": "input", "label": tr(lang, "搜索", "Search"), "action_id": "search",
-             "placeholder": tr(lang, "搜索笔记…", "Search notes…"), "value": query},
-            {"type": "select", "label": tr(lang, "标签", "Tag"), "action_id": "filter_tag",
-             "options": tag_options, "value": tag or "all"},
-            {"type": "submit_form", "label": tr(lang, "添加笔记", "Add note"), "action_id": "add",
-             "fields": [
-                 {"name": "title", "label": tr(lang, "标题", "Title"), "type": "text",
-                  "required": True},
-                 {"name": "body", "label": tr(lang, "内容", "Body"), "type": "textarea"},
-                 {"name": "tag", "label": tr(lang, "标签", "Tag"), "type": "select",
-                  "options": [{"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS],
-                  "value": nl.DEFAULT_TAG}]},
+            {
+                "type": "input",
+                "label": tr(lang, "搜索", "Search"),
+                "action_id": "search",
+                "placeholder": tr(lang, "搜索笔记…", "Search notes…"),
+                "value": query,
+            },
+            {
+                "type": "select",
+                "label": tr(lang, "标签", "Tag"),
+                "action_id": "filter_tag",
+                "options": tag_options,
+                "value": tag or "all",
+            },
+            {
+                "type": "submit_form",
+                "label": tr(lang, "添加笔记", "Add note"),
+                "action_id": "add",
+                "fields": [
+                    {
+                        "name": "title",
+                        "label": tr(lang, "标题", "Title"),
+                        "type": "text",
+                        "required": True,
+                    },
+                    {"name": "body", "label": tr(lang, "内容", "Body"), "type": "textarea"},
+                    {
+                        "name": "tag",
+                        "label": tr(lang, "标签", "Tag"),
+                        "type": "select",
+                        "options": [{"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS],
+                        "value": nl.DEFAULT_TAG,
+                    },
+                ],
+            },
             *per_note,
         ]
         if query or tag:
-            actions.append({"type": "button", "label": tr(lang, "显示全部", "Show all"),
-                            "action_id": "show_all"})
+            actions.append(
+                {
+                    "type": "button",
+                    "label": tr(lang, "显示全部", "Show all"),
+                    "action_id": "show_all",
+                }
+            )
         if message is None:
             message = self._summary(lang, total, query, tag)
         title = tr(lang, "记事本", "Notes")
@@ -214,10 +302,20 @@ class NotesAgent(AIOSAgent):
             title += tr(lang, f" · 搜索「{query}」", f" · search {query!r}")
         if tag:
             title += f" · #{nl.tag_label(tag, lang)}"
-        return {"status": "ok", "view_type": "list",
-                "data": {"title": title, "items": items, "total": total, "query": query,
-                         "tag": tag or "all"},
-                "actions": actions, "message": message, "state": {"query": query, "tag": tag}}
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {
+                "title": title,
+                "items": items,
+                "total": total,
+                "query": query,
+                "tag": tag or "all",
+            },
+            "actions": actions,
+            "message": message,
+            "state": {"query": query, "tag": tag},
+        }
 
     @staticmethod
     def _summary(lang: Lang, total: int, query: str, tag: str) -> str:
@@ -243,10 +341,16 @@ class NotesAgent(AIOSAgent):
     def _pick_tag(self, text: str) -> str:
         """Ask the LLM for a tag when one is configured; otherwise guess from words."""
         try:
-            answer = self.llm([
-                {"role": "system", "content": "Classify the note into exactly one tag of: "
-                 f"{', '.join(nl.TAGS)}. Answer with the tag only."},
-                {"role": "user", "content": text[:1000]}])
+            answer = self.llm(
+                [
+                    {
+                        "role": "system",
+                        "content": "Classify the note into exactly one tag of: "
+                        f"{', '.join(nl.TAGS)}. Answer with the tag only.",
+                    },
+                    {"role": "user", "content": text[:1000]},
+                ]
+            )
             tag = nl.tag_from_word(str(answer.get("content") or "").strip().strip(".").lower())
             if tag:
                 return tag
@@ -256,26 +360,42 @@ class NotesAgent(AIOSAgent):
 
     def _llm_intent(self, text: str) -> tuple[str, str]:
         try:
-            answer = self.llm([
-                {"role": "system", "content": "The user talks to a notes app. Answer JSON "
-                 "{\"intent\": \"add\"|\"search\"|\"list\"|\"unknown\", \"text\": \"the note "
-                 "text or the search words\"} and nothing else."},
-                {"role": "user", "content": text[:1000]}])
-            parsed = json.loads(str(answer.get("content") or "").strip().strip("`")
-                                .removeprefix("json").strip())
+            answer = self.llm(
+                [
+                    {
+                        "role": "system",
+                        "content": "The user talks to a notes app. Answer JSON "
+                        '{"intent": "add"|"search"|"list"|"unknown", "text": "the note '
+                        'text or the search words"} and nothing else.',
+                    },
+                    {"role": "user", "content": text[:1000]},
+                ]
+            )
+            parsed = json.loads(
+                str(answer.get("content") or "").strip().strip("`").removeprefix("json").strip()
+            )
         except (LLMUnavailable, LLMError, ValueError):
             return "unknown", text
-        if isinstance(parsed, dict) and parsed.get("intent") in ("add", "search", "list") \
-                and isinstance(parsed.get("text", ""), str):
+        if (
+            isinstance(parsed, dict)
+            and parsed.get("intent") in ("add", "search", "list")
+            and isinstance(parsed.get("text", ""), str)
+        ):
             return str(parsed["intent"]), str(parsed.get("text", "")).strip()
         return "unknown", text
 
     def _error(self, lang: Lang, message: str) -> dict[str, Any]:
-        return error_view(message, title=tr(lang, "记事本：出错了", "Notes: error"),
-                          actions=[{"type": "button",
-                                    "label": tr(lang, "返回笔记列表", "Back to notes"),
-                                    "action_id": "show_all"}])
-
+        return error_view(
+            message,
+            title=tr(lang, "记事本：出错了", "Notes: error"),
+            actions=[
+                {
+                    "type": "button",
+                    "label": tr(lang, "返回笔记列表", "Back to notes"),
+                    "action_id": "show_all",
+                }
+            ],
+        )
 
 
 if __name__ == "__main__":

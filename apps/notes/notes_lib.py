@@ -8,19 +8,74 @@ from typing import Any
 from aios_sdk import Lang, tr
 
 TAGS: dict[str, tuple[str, str]] = {
-    "work": ("工作", "Work"), "life": ("生活", "Life"), "shopping": ("购物", "Shopping"),
-    "study": ("学习", "Study"), "other": ("其他", "Other"),
+    "work": ("工作", "Work"),
+    "life": ("生活", "Life"),
+    "shopping": ("购物", "Shopping"),
+    "study": ("学习", "Study"),
+    "other": ("其他", "Other"),
 }
 DEFAULT_TAG = "other"
 TAG_HINTS: dict[str, tuple[str, ...]] = {
-    "shopping": ("买", "购物", "超市", "牛奶", "面包", "鸡蛋", "buy", "shop", "grocer", "milk",
-                 "bread", "eggs"),
-    "work": ("会议", "开会", "工作", "报告", "项目", "客户", "邮件", "周报", "meeting", "work",
-             "report", "project", "client", "email", "deadline"),
-    "study": ("学习", "复习", "考试", "作业", "读书", "上课", "study", "learn", "exam",
-              "homework", "course", "read"),
-    "life": ("生日", "医院", "电话", "家", "运动", "跑步", "健身", "birthday", "doctor", "call",
-             "gym", "run", "family"),
+    "shopping": (
+        "买",
+        "购物",
+        "超市",
+        "牛奶",
+        "面包",
+        "鸡蛋",
+        "buy",
+        "shop",
+        "grocer",
+        "milk",
+        "bread",
+        "eggs",
+    ),
+    "work": (
+        "会议",
+        "开会",
+        "工作",
+        "报告",
+        "项目",
+        "客户",
+        "邮件",
+        "周报",
+        "meeting",
+        "work",
+        "report",
+        "project",
+        "client",
+        "email",
+        "deadline",
+    ),
+    "study": (
+        "学习",
+        "复习",
+        "考试",
+        "作业",
+        "读书",
+        "上课",
+        "study",
+        "learn",
+        "exam",
+        "homework",
+        "course",
+        "read",
+    ),
+    "life": (
+        "生日",
+        "医院",
+        "电话",
+        "家",
+        "运动",
+        "跑步",
+        "健身",
+        "birthday",
+        "doctor",
+        "call",
+        "gym",
+        "run",
+        "family",
+    ),
 }
 MAX_TITLE = 200
 MAX_BODY = 10_000
@@ -28,17 +83,25 @@ MAX_QUERY = 200
 
 _APP_WORDS = re.compile(
     r"^\s*(?:请|帮我)?(?:打开|启动|进入|open|launch|start|show)?\s*(?:我的|my|the)?\s*"
-    r"(?:记事本|笔记本|notes|notebook)(?:app|应用)?(?![a-z])[\s,，:：]*", re.IGNORECASE)
+    r"(?:记事本|笔记本|notes|notebook)(?:app|应用)?(?![a-z])[\s,，:：]*",
+    re.IGNORECASE,
+)
 _ADD = re.compile(
     r"^(?:请|帮我)?(?:记一下|记下来|记下|记住|记得|记录一下|记录|记个|添加笔记|新建笔记|新笔记|写下|备忘|"
     r"添加|记|add\s+(?:a\s+)?note|new\s+note|note\s+down|take\s+a\s+note|remember|add|note)"
-    r"(?![a-z])[\s:：,，]*(?P<text>[\s\S]+)$", re.IGNORECASE)
+    r"(?![a-z])[\s:：,，]*(?P<text>[\s\S]+)$",
+    re.IGNORECASE,
+)
 _SEARCH = re.compile(
     r"^(?:搜索|搜一下|查找|查一下|找一下|搜|找|search(?:\s+notes?)?(?:\s+for)?|find)"
-    r"(?![a-z])[\s:：]*(?P<text>.+)$", re.IGNORECASE)
+    r"(?![a-z])[\s:：]*(?P<text>.+)$",
+    re.IGNORECASE,
+)
 _LIST = re.compile(
     r"^(?:列出|显示|查看|看看|list|show|view)?\s*(?:全部|所有|all|my)?\s*(?:的)?\s*"
-    r"(?:笔记|notes?)?$", re.IGNORECASE)
+    r"(?:笔记|notes?)?$",
+    re.IGNORECASE,
+)
 _HASHTAG = re.compile(r"[#＃](\w+)")
 
 
@@ -70,7 +133,7 @@ def split_hashtag(text: str) -> tuple[str, str | None]:
     for m in _HASHTAG.finditer(text):
         tag = tag_from_word(m.group(1))
         if tag:
-            rest = text[:m.start()] + " " + text[m.end():]
+            rest = text[: m.start()] + " " + text[m.end() :]
             return re.sub(r"\s+", " ", rest).strip(), tag
     return text.strip(), None
 
@@ -99,14 +162,18 @@ def check_text(value: Any, field: str, zh: str, limit: int, *, required: bool) -
     if value is None:
         value = ""
     if not isinstance(value, str):
-        raise BadInput(f"{zh}必须是文字（收到 {type(value).__name__}）",
-                       f"{field} must be text (got {type(value).__name__})")
+        raise BadInput(
+            f"{zh}必须是文字（收到 {type(value).__name__}）",
+            f"{field} must be text (got {type(value).__name__})",
+        )
     value = value.strip()
     if required and not value:
         raise BadInput(f"{zh}不能为空", f"{field} is required")
     if len(value) > limit:
-        raise BadInput(f"{zh}太长（{len(value)} 字，最多 {limit}）",
-                       f"{field} is too long ({len(value)} characters, at most {limit})")
+        raise BadInput(
+            f"{zh}太长（{len(value)} 字，最多 {limit}）",
+            f"{field} is too long ({len(value)} characters, at most {limit})",
+        )
     return value
 
 
@@ -116,8 +183,10 @@ def check_tag(value: Any) -> str | None:
         return None
     tag = tag_from_word(value) if isinstance(value, str) else None
     if tag is None:
-        raise BadInput(f"标签 {value!r} 不存在（可选：{', '.join(TAGS)}）",
-                       f"unknown tag {value!r} (tags: {', '.join(TAGS)})")
+        raise BadInput(
+            f"标签 {value!r} 不存在（可选：{', '.join(TAGS)}）",
+            f"unknown tag {value!r} (tags: {', '.join(TAGS)})",
+        )
     return tag
 
 
@@ -125,8 +194,10 @@ def check_id(value: Any) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BadInput(f"笔记编号必须是正整数（收到 {value!r}）",
-                       f"the note id must be a positive integer (got {value!r})")
+        raise BadInput(
+            f"笔记编号必须是正整数（收到 {value!r}）",
+            f"the note id must be a positive integer (got {value!r})",
+        )
     return value
 
 

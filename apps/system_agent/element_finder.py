@@ -25,41 +25,96 @@ DESKTOP_NAMES: dict[str, tuple[list[str], list[str], str, str]] = {
     # id: (Chinese aliases, English aliases, Chinese display name, English display name)
     "clock": (["时钟", "时间", "钟表"], ["clock", "time"], "时钟", "the clock"),
     "taskbar": (["任务栏"], ["taskbar", "task bar"], "任务栏", "the taskbar"),
-    "start_button": (["开始按钮", "开始菜单按钮", "开始键", "开始"],
-                     ["start button", "start"], "开始按钮", "the start button"),
+    "start_button": (
+        ["开始按钮", "开始菜单按钮", "开始键", "开始"],
+        ["start button", "start"],
+        "开始按钮",
+        "the start button",
+    ),
     "start_menu": (["开始菜单"], ["start menu"], "开始菜单", "the start menu"),
-    "tray": (["系统托盘", "托盘", "状态栏"], ["system tray", "tray", "status area"],
-             "系统托盘", "the system tray"),
+    "tray": (
+        ["系统托盘", "托盘", "状态栏"],
+        ["system tray", "tray", "status area"],
+        "系统托盘",
+        "the system tray",
+    ),
     "calendar": (["日历"], ["calendar"], "日历", "the calendar"),
-    "command_input": (["命令输入框", "指令输入框", "命令栏", "指令栏", "命令框", "输入框", "搜索框",
-                       "输入栏"],
-                      ["command bar", "command input", "command box", "input box", "input bar",
-                       "search bar", "input"], "命令栏", "the command bar"),
-    "mic_button": (["麦克风按钮", "语音输入按钮", "语音按钮", "麦克风", "话筒"],
-                   ["microphone button", "microphone", "mic button", "mic", "voice button"],
-                   "麦克风按钮", "the microphone button"),
-    "notifications": (["通知栏", "通知区", "通知中心", "通知"],
-                      ["notifications", "notification area", "notification"], "通知栏",
-                      "the notifications"),
+    "command_input": (
+        ["命令输入框", "指令输入框", "命令栏", "指令栏", "命令框", "输入框", "搜索框", "输入栏"],
+        [
+            "command bar",
+            "command input",
+            "command box",
+            "input box",
+            "input bar",
+            "search bar",
+            "input",
+        ],
+        "命令栏",
+        "the command bar",
+    ),
+    "mic_button": (
+        ["麦克风按钮", "语音输入按钮", "语音按钮", "麦克风", "话筒"],
+        ["microphone button", "microphone", "mic button", "mic", "voice button"],
+        "麦克风按钮",
+        "the microphone button",
+    ),
+    "notifications": (
+        ["通知栏", "通知区", "通知中心", "通知"],
+        ["notifications", "notification area", "notification"],
+        "通知栏",
+        "the notifications",
+    ),
 }
 
 BUTTON_WORDS: dict[str, list[str]] = {
     # Common button labels and their English words, so "play button" finds a button labelled 播放.
-    "播放": ["play"], "暂停": ["pause"], "下一首": ["next", "next song", "next track"],
-    "上一首": ["previous", "prev", "previous song", "previous track"], "停止": ["stop"],
-    "保存": ["save"], "删除": ["delete", "remove"], "添加": ["add"], "搜索": ["search"],
-    "刷新": ["refresh", "reload"], "确定": ["ok", "confirm"], "取消": ["cancel"],
-    "打开": ["open"], "关闭": ["close"], "设置": ["settings"], "返回": ["back"],
-    "发送": ["send"], "编辑": ["edit"], "新建": ["new"], "撤销": ["undo"], "提交": ["submit"],
-    "清空": ["clear"], "运行": ["run"], "开始": ["start"], "完成": ["done"], "音量": ["volume"],
+    "播放": ["play"],
+    "暂停": ["pause"],
+    "下一首": ["next", "next song", "next track"],
+    "上一首": ["previous", "prev", "previous song", "previous track"],
+    "停止": ["stop"],
+    "保存": ["save"],
+    "删除": ["delete", "remove"],
+    "添加": ["add"],
+    "搜索": ["search"],
+    "刷新": ["refresh", "reload"],
+    "确定": ["ok", "confirm"],
+    "取消": ["cancel"],
+    "打开": ["open"],
+    "关闭": ["close"],
+    "设置": ["settings"],
+    "返回": ["back"],
+    "发送": ["send"],
+    "编辑": ["edit"],
+    "新建": ["new"],
+    "撤销": ["undo"],
+    "提交": ["submit"],
+    "清空": ["clear"],
+    "运行": ["run"],
+    "开始": ["start"],
+    "完成": ["done"],
+    "音量": ["volume"],
 }
 _EN_TO_ZH = {en: zh for zh, ens in BUTTON_WORDS.items() for en in ens}
 
-TYPE_PRIORITY = {"window": 5, "button": 4, "control": 4, "desktop": 4, "input": 4,
-                 "icon": 3, "menu_item": 2, "panel": 1}
+TYPE_PRIORITY = {
+    "window": 5,
+    "button": 4,
+    "control": 4,
+    "desktop": 4,
+    "input": 4,
+    "icon": 3,
+    "menu_item": 2,
+    "panel": 1,
+}
 GENERIC = {
-    "button": ({"按钮", "按键", "键", "button", "the button", "buttons"},
-               ("button",), "按钮", "button"),
+    "button": (
+        {"按钮", "按键", "键", "button", "the button", "buttons"},
+        ("button",),
+        "按钮",
+        "button",
+    ),
     "window": ({"窗口", "window", "the window"}, ("window",), "窗口", "window"),
 }
 
@@ -95,8 +150,9 @@ class Element:
             return "icon"
         if self.id.startswith("menu_"):
             return "menu_item"
-        if self.type in ("button", "submit_form", "link") or \
-                (self.id.startswith("btn_") and self.type in ("", "control")):
+        if self.type in ("button", "submit_form", "link") or (
+            self.id.startswith("btn_") and self.type in ("", "control")
+        ):
             return "button"
         return "control"
 
@@ -105,13 +161,20 @@ class Element:
         """The app a window/icon/menu entry belongs to."""
         for prefix in ("win_", "winbody_", "icon_", "menu_"):
             if self.id.startswith(prefix):
-                return self.id[len(prefix):]
+                return self.id[len(prefix) :]
         return self.window
 
     def public(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "type": self.type, "label": self.label,
-                               "x": self.x, "y": self.y, "width": self.width,
-                               "height": self.height, "visible": self.visible}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "label": self.label,
+            "x": self.x,
+            "y": self.y,
+            "width": self.width,
+            "height": self.height,
+            "visible": self.visible,
+        }
         if self.window:
             out["window"] = self.window
         return out
@@ -137,8 +200,7 @@ class Snapshot:
 
     def get(self, key_or_id: str, window: str | None = None) -> Element | None:
         for e in self.elements:
-            if e.key == key_or_id or (e.id == key_or_id and (window is None or
-                                                             e.window == window)):
+            if e.key == key_or_id or (e.id == key_or_id and (window is None or e.window == window)):
                 return e
         return None
 
@@ -163,15 +225,16 @@ class Snapshot:
             return []
         # A window named next to one of its controls only says where the control is.
         windows = {e.app for _, e in scored if e.kind == "window"}
-        inner = [(s, e) for s, e in scored if e.window in windows
-                 and e.kind not in ("window", "panel")]
+        inner = [
+            (s, e) for s, e in scored if e.window in windows and e.kind not in ("window", "panel")
+        ]
         if inner:
             scored = inner
         top = max((s, TYPE_PRIORITY.get(e.kind, 3)) for s, e in scored)
         return [e for s, e in scored if (s, TYPE_PRIORITY.get(e.kind, 3)) == top]
 
     def generic(self, residual: str) -> tuple[str, list[Element]] | None:
-        """"按钮" / "the window" on their own: (kind, every element of that kind)."""
+        """ "按钮" / "the window" on their own: (kind, every element of that kind)."""
         word = residual.strip().lower()
         for kind, (words, kinds, _, _) in GENERIC.items():
             if word in words:
@@ -188,13 +251,23 @@ class Snapshot:
         label = _core(e.label) or _id_words(e.id)
         if lang == "en":
             word = BUTTON_WORDS.get(label, [label])[0]
-            suffix = {"window": " window", "panel": " window content", "icon": " icon",
-                      "menu_item": " menu entry", "button": " button"}.get(e.kind, "")
+            suffix = {
+                "window": " window",
+                "panel": " window content",
+                "icon": " icon",
+                "menu_item": " menu entry",
+                "button": " button",
+            }.get(e.kind, "")
             if suffix and word.lower().endswith(suffix.strip()):
                 suffix = ""
             return f"the {word}{suffix}"
-        suffix = {"window": "窗口", "panel": "窗口内容", "icon": "图标", "menu_item": "菜单项",
-                  "button": "按钮"}.get(e.kind, "")
+        suffix = {
+            "window": "窗口",
+            "panel": "窗口内容",
+            "icon": "图标",
+            "menu_item": "菜单项",
+            "button": "按钮",
+        }.get(e.kind, "")
         return label if label.endswith(suffix) else label + suffix
 
     def choice_label(self, e: Element, lang: str) -> str:
@@ -203,8 +276,11 @@ class Snapshot:
         where = f"({e.x:g}, {e.y:g})"
         if e.window:
             win = self.window_name(e.window)
-            return f"{name} — {win} window {where}" if lang == "en" else \
-                f"{name}（{win} 窗口，{where}）"
+            return (
+                f"{name} — {win} window {where}"
+                if lang == "en"
+                else f"{name}（{win} 窗口，{where}）"
+            )
         return f"{name} {where}" if lang == "en" else f"{name}（{where}）"
 
     # ---------------------------------------------------------- geometry
@@ -216,10 +292,15 @@ class Snapshot:
         bottom = max(0.0, vh - e.height - MARGIN)
         cx, cy = max(0.0, (vw - e.width) / 2), max(0.0, (vh - e.height) / 2)
         x, y = {
-            "top_left": (MARGIN, MARGIN), "top_right": (right, MARGIN),
-            "bottom_left": (MARGIN, bottom), "bottom_right": (right, bottom),
-            "center": (cx, cy), "left": (MARGIN, e.y), "right": (right, e.y),
-            "top": (e.x, MARGIN), "bottom": (e.x, bottom),
+            "top_left": (MARGIN, MARGIN),
+            "top_right": (right, MARGIN),
+            "bottom_left": (MARGIN, bottom),
+            "bottom_right": (right, bottom),
+            "center": (cx, cy),
+            "left": (MARGIN, e.y),
+            "right": (right, e.y),
+            "top": (e.x, MARGIN),
+            "bottom": (e.x, bottom),
         }[where]
         return float(round(x)), float(round(y))
 
@@ -238,12 +319,17 @@ def _element(raw: Any) -> Element | None:
         return None
     label = raw.get("label")
     window = raw.get("window")
-    return Element(id=raw["id"][:128], type=str(raw.get("type") or "")[:40],
-                   label=(label if isinstance(label, str) else "")[:200],
-                   x=_num(raw.get("x")), y=_num(raw.get("y")),
-                   width=max(0.0, _num(raw.get("width"))), height=max(0.0, _num(raw.get("height"))),
-                   visible=raw.get("visible") is not False,
-                   window=window if isinstance(window, str) and window else None)
+    return Element(
+        id=raw["id"][:128],
+        type=str(raw.get("type") or "")[:40],
+        label=(label if isinstance(label, str) else "")[:200],
+        x=_num(raw.get("x")),
+        y=_num(raw.get("y")),
+        width=max(0.0, _num(raw.get("width"))),
+        height=max(0.0, _num(raw.get("height"))),
+        visible=raw.get("visible") is not False,
+        window=window if isinstance(window, str) and window else None,
+    )
 
 
 def _viewport(raw: Any, elements: list[Element]) -> tuple[float, float]:
@@ -260,7 +346,7 @@ def _viewport(raw: Any, elements: list[Element]) -> tuple[float, float]:
 def _id_words(element_id: str) -> str:
     for prefix in ("btn_", "win_", "winbody_", "icon_", "menu_"):
         if element_id.startswith(prefix):
-            element_id = element_id[len(prefix):]
+            element_id = element_id[len(prefix) :]
             break
     return re.sub(r"[_\-]+", " ", element_id).strip()
 
@@ -290,8 +376,11 @@ def _aliases(e: Element, window_labels: dict[str, str]) -> list[str]:
         if words in _EN_TO_ZH:
             names.add(_EN_TO_ZH[words])
         for n in names:
-            out += [n, f"{n}按钮", f"{n}键", f"{n} button"] if kind == "button" else \
-                [n, f"{n}控件", f"{n} control"]
+            out += (
+                [n, f"{n}按钮", f"{n}键", f"{n} button"]
+                if kind == "button"
+                else [n, f"{n}控件", f"{n} control"]
+            )
     # Never a one-character alias: "的" or "x" would match half of every sentence.
     return sorted({a for a in out if len(a) >= 2}, key=len, reverse=True)
 

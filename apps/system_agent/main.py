@@ -41,54 +41,84 @@ STATE_MAP_MAX = 50
 CHOICES_MAX = 12
 EXAMPLES = {
     "zh": ["把时钟变成红色", "旋转 45 度", "隐藏时钟", "显示时钟", "把开始按钮移到右上角"],
-    "en": ["make the clock red", "rotate 45 degrees", "hide the clock", "show the clock",
-           "move the start button to the top right"],
+    "en": [
+        "make the clock red",
+        "rotate 45 degrees",
+        "hide the clock",
+        "show the clock",
+        "move the start button to the top right",
+    ],
 }
 _ROUTING = re.compile(
     r"^\s*(?:请|帮我|麻烦)?\s*(?:打开|启动|用|使用|open|launch|start|use|ask)?\s*(?:the\s+)?"
     r"(?:系统控制器?|桌面控制|system[\s_-]*(?:control(?:ler)?|agent)|desktop[\s_-]*control)"
-    r"(?:应用|程序|\s*app)?\s*[:：,，]?\s*", re.IGNORECASE)
+    r"(?:应用|程序|\s*app)?\s*[:：,，]?\s*",
+    re.IGNORECASE,
+)
 
 T: dict[str, tuple[str, str]] = {
     "title": ("系统控制", "System control"),
-    "no_snapshot": ("桌面还没有上报界面快照，暂时不知道屏幕上有什么。"
-                    "请先打开桌面（或稍等片刻）再试。",
-                    "The desktop has not reported its UI snapshot yet, so I don't know what is "
-                    "on screen. Open the desktop (or wait a moment) and try again."),
-    "snapshot_failed": ("读取桌面快照失败：{error}",
-                        "Could not read the desktop snapshot: {error}"),
-    "not_understood": ("没听懂“{text}”。可以这样说：{examples}",
-                       "I did not understand \"{text}\". Try: {examples}"),
-    "unknown_element": ("找不到“{name}”。桌面上可以操作的有：{names}",
-                        "There is no \"{name}\" on the desktop. I can change: {names}"),
-    "no_target": ("要操作哪个元素？请说出它的名字，例如“把时钟变成红色”。",
-                  "Which element? Name it, for example \"make the clock red\"."),
-    "ambiguous": ("有 {n} 个“{name}”，要操作哪一个？", "There are {n} \"{name}\" — which one?"),
+    "no_snapshot": (
+        "桌面还没有上报界面快照，暂时不知道屏幕上有什么。请先打开桌面（或稍等片刻）再试。",
+        "The desktop has not reported its UI snapshot yet, so I don't know what is "
+        "on screen. Open the desktop (or wait a moment) and try again.",
+    ),
+    "snapshot_failed": (
+        "读取桌面快照失败：{error}",
+        "Could not read the desktop snapshot: {error}",
+    ),
+    "not_understood": (
+        "没听懂“{text}”。可以这样说：{examples}",
+        'I did not understand "{text}". Try: {examples}',
+    ),
+    "unknown_element": (
+        "找不到“{name}”。桌面上可以操作的有：{names}",
+        'There is no "{name}" on the desktop. I can change: {names}',
+    ),
+    "no_target": (
+        "要操作哪个元素？请说出它的名字，例如“把时钟变成红色”。",
+        'Which element? Name it, for example "make the clock red".',
+    ),
+    "ambiguous": ("有 {n} 个“{name}”，要操作哪一个？", 'There are {n} "{name}" — which one?'),
     "choose": ("选择元素", "Choose the element"),
     "cancel": ("取消", "Cancel"),
     "cancelled": ("已取消，没有做任何修改。", "Cancelled; nothing was changed."),
     "nothing_pending": ("没有等待选择的操作。", "There is no operation waiting for a choice."),
-    "stale_choice": ("“{key}”不在候选列表中，请重新下达指令。",
-                     "\"{key}\" is not one of the choices; please give the command again."),
-    "gone": ("元素“{key}”已经不在桌面上了。", "The element \"{key}\" is no longer on the desktop."),
+    "stale_choice": (
+        "“{key}”不在候选列表中，请重新下达指令。",
+        '"{key}" is not one of the choices; please give the command again.',
+    ),
+    "gone": ("元素“{key}”已经不在桌面上了。", 'The element "{key}" is no longer on the desktop.'),
     "refused": ("桌面拒绝了这个操作：{error}", "The desktop refused the operation: {error}"),
-    "no_listener": ("（桌面当前没有连接，操作会在它连上后才看得到。）",
-                    "(No desktop is connected right now, so nothing visible changed.)"),
+    "no_listener": (
+        "（桌面当前没有连接，操作会在它连上后才看得到。）",
+        "(No desktop is connected right now, so nothing visible changed.)",
+    ),
     "undo": ("撤销", "Undo"),
     "undone": ("已撤销：{what}", "Undone: {what}"),
-    "hide": ("隐藏", "Hide"), "show": ("显示", "Show"), "center": ("移到中间", "Move to center"),
-    "rotate90": ("旋转 90°", "Rotate 90°"), "unrotate": ("复原旋转", "Reset rotation"),
+    "hide": ("隐藏", "Hide"),
+    "show": ("显示", "Show"),
+    "center": ("移到中间", "Move to center"),
+    "rotate90": ("旋转 90°", "Rotate 90°"),
+    "unrotate": ("复原旋转", "Reset rotation"),
     "uncolor": ("恢复颜色", "Reset colour"),
-    "command": ("输入指令", "Type a command"), "refresh": ("刷新", "Refresh"),
+    "command": ("输入指令", "Type a command"),
+    "refresh": ("刷新", "Refresh"),
     "placeholder": ("例如：把时钟变成红色", "e.g. make the clock red"),
     "home_title": ("桌面元素（{n} 个）", "Desktop elements ({n})"),
-    "home_message": ("可以对 {n} 个桌面元素下指令，例如“把时钟变成红色”。",
-                     "{n} desktop elements can be changed, e.g. \"make the clock red\"."),
-    "bad_action": ("无法处理操作“{action}”：{error}",
-                   "Cannot handle the action \"{action}\": {error}"),
-    "unknown_action": ("未知操作“{action}”。可用的操作：{known}",
-                       "Unknown action \"{action}\". Known actions: {known}"),
-    "part": ("第 {i} 条指令“{text}”：{error}", "Command {i} (\"{text}\"): {error}"),
+    "home_message": (
+        "可以对 {n} 个桌面元素下指令，例如“把时钟变成红色”。",
+        '{n} desktop elements can be changed, e.g. "make the clock red".',
+    ),
+    "bad_action": (
+        "无法处理操作“{action}”：{error}",
+        'Cannot handle the action "{action}": {error}',
+    ),
+    "unknown_action": (
+        "未知操作“{action}”。可用的操作：{known}",
+        'Unknown action "{action}". Known actions: {known}',
+    ),
+    "part": ("第 {i} 条指令“{text}”：{error}", 'Command {i} ("{text}"): {error}'),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
     "hidden": ("隐藏", "hidden"),
     "window": ("窗口", "window"),
@@ -114,8 +144,12 @@ class SystemAgent(AIOSAgent):
 
     # ------------------------------------------------------------ entry
 
-    def handle(self, instruction: str | None, context: dict[str, Any],
-               action_request: dict[str, Any] | None = None) -> dict[str, Any]:
+    def handle(
+        self,
+        instruction: str | None,
+        context: dict[str, Any],
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         context = context if isinstance(context, dict) else {}
         lang = locale_of(context)
         state = _State(context.get("cwd_state"))
@@ -161,17 +195,23 @@ class SystemAgent(AIOSAgent):
         return Snapshot(entry.get("result"))
 
     def _fetch_snapshot(self, lang: str) -> dict[str, Any]:
-        return {"status": "ok", "view_type": "loading",
-                "data": {"message": "正在读取桌面快照…" if lang == "zh" else
-                         "Reading the desktop snapshot…"},
-                "actions": [],
-                "steps": self.plan_steps([{"step_id": SNAPSHOT_STEP, "tool": "cache_get",
-                                           "args": {"key": SNAPSHOT_KEY}}])}
+        return {
+            "status": "ok",
+            "view_type": "loading",
+            "data": {
+                "message": "正在读取桌面快照…" if lang == "zh" else "Reading the desktop snapshot…"
+            },
+            "actions": [],
+            "steps": self.plan_steps(
+                [{"step_id": SNAPSHOT_STEP, "tool": "cache_get", "args": {"key": SNAPSHOT_KEY}}]
+            ),
+        }
 
     # ---------------------------------------------------------- actions
 
-    def _action(self, req: Any, context: dict[str, Any], state: _State,
-                lang: str) -> dict[str, Any]:
+    def _action(
+        self, req: Any, context: dict[str, Any], state: _State, lang: str
+    ) -> dict[str, Any]:
         if not isinstance(req, dict) or not isinstance(req.get("action_id"), str):
             raise Failure(t("bad_action", lang, action="?", error="action_id is missing"))
         action = req["action_id"]
@@ -192,23 +232,36 @@ class SystemAgent(AIOSAgent):
         if action in ("command", "run"):
             text = req.get("value") if action == "command" else params.get("command")
             if not isinstance(text, str) or not text.strip():
-                raise Failure(t("bad_action", lang, action=action,
-                                error="需要一条文字指令" if lang == "zh" else
-                                "a text command is required"))
+                raise Failure(
+                    t(
+                        "bad_action",
+                        lang,
+                        action=action,
+                        error="需要一条文字指令" if lang == "zh" else "a text command is required",
+                    )
+                )
             text = _strip_routing(text[:1000])
             return self._commands(split_commands(text) or [text], snap, state, lang, done=[])
         if action in ("apply", "undo"):
             return self._apply_action(action, params, snap, state, lang)
         return self._choose(req, params, snap, state, lang)
 
-    def _apply_action(self, action: str, params: dict[str, Any], snap: Snapshot,
-                      state: _State, lang: str) -> dict[str, Any]:
+    def _apply_action(
+        self, action: str, params: dict[str, Any], snap: Snapshot, state: _State, lang: str
+    ) -> dict[str, Any]:
         raw_ops = params.get("ops", params.get("op"))
         raw_ops = [raw_ops] if isinstance(raw_ops, dict) else raw_ops
         if not isinstance(raw_ops, list) or not raw_ops or len(raw_ops) > 20:
-            raise Failure(t("bad_action", lang, action=action,
-                            error="params.ops 必须是 1-20 个界面操作" if lang == "zh" else
-                            "params.ops must hold 1-20 UI operations"))
+            raise Failure(
+                t(
+                    "bad_action",
+                    lang,
+                    action=action,
+                    error="params.ops 必须是 1-20 个界面操作"
+                    if lang == "zh"
+                    else "params.ops must hold 1-20 UI operations",
+                )
+            )
         try:
             ops = [check_op(o) for o in raw_ops]
         except ValueError as e:
@@ -218,13 +271,20 @@ class SystemAgent(AIOSAgent):
             element = snap.get(op["id"], op.get("window"))
             if element is None:
                 raise Failure(t("gone", lang, key=op["id"]))
-            done.append(_Done(element, op, self._inverse(op, element, state),
-                              describe(op, snap.display(element, lang), lang)))
+            done.append(
+                _Done(
+                    element,
+                    op,
+                    self._inverse(op, element, state),
+                    describe(op, snap.display(element, lang), lang),
+                )
+            )
             state.remember(element, op)
         return self._send(done, snap, state, lang, undo=action == "undo")
 
-    def _choose(self, req: dict[str, Any], params: dict[str, Any], snap: Snapshot,
-                state: _State, lang: str) -> dict[str, Any]:
+    def _choose(
+        self, req: dict[str, Any], params: dict[str, Any], snap: Snapshot, state: _State, lang: str
+    ) -> dict[str, Any]:
         pending = state.pending
         if not pending:
             raise Failure(t("nothing_pending", lang))
@@ -243,8 +303,9 @@ class SystemAgent(AIOSAgent):
 
     # --------------------------------------------------------- commands
 
-    def _commands(self, parts: list[str], snap: Snapshot, state: _State, lang: str,
-                  done: list[_Done]) -> dict[str, Any]:
+    def _commands(
+        self, parts: list[str], snap: Snapshot, state: _State, lang: str, done: list[_Done]
+    ) -> dict[str, Any]:
         """Understand each part, find its element, then send every operation at once."""
         if not snap:
             raise Failure(t("no_snapshot", lang))
@@ -257,23 +318,45 @@ class SystemAgent(AIOSAgent):
             if cmd is None:
                 guessed = self._ask_llm(part, snap, lang)
                 if guessed is None:
-                    raise Failure(_part(t("not_understood", lang, text=part,
-                                          examples=_examples(lang)), i, part, many, lang))
+                    raise Failure(
+                        _part(
+                            t("not_understood", lang, text=part, examples=_examples(lang)),
+                            i,
+                            part,
+                            many,
+                            lang,
+                        )
+                    )
                 element, op = guessed
-                done.append(_Done(element, op, self._inverse(op, element, state),
-                                  describe(op, snap.display(element, lang), lang)))
+                done.append(
+                    _Done(
+                        element,
+                        op,
+                        self._inverse(op, element, state),
+                        describe(op, snap.display(element, lang), lang),
+                    )
+                )
                 state.remember(element, op)
                 continue
             found = self._resolve(cmd, snap, state, lang, part)
             if isinstance(found, list):  # ambiguous: ask, run what is already clear
-                state.pending = {"command": cmd.to_dict(), "text": part,
-                                 "candidates": [e.key for e in found],
-                                 "rest": parts[i:]}
+                state.pending = {
+                    "command": cmd.to_dict(),
+                    "text": part,
+                    "candidates": [e.key for e in found],
+                    "rest": parts[i:],
+                }
                 return self._clarify(found, cmd, part, snap, state, lang, done)
             if isinstance(found, tuple):  # the model understood it better
                 element, op = found
-                done.append(_Done(element, op, self._inverse(op, element, state),
-                                  describe(op, snap.display(element, lang), lang)))
+                done.append(
+                    _Done(
+                        element,
+                        op,
+                        self._inverse(op, element, state),
+                        describe(op, snap.display(element, lang), lang),
+                    )
+                )
                 state.remember(element, op)
                 continue
             try:
@@ -282,8 +365,9 @@ class SystemAgent(AIOSAgent):
                 raise Failure(_part(e.text(lang), i, part, many, lang)) from e
         return self._send(done, snap, state, lang)
 
-    def _resolve(self, cmd: Command, snap: Snapshot, state: _State, lang: str,
-                 part: str) -> Element | list[Element] | tuple[Element, dict[str, Any]]:
+    def _resolve(
+        self, cmd: Command, snap: Snapshot, state: _State, lang: str, part: str
+    ) -> Element | list[Element] | tuple[Element, dict[str, Any]]:
         found = snap.find(cmd.target) or snap.find(cmd.raw_target)
         if len(found) == 1:
             return found[0]
@@ -307,23 +391,34 @@ class SystemAgent(AIOSAgent):
         guessed = self._ask_llm(part, snap, lang)
         if guessed is not None:
             return guessed
-        names = "、".join(dict.fromkeys(snap.display(e, lang) for e in snap.elements
-                                        if e.kind in ("desktop", "window", "button")))
+        names = "、".join(
+            dict.fromkeys(
+                snap.display(e, lang)
+                for e in snap.elements
+                if e.kind in ("desktop", "window", "button")
+            )
+        )
         raise Failure(t("unknown_element", lang, name=rest, names=names[:600]))
 
-    def _prepare(self, cmd: Command, e: Element, snap: Snapshot, state: _State, lang: str,
-                 said: str = "") -> _Done:
+    def _prepare(
+        self, cmd: Command, e: Element, snap: Snapshot, state: _State, lang: str, said: str = ""
+    ) -> _Done:
         op = self._build_op(cmd, e, snap, state, lang)
         name = snap.display(e, lang)
         where = cmd.spec.get("where") if cmd.op == "move" else None
         color_said = cmd.spec.get("said") if cmd.op == "change_color" else None
-        done = _Done(e, op, self._inverse(op, e, state),
-                     describe(op, name, lang, where=where, said=color_said))
+        done = _Done(
+            e,
+            op,
+            self._inverse(op, e, state),
+            describe(op, name, lang, where=where, said=color_said),
+        )
         state.remember(e, op)
         return done
 
-    def _build_op(self, cmd: Command, e: Element, snap: Snapshot, state: _State,
-                  lang: str) -> dict[str, Any]:
+    def _build_op(
+        self, cmd: Command, e: Element, snap: Snapshot, state: _State, lang: str
+    ) -> dict[str, Any]:
         op: dict[str, Any] = {"op": cmd.op, "id": e.id}
         if e.window:
             op["window"] = e.window
@@ -335,24 +430,27 @@ class SystemAgent(AIOSAgent):
             else:
                 x, y = float(spec.get("x", 0)), float(spec.get("y", 0))
                 if not (0 <= x <= vw and 0 <= y <= vh):
-                    raise ParseError(f"坐标 ({x:g}, {y:g}) 超出了屏幕（{vw:g}×{vh:g}）",
-                                     f"({x:g}, {y:g}) is outside the screen ({vw:g}×{vh:g})")
+                    raise ParseError(
+                        f"坐标 ({x:g}, {y:g}) 超出了屏幕（{vw:g}×{vh:g}）",
+                        f"({x:g}, {y:g}) is outside the screen ({vw:g}×{vh:g})",
+                    )
                 op["x"], op["y"] = x, y
         elif cmd.op == "resize":
             if "scale" in spec:
                 if e.width <= 0 or e.height <= 0:
-                    raise ParseError("不知道它现在的大小（可能被隐藏了），"
-                                     "请直接说尺寸，例如 200x80",
-                                     "Its current size is unknown (hidden?); give a size such "
-                                     "as 200x80")
+                    raise ParseError(
+                        "不知道它现在的大小（可能被隐藏了），请直接说尺寸，例如 200x80",
+                        "Its current size is unknown (hidden?); give a size such as 200x80",
+                    )
                 width, height = e.width * float(spec["scale"]), e.height * float(spec["scale"])
             else:
                 width = float(spec.get("width") or e.width)
                 height = float(spec.get("height") or e.height)
             width, height = round(min(width, vw)), round(min(height, vh))
             if width < 1 or height < 1:
-                raise ParseError(f"尺寸 {width:g}×{height:g} 太小了", f"{width:g}×{height:g} is "
-                                 "too small")
+                raise ParseError(
+                    f"尺寸 {width:g}×{height:g} 太小了", f"{width:g}×{height:g} is too small"
+                )
             op["width"], op["height"] = float(width), float(height)
         elif cmd.op == "change_color":
             op["color"] = str(spec.get("color"))
@@ -363,8 +461,10 @@ class SystemAgent(AIOSAgent):
             if spec.get("relative"):
                 degrees += state.rotation_of(e)
             if abs(degrees) > 3600:
-                raise ParseError(f"旋转角度 {degrees:g} 超出范围（±3600）",
-                                 f"{degrees:g} degrees is out of range (±3600)")
+                raise ParseError(
+                    f"旋转角度 {degrees:g} 超出范围（±3600）",
+                    f"{degrees:g} degrees is out of range (±3600)",
+                )
             op["degrees"] = degrees
         return check_op(op)
 
@@ -392,8 +492,9 @@ class SystemAgent(AIOSAgent):
 
     # ---------------------------------------------------------- sending
 
-    def _send(self, done: list[_Done], snap: Snapshot, state: _State, lang: str, *,
-              undo: bool = False) -> dict[str, Any]:
+    def _send(
+        self, done: list[_Done], snap: Snapshot, state: _State, lang: str, *, undo: bool = False
+    ) -> dict[str, Any]:
         if not done:
             return self._home(snap, state, lang)
         ops = [d.op for d in done]
@@ -408,45 +509,78 @@ class SystemAgent(AIOSAgent):
         undo_ops = [d.undo for d in reversed(done) if d.undo]
         actions: list[dict[str, Any]] = []
         if undo_ops:
-            actions.append({"type": "button", "label": t("undo", lang), "action_id": "undo",
-                            "params": {"ops": undo_ops}})
+            actions.append(
+                {
+                    "type": "button",
+                    "label": t("undo", lang),
+                    "action_id": "undo",
+                    "params": {"ops": undo_ops},
+                }
+            )
         actions += self._quick_actions(done[-1].element, snap, state, lang)
         actions += self._command_actions(lang)
         content = message + (f"\n{note}" if note else "")
-        return {"status": "ok", "view_type": "text",
-                "data": {"title": t("title", lang), "content": content, "ops": ops},
-                "actions": actions, "message": message + note, "state": state.dump()}
+        return {
+            "status": "ok",
+            "view_type": "text",
+            "data": {"title": t("title", lang), "content": content, "ops": ops},
+            "actions": actions,
+            "message": message + note,
+            "state": state.dump(),
+        }
 
-    def _quick_actions(self, e: Element, snap: Snapshot, state: _State,
-                       lang: str) -> list[dict[str, Any]]:
+    def _quick_actions(
+        self, e: Element, snap: Snapshot, state: _State, lang: str
+    ) -> list[dict[str, Any]]:
         base: dict[str, Any] = {"id": e.id, **({"window": e.window} if e.window else {})}
 
         def button(label: str, op: dict[str, Any]) -> dict[str, Any]:
-            return {"type": "button", "label": label, "action_id": "apply",
-                    "params": {"ops": [{**op, **base}]}}
+            return {
+                "type": "button",
+                "label": label,
+                "action_id": "apply",
+                "params": {"ops": [{**op, **base}]},
+            }
 
-        out = [button(t("show", lang), {"op": "show"}) if not state.visible(e) else
-               button(t("hide", lang), {"op": "hide"})]
+        out = [
+            button(t("show", lang), {"op": "show"})
+            if not state.visible(e)
+            else button(t("hide", lang), {"op": "hide"})
+        ]
         if e.width > 0 and e.height > 0:
             x, y = snap.position(e, "center")
             out.append(button(t("center", lang), {"op": "move", "x": x, "y": y}))
-        out.append(button(t("rotate90", lang), {"op": "rotate",
-                                                 "degrees": state.rotation_of(e) + 90}))
+        out.append(
+            button(t("rotate90", lang), {"op": "rotate", "degrees": state.rotation_of(e) + 90})
+        )
         if state.rotation_of(e):
             out.append(button(t("unrotate", lang), {"op": "rotate", "degrees": 0}))
         if state.color_of(e):
-            out.append(button(t("uncolor", lang), {"op": "change_color",
-                                                    "color": "revert-layer"}))
+            out.append(button(t("uncolor", lang), {"op": "change_color", "color": "revert-layer"}))
         return out
 
     def _command_actions(self, lang: str) -> list[dict[str, Any]]:
-        return [{"type": "input", "label": t("command", lang), "action_id": "command",
-                 "placeholder": t("placeholder", lang)}]
+        return [
+            {
+                "type": "input",
+                "label": t("command", lang),
+                "action_id": "command",
+                "placeholder": t("placeholder", lang),
+            }
+        ]
 
     # ---------------------------------------------------------- replies
 
-    def _clarify(self, found: list[Element], cmd: Command, part: str, snap: Snapshot,
-                 state: _State, lang: str, done: list[_Done]) -> dict[str, Any]:
+    def _clarify(
+        self,
+        found: list[Element],
+        cmd: Command,
+        part: str,
+        snap: Snapshot,
+        state: _State,
+        lang: str,
+        done: list[_Done],
+    ) -> dict[str, Any]:
         prefix = ""
         if done:  # what was clear goes out now; the rest waits for the choice
             sent = self._send(done, snap, state, lang)
@@ -454,50 +588,84 @@ class SystemAgent(AIOSAgent):
         name = _name_of(found, snap, lang)
         question = t("ambiguous", lang, n=len(found), name=name)
         options = [{"label": snap.choice_label(e, lang), "value": e.key} for e in found]
-        items = [{"title": snap.display(e, lang),
-                  "sub": _describe_place(e, snap, lang)} for e in found]
-        return {"status": "ok", "view_type": "list",
-                "data": {"title": question, "items": items},
-                "actions": [{"type": "radio", "label": t("choose", lang),
-                             "action_id": "choose_target", "options": options},
-                            {"type": "button", "label": t("cancel", lang),
-                             "action_id": "cancel"}],
-                "message": prefix + question, "state": state.dump()}
+        items = [
+            {"title": snap.display(e, lang), "sub": _describe_place(e, snap, lang)} for e in found
+        ]
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {"title": question, "items": items},
+            "actions": [
+                {
+                    "type": "radio",
+                    "label": t("choose", lang),
+                    "action_id": "choose_target",
+                    "options": options,
+                },
+                {"type": "button", "label": t("cancel", lang), "action_id": "cancel"},
+            ],
+            "message": prefix + question,
+            "state": state.dump(),
+        }
 
     def _home(self, snap: Snapshot, state: _State, lang: str) -> dict[str, Any]:
         if not snap:
             raise Failure(t("no_snapshot", lang))
-        items = [{"title": snap.display(e, lang), "sub": _describe_place(e, snap, lang)}
-                 for e in snap.elements[:200]]
+        items = [
+            {"title": snap.display(e, lang), "sub": _describe_place(e, snap, lang)}
+            for e in snap.elements[:200]
+        ]
         actions = self._command_actions(lang)
-        actions += [{"type": "button", "label": ex, "action_id": "run",
-                     "params": {"command": ex}} for ex in EXAMPLES[lang][:4]]
+        actions += [
+            {"type": "button", "label": ex, "action_id": "run", "params": {"command": ex}}
+            for ex in EXAMPLES[lang][:4]
+        ]
         actions.append({"type": "button", "label": t("refresh", lang), "action_id": "refresh"})
         n = len(snap.elements)
-        return {"status": "ok", "view_type": "list",
-                "data": {"title": t("home_title", lang, n=n), "items": items},
-                "actions": actions, "message": t("home_message", lang, n=n),
-                "state": state.dump()}
+        return {
+            "status": "ok",
+            "view_type": "list",
+            "data": {"title": t("home_title", lang, n=n), "items": items},
+            "actions": actions,
+            "message": t("home_message", lang, n=n),
+            "state": state.dump(),
+        }
 
     # --------------------------------------------------------------- llm
 
-    def _ask_llm(self, text: str, snap: Snapshot, lang: str
-                 ) -> tuple[Element, dict[str, Any]] | None:
+    def _ask_llm(
+        self, text: str, snap: Snapshot, lang: str
+    ) -> tuple[Element, dict[str, Any]] | None:
         """Ask the system's LLM (when there is one) to turn a command into one operation."""
-        elements = [{"id": e.id, "label": e.label, "type": e.type, "window": e.window,
-                     "x": e.x, "y": e.y, "width": e.width, "height": e.height}
-                    for e in snap.elements[:120]]
-        prompt = ("You control a desktop UI. Turn the user's command into ONE operation as "
-                  "JSON: {\"op\": move|resize|hide|show|change_color|change_text|rotate, "
-                  "\"id\": element id, \"window\": its window or omitted, and x,y | width,"
-                  "height | color (CSS) | text | degrees}. Use only ids from the element list. "
-                  "If the command names no listed element or is not a UI change, answer "
-                  "{\"op\": null}. Answer with JSON only.")
+        elements = [
+            {
+                "id": e.id,
+                "label": e.label,
+                "type": e.type,
+                "window": e.window,
+                "x": e.x,
+                "y": e.y,
+                "width": e.width,
+                "height": e.height,
+            }
+            for e in snap.elements[:120]
+        ]
+        prompt = (
+            "You control a desktop UI. Turn the user's command into ONE operation as "
+            'JSON: {"op": move|resize|hide|show|change_color|change_text|rotate, '
+            '"id": element id, "window": its window or omitted, and x,y | width,'
+            "height | color (CSS) | text | degrees}. Use only ids from the element list. "
+            "If the command names no listed element or is not a UI change, answer "
+            '{"op": null}. Answer with JSON only.'
+        )
         payload = {"command": text, "viewport": list(snap.viewport), "elements": elements}
         try:
-            reply = self.llm([{"role": "system", "content": prompt},
-                              {"role": "user", "content": json.dumps(payload,
-                                                                     ensure_ascii=False)}])
+            reply = self.llm(
+                [
+                    {"role": "system", "content": prompt},
+                    {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+                ]
+            )
         except AIOSError as e:
             log.info("no LLM help for %r: %s", text, e)
             return None
@@ -524,8 +692,9 @@ class SystemAgent(AIOSAgent):
 class _Done:
     """One operation ready to send, its undo, and the sentence that says it."""
 
-    def __init__(self, element: Element, op: dict[str, Any], undo: dict[str, Any] | None,
-                 message: str):
+    def __init__(
+        self, element: Element, op: dict[str, Any], undo: dict[str, Any] | None, message: str
+    ):
         self.element, self.op, self.undo, self.message = element, op, undo, message
 
 
@@ -592,20 +761,31 @@ class _State:
         return {"last": self.last, "pending": self.pending, **self.maps}
 
 
-_MAP_OF = {"change_color": "colors", "change_text": "texts", "rotate": "rotation",
-           "hide": "visible", "show": "visible"}
+_MAP_OF = {
+    "change_color": "colors",
+    "change_text": "texts",
+    "rotate": "rotation",
+    "hide": "visible",
+    "show": "visible",
+}
 
 
 def _value_of(op: dict[str, Any]) -> Any:
-    return {"change_color": op.get("color"), "change_text": op.get("text"),
-            "rotate": op.get("degrees"), "hide": False, "show": True}.get(op["op"])
+    return {
+        "change_color": op.get("color"),
+        "change_text": op.get("text"),
+        "rotate": op.get("degrees"),
+        "hide": False,
+        "show": True,
+    }.get(op["op"])
 
 
 # ----------------------------------------------------------------- helpers
 
 
-def describe(op: dict[str, Any], name: str, lang: str, *, where: str | None = None,
-             said: str | None = None) -> str:
+def describe(
+    op: dict[str, Any], name: str, lang: str, *, where: str | None = None, said: str | None = None
+) -> str:
     """The sentence that is shown and spoken: 已将播放按钮移到左上角."""
     kind = op["op"]
     if lang == "en":
@@ -618,12 +798,17 @@ def describe(op: dict[str, Any], name: str, lang: str, *, where: str | None = No
             "hide": lambda: f"Hid {name}",
             "show": lambda: f"Showed {name}",
             # an English reply names the CSS colour, not the Chinese word the user said
-            "change_color": lambda: f"Made {name} "
-                                    f"{said if said and said.isascii() else op['color']}"
-            if op["color"] != "revert-layer" else f"{cap} has its own colour again",
+            "change_color": lambda: (
+                f"Made {name} {said if said and said.isascii() else op['color']}"
+                if op["color"] != "revert-layer"
+                else f"{cap} has its own colour again"
+            ),
             "change_text": lambda: f"Changed the text of {name} to “{op['text']}”",
-            "rotate": lambda: f"Rotated {name} to {op['degrees']:g} degrees"
-            if op["degrees"] else f"Turned {name} back upright",
+            "rotate": lambda: (
+                f"Rotated {name} to {op['degrees']:g} degrees"
+                if op["degrees"]
+                else f"Turned {name} back upright"
+            ),
         }[kind]()
     if kind == "move":
         place = POSITION_NAMES["zh"].get(where or "") or f" ({op['x']:g}, {op['y']:g})"
@@ -631,8 +816,9 @@ def describe(op: dict[str, Any], name: str, lang: str, *, where: str | None = No
     if kind == "change_color":
         if op["color"] == "revert-layer":
             return f"已恢复{name}原来的颜色"
-        color = said if said and not said.isascii() else ZH_COLOR_NAMES.get(op["color"],
-                                                                            op["color"])
+        color = (
+            said if said and not said.isascii() else ZH_COLOR_NAMES.get(op["color"], op["color"])
+        )
         if len(color) == 1:
             color += "色"
         return f"已将{name}变成{color}"
@@ -641,8 +827,9 @@ def describe(op: dict[str, Any], name: str, lang: str, *, where: str | None = No
         "hide": lambda: f"已隐藏{name}",
         "show": lambda: f"已显示{name}",
         "change_text": lambda: f"已将{name}的文字改成“{op['text']}”",
-        "rotate": lambda: f"已将{name}旋转 {op['degrees']:g} 度" if op["degrees"]
-        else f"已将{name}转回原来的方向",
+        "rotate": lambda: (
+            f"已将{name}旋转 {op['degrees']:g} 度" if op["degrees"] else f"已将{name}转回原来的方向"
+        ),
     }[kind]()
 
 
@@ -661,8 +848,11 @@ def _name_of(found: list[Element], snap: Snapshot, lang: str) -> str:
 
 
 def _examples(lang: str) -> str:
-    return ("、".join(f"“{e}”" for e in EXAMPLES["zh"]) if lang == "zh"
-            else ", ".join(f"\"{e}\"" for e in EXAMPLES["en"]))
+    return (
+        "、".join(f"“{e}”" for e in EXAMPLES["zh"])
+        if lang == "zh"
+        else ", ".join(f'"{e}"' for e in EXAMPLES["en"])
+    )
 
 
 def _part(error: str, i: int, part: str, many: bool, lang: str) -> str:
@@ -674,20 +864,37 @@ def _strip_routing(text: str) -> str:
     return _ROUTING.sub("", text, count=1).strip() if _ROUTING.match(text) else text
 
 
-def _text_view(message: str, lang: str, state: _State,
-               actions: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"status": "ok", "view_type": "text",
-            "data": {"title": t("title", lang), "content": message}, "actions": actions,
-            "message": message, "state": state.dump()}
+def _text_view(
+    message: str, lang: str, state: _State, actions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "status": "ok",
+        "view_type": "text",
+        "data": {"title": t("title", lang), "content": message},
+        "actions": actions,
+        "message": message,
+        "state": state.dump(),
+    }
 
 
 def _error_view(message: str, lang: str, state: _State) -> dict[str, Any]:
-    actions = [{"type": "input", "label": t("command", lang), "action_id": "command",
-                "placeholder": t("placeholder", lang)},
-               {"type": "button", "label": t("refresh", lang), "action_id": "refresh"}]
-    return {"status": "error", "view_type": "text",
-            "data": {"title": t("title", lang), "content": message}, "actions": actions,
-            "message": message, "state": state.dump()}
+    actions = [
+        {
+            "type": "input",
+            "label": t("command", lang),
+            "action_id": "command",
+            "placeholder": t("placeholder", lang),
+        },
+        {"type": "button", "label": t("refresh", lang), "action_id": "refresh"},
+    ]
+    return {
+        "status": "error",
+        "view_type": "text",
+        "data": {"title": t("title", lang), "content": message},
+        "actions": actions,
+        "message": message,
+        "state": state.dump(),
+    }
 
 
 if __name__ == "__main__":

@@ -43,12 +43,19 @@ from tests.integration.conftest import Running, copy_apps, start_system
 from tests.util import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run"]
-INSTALL_HINT = ("Chromium is missing at /usr/bin/chromium: the desktop's end-to-end tests "
-                "need it. Install it with `scripts/install --test` (apt-get install chromium); "
-                "CI installs it, so these tests run there.")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+INSTALL_HINT = (
+    "Chromium is missing at /usr/bin/chromium: the desktop's end-to-end tests "
+    "need it. Install it with `scripts/install --test` (apt-get install chromium); "
+    "CI installs it, so these tests run there."
+)
 BUNDLED_APPS = ROOT / "apps"
 E2E_APPS = ROOT / "tests" / "fixtures" / "apps_e2e"
 RESULTS = Path(os.environ.get("AIOS_E2E_RESULTS") or ROOT / "test-results" / "e2e")
@@ -120,8 +127,9 @@ def chromium() -> Iterator[Browser]:
     pw = sync_playwright().start()
     _browser_roots.update(p.pid for p in me.children() if p.pid not in before)
     try:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
-                                     headless=True)
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
     except Exception:
         pw.stop()
         raise
@@ -144,8 +152,7 @@ def make_apps_dir(dest: Path, apps: Sequence[str]) -> Path:
 
 def start_e2e_system(tmp: Path, apps: Sequence[str], **overrides: Any) -> Running:
     """The real system on a free port; English UI (stable text to assert), no welcome line."""
-    settings: dict[str, Any] = {"language": "en", "voice": {"welcome": False},
-                                "handle_timeout": 15}
+    settings: dict[str, Any] = {"language": "en", "voice": {"welcome": False}, "handle_timeout": 15}
     # e2e_control's desktop.control is granted as the user would (a request is not a grant)
     grants = {**DEFAULT_GRANTS, "e2e_control": ["desktop.control"]}
     settings.update(overrides)
@@ -154,8 +161,9 @@ def start_e2e_system(tmp: Path, apps: Sequence[str], **overrides: Any) -> Runnin
 
 
 @pytest.fixture(scope="module")
-def running(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+def running(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Running]:
     """One system for the module's tests, with the apps the module names in SYSTEM_APPS."""
     apps = getattr(request.module, "SYSTEM_APPS", ["gallery"])
     system = start_e2e_system(tmp_path_factory.mktemp("e2e"), apps)
@@ -206,13 +214,18 @@ class Desk:
         self.allowed.append(re.compile(pattern))
 
     def problems(self) -> list[str]:
-        out = [f"console error: {m}" for m in self.console_errors
-               if not any(p.search(m) for p in self.allowed)]
+        out = [
+            f"console error: {m}"
+            for m in self.console_errors
+            if not any(p.search(m) for p in self.allowed)
+        ]
         out += [f"page error: {m}" for m in self.page_errors]
         out += [f"dialog opened: {m}" for m in self.dialogs]
         if not self.page.is_closed():
-            out += [f"CSP violation: {v}" for v in
-                    self.page.evaluate("() => (window.__e2e && window.__e2e.csp) || []")]
+            out += [
+                f"CSP violation: {v}"
+                for v in self.page.evaluate("() => (window.__e2e && window.__e2e.csp) || []")
+            ]
         return out
 
     def shot(self, name: str) -> Path:
@@ -234,8 +247,7 @@ class Desk:
 
     def item_button(self, app: str, item_title: str, label: str) -> Locator:
         """A button drawn inside the list row (or card) whose title is item_title."""
-        title = self.page.locator(".list-title",
-                                  has_text=re.compile(rf"^{re.escape(item_title)}$"))
+        title = self.page.locator(".list-title", has_text=re.compile(rf"^{re.escape(item_title)}$"))
         row = self.body(app).locator(".list-item").filter(has=title)
         return row.get_by_role("button", name=label, exact=True)
 
@@ -256,13 +268,20 @@ class Desk:
 
     def gallery_show(self, view: str, label: str = "Show") -> Locator:
         """From the gallery's home list, press a button in the row of ``view``."""
-        names = {"loading": "Loading", "error": "Error", "controls": "All controls",
-                 "hostile": "Hostile data", "notify": "Notify", "push": "Push"}
+        names = {
+            "loading": "Loading",
+            "error": "Error",
+            "controls": "All controls",
+            "hostile": "Hostile data",
+            "notify": "Notify",
+            "push": "Push",
+        }
         row = names.get(view, view.capitalize())
         if not self.win("gallery").count():
             self.open_app("gallery")
         home = self.body("gallery").locator(
-            ".view-title", has_text=re.compile(r"^Gallery: every view type$"))
+            ".view-title", has_text=re.compile(r"^Gallery: every view type$")
+        )
         if not home.count():
             self.control("gallery", "home").click()
         expect(home).to_be_visible()
@@ -298,16 +317,22 @@ def open_desk(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Cal
     out = _out_dir(request)
 
     def open_(running: Running, *, muted: bool = True) -> Desk:
-        context = chromium.new_context(viewport=VIEWPORT, reduced_motion="reduce",
-                                       locale="en-US", timezone_id="UTC")
+        context = chromium.new_context(
+            viewport=VIEWPORT, reduced_motion="reduce", locale="en-US", timezone_id="UTC"
+        )
         context.set_default_timeout(WAIT_MS)
         context.add_init_script(PAGE_PROBE)
         page = context.new_page()
         desk = Desk(page, running, out / f"page{len(desks)}" if desks else out)
         desk.out_dir.mkdir(parents=True, exist_ok=True)
         desks.append((desk, context))
-        page.on("console", lambda m: m.type == "error" and desk.console_errors.append(
-            f"{m.text} ({m.location.get('url', '')})"))
+        page.on(
+            "console",
+            lambda m: (
+                m.type == "error"
+                and desk.console_errors.append(f"{m.text} ({m.location.get('url', '')})")
+            ),
+        )
         page.on("pageerror", lambda e: desk.page_errors.append(str(e)))
 
         def on_dialog(dialog: Dialog) -> None:

@@ -172,14 +172,18 @@ def test_a_click_raises_a_window_above_the_others(desk: Desk) -> None:
     px, py = s["x"] + 40, s["y"] + 60
     assert g["x"] < px < g["x"] + g["width"] and g["y"] < py < g["y"] + g["height"]
     owner = "el => el && el.closest('.window') && el.closest('.window').id"
-    assert desk.page.evaluate(f"([x, y]) => ({owner})(document.elementFromPoint(x, y))",
-                              [px, py]) == "win_e2e_slow"
+    assert (
+        desk.page.evaluate(f"([x, y]) => ({owner})(document.elementFromPoint(x, y))", [px, py])
+        == "win_e2e_slow"
+    )
 
     desk.page.mouse.click(g["x"] + 12, g["y"] + g["height"] - 12)  # a corner only gallery has
     expect(desk.win("gallery")).to_have_class(re.compile(r"\bactive\b"))
     assert z_index(desk, "gallery") > z_index(desk, "e2e_slow")
-    assert desk.page.evaluate(f"([x, y]) => ({owner})(document.elementFromPoint(x, y))",
-                              [px, py]) == "win_gallery"
+    assert (
+        desk.page.evaluate(f"([x, y]) => ({owner})(document.elementFromPoint(x, y))", [px, py])
+        == "win_gallery"
+    )
 
 
 def test_a_typed_instruction_goes_to_the_right_window(desk: Desk) -> None:
@@ -222,7 +226,8 @@ def test_the_clock_opens_the_calendar_on_today(desk: Desk) -> None:
 
 
 def test_settings_mask_secrets_and_show_the_servers_validation_error(
-        system_factory: Callable[..., Running], open_desk: Callable[..., Desk]) -> None:
+    system_factory: Callable[..., Running], open_desk: Callable[..., Desk]
+) -> None:
     secret = "sk-e2e-VERY-SECRET-9876"
     # The key enables the LLM client; it is never called here (no instruction is typed).
     running = system_factory([], llm={"api_key": secret, "base_url": "http://127.0.0.1:9"})

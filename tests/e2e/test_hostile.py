@@ -22,13 +22,24 @@ from tests.e2e.conftest import Desk
 pytestmark = pytest.mark.e2e
 
 SYSTEM_APPS = ["gallery", "e2e_control"]
-VIEW_TYPES = ["text", "list", "card", "table", "form", "media", "image", "chart", "code",
-              "dashboard"]
+VIEW_TYPES = [
+    "text",
+    "list",
+    "card",
+    "table",
+    "form",
+    "media",
+    "image",
+    "chart",
+    "code",
+    "dashboard",
+]
 
 
 def _load_hostile() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
-        "gallery_hostile_views", ROOT / "apps" / "gallery" / "hostile_views.py")
+        "gallery_hostile_views", ROOT / "apps" / "gallery" / "hostile_views.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -136,7 +147,11 @@ def check_table(body: Locator) -> None:
     assert texts(body.locator("thead th")) == [H.SCRIPT, H.IMG_ONERROR, H.STYLE_BREAK, H.JS_URL]
     expect(body.locator("tbody tr")).to_have_count(len(H.STRINGS))
     assert texts(body.locator("tbody tr").first.locator("td")) == [
-        H.STRINGS[0], H.STRINGS[1], H.URLS[0], H.STRINGS[2]]
+        H.STRINGS[0],
+        H.STRINGS[1],
+        H.URLS[0],
+        H.STRINGS[2],
+    ]
 
 
 def check_form(body: Locator) -> None:
@@ -193,9 +208,18 @@ def check_dashboard(body: Locator) -> None:
     expect(body.locator("audio, video")).to_have_count(0)
 
 
-CHECKS = {"text": check_text, "list": check_list, "card": check_card, "table": check_table,
-          "form": check_form, "media": check_media, "image": check_image, "chart": check_chart,
-          "code": check_code, "dashboard": check_dashboard}
+CHECKS = {
+    "text": check_text,
+    "list": check_list,
+    "card": check_card,
+    "table": check_table,
+    "form": check_form,
+    "media": check_media,
+    "image": check_image,
+    "chart": check_chart,
+    "code": check_code,
+    "dashboard": check_dashboard,
+}
 
 
 def test_the_page_has_a_strict_content_security_policy(desk: Desk) -> None:
@@ -211,7 +235,8 @@ def test_the_page_has_a_strict_content_security_policy(desk: Desk) -> None:
 
 
 def test_hostile_data_in_every_view_is_shown_as_text_and_nothing_runs(
-        desk: Desk, subtests: pytest.Subtests) -> None:
+    desk: Desk, subtests: pytest.Subtests
+) -> None:
     baseline = desk.page.evaluate(LOOKS)
     for view in VIEW_TYPES:
         with subtests.test(view):
@@ -234,10 +259,14 @@ def test_hostile_controls_show_labels_as_text_and_refuse_bad_links(desk: Desk) -
         expect(link.locator("a")).to_have_count(0)
     expect(desk.control("gallery", "ctl_link").locator(".ui-label")).to_have_text(H.SCRIPT)
     assert texts(desk.control("gallery", "ctl_select").locator("option")) == [
-        "—", H.IMG_ONERROR, H.STYLE_BREAK]
+        "—",
+        H.IMG_ONERROR,
+        H.STYLE_BREAK,
+    ]
     expect(desk.control("gallery", "ctl_input").locator("input")).to_have_value(H.ATTR_BREAK)
     expect(desk.control("gallery", "ctl_input").locator("input")).to_have_attribute(
-        "placeholder", H.SCRIPT)
+        "placeholder", H.SCRIPT
+    )
     expect(desk.control("gallery", "ctl_form").get_by_role("button")).to_have_text(H.SCRIPT)
     assert_nothing_ran(desk, baseline)
     desk.shot("hostile_controls")
@@ -254,8 +283,10 @@ def test_hostile_controls_show_labels_as_text_and_refuse_bad_links(desk: Desk) -
 def test_hostile_notifications_and_ui_texts_stay_text(desk: Desk) -> None:
     baseline = desk.page.evaluate(LOOKS)
     desk.open_app("gallery")
-    desk.running.system.bus.emit("notify", {"app": "gallery", "title": H.SCRIPT,
-                                            "body": H.IMG_ONERROR, "level": H.ATTR_BREAK})
+    desk.running.system.bus.emit(
+        "notify",
+        {"app": "gallery", "title": H.SCRIPT, "body": H.IMG_ONERROR, "level": H.ATTR_BREAK},
+    )
     toast = desk.page.locator("#toasts .toast").last
     # titled with the sender's name (an app cannot pose as the system); its title follows
     expect(toast.locator(".toast-title")).to_have_text("组件展示")
@@ -265,9 +296,11 @@ def test_hostile_notifications_and_ui_texts_stay_text(desk: Desk) -> None:
     record = desk.running.system.launcher.get("e2e_control")
     assert record is not None
     resp = desk.running.http.post(
-        desk.running.url + "/api/sys/ui", timeout=10,
+        desk.running.url + "/api/sys/ui",
+        timeout=10,
         headers={"Authorization": f"Bearer {record.token}"},
-        json={"op": "change_text", "id": "win_gallery", "text": H.SVG_ONLOAD})
+        json={"op": "change_text", "id": "win_gallery", "text": H.SVG_ONLOAD},
+    )
     assert resp.status_code == 200, resp.text
     expect(desk.win("gallery").locator(".win-title")).to_have_text(H.SVG_ONLOAD)
     assert desk.page.locator("#toasts").evaluate(INJECTION_PROBE) == []
@@ -280,7 +313,8 @@ def test_app_files_are_served_sandboxed(desk: Desk) -> None:
     record = desk.running.system.launcher.get("gallery")
     assert record is not None and record.workdir is not None
     (record.workdir / "evil.html").write_text(
-        "<html><body><h1>evil</h1><script>window.__pwned=1</script></body></html>")
+        "<html><body><h1>evil</h1><script>window.__pwned=1</script></body></html>"
+    )
     grant = desk.api("GET", "/api/file-grants")["grants"]["gallery"]  # no cookie: signed
     url = desk.running.url + f"/apps/gallery/files/evil.html?exp={grant['exp']}&sig={grant['sig']}"
     resp = desk.page.request.get(url)
@@ -297,8 +331,13 @@ def test_app_files_are_served_sandboxed(desk: Desk) -> None:
         other.close()
     # Nor can a window's view point at it: a document is not an image or media.
     desk.open_app("gallery")
-    desk.running.system.bus.emit("view", {"app": "gallery", "response": {
-        "view_type": "image", "data": {"url": "evil.html", "caption": "evil"}}})
+    desk.running.system.bus.emit(
+        "view",
+        {
+            "app": "gallery",
+            "response": {"view_type": "image", "data": {"url": "evil.html", "caption": "evil"}},
+        },
+    )
     body = desk.wait_view("gallery", "image")
     body.evaluate(SETTLED)
     assert desk.page.evaluate("() => window.__pwned") is None

@@ -34,12 +34,20 @@ def png(size: int) -> bytes:
     raw = b"".join(b"\x00" + b"\x30\x90\xe0" * size for _ in range(size))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(
-            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)  # 8-bit RGB
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +82,9 @@ def assert_drawn(tile: Locator, kind: str) -> None:
         assert (tile.text_content() or "") == ""  # no emoji character to become a tofu box
 
 
-def test_bundled_apps_name_icons_of_the_vendored_set(all_apps: Running,
-                                                     open_desk: Callable[..., Desk]) -> None:
+def test_bundled_apps_name_icons_of_the_vendored_set(
+    all_apps: Running, open_desk: Callable[..., Desk]
+) -> None:
     desk = open_desk(all_apps)
     desk.allow_console(r"status of 404")  # e2e_missing_png's image, before its fallback
     page = desk.page
@@ -86,7 +95,8 @@ def test_bundled_apps_name_icons_of_the_vendored_set(all_apps: Running,
         tile = page.locator(f"#icon_{app_id} .app-tile")
         assert_drawn(tile, "set")
         expect(tile.locator("img")).to_have_attribute(
-            "src", f"/static/vendor/lucide/icons/{name}.svg")
+            "src", f"/static/vendor/lucide/icons/{name}.svg"
+        )
         assert_drawn(page.locator(f'.desk-app[data-app="{app_id}"] .app-tile'), "set")
     page.locator("#start_button").click()
     for app_id in BUNDLED:
@@ -98,8 +108,9 @@ def test_bundled_apps_name_icons_of_the_vendored_set(all_apps: Running,
 
 
 @pytest.mark.parametrize("app_id", sorted(EXTRA))
-def test_image_files_and_the_initial_tile_fallback(all_apps: Running, app_id: str,
-                                                   open_desk: Callable[..., Desk]) -> None:
+def test_image_files_and_the_initial_tile_fallback(
+    all_apps: Running, app_id: str, open_desk: Callable[..., Desk]
+) -> None:
     desk = open_desk(all_apps)
     desk.allow_console(r"status of 404")  # the missing image is asked for once, then not
     kind = EXTRA[app_id][1]

@@ -23,16 +23,29 @@ from tests.integration.conftest import Running, start_system
 pytestmark = pytest.mark.e2e
 
 SYSTEM_APPS = ["gallery", "e2e_control"]
-DESKTOP_IDS = ["taskbar", "start_button", "start_menu", "tray", "clock", "calendar",
-               "command_input", "mic_button", "notifications"]
+DESKTOP_IDS = [
+    "taskbar",
+    "start_button",
+    "start_menu",
+    "tray",
+    "clock",
+    "calendar",
+    "command_input",
+    "mic_button",
+    "notifications",
+]
 
 
 def app_post(running: Running, app: str, path: str, body: dict[str, Any]) -> requests.Response:
     """A request the way an app makes it: with its own token, no browser involved."""
     record = running.system.launcher.get(app)
     assert record is not None
-    return requests.post(running.url + path, json=body, timeout=10,
-                         headers={"Authorization": f"Bearer {record.token}"})
+    return requests.post(
+        running.url + path,
+        json=body,
+        timeout=10,
+        headers={"Authorization": f"Bearer {record.token}"},
+    )
 
 
 def ui_op(running: Running, **op: Any) -> None:
@@ -49,7 +62,8 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
     page = desk.page
     body = desk.gallery_show("notify")
     expect(body.locator(".text-content")).to_have_text(
-        "Sent 2 notifications through steps; 2 delivered.")
+        "Sent 2 notifications through steps; 2 delivered."
+    )
     toasts = page.locator("#toasts .toast")
     expect(toasts.filter(has_text="A notification, level info.")).to_have_count(1)
     success = toasts.filter(has_text="A notification, level success.")
@@ -57,7 +71,8 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
     # the sending app's name titles the toast, never a title the app chose
     expect(success.locator(".toast-title")).to_have_text("组件展示")
     expect(success.locator(".toast-body")).to_have_text(
-        re.compile(r"^Gallery: A notification, level success\.$"))
+        re.compile(r"^Gallery: A notification, level success\.$")
+    )
     expect(page.locator("#notifications_count")).to_have_text("2")
     desk.shot("toasts")
 
@@ -65,7 +80,8 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
     items = page.locator("#notifications_list .notify-item")
     expect(items).to_have_count(2)
     expect(items.locator(".notify-body")).to_have_text(
-        ["A notification, level success.", "A notification, level info."])
+        ["A notification, level success.", "A notification, level info."]
+    )
     expect(items.first.locator(".notify-app")).to_have_text("组件展示")
     expect(page.locator("#notifications_count")).to_be_hidden()
     desk.shot("notification_list")
@@ -74,16 +90,24 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
 def test_pushed_progress_and_views_update_the_window(desk: Desk) -> None:
     body = desk.gallery_show("push")
     expect(body.locator(".text-content")).to_have_text(
-        "Pushed 4 progress events; the system took 4.")
+        "Pushed 4 progress events; the system took 4."
+    )
     win = desk.win("gallery")
     # the reply is a new view: the progress its pushes tracked is over
     expect(win.locator(".win-progress")).to_have_count(0)
     expect(win.locator(".win-status")).to_have_text("")
 
     running = desk.running
-    resp = app_post(running, "gallery", "/api/sys/push", {
-        "status": "ok", "view_type": "text",
-        "data": {"title": "Pushed view", "content": "a view pushed by the app"}})
+    resp = app_post(
+        running,
+        "gallery",
+        "/api/sys/push",
+        {
+            "status": "ok",
+            "view_type": "text",
+            "data": {"title": "Pushed view", "content": "a view pushed by the app"},
+        },
+    )
     assert resp.status_code == 200, resp.text
     expect(body.locator(".view-title")).to_have_text("Pushed view")
     expect(body.locator(".text-content")).to_have_text("a view pushed by the app")
@@ -101,10 +125,22 @@ def test_pushed_progress_and_views_update_the_window(desk: Desk) -> None:
     # has been handled.
     win.locator(".win-close").click()
     expect(win).to_have_count(0)
-    app_post(running, "gallery", "/api/sys/push", {
-        "status": "ok", "view_type": "text", "data": {"content": "after close"}})
-    running.system.bus.emit("notify", {"app": "gallery", "title": "t", "body": "after push",
-                                       "level": "info", "id": "n-after-push"})
+    app_post(
+        running,
+        "gallery",
+        "/api/sys/push",
+        {"status": "ok", "view_type": "text", "data": {"content": "after close"}},
+    )
+    running.system.bus.emit(
+        "notify",
+        {
+            "app": "gallery",
+            "title": "t",
+            "body": "after push",
+            "level": "info",
+            "id": "n-after-push",
+        },
+    )
     expect(desk.page.locator("#toasts .toast", has_text="after push")).to_have_count(1)
     expect(win).to_have_count(0)
 
@@ -116,8 +152,12 @@ def test_progress_ends_with_a_new_view_or_a_null_progress(desk: Desk) -> None:
     assert app_post(running, "gallery", "/api/sys/push", {"progress": 0.84}).status_code == 200
     expect(bar).to_have_attribute("aria-valuenow", "84")
     expect(status).to_have_text("Progress 84%")
-    app_post(running, "gallery", "/api/sys/push", {
-        "status": "ok", "view_type": "text", "data": {"title": "Done", "content": "finished"}})
+    app_post(
+        running,
+        "gallery",
+        "/api/sys/push",
+        {"status": "ok", "view_type": "text", "data": {"title": "Done", "content": "finished"}},
+    )
     expect(desk.body("gallery").locator(".view-title")).to_have_text("Done")
     expect(bar).to_have_count(0)
     expect(status).to_have_text("")
@@ -141,7 +181,8 @@ def test_progress_ends_with_a_new_view_or_a_null_progress(desk: Desk) -> None:
 
 
 def test_app_status_events_update_the_menu_and_window_without_reload(
-        system_factory: Callable[..., Running], open_desk: Callable[..., Desk]) -> None:
+    system_factory: Callable[..., Running], open_desk: Callable[..., Desk]
+) -> None:
     running = system_factory(["e2e_slow"])
     desk = open_desk(running)
     page = desk.page
@@ -181,11 +222,22 @@ def test_ui_operations_from_a_desktop_control_app(desk: Desk) -> None:
     expect(button).to_be_visible()
 
     # The desktop reported what is on screen, with the stable ids of DESIGN §10.
-    snap = wait_until(lambda: (s := snapshot(running)).get("btn_ctl_button") and s,
-                      "the snapshot to list the gallery's controls")
-    expected = [*DESKTOP_IDS, "menu_gallery", "icon_gallery", "menu_e2e_control",
-                "icon_e2e_control", "win_gallery", "winbody_gallery", "btn_ctl_button",
-                "btn_ctl_slider", "btn_home"]
+    snap = wait_until(
+        lambda: (s := snapshot(running)).get("btn_ctl_button") and s,
+        "the snapshot to list the gallery's controls",
+    )
+    expected = [
+        *DESKTOP_IDS,
+        "menu_gallery",
+        "icon_gallery",
+        "menu_e2e_control",
+        "icon_e2e_control",
+        "win_gallery",
+        "winbody_gallery",
+        "btn_ctl_button",
+        "btn_ctl_slider",
+        "btn_home",
+    ]
     assert [i for i in expected if i not in snap] == []
     assert snap["btn_ctl_button"]["window"] == "gallery"
     assert snap["btn_ctl_button"]["type"] == "button"
@@ -199,15 +251,21 @@ def test_ui_operations_from_a_desktop_control_app(desk: Desk) -> None:
     expect(button).to_have_css("left", "20px")
     moved = button.bounding_box()
     assert moved is not None and (round(moved["x"]), round(moved["y"])) == (20, 20)
-    wait_until(lambda: snapshot(running)["btn_ctl_button"]["x"] == 20,
-               "the snapshot to show the moved button")
+    wait_until(
+        lambda: snapshot(running)["btn_ctl_button"]["x"] == 20,
+        "the snapshot to show the moved button",
+    )
 
     ui_op(running, op="move", id="win_gallery", x=300, y=120)
     ui_op(running, op="resize", id="win_gallery", width=520, height=360)
     expect(desk.win("gallery")).to_have_css("width", "520px")
     win = desk.win("gallery").bounding_box()
     assert win is not None and (win["x"], win["y"], win["width"], win["height"]) == (
-        300, 120, 520, 360)
+        300,
+        120,
+        520,
+        360,
+    )
 
     clock = page.locator("#clock")
     ui_op(running, op="hide", id="clock")
@@ -235,7 +293,8 @@ def test_ui_operations_from_a_desktop_control_app(desk: Desk) -> None:
 
 
 def test_a_reply_is_spoken_by_the_servers_voice_and_mute_stops_it(
-        desk: Desk, open_desk: Callable[..., Desk]) -> None:
+    desk: Desk, open_desk: Callable[..., Desk]
+) -> None:
     # Headless Chromium has no speech voices, so the page asks the server to speak.
     loud = open_desk(desk.running, muted=False)
     spoken: list[Request] = []
@@ -257,9 +316,11 @@ def test_a_reply_is_spoken_by_the_servers_voice_and_mute_stops_it(
 
 
 def test_a_failing_speech_engine_is_one_tray_state_not_a_toast_per_reply(
-        system_factory: Callable[..., Running], open_desk: Callable[..., Desk]) -> None:
-    running = system_factory(["gallery"], voice={"welcome": False,
-                                                 "mandarin_voice": "no/such-voice"})
+    system_factory: Callable[..., Running], open_desk: Callable[..., Desk]
+) -> None:
+    running = system_factory(
+        ["gallery"], voice={"welcome": False, "mandarin_voice": "no/such-voice"}
+    )
     desk = open_desk(running, muted=False)
     desk.allow_console(r"status of 422")
     page = desk.page
@@ -289,7 +350,8 @@ def test_the_mic_without_a_microphone_says_why(desk: Desk) -> None:
 
 
 def test_the_desktop_reconnects_after_the_server_restarts(
-        open_desk: Callable[..., Desk], tmp_path: Path) -> None:
+    open_desk: Callable[..., Desk], tmp_path: Path
+) -> None:
     apps = make_apps_dir(tmp_path / "apps", ["gallery"])
     settings = {"language": "en", "voice": {"welcome": False}}
     first = start_system(apps, tmp_path / "data", **settings)
@@ -304,8 +366,16 @@ def test_the_desktop_reconnects_after_the_server_restarts(
         second = start_system(apps, tmp_path / "data", port=first.system.port, **settings)
         expect(net).to_have_attribute("data-state", "open", timeout=30_000)
         # events of the new server reach the page, and its API answers the page
-        second.system.bus.emit("notify", {"app": "gallery", "title": "t", "level": "info",
-                                          "body": "after the restart", "id": "n-restart"})
+        second.system.bus.emit(
+            "notify",
+            {
+                "app": "gallery",
+                "title": "t",
+                "level": "info",
+                "body": "after the restart",
+                "id": "n-restart",
+            },
+        )
         expect(desk.page.locator("#toasts .toast", has_text="after the restart")).to_be_visible()
         desk.open_app("gallery")
         assert desk.problems() == []
@@ -317,8 +387,15 @@ def test_the_desktop_reconnects_after_the_server_restarts(
 
 def start_with_stored_token(apps: Path, data: Path, port: int = 0) -> Running:
     """The system as a user starts it: no AIOS_TOKEN, so the token kept in the data dir."""
-    config = validate_config({"apps_dir": str(apps), "data_dir": str(data), "language": "en",
-                              "voice": {"welcome": False}, "llm": {"api_key": ""}})
+    config = validate_config(
+        {
+            "apps_dir": str(apps),
+            "data_dir": str(data),
+            "language": "en",
+            "voice": {"welcome": False},
+            "llm": {"api_key": ""},
+        }
+    )
     server = ServerThread(port)
     system = System(config, port=server.port)
     server.attach(create_app(system))
@@ -330,7 +407,8 @@ def start_with_stored_token(apps: Path, data: Path, port: int = 0) -> Running:
 
 
 def test_the_desktop_reconnects_after_a_restart_with_the_stored_token(
-        open_desk: Callable[..., Desk], tmp_path: Path) -> None:
+    open_desk: Callable[..., Desk], tmp_path: Path
+) -> None:
     apps = make_apps_dir(tmp_path / "apps", ["gallery"])
     first = start_with_stored_token(apps, tmp_path / "data")
     second = None
@@ -352,7 +430,8 @@ def test_the_desktop_reconnects_after_a_restart_with_the_stored_token(
 
 
 def test_a_page_whose_token_went_stale_offers_a_reload(
-        open_desk: Callable[..., Desk], tmp_path: Path) -> None:
+    open_desk: Callable[..., Desk], tmp_path: Path
+) -> None:
     apps = make_apps_dir(tmp_path / "apps", ["gallery"])
     first = start_with_stored_token(apps, tmp_path / "data")
     second = None

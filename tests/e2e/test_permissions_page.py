@@ -45,15 +45,18 @@ def test_switching_off_desktop_control_revokes_it(desk: Desk) -> None:
     switch.focus()
     page.keyboard.press("Space")
     # the app's display name is its manifest's (app data is never translated)
-    expect(page.locator("#perms_status")).to_have_text(
-        "Revoked from 系统控制: Control the desktop")
+    expect(page.locator("#perms_status")).to_have_text("Revoked from 系统控制: Control the desktop")
     expect(switch).not_to_be_checked()
     assert grants(desk, "system_agent") == {"requested": ["desktop.control"], "granted": []}
 
     record = running.system.launcher.get("system_agent")
     assert record is not None
-    refused = requests.post(running.url + "/api/sys/ui", json={"op": "hide", "id": "clock"},
-                            headers={"Authorization": f"Bearer {record.token}"}, timeout=10)
+    refused = requests.post(
+        running.url + "/api/sys/ui",
+        json={"op": "hide", "id": "clock"},
+        headers={"Authorization": f"Bearer {record.token}"},
+        timeout=10,
+    )
     assert refused.status_code == 403
     assert "'desktop.control' is not granted to system_agent" in refused.json()["error"]
     # the user is told once, in the notification panel, where to grant it

@@ -24,8 +24,12 @@ def small_data_dir(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "sys0" / "data"
     mount.mkdir(parents=True)
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
-                               str(mount)], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         pytest.skip(f"cannot mount a tmpfs here: {e}")
     if done.returncode != 0:
@@ -49,8 +53,8 @@ def fill(directory: Path) -> Path:
 
 
 def test_a_full_disk_is_shown_with_its_reason_until_space_returns(
-        small_data_dir: Path, system_factory: Callable[..., Running],
-        open_desk: Callable[..., Desk]) -> None:
+    small_data_dir: Path, system_factory: Callable[..., Running], open_desk: Callable[..., Desk]
+) -> None:
     running = system_factory(["gallery"])
     assert running.system.data_dir == small_data_dir
     desk = open_desk(running)

@@ -33,7 +33,8 @@ def snapshot_ids(running: Running) -> set[str]:
 
 
 def test_typed_commands_move_recolour_hide_and_rotate_the_clock(
-        running: Running, open_desk: Callable[..., Desk]) -> None:
+    running: Running, open_desk: Callable[..., Desk]
+) -> None:
     desk = open_desk(running)
     clock = desk.page.locator("#clock")
     wait_until(lambda: "clock" in snapshot_ids(running), "the desktop's snapshot")
@@ -42,8 +43,10 @@ def test_typed_commands_move_recolour_hide_and_rotate_the_clock(
     expect(clock).to_have_css("background-color", "rgb(255, 0, 0)")
 
     command(desk, "把时钟移到左上角")
-    wait_until(lambda: (b := clock.bounding_box()) is not None and b["x"] < 60 and b["y"] < 60,
-               "the clock in the top-left corner")
+    wait_until(
+        lambda: (b := clock.bounding_box()) is not None and b["x"] < 60 and b["y"] < 60,
+        "the clock in the top-left corner",
+    )
 
     command(desk, "旋转时钟 45 度")
     expect(clock).to_have_css("rotate", "45deg")
@@ -56,22 +59,30 @@ def test_typed_commands_move_recolour_hide_and_rotate_the_clock(
     # the app answered each time in its own window, and every operation was audited
     ops = [r for r in running.get("/api/audit?app=system_agent").json() if r["tool"] == "ui_op"]
     assert {'"change_color"', '"move"', '"rotate"', '"hide"', '"show"'} <= {
-        '"' + r["args"].split('"op": "')[1].split('"')[0] + '"' for r in ops}
+        '"' + r["args"].split('"op": "')[1].split('"')[0] + '"' for r in ops
+    }
     assert desk.problems() == []
 
 
-@pytest.mark.skipif(not (shutil.which("espeak-ng") and shutil.which("sox")),
-                    reason="needs espeak-ng and sox: scripts/install --test")
-def test_a_spoken_command_hides_the_clock(running: Running, open_desk: Callable[..., Desk],
-                                          tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    not (shutil.which("espeak-ng") and shutil.which("sox")),
+    reason="needs espeak-ng and sox: scripts/install --test",
+)
+def test_a_spoken_command_hides_the_clock(
+    running: Running, open_desk: Callable[..., Desk], tmp_path: Path
+) -> None:
     desk = open_desk(running)
     clock = desk.page.locator("#clock")
     expect(clock).to_be_visible()
     wait_until(lambda: "clock" in snapshot_ids(running), "the desktop's snapshot")
     wav = tmp_path / "hide.wav"
     subprocess.run(["espeak-ng", "-s", "150", "-w", str(wav), "hide the clock"], check=True)
-    r = running.http.post(running.url + "/api/voice/transcribe?run=1", data=wav.read_bytes(),
-                          headers={"Content-Type": "audio/wav"}, timeout=30)
+    r = running.http.post(
+        running.url + "/api/voice/transcribe?run=1",
+        data=wav.read_bytes(),
+        headers={"Content-Type": "audio/wav"},
+        timeout=30,
+    )
     assert r.status_code == 200, r.text
     assert r.json()["text"] == "hide the clock"
     assert [t["app"] for t in r.json()["result"]["plan"]] == ["system_agent"]

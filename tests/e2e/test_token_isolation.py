@@ -24,7 +24,8 @@ pytestmark = pytest.mark.e2e
 
 SYSTEM_APPS = ["gallery", "e2e_control"]
 PNG_1PX = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 
 
 @pytest.fixture
@@ -36,27 +37,40 @@ def recorder() -> Iterator[FakeHTTPServer]:
 def push_view(running: Running, app: str, view: dict[str, Any]) -> None:
     record = running.system.launcher.get(app)
     assert record is not None
-    resp = requests.post(running.url + "/api/sys/push", json={"status": "ok", **view},
-                         timeout=10, headers={"Authorization": f"Bearer {record.token}"})
+    resp = requests.post(
+        running.url + "/api/sys/push",
+        json={"status": "ok", **view},
+        timeout=10,
+        headers={"Authorization": f"Bearer {record.token}"},
+    )
     assert resp.status_code == 200, resp.text
 
 
 def image_loaded(desk: Desk, app: str) -> bool:
-    return bool(desk.body(app).locator("img.image-main").evaluate(
-        "img => img.complete && img.naturalWidth > 0"))
+    return bool(
+        desk.body(app)
+        .locator("img.image-main")
+        .evaluate("img => img.complete && img.naturalWidth > 0")
+    )
 
 
-def test_an_image_on_another_loopback_port_gets_no_token(desk: Desk,
-                                                         recorder: FakeHTTPServer) -> None:
+def test_an_image_on_another_loopback_port_gets_no_token(
+    desk: Desk, recorder: FakeHTTPServer
+) -> None:
     desk.allow_console(r"Failed to load resource|404")
     running, page = desk.running, desk.page
     desk.open_app("gallery")
-    push_view(running, "gallery", {"view_type": "image",
-                                   "data": {"url": recorder.url("/x.png"), "caption": "bait"}})
+    push_view(
+        running,
+        "gallery",
+        {"view_type": "image", "data": {"url": recorder.url("/x.png"), "caption": "bait"}},
+    )
     expect(desk.body("gallery").locator(".image-caption")).to_have_text("bait")
-    page.wait_for_function("() => document.querySelector('#winbody_gallery img.image-main')"
-                           " && document.querySelector('#winbody_gallery img.image-main')"
-                           ".complete")
+    page.wait_for_function(
+        "() => document.querySelector('#winbody_gallery img.image-main')"
+        " && document.querySelector('#winbody_gallery img.image-main')"
+        ".complete"
+    )
     assert recorder.paths() == ["/x.png"], "the page did request the image"
     headers = recorder.last().headers
     assert "cookie" not in headers, f"a cookie reached another port: {headers['cookie']}"
@@ -69,12 +83,17 @@ def test_an_image_on_another_loopback_port_gets_no_token(desk: Desk,
     record = running.system.launcher.get("gallery")
     assert record is not None and record.workdir is not None
     (record.workdir / "own.png").write_bytes(PNG_1PX)
-    push_view(running, "gallery", {"view_type": "image",
-                                   "data": {"url": "own.png", "caption": "own file"}})
+    push_view(
+        running,
+        "gallery",
+        {"view_type": "image", "data": {"url": "own.png", "caption": "own file"}},
+    )
     expect(desk.body("gallery").locator(".image-caption")).to_have_text("own file")
-    page.wait_for_function("() => { const i = document.querySelector("
-                           "'#winbody_gallery img.image-main'); return i && i.complete"
-                           " && i.naturalWidth > 0; }")
+    page.wait_for_function(
+        "() => { const i = document.querySelector("
+        "'#winbody_gallery img.image-main'); return i && i.complete"
+        " && i.naturalWidth > 0; }"
+    )
     src = desk.body("gallery").locator("img.image-main").get_attribute("src") or ""
     assert src.startswith("/apps/gallery/files/own.png?exp=") and "&sig=" in src
     assert "token" not in src
@@ -94,16 +113,25 @@ def test_a_view_may_not_show_another_apps_files(desk: Desk) -> None:
     assert record is not None and record.workdir is not None
     (record.workdir / "secret.png").write_bytes(PNG_1PX)
     desk.open_app("gallery")
-    push_view(running, "gallery", {"view_type": "image",
-                                   "data": {"url": "/apps/e2e_control/files/secret.png"}})
+    push_view(
+        running,
+        "gallery",
+        {"view_type": "image", "data": {"url": "/apps/e2e_control/files/secret.png"}},
+    )
     expect(desk.body("gallery").locator(".blocked-url")).to_be_visible()
     # the server binds a signature to its app: gallery's grant does not open e2e_control
     grants = desk.api("GET", "/api/file-grants")["grants"]
     g = grants["gallery"]
-    r = requests.get(f"{running.url}/apps/e2e_control/files/secret.png",
-                     params={"exp": g["exp"], "sig": g["sig"]}, timeout=10)
+    r = requests.get(
+        f"{running.url}/apps/e2e_control/files/secret.png",
+        params={"exp": g["exp"], "sig": g["sig"]},
+        timeout=10,
+    )
     assert r.status_code == 401 and "signature invalid" in r.json()["error"]
     ok = grants["e2e_control"]
-    r = requests.get(f"{running.url}/apps/e2e_control/files/secret.png",
-                     params={"exp": ok["exp"], "sig": ok["sig"]}, timeout=10)
+    r = requests.get(
+        f"{running.url}/apps/e2e_control/files/secret.png",
+        params={"exp": ok["exp"], "sig": ok["sig"]},
+        timeout=10,
+    )
     assert r.status_code == 200 and r.content == PNG_1PX

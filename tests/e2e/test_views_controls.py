@@ -41,7 +41,6 @@ def release(running: Running, app: str = "e2e_slow") -> None:
 # ------------------------------------------------------------------------------ views
 
 
-
 SIGNED = r"^/apps/gallery/files/{}\?exp=\d+&sig=[0-9a-f]{{64}}$"
 """An app file's URL in a view: signed, since no cookie carries the token (DESIGN §11)."""
 
@@ -57,7 +56,7 @@ def test_text_view_keeps_lines_and_shows_markup_as_text(desk: Desk) -> None:
     content = body.locator(".text-content")
     expect(body.locator(".view-title")).to_have_text("文本 Text")
     expect(content).to_contain_text("欢迎来到组件展示！")
-    expect(content).to_contain_text("<b>不是粗体</b> & \"引号\"")
+    expect(content).to_contain_text('<b>不是粗体</b> & "引号"')
     expect(content.locator("b")).to_have_count(0)
     assert "\n\n• 中文" in (content.text_content() or "")
     desk.shot("text")
@@ -106,8 +105,9 @@ def test_table_of_a_thousand_rows_is_usable(desk: Desk) -> None:
     expect(rows.first.locator("td").first).to_have_text("SO-11000")
 
 
-def test_chart_view_draws_chartjs_bar_line_and_pie_charts(desk: Desk,
-                                                          subtests: pytest.Subtests) -> None:
+def test_chart_view_draws_chartjs_bar_line_and_pie_charts(
+    desk: Desk, subtests: pytest.Subtests
+) -> None:
     for label, kind, points in [("Show", "bar", 7), ("Line", "line", 12), ("Pie", "pie", 5)]:
         with subtests.test(kind):
             body = desk.gallery_show("chart", label)
@@ -115,10 +115,16 @@ def test_chart_view_draws_chartjs_bar_line_and_pie_charts(desk: Desk,
             canvas = body.locator(".chart-box canvas")
             expect(canvas).to_be_visible()
             expect(body.locator(".view-title")).to_have_text(
-                "渠道占比 Channels" if kind == "pie" else
-                {"bar": "月销售额 Monthly sales", "line": "访问量趋势 Visits"}[kind])
-            assert chart_of(canvas) == {"type": kind, "labels": points, "datasets": 1,
-                                        "points": points}
+                "渠道占比 Channels"
+                if kind == "pie"
+                else {"bar": "月销售额 Monthly sales", "line": "访问量趋势 Visits"}[kind]
+            )
+            assert chart_of(canvas) == {
+                "type": kind,
+                "labels": points,
+                "datasets": 1,
+                "points": points,
+            }
             size = canvas.bounding_box()
             assert size is not None and size["width"] > 100 and size["height"] > 100
             desk.shot(f"chart_{kind}")
@@ -145,8 +151,9 @@ def test_media_view_plays_a_file_the_app_made(desk: Desk) -> None:
     expect(audio).to_have_attribute("src", re.compile(SIGNED.format(re.escape("tone.wav"))))
     expect(body.locator(".media-title")).to_have_text("440 Hz sine tone")
     # The browser loaded the file's metadata (1.5 s of sound) from the app's files URL.
-    desk.page.wait_for_function("el => el.readyState >= 1 && Math.abs(el.duration - 1.5) < 0.05",
-                                arg=audio.element_handle())
+    desk.page.wait_for_function(
+        "el => el.readyState >= 1 && Math.abs(el.duration - 1.5) < 0.05", arg=audio.element_handle()
+    )
     resp = desk.page.request.get(desk.running.url + signed_url(desk, "tone.wav"))
     assert resp.status == 200 and resp.headers["content-type"].startswith("audio/")
     expect(body.locator(".media-error")).to_be_hidden()
@@ -156,9 +163,21 @@ def test_media_view_plays_a_file_the_app_made(desk: Desk) -> None:
 def test_media_view_as_video(desk: Desk) -> None:
     desk.gallery_show("media")
     desk.wait_view("gallery", "media")  # makes sure tone.wav exists
-    desk.running.system.bus.emit("view", {"app": "gallery", "response": {
-        "status": "ok", "view_type": "media",
-        "data": {"url": "/apps/gallery/files/tone.wav", "type": "video", "title": "A video"}}})
+    desk.running.system.bus.emit(
+        "view",
+        {
+            "app": "gallery",
+            "response": {
+                "status": "ok",
+                "view_type": "media",
+                "data": {
+                    "url": "/apps/gallery/files/tone.wav",
+                    "type": "video",
+                    "title": "A video",
+                },
+            },
+        },
+    )
     body = desk.body("gallery")
     video = body.locator("video.media-player")
     expect(video).to_have_attribute("src", re.compile(SIGNED.format(re.escape("tone.wav"))))
@@ -172,8 +191,9 @@ def test_image_view_loads_the_apps_picture(desk: Desk) -> None:
     desk.wait_view("gallery", "image")
     img = body.locator("img.image-main")
     expect(img).to_have_attribute("src", re.compile(SIGNED.format(re.escape("sample.png"))))
-    desk.page.wait_for_function("el => el.complete && el.naturalWidth > 0",
-                                arg=img.element_handle())
+    desk.page.wait_for_function(
+        "el => el.complete && el.naturalWidth > 0", arg=img.element_handle()
+    )
     expect(body.locator(".image-caption")).to_have_text("A PNG made by the gallery")
     resp = desk.page.request.get(desk.running.url + signed_url(desk, "sample.png"))
     assert resp.status == 200 and resp.headers["content-type"] == "image/png"
@@ -198,9 +218,18 @@ def test_form_view_fields_and_submit(desk: Desk) -> None:
     form.get_by_label("城市 City").select_option(label="上海")
     form.get_by_label("订阅新闻 Newsletter").uncheck()
     desk.control("gallery", "form_submit").get_by_role("button").click()
-    assert desk.echo("form_submit") == {"action_id": "form_submit", "form_values": {
-        "name": "王五", "email": "", "age": 41, "city": "上海", "birthday": "1995-06-18",
-        "bio": "喜欢爬山和写代码。", "newsletter": False}}
+    assert desk.echo("form_submit") == {
+        "action_id": "form_submit",
+        "form_values": {
+            "name": "王五",
+            "email": "",
+            "age": 41,
+            "city": "上海",
+            "birthday": "1995-06-18",
+            "bio": "喜欢爬山和写代码。",
+            "newsletter": False,
+        },
+    }
 
 
 def test_dashboard_composes_widgets_of_other_views(desk: Desk) -> None:
@@ -213,7 +242,8 @@ def test_dashboard_composes_widgets_of_other_views(desk: Desk) -> None:
     expect(widgets.nth(2).locator("tbody tr")).to_have_count(5)
     expect(widgets.nth(3).locator(".list-item")).to_have_count(3)
     expect(widgets.locator(".dash-title")).to_have_text(
-        ["今日概况 Today", "访问量趋势 Visits", "最新订单 Latest orders", "待办 To-do"])
+        ["今日概况 Today", "访问量趋势 Visits", "最新订单 Latest orders", "待办 To-do"]
+    )
     desk.shot("dashboard")
 
 
@@ -246,14 +276,20 @@ FALLBACKS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-def test_unknown_or_mismatched_data_shows_a_json_tree(desk: Desk,
-                                                      subtests: pytest.Subtests) -> None:
+def test_unknown_or_mismatched_data_shows_a_json_tree(
+    desk: Desk, subtests: pytest.Subtests
+) -> None:
     desk.open_app("gallery")
     for view_type, data, note in FALLBACKS:
         with subtests.test(view_type):
             # Straight onto the event bus: the server would refuse such a reply from an app.
-            desk.running.system.bus.emit("view", {"app": "gallery", "response": {
-                "status": "ok", "view_type": view_type, "data": data}})
+            desk.running.system.bus.emit(
+                "view",
+                {
+                    "app": "gallery",
+                    "response": {"status": "ok", "view_type": view_type, "data": data},
+                },
+            )
             body = desk.wait_view("gallery", view_type)
             expect(body.locator(".view-json .view-note")).to_contain_text(note)
             keys = [k.rstrip(": ") for k in body.locator(".view-json .jt-key").all_text_contents()]
@@ -272,8 +308,10 @@ def _open_controls(desk: Desk) -> None:
 
 def _link(desk: Desk, ctl: Locator) -> None:
     # The link opens in a new tab; the outside site is stubbed (no internet here).
-    desk.page.context.route("https://example.com/**",
-                            lambda route: route.fulfill(body="example", content_type="text/plain"))
+    desk.page.context.route(
+        "https://example.com/**",
+        lambda route: route.fulfill(body="example", content_type="text/plain"),
+    )
     expect(ctl).to_have_attribute("href", "https://example.com/")
     expect(ctl).to_have_attribute("rel", "noopener noreferrer")
     with desk.page.expect_popup() as popup:
@@ -294,25 +332,33 @@ def _submit_form(desk: Desk, ctl: Locator) -> None:
 CONTROLS: dict[str, tuple[Callable[[Desk, Locator], None], dict[str, Any]]] = {
     "button": (lambda d, c: c.click(), {"params": {"n": 1, "who": "gallery"}}),
     "form": (_submit_form, {"form_values": {"name": "李四", "age": 31, "color": "blue"}}),
-    "select": (lambda d, c: c.locator("select").select_option(label="香蕉 banana"),
-               {"selected": "banana"}),
+    "select": (
+        lambda d, c: c.locator("select").select_option(label="香蕉 banana"),
+        {"selected": "banana"},
+    ),
     "checkbox": (lambda d, c: c.get_by_label("c", exact=True).click(), {"checked": ["a", "c"]}),
     "radio": (lambda d, c: c.get_by_label("large").click(), {"selected": "large"}),
-    "input": (lambda d, c: (c.locator("input").fill("hello 世界"),
-                            c.locator("input").press("Enter")), {"value": "hello 世界"}),
+    "input": (
+        lambda d, c: (c.locator("input").fill("hello 世界"), c.locator("input").press("Enter")),
+        {"value": "hello 世界"},
+    ),
     "link": (_link, {"href": "https://example.com"}),
     "toggle": (lambda d, c: c.click(), {"on": True}),
     "slider": (lambda d, c: c.locator("input[type=range]").fill("75"), {"value": 75}),
-    "datetime": (lambda d, c: c.locator("input").fill("2026-02-03T10:30"),
-                 {"value": "2026-02-03T10:30"}),
+    "datetime": (
+        lambda d, c: c.locator("input").fill("2026-02-03T10:30"),
+        {"value": "2026-02-03T10:30"},
+    ),
 }
 
 
 def test_each_control_sends_exactly_its_payload(desk: Desk, subtests: pytest.Subtests) -> None:
     _open_controls(desk)
     sessions: set[str] = set()
-    desk.page.on("response", lambda r: r.url.endswith("/api/action") and r.ok
-                 and sessions.add(r.json()["session_id"]))
+    desk.page.on(
+        "response",
+        lambda r: r.url.endswith("/api/action") and r.ok and sessions.add(r.json()["session_id"]),
+    )
     sent = []
     for kind, (operate, payload) in CONTROLS.items():
         with subtests.test(kind):
@@ -329,8 +375,9 @@ def test_each_control_sends_exactly_its_payload(desk: Desk, subtests: pytest.Sub
     # The desktop kept one session, whose memory holds the same actions in order.
     assert len(sessions) == 1
     history = desk.api("GET", f"/api/sessions/{sessions.pop()}")["history"]
-    actions = [h["content"]["action"] for h in history
-               if h["role"] == "user" and "action" in h["content"]]
+    actions = [
+        h["content"]["action"] for h in history if h["role"] == "user" and "action" in h["content"]
+    ]
     assert [a for a in actions if a["action_id"].startswith("ctl_")] == sent
 
 

@@ -82,8 +82,9 @@ class Reply:
         if "body" in spec:
             return not_json(str(spec["body"]))
         if "status" in spec and int(spec["status"]) != 200:
-            return http_error(int(spec["status"]), spec.get("message", ""),
-                              retry_after=spec.get("retry_after"))
+            return http_error(
+                int(spec["status"]), spec.get("message", ""), retry_after=spec.get("retry_after")
+            )
         calls = [(c["name"], c.get("arguments", {})) for c in spec.get("tool_calls", [])]
         if calls:
             return tool_calls(*calls, content=spec.get("content"))
@@ -110,8 +111,9 @@ def tool_calls(*calls: tuple[str, Any], content: str | None = None) -> Reply:
 
 def http_error(status: int, message: str = "", *, retry_after: float | None = None) -> Reply:
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
-    return Reply(status=status, message=message or _DEFAULT_ERRORS.get(status, "error"),
-                 headers=headers)
+    return Reply(
+        status=status, message=message or _DEFAULT_ERRORS.get(status, "error"), headers=headers
+    )
 
 
 def not_json(body: str = "not json") -> Reply:
@@ -133,8 +135,7 @@ _DEFAULT_ERRORS = {
     500: "The server had an error while processing your request",
     503: "The server is overloaded",
 }
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                429: "rate_limit_error"}
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
 
 
 # ------------------------------------------------------------------ server
@@ -159,8 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         self._send_bytes(status, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
 
-    def _send_bytes(self, status: int, data: bytes,
-                    headers: dict[str, str] | None = None) -> None:
+    def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -183,8 +183,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         owner = self.server.owner
         if self.path.rstrip("/") in ("/v1/models", "/models"):
-            self._send_json(200, {"object": "list", "data": [
-                {"id": owner.model, "object": "model", "created": 0, "owned_by": "fake"}]})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": owner.model, "object": "model", "created": 0, "owned_by": "fake"}
+                    ],
+                },
+            )
         elif self.path == "/_fake/requests":
             with owner.lock:
                 self._send_json(200, list(owner.requests))
@@ -204,12 +211,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"ok": True})
             return
         if path not in CHAT_PATHS:
-            self._send_json(404, {"error": {"message": f"no route {self.path}",
-                                            "type": "invalid_request_error"}})
+            self._send_json(
+                404,
+                {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}},
+            )
             return
         owner._record(body, {k.lower(): v for k, v in self.headers.items()}, path)
-        if owner.api_key is not None and \
-                self.headers.get("Authorization") != f"Bearer {owner.api_key}":
+        if (
+            owner.api_key is not None
+            and self.headers.get("Authorization") != f"Bearer {owner.api_key}"
+        ):
             self._send_json(401, _error_body(401, _DEFAULT_ERRORS[401]))
             return
         reply = owner._next()
@@ -226,8 +237,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": _ERROR_TYPES.get(status, "api_error"),
-                      "param": None, "code": None}}
+    return {
+        "error": {
+            "message": message,
+            "type": _ERROR_TYPES.get(status, "api_error"),
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 def _count_tokens(value: Any) -> int:
@@ -238,8 +255,14 @@ def _count_tokens(value: Any) -> int:
 class FakeOpenAI:
     """The server, its script and what it received. Use as a context manager."""
 
-    def __init__(self, *, api_key: str | None = None, model: str = "fake-model",
-                 port: int = 0, default: Reply | str | dict[str, Any] = "ok"):
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        model: str = "fake-model",
+        port: int = 0,
+        default: Reply | str | dict[str, Any] = "ok",
+    ):
         self.api_key = api_key
         """When set, requests without ``Authorization: Bearer <api_key>`` get 401."""
         self.model = model
@@ -255,9 +278,12 @@ class FakeOpenAI:
         self._stop = threading.Event()
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.owner = self
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-openai",
+            daemon=True,
+        )
 
     # ---------------------------------------------------------- lifecycle
 
@@ -325,9 +351,13 @@ class FakeOpenAI:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": f"call_{n}_{i}", "type": "function",
-                 "function": {"name": name, "arguments": args}}
-                for i, (name, args) in enumerate(reply.tool_calls)]
+                {
+                    "id": f"call_{n}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args},
+                }
+                for i, (name, args) in enumerate(reply.tool_calls)
+            ]
         prompt = _count_tokens(body.get("messages", []))
         completion = _count_tokens(message)
         return {
@@ -335,10 +365,19 @@ class FakeOpenAI:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.model,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
         }
 
 

@@ -74,8 +74,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         owner = self.server.owner
-        rec = RecordedRequest(self.command, parts.path, parse_qs(parts.query),
-                              {k.lower(): v for k, v in self.headers.items()}, body)
+        rec = RecordedRequest(
+            self.command,
+            parts.path,
+            parse_qs(parts.query),
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+        )
         with owner.lock:
             owner.requests.append(rec)
         q = {k: v[0] for k, v in rec.query.items()}
@@ -83,13 +88,21 @@ class _Handler(BaseHTTPRequestHandler):
         route = segs[0] if segs else ""
         handler = getattr(self, "_r_" + route.replace("-", "_"), None)
         if handler is None:
-            self._send(404, json.dumps({"error": f"no route {parts.path}"}).encode(),
-                       "application/json")
+            self._send(
+                404, json.dumps({"error": f"no route {parts.path}"}).encode(), "application/json"
+            )
             return
         handler(rec, q, segs[1:])
 
-    def _send(self, status: int, body: bytes, ctype: str | None,
-              headers: dict[str, str] | None = None, *, length: bool = True) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        ctype: str | None,
+        headers: dict[str, str] | None = None,
+        *,
+        length: bool = True,
+    ) -> None:
         self.send_response(status)
         if ctype:
             self.send_header("Content-Type", ctype)
@@ -102,8 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _json(self, obj: Any, status: int = 200) -> None:
-        self._send(status, json.dumps(obj, ensure_ascii=False).encode("utf-8"),
-                   "application/json")
+        self._send(status, json.dumps(obj, ensure_ascii=False).encode("utf-8"), "application/json")
 
     # --------------------------------------------------------------- routes
 
@@ -123,23 +135,35 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, BINARY_BODY, "application/octet-stream")
 
     def _r_gzip(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
-        self._send(200, gzip.compress(b'{"zipped": true}'), "application/json",
-                   {"Content-Encoding": "gzip"})
+        self._send(
+            200,
+            gzip.compress(b'{"zipped": true}'),
+            "application/json",
+            {"Content-Encoding": "gzip"},
+        )
 
     def _r_bad_json(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
         self._send(200, b"{not json", "application/json")
 
     def _r_echo(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
-        self._json({"method": rec.method, "path": rec.path, "query": rec.query,
-                    "headers": rec.headers, "body": rec.body.decode("utf-8", "replace")})
+        self._json(
+            {
+                "method": rec.method,
+                "path": rec.path,
+                "query": rec.query,
+                "headers": rec.headers,
+                "body": rec.body.decode("utf-8", "replace"),
+            }
+        )
 
     def _r_status(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
         code = int(rest[0]) if rest else 500
         self._json({"error": "not here" if code == 404 else "status", "code": code}, code)
 
     def _r_redirect(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
-        self._send(int(q.get("code", "302")), b"moved", "text/plain",
-                   {"Location": q.get("to", "/json")})
+        self._send(
+            int(q.get("code", "302")), b"moved", "text/plain", {"Location": q.get("to", "/json")}
+        )
 
     def _r_chain(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
         n = int(rest[0]) if rest else 0
@@ -194,8 +218,9 @@ class FakeHTTPServer:
         self.stopping = threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def port(self) -> int:

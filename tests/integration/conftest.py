@@ -44,8 +44,9 @@ class Running:
         assert r.status_code == 200, r.text
         return r.json()
 
-    def act(self, app: str, payload: dict[str, Any],
-            session_id: str | None = None) -> dict[str, Any]:
+    def act(
+        self, app: str, payload: dict[str, Any], session_id: str | None = None
+    ) -> dict[str, Any]:
         """POST /api/action as the desktop does; the app's (validated) reply."""
         body: dict[str, Any] = {"app": app, **payload}
         if session_id:
@@ -75,11 +76,15 @@ def copy_apps(dest: Path, names: list[str], source: Path = SYSTEM_APPS) -> Path:
     return dest
 
 
-def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0,
-                 **overrides: Any) -> Running:
-    raw: dict[str, Any] = {"apps_dir": str(apps_dir), "data_dir": str(data_dir),
-                           "handle_timeout": 3, "app_start_timeout": 20, "max_rounds": 4,
-                           "llm": {"api_key": ""}}
+def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0, **overrides: Any) -> Running:
+    raw: dict[str, Any] = {
+        "apps_dir": str(apps_dir),
+        "data_dir": str(data_dir),
+        "handle_timeout": 3,
+        "app_start_timeout": 20,
+        "max_rounds": 4,
+        "llm": {"api_key": ""},
+    }
     for k, v in overrides.items():
         raw[k] = {**raw[k], **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v
     config = validate_config(raw)
@@ -102,8 +107,13 @@ def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0,
 def make_system(tmp_path: Path) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
 
-    def make(apps: list[str] | None = None, *, apps_dir: Path | None = None,
-             data_dir: Path | None = None, **overrides: Any) -> Running:
+    def make(
+        apps: list[str] | None = None,
+        *,
+        apps_dir: Path | None = None,
+        data_dir: Path | None = None,
+        **overrides: Any,
+    ) -> Running:
         if apps_dir is None:
             apps_dir = copy_apps(tmp_path / f"apps{len(started)}", apps or [])
         running = start_system(apps_dir, data_dir or tmp_path / "data", **overrides)

@@ -25,8 +25,14 @@ from tests.integration.conftest import FIXTURES, Running, copy_apps, start_syste
 LIMITS_APPS = FIXTURES / "apps_limits"
 DEADLINE = 30.0
 """Seconds any awaited condition may take on a loaded machine."""
-FAST_LIVENESS = {"liveness_interval": 0.1, "liveness_timeout": 1.0, "liveness_failures": 2,
-                 "restart_limit": 1, "backoff_initial": 0.05, "backoff_max": 0.1}
+FAST_LIVENESS = {
+    "liveness_interval": 0.1,
+    "liveness_timeout": 1.0,
+    "liveness_failures": 2,
+    "restart_limit": 1,
+    "backoff_initial": 0.05,
+    "backoff_max": 0.1,
+}
 
 
 wait_for = functools.partial(util.wait_for, timeout=DEADLINE)
@@ -72,15 +78,17 @@ def make_limited(tmp_path: Path) -> Iterator[Callable[..., Running]]:
 
 
 def test_calls_to_a_hung_app_never_delay_an_instruction_to_another_app(
-        make_limited: Callable[..., Running]) -> None:
-    running = make_limited(["steady", "frozen"], handle_timeout=60,
-                    apps={"liveness_interval": 600})
+    make_limited: Callable[..., Running],
+) -> None:
+    running = make_limited(["steady", "frozen"], handle_timeout=60, apps={"liveness_interval": 600})
     slots = running.system.controller.slots
     pid = running.system.launcher.get("frozen").pid
     with ThreadPoolExecutor(max_workers=10) as pool:
         with frozen_process(pid):
-            hung = [pool.submit(running.post, "/api/instruction", {"text": "frozen"},
-                                timeout=90) for _ in range(10)]
+            hung = [
+                pool.submit(running.post, "/api/instruction", {"text": "frozen"}, timeout=90)
+                for _ in range(10)
+            ]
             # All ten are now with the frozen app (in flight or waiting behind it).
             wait_for(lambda: sum(slots.load("frozen")) == 10, "10 calls on the frozen app")
             r = running.post("/api/instruction", {"text": "steady"}, timeout=DEADLINE)
@@ -94,17 +102,21 @@ def test_calls_to_a_hung_app_never_delay_an_instruction_to_another_app(
 
 
 def test_a_call_beyond_a_busy_apps_slots_fails_at_once_with_503(
-        make_limited: Callable[..., Running]) -> None:
-    running = make_limited(["steady", "frozen"], handle_timeout=60,
-                    apps={"liveness_interval": 600, "max_concurrent_calls": 2,
-                          "max_waiting_calls": 0})
+    make_limited: Callable[..., Running],
+) -> None:
+    running = make_limited(
+        ["steady", "frozen"],
+        handle_timeout=60,
+        apps={"liveness_interval": 600, "max_concurrent_calls": 2, "max_waiting_calls": 0},
+    )
     slots = running.system.controller.slots
     pid = running.system.launcher.get("frozen").pid
     action = {"app": "frozen", "action_id": "go"}
     with ThreadPoolExecutor(max_workers=2) as pool:
         with frozen_process(pid):
-            pending = [pool.submit(running.post, "/api/action", action, timeout=90)
-                       for _ in range(2)]
+            pending = [
+                pool.submit(running.post, "/api/action", action, timeout=90) for _ in range(2)
+            ]
             wait_for(lambda: slots.load("frozen") == (2, 0), "both slots of frozen taken")
             r = running.post("/api/action", action, timeout=DEADLINE)
             assert r.status_code == 503
@@ -118,10 +130,13 @@ def test_a_call_beyond_a_busy_apps_slots_fails_at_once_with_503(
 
 
 def test_an_app_that_accepts_tcp_but_never_answers_http_is_restarted_then_failed(
-        make_limited: Callable[..., Running]) -> None:
+    make_limited: Callable[..., Running],
+) -> None:
     running = make_limited(["mute", "steady"], apps=FAST_LIVENESS)
-    info = wait_for(lambda: (a := app_info(running, "mute"))["status"] == "failed" and a,
-                    "mute to be given up on")
+    info = wait_for(
+        lambda: (a := app_info(running, "mute"))["status"] == "failed" and a,
+        "mute to be given up on",
+    )
     assert "did not answer GET /health for" in info["error"]
     assert "(2 times in a row)" in info["error"]
     assert launches(running, "mute") == 2  # restarted once under the policy, then failed
@@ -129,9 +144,13 @@ def test_an_app_that_accepts_tcp_but_never_answers_http_is_restarted_then_failed
 
 
 def test_a_raw_flask_app_is_alive_by_its_404_until_its_handle_keeps_timing_out(
-        make_limited: Callable[..., Running]) -> None:
-    running = make_limited(["stuck"], handle_timeout=0.5,
-                    apps={**FAST_LIVENESS, "handle_timeouts": 2, "restart_limit": 0})
+    make_limited: Callable[..., Running],
+) -> None:
+    running = make_limited(
+        ["stuck"],
+        handle_timeout=0.5,
+        apps={**FAST_LIVENESS, "handle_timeouts": 2, "restart_limit": 0},
+    )
     log_path = running.data_dir / "logs" / "stuck.log"
     # No /health route: its 404s are answers, so probes alone never restart it.
     wait_for(lambda: log_path.read_text().count("GET /health") >= 3, "three probes")
@@ -140,29 +159,31 @@ def test_a_raw_flask_app_is_alive_by_its_404_until_its_handle_keeps_timing_out(
     for _ in range(2):
         r = running.post("/api/action", {"app": "stuck", "action_id": "go"})
         assert r.status_code == 504
-    info = wait_for(lambda: (a := app_info(running, "stuck"))["status"] == "failed" and a,
-                    "stuck to be stopped")
+    info = wait_for(
+        lambda: (a := app_info(running, "stuck"))["status"] == "failed" and a, "stuck to be stopped"
+    )
     assert info["error"].startswith("it did not answer /handle in time 2 times in a row")
 
 
 def test_an_app_using_more_memory_than_the_cap_is_stopped_with_the_reason(
-        make_limited: Callable[..., Running]) -> None:
-    running = make_limited(["hog", "steady"],
-                    apps={**FAST_LIVENESS, "max_memory_mb": 100})
-    info = wait_for(lambda: (a := app_info(running, "hog"))["status"] == "failed" and a,
-                    "hog to be given up on")
+    make_limited: Callable[..., Running],
+) -> None:
+    running = make_limited(["hog", "steady"], apps={**FAST_LIVENESS, "max_memory_mb": 100})
+    info = wait_for(
+        lambda: (a := app_info(running, "hog"))["status"] == "failed" and a, "hog to be given up on"
+    )
     assert info["error"].startswith("it used more than 100 MB of memory")
     assert launches(running, "hog") == 2
-    assert "killed: it used more than 100 MB" in (
-        running.data_dir / "logs" / "hog.log").read_text(errors="replace")
+    assert "killed: it used more than 100 MB" in (running.data_dir / "logs" / "hog.log").read_text(
+        errors="replace"
+    )
     assert app_info(running, "steady")["status"] == "running"
 
 
 # ----------------------------------------------------------------------- logs
 
 
-def test_a_chatty_apps_log_is_rotated_while_it_runs(
-        make_limited: Callable[..., Running]) -> None:
+def test_a_chatty_apps_log_is_rotated_while_it_runs(make_limited: Callable[..., Running]) -> None:
     cap = 200_000
     running = make_limited(["chatty"], apps={"log_max_bytes": cap})
     rec = running.system.launcher.get("chatty")

@@ -23,10 +23,12 @@ from tests.util import wait_for
 BODY = {"instruction": "hi", "context": {}, "action_request": None}
 
 
-def call(port: int, method: str, path: str, headers: dict[str, str] | None = None,
-         body: Any = None) -> requests.Response:
-    return requests.request(method, f"http://127.0.0.1:{port}{path}", json=body,
-                            headers=headers or {}, timeout=10)
+def call(
+    port: int, method: str, path: str, headers: dict[str, str] | None = None, body: Any = None
+) -> requests.Response:
+    return requests.request(
+        method, f"http://127.0.0.1:{port}{path}", json=body, headers=headers or {}, timeout=10
+    )
 
 
 def assert_refused(r: requests.Response, status: int, words: str) -> None:
@@ -38,25 +40,38 @@ def assert_refused(r: requests.Response, status: int, words: str) -> None:
 
 
 def test_handle_and_tools_refuse_a_caller_without_the_launch_secret(
-        make_system: Callable[..., Running]) -> None:
+    make_system: Callable[..., Running],
+) -> None:
     running = make_system(["echo", "stepper"])
     rec = running.system.launcher.get("echo")
     assert rec is not None and rec.port is not None and rec.launch_secret
     port, secret = rec.port, rec.launch_secret
     assert secret != rec.token  # a secret of its own, not the token the app calls with
-    for method, path, body in (("POST", "/handle", BODY), ("GET", "/tools", None),
-                               ("POST", "/tools/shout", {"text": "x"})):
+    for method, path, body in (
+        ("POST", "/handle", BODY),
+        ("GET", "/tools", None),
+        ("POST", "/tools/shout", {"text": "x"}),
+    ):
         assert_refused(call(port, method, path, body=body), 401, LAUNCH_SECRET_HEADER)
-        assert_refused(call(port, method, path, {LAUNCH_SECRET_HEADER: "not-the-secret"},
-                            body), 401, LAUNCH_SECRET_HEADER)
+        assert_refused(
+            call(port, method, path, {LAUNCH_SECRET_HEADER: "not-the-secret"}, body),
+            401,
+            LAUNCH_SECRET_HEADER,
+        )
         # the app's own token (which every app and its tools hold) is not the secret
-        assert_refused(call(port, method, path, {"X-AIOS-App-Token": rec.token}, body),
-                       401, LAUNCH_SECRET_HEADER)
+        assert_refused(
+            call(port, method, path, {"X-AIOS-App-Token": rec.token}, body),
+            401,
+            LAUNCH_SECRET_HEADER,
+        )
     # another app's secret does not open this one
     other = running.system.launcher.get("stepper")
     assert other is not None and other.launch_secret not in ("", secret)
-    assert_refused(call(port, "POST", "/handle", {LAUNCH_SECRET_HEADER: other.launch_secret},
-                        BODY), 401, LAUNCH_SECRET_HEADER)
+    assert_refused(
+        call(port, "POST", "/handle", {LAUNCH_SECRET_HEADER: other.launch_secret}, BODY),
+        401,
+        LAUNCH_SECRET_HEADER,
+    )
     # positive control: with the secret it answers, directly and through the system
     ok = call(port, "POST", "/handle", {LAUNCH_SECRET_HEADER: secret}, BODY)
     assert ok.status_code == 200 and ok.json()["data"]["instruction"] == "hi"
@@ -71,13 +86,19 @@ def test_handle_and_tools_refuse_a_caller_without_the_launch_secret(
 
 
 def test_a_foreign_host_header_is_refused_even_with_the_secret(
-        make_system: Callable[..., Running]) -> None:
+    make_system: Callable[..., Running],
+) -> None:
     running = make_system(["echo"])
     rec = running.system.launcher.get("echo")
     assert rec is not None and rec.port is not None
     port, good = rec.port, {LAUNCH_SECRET_HEADER: rec.launch_secret}
-    for host in (f"rebind.attacker.example:{port}", "rebind.attacker.example",
-                 f"127.0.0.1:{port + 1}", "127.0.0.1.attacker.example", f"localhost:{port}x"):
+    for host in (
+        f"rebind.attacker.example:{port}",
+        "rebind.attacker.example",
+        f"127.0.0.1:{port + 1}",
+        "127.0.0.1.attacker.example",
+        f"localhost:{port}x",
+    ):
         for method, path, body in (("POST", "/handle", BODY), ("GET", "/health", None)):
             r = call(port, method, path, {**good, "Host": host}, body)
             assert_refused(r, 403, "Host")
@@ -87,7 +108,8 @@ def test_a_foreign_host_header_is_refused_even_with_the_secret(
 
 
 def test_the_secret_changes_with_every_launch_and_never_reaches_the_desktop(
-        make_system: Callable[..., Running]) -> None:
+    make_system: Callable[..., Running],
+) -> None:
     running = make_system(["echo"])
     rec = running.system.launcher.get("echo")
     assert rec is not None and rec.pid is not None
@@ -97,8 +119,10 @@ def test_the_secret_changes_with_every_launch_and_never_reaches_the_desktop(
     assert first not in str(listed)
     assert [a["confined"] for a in listed if a["id"] == "echo"] == [False]
     running.system.launcher.restart("echo")
-    wait_for(lambda: rec.status == "running" and rec.launch_secret not in ("", first),
-             "echo to run again with a new secret")
+    wait_for(
+        lambda: rec.status == "running" and rec.launch_secret not in ("", first),
+        "echo to run again with a new secret",
+    )
     old = call(rec.port or 0, "POST", "/handle", {LAUNCH_SECRET_HEADER: first}, BODY)
     assert_refused(old, 401, LAUNCH_SECRET_HEADER)
     assert running.open("echo")["response"]["message"] == "echo ready"

@@ -23,15 +23,15 @@ def content(result: dict[str, Any]) -> Any:
 # --------------------------------------------------------------- open / context
 
 
-def test_open_app_sends_an_empty_instruction_and_every_context_field(
-        system_all: Running) -> None:
+def test_open_app_sends_an_empty_instruction_and_every_context_field(system_all: Running) -> None:
     first = system_all.open("echo")
     sid = first["session_id"]
     assert sid.startswith("sess_")
     assert first["response"]["data"]["instruction"] == ""
     # a second exchange in the same session: history_summary must reflect the first
-    second = system_all.post("/api/action", {"app": "echo", "action_id": "again",
-                                             "params": {"n": 1}, "session_id": sid}).json()
+    second = system_all.post(
+        "/api/action", {"app": "echo", "action_id": "again", "params": {"n": 1}, "session_id": sid}
+    ).json()
     ctx = second["response"]["data"]["context"]
     record = system_all.system.launcher.get("echo")
     assert record is not None
@@ -64,8 +64,9 @@ ACTION_PAYLOADS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("payload", ACTION_PAYLOADS, ids=lambda p: p["action_id"])
-def test_every_action_payload_reaches_the_app_exactly(system_all: Running,
-                                                      payload: dict[str, Any]) -> None:
+def test_every_action_payload_reaches_the_app_exactly(
+    system_all: Running, payload: dict[str, Any]
+) -> None:
     r = system_all.post("/api/action", {"app": "echo", **payload})
     assert r.status_code == 200, r.text
     data = r.json()["response"]["data"]
@@ -171,15 +172,19 @@ def test_nothing_matches_lists_the_apps(system_all: Running) -> None:
 # -------------------------------------------------------------- misbehaviour
 
 
-@pytest.mark.parametrize(("instruction", "needle"), [
-    ("bad hang", "did not answer within 3 s"),
-    ("bad badjson", "invalid JSON"),
-    ("bad invalid", "view_type"),
-    ("bad huge", "more than"),
-    ("bad raise", "HTTP 500"),
-])
-def test_misbehaving_app_becomes_an_error_view(system_all: Running, instruction: str,
-                                               needle: str) -> None:
+@pytest.mark.parametrize(
+    ("instruction", "needle"),
+    [
+        ("bad hang", "did not answer within 3 s"),
+        ("bad badjson", "invalid JSON"),
+        ("bad invalid", "view_type"),
+        ("bad huge", "more than"),
+        ("bad raise", "HTTP 500"),
+    ],
+)
+def test_misbehaving_app_becomes_an_error_view(
+    system_all: Running, instruction: str, needle: str
+) -> None:
     out = system_all.instruct(instruction)
     [result] = out["results"]
     assert result["app"] == "bad"
@@ -197,17 +202,27 @@ def test_app_crash_mid_request_is_reported_and_the_app_restarts(system_all: Runn
     resp = system_all.instruct("bad crash")["results"][0]["response"]
     assert resp["status"] == "error" and "'bad'" in resp["message"]
     launcher = system_all.system.launcher
-    wait_for(lambda: (rec := launcher.get("bad")) is not None and rec.status == "running"
-             and rec.restarts >= 1, "the crashed app to restart", 15)
-    assert system_all.post("/api/apps/bad/open", {}).json()["response"]["data"]["content"] \
+    wait_for(
+        lambda: (
+            (rec := launcher.get("bad")) is not None
+            and rec.status == "running"
+            and rec.restarts >= 1
+        ),
+        "the crashed app to restart",
+        15,
+    )
+    assert (
+        system_all.post("/api/apps/bad/open", {}).json()["response"]["data"]["content"]
         == "bad app is fine"
+    )
 
 
 # ---------------------------------------------------------------- memory, load
 
 
-def test_session_memory_survives_a_restart(make_system: Callable[..., Running],
-                                           tmp_path: Path) -> None:
+def test_session_memory_survives_a_restart(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     first = make_system(["echo"])
     out = first.instruct("echo 记住这句话")
     sid = out["session_id"]
@@ -224,15 +239,17 @@ def test_session_memory_survives_a_restart(make_system: Callable[..., Running],
 
 def test_thirty_concurrent_actions_without_an_error(system_all: Running) -> None:
     def act(i: int) -> dict[str, Any]:
-        r = system_all.post("/api/action", {"app": "echo", "action_id": "again",
-                                            "params": {"i": i}})
+        r = system_all.post(
+            "/api/action", {"app": "echo", "action_id": "again", "params": {"i": i}}
+        )
         assert r.status_code == 200, r.text
         return r.json()
 
     with ThreadPoolExecutor(max_workers=30) as pool:
         replies = list(pool.map(act, range(30)))
-    assert sorted(r["response"]["data"]["action_request"]["params"]["i"] for r in replies) \
-        == list(range(30))
+    assert sorted(r["response"]["data"]["action_request"]["params"]["i"] for r in replies) == list(
+        range(30)
+    )
     assert all(r["response"]["status"] == "ok" for r in replies)
 
 
@@ -240,15 +257,18 @@ def test_history_is_json_in_the_store(system_all: Running) -> None:
     out = system_all.instruct("echo 你好")
     rows = system_all.system.store.history(out["session_id"])
     assert json.dumps(rows, ensure_ascii=False)  # serialisable, nothing opaque lost
-    assert rows[-1]["content"]["message"] == "echo: echo 你好" or \
-        rows[-1]["content"]["message"].startswith("echo:")
+    assert rows[-1]["content"]["message"] == "echo: echo 你好" or rows[-1]["content"][
+        "message"
+    ].startswith("echo:")
 
 
 def test_history_summary_keeps_up_with_a_long_session(system_all: Running) -> None:
     sid = system_all.open("echo")["session_id"]
     for i in range(25):  # 50 more history entries: past the summary's window
-        system_all.post("/api/action", {"app": "echo", "action_id": "again",
-                                        "params": {"i": i}, "session_id": sid})
+        system_all.post(
+            "/api/action",
+            {"app": "echo", "action_id": "again", "params": {"i": i}, "session_id": sid},
+        )
     system_all.instruct("echo 最新的一句", sid)
     ctx = system_all.open("echo", sid)["response"]["data"]["context"]
     assert "最新的一句" in ctx["history_summary"]
@@ -258,12 +278,18 @@ def test_history_summary_keeps_up_with_a_long_session(system_all: Running) -> No
 def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) -> None:
     # The planner refuses such plans; the dispatcher must still end if one slips through.
     from aios.planner import Plan, Task
+
     ctl = system_all.system.controller
     sid = system_all.system.store.ensure_session()
-    plan = Plan(tasks=[Task(id="t1", app="echo", instruction="a", depends_on=["t2"]),
-                       Task(id="t2", app="echo", instruction="b", depends_on=["t1"]),
-                       Task(id="t3", app="echo", instruction="c", depends_on=["t9"]),
-                       Task(id="t4", app="echo", instruction="d")], source="llm")
+    plan = Plan(
+        tasks=[
+            Task(id="t1", app="echo", instruction="a", depends_on=["t2"]),
+            Task(id="t2", app="echo", instruction="b", depends_on=["t1"]),
+            Task(id="t3", app="echo", instruction="c", depends_on=["t9"]),
+            Task(id="t4", app="echo", instruction="d"),
+        ],
+        source="llm",
+    )
     outcomes = ctl._run_plan(plan, "x", sid)
     assert [o.response["status"] for o in outcomes] == ["error", "error", "error", "ok"]
     assert all("skipped" in o.response["message"] for o in outcomes[:3])
@@ -271,9 +297,15 @@ def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) ->
 
 # what tests/fixtures/apps_system/bad answers to "verbatim", in the order it sends
 VERBATIM_DATA = {"zeta": 1, "alpha": {"y": None, "b": [3, 1]}, "fields": "opaque"}
-VERBATIM_ACTIONS = [{"type": "submit_form", "action_id": "save", "label": "Save",
-                     "fields": [{"name": "title", "label": "Title", "type": "text"}],
-                     "x_extra": {"kept": True}}]
+VERBATIM_ACTIONS = [
+    {
+        "type": "submit_form",
+        "action_id": "save",
+        "label": "Save",
+        "fields": [{"name": "title", "label": "Title", "type": "text"}],
+        "x_extra": {"kept": True},
+    }
+]
 
 
 def test_replies_are_forwarded_exactly_as_the_app_sent_them(system_all: Running) -> None:
@@ -302,7 +334,7 @@ def test_a_reply_without_status_is_invalid_and_names_the_field(system_all: Runni
     assert "status: Field required" in response["message"]
 
 
-FLAKY_TOOLS_APP = '''
+FLAKY_TOOLS_APP = """
 import os
 from flask import Flask, request
 app = Flask(__name__)
@@ -323,15 +355,19 @@ def handle():
                      "asked": len(asked)}}
 
 app.run(host="127.0.0.1", port=int(os.environ["APP_PORT"]))
-'''
+"""
 
 
 def test_a_failed_tools_listing_is_asked_again_not_cached(
-        make_system: Callable[..., Running], tmp_path: Path) -> None:
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     apps = tmp_path / "apps_flaky"
     (apps / "flaky").mkdir(parents=True)
-    (apps / "flaky" / "manifest.json").write_text(json.dumps(
-        {"name": "Flaky", "entry": "main.py", "keywords": ["flaky"], "role_prompt": "flaky"}))
+    (apps / "flaky" / "manifest.json").write_text(
+        json.dumps(
+            {"name": "Flaky", "entry": "main.py", "keywords": ["flaky"], "role_prompt": "flaky"}
+        )
+    )
     (apps / "flaky" / "main.py").write_text(FLAKY_TOOLS_APP)
     running = make_system(apps_dir=apps)
     first = running.open("flaky")["response"]["data"]
@@ -343,7 +379,8 @@ def test_a_failed_tools_listing_is_asked_again_not_cached(
 
 
 def test_opening_an_app_that_failed_validation_is_a_503_naming_why(
-        make_system: Callable[..., Running], tmp_path: Path) -> None:
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     apps = tmp_path / "apps_invalid"
     (apps / "norole").mkdir(parents=True)
     (apps / "norole" / "manifest.json").write_text(json.dumps({"name": "N", "entry": "main.py"}))

@@ -27,10 +27,23 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-         "--apps-dir", str(tmp_path / "apps"), "--data-dir", str(tmp_path / "data"), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **(env or {})})
+        [
+            sys.executable,
+            str(ROOT / "desktop_app.py"),
+            "--headless",
+            "--port",
+            "0",
+            "--apps-dir",
+            str(tmp_path / "apps"),
+            "--data-dir",
+            str(tmp_path / "data"),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_headless_start_ready_line_token_and_clean_shutdown(tmp_path: Path) -> None:
@@ -77,15 +90,32 @@ def test_invalid_config_stops_startup_with_one_line(tmp_path: Path) -> None:
 # ------------------------------------------------------------ startup failures
 
 
-def _fail_to_start(tmp_path: Path, *args: str, wrapper: list[str] | None = None,
-                   apps_dir: Path | None = None, data_dir: Path | None = None) -> str:
+def _fail_to_start(
+    tmp_path: Path,
+    *args: str,
+    wrapper: list[str] | None = None,
+    apps_dir: Path | None = None,
+    data_dir: Path | None = None,
+) -> str:
     """Run a start that must fail; its single stderr line."""
     apps_dir = apps_dir or tmp_path / "apps"
     data_dir = data_dir or tmp_path / "data"
     proc = subprocess.run(
-        [*(wrapper or []), sys.executable, str(ROOT / "desktop_app.py"), "--headless",
-         "--apps-dir", str(apps_dir), "--data-dir", str(data_dir), *args],
-        capture_output=True, text=True, timeout=60)
+        [
+            *(wrapper or []),
+            sys.executable,
+            str(ROOT / "desktop_app.py"),
+            "--headless",
+            "--apps-dir",
+            str(apps_dir),
+            "--data-dir",
+            str(data_dir),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr and "AIOS ready" not in proc.stdout
     lines = proc.stderr.strip().splitlines()
@@ -97,8 +127,7 @@ def _fail_to_start(tmp_path: Path, *args: str, wrapper: list[str] | None = None,
 def test_a_port_outside_0_to_65535_is_refused(tmp_path: Path, port: str) -> None:
     (tmp_path / "apps").mkdir()
     line = _fail_to_start(tmp_path, "--port", port)
-    assert line == (f"aios: --port {port} is not a port number: use 0 (any free port) "
-                    "to 65535")
+    assert line == (f"aios: --port {port} is not a port number: use 0 (any free port) to 65535")
 
 
 def test_a_missing_apps_dir_is_refused_and_not_created(tmp_path: Path) -> None:
@@ -112,10 +141,14 @@ def test_an_apps_dir_or_data_dir_that_is_a_file_is_refused(tmp_path: Path) -> No
     (tmp_path / "apps").mkdir()
     afile = tmp_path / "a-file"
     afile.write_text("not a folder")
-    assert _fail_to_start(tmp_path, apps_dir=afile) == \
-        f"aios: the apps folder {afile} is a file, not a folder"
-    assert _fail_to_start(tmp_path, data_dir=afile) == \
-        f"aios: the data folder {afile} is a file, not a folder"
+    assert (
+        _fail_to_start(tmp_path, apps_dir=afile)
+        == f"aios: the apps folder {afile} is a file, not a folder"
+    )
+    assert (
+        _fail_to_start(tmp_path, data_dir=afile)
+        == f"aios: the data folder {afile} is a file, not a folder"
+    )
 
 
 def test_a_data_dir_that_cannot_be_created_is_refused(tmp_path: Path) -> None:
@@ -133,8 +166,9 @@ def test_a_read_only_data_dir_is_refused(tmp_path: Path) -> None:
     data.mkdir()
     data.chmod(0o555)
     # As root, permissions bind only without CAP_DAC_OVERRIDE: drop it for the run.
-    wrapper = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] \
-        if os.geteuid() == 0 else []
+    wrapper = (
+        ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+    )
     try:
         line = _fail_to_start(tmp_path, wrapper=wrapper)
     finally:
@@ -158,8 +192,11 @@ def test_health_says_ready_only_once_every_app_has_settled(tmp_path: Path) -> No
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                r = requests.get(f"http://127.0.0.1:{port}/api/health", timeout=5,
-                                 headers={"Authorization": "Bearer tok"})
+                r = requests.get(
+                    f"http://127.0.0.1:{port}/api/health",
+                    timeout=5,
+                    headers={"Authorization": "Bearer tok"},
+                )
             except requests.ConnectionError:
                 continue
             if r.status_code != 200:

@@ -75,27 +75,50 @@ def signal_thread(pid: int, tid: int, sig: signal.Signals) -> None:
 class Desktop:
     """One ``desktop_app.py --headless`` process and what it printed."""
 
-    def __init__(self, tmp: Path, apps: Path, *, config: dict[str, Any] | None = None,
-                 preexec: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        tmp: Path,
+        apps: Path,
+        *,
+        config: dict[str, Any] | None = None,
+        preexec: Callable[[], None] | None = None,
+    ):
         self.data = tmp / "data"
         tmp.mkdir(parents=True, exist_ok=True)
         cfg = tmp / "config.json"
-        cfg.write_text(json.dumps({"handle_timeout": 5, "llm": {"api_key": ""},
-                                   **(config or {})}))
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("DEEPSEEK_", "AIOS_LLM_"))}
+        cfg.write_text(json.dumps({"handle_timeout": 5, "llm": {"api_key": ""}, **(config or {})}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "AIOS_LLM_"))}
         env["AIOS_TOKEN"] = TOKEN
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-             "--apps-dir", str(apps), "--data-dir", str(self.data), "--config", str(cfg)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            preexec_fn=preexec)
+            [
+                sys.executable,
+                str(ROOT / "desktop_app.py"),
+                "--headless",
+                "--port",
+                "0",
+                "--apps-dir",
+                str(apps),
+                "--data-dir",
+                str(self.data),
+                "--config",
+                str(cfg),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=preexec,
+        )
         self.stdout: queue.Queue[str] = queue.Queue()
         self.log: list[str] = []
-        self._readers = [threading.Thread(target=self._read, args=(s, sink), daemon=True)
-                         for s, sink in ((self.proc.stdout, self.stdout.put),
-                                         (self.proc.stderr, self.log.append))]
+        self._readers = [
+            threading.Thread(target=self._read, args=(s, sink), daemon=True)
+            for s, sink in (
+                (self.proc.stdout, self.stdout.put),
+                (self.proc.stderr, self.log.append),
+            )
+        ]
         for t in self._readers:
             t.start()
         self.url = ""
@@ -116,8 +139,9 @@ class Desktop:
             try:
                 line = self.stdout.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no ready line within {timeout:g} s; log tail:\n"
-                                     + "\n".join(self.log[-20:])) from None
+                raise AssertionError(
+                    f"no ready line within {timeout:g} s; log tail:\n" + "\n".join(self.log[-20:])
+                ) from None
             if line.startswith("AIOS ready: "):
                 self.ready_after = time.monotonic() - self.started
                 self.url = line.split(" ", 2)[2].split("/?")[0]
@@ -127,8 +151,12 @@ class Desktop:
         return self.http.get(self.url + path, timeout=kw.pop("timeout", 20), **kw)
 
     def act(self, app: str, timeout: float = 20) -> requests.Response:
-        return requests.post(self.url + "/api/action", json={"app": app, "action_id": "ping"},
-                             headers={"Authorization": f"Bearer {TOKEN}"}, timeout=timeout)
+        return requests.post(
+            self.url + "/api/action",
+            json={"app": app, "action_id": "ping"},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=timeout,
+        )
 
     def descendants(self) -> list[psutil.Process]:
         try:
@@ -140,8 +168,7 @@ class Desktop:
 
     def _signal_a_worker_thread(self, sig: signal.Signals) -> None:
         """Request threads come and go: try worker threads until one takes the signal."""
-        workers = [t.id for t in psutil.Process(self.proc.pid).threads()
-                   if t.id != self.proc.pid]
+        workers = [t.id for t in psutil.Process(self.proc.pid).threads() if t.id != self.proc.pid]
         random.shuffle(workers)
         for tid in workers:
             try:
@@ -162,8 +189,9 @@ class Desktop:
         try:
             self.proc.wait(timeout=EXIT_DEADLINE * 3)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"{sig.name} ignored: still running {EXIT_DEADLINE * 3:g} s "
-                                 "later") from None
+            raise AssertionError(
+                f"{sig.name} ignored: still running {EXIT_DEADLINE * 3:g} s later"
+            ) from None
         return time.monotonic() - began
 
     def leftovers(self) -> list[int]:
@@ -247,7 +275,8 @@ class Load:
 
 @pytest.mark.skipif(_TGKILL is None, reason="tgkill syscall number unknown on this machine")
 def test_sigterm_under_load_always_stops_the_system_and_its_apps(
-        tmp_path: Path, desktop: Callable[..., Desktop]) -> None:
+    tmp_path: Path, desktop: Callable[..., Desktop]
+) -> None:
     """Five trials, 10 clients posting actions; the signal goes alternately to the
     process and to one of its worker threads (where Python never runs a handler)."""
     apps = make_apps(tmp_path, {"alpha": "ok", "beta": "ok"})
@@ -280,7 +309,8 @@ HELD = NOFILE + 64
 
 
 def test_running_out_of_file_descriptors_unloads_no_app_and_leaks_no_process(
-        tmp_path: Path, desktop: Callable[..., Desktop]) -> None:
+    tmp_path: Path, desktop: Callable[..., Desktop]
+) -> None:
     apps = make_apps(tmp_path, {"alpha": "ok", "beta": "ok"})
 
     def low_nofile() -> None:
@@ -288,27 +318,33 @@ def test_running_out_of_file_descriptors_unloads_no_app_and_leaks_no_process(
 
     d = desktop(apps, preexec=low_nofile)
     d.wait_ready()
-    before = {a: d.act(a).json()["response"]["data"]["content"].split(":")[0]
-              for a in ("alpha", "beta")}
+    before = {
+        a: d.act(a).json()["response"]["data"]["content"].split(":")[0] for a in ("alpha", "beta")
+    }
     held: list[socket.socket] = []
     try:
         # Idle connections: the server accepts each and waits for a request on it.
         for _ in range(HELD):
             try:
-                held.append(socket.create_connection(("127.0.0.1", int(d.url.rsplit(":", 1)[1])),
-                                                     timeout=5))
+                held.append(
+                    socket.create_connection(("127.0.0.1", int(d.url.rsplit(":", 1)[1])), timeout=5)
+                )
             except OSError:
                 break
         # The hot-reload scan (every second) must meet EMFILE while they are held.
-        wait_for(lambda: any("Too many open files" in line for line in d.log), timeout=30,
-                 what="the system to run out of file descriptors")
+        wait_for(
+            lambda: any("Too many open files" in line for line in d.log),
+            timeout=30,
+            what="the system to run out of file descriptors",
+        )
     finally:
         for s in held:
             s.close()
     health = wait_for(lambda: _health_if_reachable(d), timeout=30, what="health after the burst")
     assert health["apps"] == {"alpha": "running", "beta": "running"}, health
-    after = {a: d.act(a).json()["response"]["data"]["content"].split(":")[0]
-             for a in ("alpha", "beta")}
+    after = {
+        a: d.act(a).json()["response"]["data"]["content"].split(":")[0] for a in ("alpha", "beta")
+    }
     assert after == before, "an app was restarted although nothing changed"
     assert not [line for line in d.log if "unloading" in line or "reloading" in line]
     took = d.stop()
@@ -331,7 +367,8 @@ READY_WAIT = 2.0
 
 
 def test_an_app_that_never_listens_does_not_hold_the_desktop(
-        tmp_path: Path, desktop: Callable[..., Desktop]) -> None:
+    tmp_path: Path, desktop: Callable[..., Desktop]
+) -> None:
     apps = make_apps(tmp_path, {"healthy": "ok", "mute": "never_listen"})
     d = desktop(apps, config={"startup_ready_wait": READY_WAIT, "app_start_timeout": 120})
     d.wait_ready()
@@ -350,7 +387,8 @@ def test_an_app_that_never_listens_does_not_hold_the_desktop(
 
 
 def test_a_hung_app_does_not_delay_calls_to_a_healthy_one(
-        tmp_path: Path, desktop: Callable[..., Desktop]) -> None:
+    tmp_path: Path, desktop: Callable[..., Desktop]
+) -> None:
     """The system as a process: 10 actions wait on an app that accepts TCP and never
     answers; an action to its healthy neighbour still answers at once."""
     apps = make_apps(tmp_path, {"healthy": "ok", "hung": "no_answer"})
@@ -359,8 +397,11 @@ def test_a_hung_app_does_not_delay_calls_to_a_healthy_one(
     stuck = Load(d, "hung")
     try:
         # Every client has a call in flight (or was refused as busy) before we measure.
-        wait_for(lambda: len(psutil.Process(d.proc.pid).net_connections()) > CLIENTS,
-                 timeout=30, what="the calls to the hung app to be in flight")
+        wait_for(
+            lambda: len(psutil.Process(d.proc.pid).net_connections()) > CLIENTS,
+            timeout=30,
+            what="the calls to the hung app to be in flight",
+        )
         began = time.monotonic()
         r = d.act("healthy")
         took = time.monotonic() - began
@@ -385,8 +426,12 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "run0" / "data"
     mount.mkdir(parents=True)
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
-                               str(mount)], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         pytest.skip(f"cannot mount a tmpfs here: {e}")
     if done.returncode != 0:
@@ -410,7 +455,8 @@ def _fill(directory: Path) -> Path:
 
 
 def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
-        tmp_path: Path, small_disk: Path, desktop: Callable[..., Desktop]) -> None:
+    tmp_path: Path, small_disk: Path, desktop: Callable[..., Desktop]
+) -> None:
     d = desktop(make_apps(tmp_path, {"healthy": "ok"}))
     assert d.data == small_disk
     d.wait_ready()
@@ -428,8 +474,11 @@ def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
     assert health["status"] == "degraded" and "is full" in health["store"]
 
     filler.unlink()
-    wait_for(lambda: d.get("/api/health").json()["status"] == "ready", timeout=30,
-             what="health to recover once space returned")
+    wait_for(
+        lambda: d.get("/api/health").json()["status"] == "ready",
+        timeout=30,
+        what="health to recover once space returned",
+    )
     assert d.act("healthy").status_code == 200
     assert d.stop() < EXIT_DEADLINE
     assert not [line for line in d.log if line.startswith("Traceback")], d.log[-20:]
@@ -455,7 +504,8 @@ def _damaged_db(data_dir: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["bad header", "truncated", "garbage pages"])
 def test_a_damaged_database_at_start_is_moved_aside_in_one_line_and_the_system_works(
-        tmp_path: Path, how: str, desktop: Callable[..., Desktop]) -> None:
+    tmp_path: Path, how: str, desktop: Callable[..., Desktop]
+) -> None:
     _damaged_db(tmp_path / "run0" / "data", how)
     d = desktop(make_apps(tmp_path, {"healthy": "ok"}))
     d.wait_ready()

@@ -61,11 +61,15 @@ def fake() -> Iterator[RoutingFake]:
 def start(make_system: Callable[..., Running], tmp_path: Path) -> Callable[..., Running]:
     def go(fake: FakeOpenAI | None = None) -> Running:
         apps = copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps")
-        llm = {"api_key": "sk-test", "base_url": fake.url, "model": "fake",
-               "max_retries": 0} if fake else {"api_key": ""}
+        llm = (
+            {"api_key": "sk-test", "base_url": fake.url, "model": "fake", "max_retries": 0}
+            if fake
+            else {"api_key": ""}
+        )
         running = make_system(apps_dir=apps, llm=llm)
         assert running.get("/api/health").json()["apps"][APP] == "running"
         return running
+
     return go
 
 
@@ -95,18 +99,37 @@ def functions(request: dict[str, Any]) -> list[str]:
 
 
 def test_multi_round_plan_runs_tools_feeds_results_back_and_shows_the_view(
-        start: Callable[..., Running], fake: RoutingFake) -> None:
-    fake.script([
-        tool_calls(("file_write", {"path": "workspace/todo.txt", "content": "买牛奶\n写周报"}),
-                   ("file_list", {"path": "workspace"}), content="我先写文件再看看目录"),
-        tool_call("show_view", {
-            "view_type": "list",
-            "data": {"title": "工作目录", "items": [{"title": "todo.txt", "sub": "2 条待办"}]},
-            "actions": [{"type": "button", "label": "读取", "action_id": "read_todo",
-                         "params": {"path": "todo.txt"}}],
-            "message": "已把待办写进 todo.txt"}),
-        text("todo.txt 里有两条待办：买牛奶、写周报。"),
-    ])
+    start: Callable[..., Running], fake: RoutingFake
+) -> None:
+    fake.script(
+        [
+            tool_calls(
+                ("file_write", {"path": "workspace/todo.txt", "content": "买牛奶\n写周报"}),
+                ("file_list", {"path": "workspace"}),
+                content="我先写文件再看看目录",
+            ),
+            tool_call(
+                "show_view",
+                {
+                    "view_type": "list",
+                    "data": {
+                        "title": "工作目录",
+                        "items": [{"title": "todo.txt", "sub": "2 条待办"}],
+                    },
+                    "actions": [
+                        {
+                            "type": "button",
+                            "label": "读取",
+                            "action_id": "read_todo",
+                            "params": {"path": "todo.txt"},
+                        }
+                    ],
+                    "message": "已把待办写进 todo.txt",
+                },
+            ),
+            text("todo.txt 里有两条待办：买牛奶、写周报。"),
+        ]
+    )
     system = start(fake)
     home = system.open(APP)
     assert home["response"]["view_type"] == "text"
@@ -124,7 +147,9 @@ def test_multi_round_plan_runs_tools_feeds_results_back_and_shows_the_view(
 
     rows = [r for r in audit(system) if r["tool"] in ("file_write", "file_list")]
     assert [(r["tool"], r["step_id"], r["status"], r["session_id"]) for r in rows] == [
-        ("file_write", "step_1", "ok", sid), ("file_list", "step_2", "ok", sid)]
+        ("file_write", "step_1", "ok", sid),
+        ("file_list", "step_2", "ok", sid),
+    ]
     assert audit(system, "cache_set")  # the conversation was kept between the rounds
 
     first, second = fake.app_requests()[:2]
@@ -132,8 +157,10 @@ def test_multi_round_plan_runs_tools_feeds_results_back_and_shows_the_view(
     system_prompt = first["messages"][0]["content"]
     # the session so far is short, so it reaches the app verbatim (no summary request)
     assert system_prompt.startswith("你是智能助手") and "智能助手已就绪" in system_prompt
-    assert first["messages"][1] == {"role": "user",
-                                    "content": "把买牛奶和写周报记到 todo.txt，然后列出文件"}
+    assert first["messages"][1] == {
+        "role": "user",
+        "content": "把买牛奶和写周报记到 todo.txt，然后列出文件",
+    }
     # round 2 carries round 1's calls and, for each call id, its result as a tool message
     calls = second["messages"][2]["tool_calls"]
     assert [c["function"]["name"] for c in calls] == ["file_write", "file_list"]
@@ -147,9 +174,10 @@ def test_multi_round_plan_runs_tools_feeds_results_back_and_shows_the_view(
     assert [e["name"] for e in listed["result"]["entries"]] == [".gitkeep", "todo.txt"]
 
     # a click on a control of that view goes to the LLM with the view it came from
-    clicked = system.post("/api/action", {"app": APP, "action_id": "read_todo",
-                                          "params": {"path": "todo.txt"},
-                                          "session_id": sid}).json()["response"]
+    clicked = system.post(
+        "/api/action",
+        {"app": APP, "action_id": "read_todo", "params": {"path": "todo.txt"}, "session_id": sid},
+    ).json()["response"]
     assert clicked["view_type"] == "text"
     assert clicked["data"]["content"] == "todo.txt 里有两条待办：买牛奶、写周报。"
     assert clicked["message"] == "todo.txt 里有两条待办：买牛奶、写周报。"
@@ -159,12 +187,21 @@ def test_multi_round_plan_runs_tools_feeds_results_back_and_shows_the_view(
 
 
 def test_a_refused_step_is_reported_to_the_llm_and_nothing_escapes(
-        start: Callable[..., Running], fake: RoutingFake, tmp_path: Path) -> None:
-    fake.script([
-        tool_call("file_write", {"path": "../../escaped.txt", "content": "pwned"}),
-        tool_call("show_view", {"view_type": "text", "data": {"content": "写不了工作目录外面"},
-                                "message": "被沙箱拒绝了"}),
-    ])
+    start: Callable[..., Running], fake: RoutingFake, tmp_path: Path
+) -> None:
+    fake.script(
+        [
+            tool_call("file_write", {"path": "../../escaped.txt", "content": "pwned"}),
+            tool_call(
+                "show_view",
+                {
+                    "view_type": "text",
+                    "data": {"content": "写不了工作目录外面"},
+                    "message": "被沙箱拒绝了",
+                },
+            ),
+        ]
+    )
     system = start(fake)
     reply = ask(system, "在上级目录写个文件")["response"]
     assert reply["status"] == "ok" and reply["data"]["content"] == "写不了工作目录外面"
@@ -177,14 +214,18 @@ def test_a_refused_step_is_reported_to_the_llm_and_nothing_escapes(
 
 
 def test_after_max_tool_rounds_only_show_view_is_offered(
-        start: Callable[..., Running], fake: RoutingFake) -> None:
-    fake.script([
-        tool_call("cache_set", {"key": "n", "value": 1}),
-        tool_call("cache_get", {"key": "n"}),
-        tool_call("file_list", {}),
-        tool_call("show_view", {"view_type": "text", "data": {"content": "n = 1"},
-                                "message": "完成"}),
-    ])
+    start: Callable[..., Running], fake: RoutingFake
+) -> None:
+    fake.script(
+        [
+            tool_call("cache_set", {"key": "n", "value": 1}),
+            tool_call("cache_get", {"key": "n"}),
+            tool_call("file_list", {}),
+            tool_call(
+                "show_view", {"view_type": "text", "data": {"content": "n = 1"}, "message": "完成"}
+            ),
+        ]
+    )
     system = start(fake)
     reply = ask(system, "数一数")["response"]
     assert reply["status"] == "ok" and reply["data"]["content"] == "n = 1"
@@ -200,13 +241,19 @@ def test_after_max_tool_rounds_only_show_view_is_offered(
 
 
 def test_an_invalid_view_is_fed_back_once_and_the_fix_is_shown(
-        start: Callable[..., Running], fake: RoutingFake) -> None:
-    fake.script([
-        tool_call("show_view", {"view_type": "list", "data": {"items": "牛奶"},
-                                "message": "清单"}),
-        tool_call("show_view", {"view_type": "list", "data": {"items": [{"title": "牛奶"}]},
-                                "message": "清单"}),
-    ])
+    start: Callable[..., Running], fake: RoutingFake
+) -> None:
+    fake.script(
+        [
+            tool_call(
+                "show_view", {"view_type": "list", "data": {"items": "牛奶"}, "message": "清单"}
+            ),
+            tool_call(
+                "show_view",
+                {"view_type": "list", "data": {"items": [{"title": "牛奶"}]}, "message": "清单"},
+            ),
+        ]
+    )
     system = start(fake)
     reply = ask(system, "列个购物清单")["response"]
     assert reply["status"] == "ok" and reply["data"]["items"] == [{"title": "牛奶"}]
@@ -214,17 +261,22 @@ def test_an_invalid_view_is_fed_back_once_and_the_fix_is_shown(
     bad_call = second["messages"][2]["tool_calls"][0]
     [feedback] = tool_messages(second)
     assert feedback["tool_call_id"] == bad_call["id"]
-    assert "show_view rejected" in feedback["content"] and "data.items must be a list" \
-        in feedback["content"]
+    assert (
+        "show_view rejected" in feedback["content"]
+        and "data.items must be a list" in feedback["content"]
+    )
 
 
 def test_bad_answers_twice_become_an_error_view_and_the_app_keeps_working(
-        start: Callable[..., Running], fake: RoutingFake) -> None:
-    fake.script([
-        tool_call("file_write", {"path": "a.txt"}),  # no content: fails the tool's schema
-        tool_call("launch_rockets", {"count": 3}),   # no such function
-        text("好的，已经完成。"),
-    ])
+    start: Callable[..., Running], fake: RoutingFake
+) -> None:
+    fake.script(
+        [
+            tool_call("file_write", {"path": "a.txt"}),  # no content: fails the tool's schema
+            tool_call("launch_rockets", {"count": 3}),  # no such function
+            text("好的，已经完成。"),
+        ]
+    )
     system = start(fake)
     reply = ask(system, "写个文件")["response"]
     assert reply["status"] == "error" and reply["view_type"] == "error"
@@ -241,15 +293,19 @@ def test_bad_answers_twice_become_an_error_view_and_the_app_keeps_working(
     assert again["status"] == "ok" and again["data"]["content"] == "好的，已经完成。"
 
 
-@pytest.mark.parametrize("payload", [
-    {"action_id": "ask"},
-    {"action_id": "ask", "value": 42},
-    {"action_id": "ask", "params": {"question": ["not", "text"]}},
-    {"action_id": "ask", "form_values": {"question": "   "}},
-    {"action_id": "home", "checked": [1, 2]},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"action_id": "ask"},
+        {"action_id": "ask", "value": 42},
+        {"action_id": "ask", "params": {"question": ["not", "text"]}},
+        {"action_id": "ask", "form_values": {"question": "   "}},
+        {"action_id": "home", "checked": [1, 2]},
+    ],
+)
 def test_ask_without_a_question_shows_the_home_view(
-        start: Callable[..., Running], fake: RoutingFake, payload: dict[str, Any]) -> None:
+    start: Callable[..., Running], fake: RoutingFake, payload: dict[str, Any]
+) -> None:
     system = start(fake)
     reply = system.post("/api/action", {"app": APP, **payload}).json()["response"]
     assert reply["status"] == "ok" and reply["view_type"] == "text"
@@ -261,15 +317,24 @@ def test_ask_without_a_question_shows_the_home_view(
 
 
 def test_without_an_llm_the_app_explains_how_to_configure_one(
-        start: Callable[..., Running]) -> None:
+    start: Callable[..., Running],
+) -> None:
     system = start()
     home = system.open(APP)["response"]
     assert home["status"] == "ok" and "智能助手" in home["data"]["content"]
     reply = ask(system, "1+1 等于几")["response"]
     assert reply["status"] == "error" and reply["view_type"] == "error"
     assert reply["data"]["title"] == "需要配置大语言模型"
-    for hint in ("DEEPSEEK_API_KEY", "AIOS_LLM_API_KEY", "设置窗口", "base_url", "model",
-                 "Ollama", "vLLM", "llama.cpp"):
+    for hint in (
+        "DEEPSEEK_API_KEY",
+        "AIOS_LLM_API_KEY",
+        "设置窗口",
+        "base_url",
+        "model",
+        "Ollama",
+        "vLLM",
+        "llama.cpp",
+    ):
         assert hint in reply["data"]["message"], hint
     # routed by the offline router, the same explanation
     result = system.instruct("问智能助手：1+1 等于几")
@@ -278,7 +343,8 @@ def test_without_an_llm_the_app_explains_how_to_configure_one(
 
 
 def test_llm_server_errors_give_a_clear_error_view_with_retry(
-        start: Callable[..., Running], fake: RoutingFake) -> None:
+    start: Callable[..., Running], fake: RoutingFake
+) -> None:
     fake.script([http_error(500), text("2")])
     system = start(fake)
     reply = ask(system, "1+1 等于几")["response"]
@@ -287,15 +353,19 @@ def test_llm_server_errors_give_a_clear_error_view_with_retry(
     assert "HTTP 500" in reply["data"]["message"]
     retry = reply["actions"][0]
     assert (retry["type"], retry["label"], retry["action_id"], retry["params"]) == (
-        "button", "重试", "ask", {"question": "1+1 等于几"})
-    retried = system.post("/api/action", {"app": APP, "action_id": "ask",
-                                          "params": {"question": "1+1 等于几"}}).json()
+        "button",
+        "重试",
+        "ask",
+        {"question": "1+1 等于几"},
+    )
+    retried = system.post(
+        "/api/action", {"app": APP, "action_id": "ask", "params": {"question": "1+1 等于几"}}
+    ).json()
     assert retried["response"]["status"] == "ok"
     assert retried["response"]["data"]["content"] == "2"
 
 
-def test_standalone_the_app_reads_its_manifest_and_explains_the_missing_llm(
-        tmp_path: Path) -> None:
+def test_standalone_the_app_reads_its_manifest_and_explains_the_missing_llm(tmp_path: Path) -> None:
     folder = copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps") / APP
     agent = GenericAgent(folder)
     assert (agent.name, agent.icon) == ("智能助手", "bot")
@@ -306,49 +376,94 @@ def test_standalone_the_app_reads_its_manifest_and_explains_the_missing_llm(
     assert "DEEPSEEK_API_KEY" in reply["data"]["message"]
     assert "standalone" in reply["data"]["detail"]["reason"]
     assert sorted(p.name for p in folder.iterdir()) == [
-        "main.py", "manifest.json", "requirements.txt", "workspace"]  # nothing written
+        "main.py",
+        "manifest.json",
+        "requirements.txt",
+        "workspace",
+    ]  # nothing written
 
 
 # ------------------------------------------------------------ view shapes
 
 
-@pytest.mark.parametrize(("view_type", "data", "problem"), [
-    ("text", {"content": "hi"}, None),
-    ("text", {"text": "hi"}, "text view: data.content must be a string"),
-    ("list", {"items": ["a", {"title": "b", "sub": "c"}]}, None),
-    ("list", {"items": [1]}, "list view: each item must be an object {title, sub} or a string"),
-    ("card", {"cards": [{"title": "t", "desc": "d"}]}, None),
-    ("card", {"items": []}, "card view: data.cards must be a list of {title, image?, desc}"),
-    ("table", {"columns": ["a"], "rows": [["1"]]}, None),
-    ("table", {"columns": ["a"], "rows": ["1"]}, "table view: each row must be a list of cells"),
-    ("form", {"fields": [{"name": "q", "label": "Q", "type": "text"}]}, None),
-    ("form", {"fields": [{"label": "Q"}]}, "form view: each field must be an object with a name"),
-    ("media", {"url": "/apps/assistant/files/a.mp3", "type": "audio"}, None),
-    ("media", {"url": "javascript:alert(1)", "type": "audio"},
-     "media view: data.url must be http(s) or /apps/<app>/files/<path>"),
-    ("media", {"url": "https://x/a.mp4", "type": "movie"},
-     "media view: data.type must be audio or video"),
-    ("image", {"url": "data:image/png;base64,AAAA"}, None),
-    ("image", {"caption": "no url"}, "image view: data.url must be a non-empty string"),
-    ("chart", {"type": "bar", "labels": ["a", "b"], "values": [1, 2]}, None),
-    ("chart", {"type": "pie", "labels": ["a"], "datasets": [{"label": "x", "values": [1]}]}, None),
-    ("chart", {"type": "bar", "labels": ["a", "b"], "values": [1]},
-     "chart: 2 labels but 1 values"),
-    ("chart", {"type": "radar", "labels": [], "values": []},
-     "chart: data.type must be one of bar, line, pie, doughnut"),
-    ("code", {"language": "python", "code": "print(1)"}, None),
-    ("code", {"language": "python"}, "code view: data.code must be a string"),
-    ("dashboard", {"widgets": [{"type": "text", "content": "hi"},
-                               {"type": "chart", "chart_type": "line", "labels": ["a"],
-                                "values": [1]}]}, None),
-    ("dashboard", {"widgets": [{"type": "gauge"}]},
-     "dashboard: widget 0 needs a type among text, list, card, table, form, media, image, "
-     "chart, code"),
-    ("dashboard", {"widgets": [{"type": "chart", "labels": ["a"], "values": [1]}]},
-     "dashboard: widget 0 chart: data.chart_type must be one of bar, line, pie, doughnut"),
-    ("list", ["not", "an", "object"], "data must be an object for a list view"),
-])
+@pytest.mark.parametrize(
+    ("view_type", "data", "problem"),
+    [
+        ("text", {"content": "hi"}, None),
+        ("text", {"text": "hi"}, "text view: data.content must be a string"),
+        ("list", {"items": ["a", {"title": "b", "sub": "c"}]}, None),
+        ("list", {"items": [1]}, "list view: each item must be an object {title, sub} or a string"),
+        ("card", {"cards": [{"title": "t", "desc": "d"}]}, None),
+        ("card", {"items": []}, "card view: data.cards must be a list of {title, image?, desc}"),
+        ("table", {"columns": ["a"], "rows": [["1"]]}, None),
+        (
+            "table",
+            {"columns": ["a"], "rows": ["1"]},
+            "table view: each row must be a list of cells",
+        ),
+        ("form", {"fields": [{"name": "q", "label": "Q", "type": "text"}]}, None),
+        (
+            "form",
+            {"fields": [{"label": "Q"}]},
+            "form view: each field must be an object with a name",
+        ),
+        ("media", {"url": "/apps/assistant/files/a.mp3", "type": "audio"}, None),
+        (
+            "media",
+            {"url": "javascript:alert(1)", "type": "audio"},
+            "media view: data.url must be http(s) or /apps/<app>/files/<path>",
+        ),
+        (
+            "media",
+            {"url": "https://x/a.mp4", "type": "movie"},
+            "media view: data.type must be audio or video",
+        ),
+        ("image", {"url": "data:image/png;base64,AAAA"}, None),
+        ("image", {"caption": "no url"}, "image view: data.url must be a non-empty string"),
+        ("chart", {"type": "bar", "labels": ["a", "b"], "values": [1, 2]}, None),
+        (
+            "chart",
+            {"type": "pie", "labels": ["a"], "datasets": [{"label": "x", "values": [1]}]},
+            None,
+        ),
+        (
+            "chart",
+            {"type": "bar", "labels": ["a", "b"], "values": [1]},
+            "chart: 2 labels but 1 values",
+        ),
+        (
+            "chart",
+            {"type": "radar", "labels": [], "values": []},
+            "chart: data.type must be one of bar, line, pie, doughnut",
+        ),
+        ("code", {"language": "python", "code": "print(1)"}, None),
+        ("code", {"language": "python"}, "code view: data.code must be a string"),
+        (
+            "dashboard",
+            {
+                "widgets": [
+                    {"type": "text", "content": "hi"},
+                    {"type": "chart", "chart_type": "line", "labels": ["a"], "values": [1]},
+                ]
+            },
+            None,
+        ),
+        (
+            "dashboard",
+            {"widgets": [{"type": "gauge"}]},
+            "dashboard: widget 0 needs a type among text, list, card, table, form, media, image, "
+            "chart, code",
+        ),
+        (
+            "dashboard",
+            {"widgets": [{"type": "chart", "labels": ["a"], "values": [1]}]},
+            "dashboard: widget 0 chart: data.chart_type must be one of bar, line, pie, doughnut",
+        ),
+        ("list", ["not", "an", "object"], "data must be an object for a list view"),
+    ],
+)
 def test_view_shapes_are_checked_before_the_user_sees_them(
-        view_type: str, data: Any, problem: str | None) -> None:
+    view_type: str, data: Any, problem: str | None
+) -> None:
     problems = view_data_problems(view_type, data)
     assert problems == ([] if problem is None else [problem])

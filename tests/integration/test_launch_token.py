@@ -23,9 +23,23 @@ def run_once(tmp_path: Path, *extra: str) -> tuple[str, str]:
     """Start desktop_app.py headless, return (base url, token) from its ready line, stop it."""
     env = {k: v for k, v in os.environ.items() if k != "AIOS_TOKEN"}
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-         "--apps-dir", str(tmp_path / "apps"), "--data-dir", str(tmp_path / "data"), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        [
+            sys.executable,
+            str(ROOT / "desktop_app.py"),
+            "--headless",
+            "--port",
+            "0",
+            "--apps-dir",
+            str(tmp_path / "apps"),
+            "--data-dir",
+            str(tmp_path / "data"),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -33,10 +47,15 @@ def run_once(tmp_path: Path, *extra: str) -> tuple[str, str]:
         url = line.split(" ", 2)[2]
         base, token = url.split("/?token=")
         # the token opens the desktop; a wrong one is refused with a JSON error
-        assert requests.get(f"{base}/api/health", timeout=10,
-                            headers={"Authorization": f"Bearer {token}"}).status_code == 200
-        wrong = requests.get(f"{base}/api/health", timeout=10,
-                             headers={"Authorization": "Bearer not-the-token"})
+        assert (
+            requests.get(
+                f"{base}/api/health", timeout=10, headers={"Authorization": f"Bearer {token}"}
+            ).status_code
+            == 200
+        )
+        wrong = requests.get(
+            f"{base}/api/health", timeout=10, headers={"Authorization": "Bearer not-the-token"}
+        )
         assert wrong.status_code == 401 and "token" in wrong.json()["error"]
         return base, token
     finally:
@@ -66,10 +85,22 @@ def test_token_is_stable_across_restarts_and_new_token_replaces_it(tmp_path: Pat
 def test_aios_token_from_the_environment_is_not_written_down(tmp_path: Path) -> None:
     shutil.copytree(SYSTEM_APPS / "echo", tmp_path / "apps" / "echo")
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-         "--apps-dir", str(tmp_path / "apps"), "--data-dir", str(tmp_path / "data")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "AIOS_TOKEN": "env-token-1234567890"})
+        [
+            sys.executable,
+            str(ROOT / "desktop_app.py"),
+            "--headless",
+            "--port",
+            "0",
+            "--apps-dir",
+            str(tmp_path / "apps"),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "AIOS_TOKEN": "env-token-1234567890"},
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip().endswith("/?token=env-token-1234567890")

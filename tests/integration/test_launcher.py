@@ -35,9 +35,16 @@ SYSTEM_URL = "http://127.0.0.1:9"
 # ------------------------------------------------------------------- helpers
 
 
-def make_app(apps: Path, app_id: str, *, manifest: dict[str, Any] | None = None,
-             behave: dict[str, Any] | None = None, script: str = "steered_app.py",
-             role_md: str | None = None, raw_manifest: str | None = None) -> Path:
+def make_app(
+    apps: Path,
+    app_id: str,
+    *,
+    manifest: dict[str, Any] | None = None,
+    behave: dict[str, Any] | None = None,
+    script: str = "steered_app.py",
+    role_md: str | None = None,
+    raw_manifest: str | None = None,
+) -> Path:
     """An app folder; ``manifest`` entries set to None are removed from the default."""
     d = apps / app_id
     d.mkdir(parents=True)
@@ -46,15 +53,20 @@ def make_app(apps: Path, app_id: str, *, manifest: dict[str, Any] | None = None,
         (d / "behave.json").write_text(json.dumps(behave))
     if role_md is not None:
         (d / "role.md").write_text(role_md, encoding="utf-8")
-    m: dict[str, Any] = {"name": app_id.replace("_", " ").title(), "entry": "main.py",
-                         "role_prompt": f"You are the {app_id} app."}
+    m: dict[str, Any] = {
+        "name": app_id.replace("_", " ").title(),
+        "entry": "main.py",
+        "role_prompt": f"You are the {app_id} app.",
+    }
     for k, v in (manifest or {}).items():
         if v is None:
             m.pop(k, None)
         else:
             m[k] = v
-    (d / "manifest.json").write_text(raw_manifest if raw_manifest is not None
-                                     else json.dumps(m, ensure_ascii=False), encoding="utf-8")
+    (d / "manifest.json").write_text(
+        raw_manifest if raw_manifest is not None else json.dumps(m, ensure_ascii=False),
+        encoding="utf-8",
+    )
     return d
 
 
@@ -130,13 +142,25 @@ def events() -> Events:
 def make_launcher(tmp_path: Path, apps: Path, events: Events) -> Iterator[Callable[..., Launcher]]:
     made: list[Launcher] = []
 
-    def make(*, start_timeout: float = 15, policy: RestartPolicy = FAST, grace: float = 1.0,
-             watch_interval: float = 3600) -> Launcher:
-        launcher = Launcher(apps, tmp_path / "data", Config(app_start_timeout=start_timeout),
-                            system_url=SYSTEM_URL, port_map_path=tmp_path / "data" /
-                            "port_map.json", on_status=events.on_status,
-                            on_stop=events.stopped.append, restart_policy=policy,
-                            stop_grace=grace, watch_interval=watch_interval)
+    def make(
+        *,
+        start_timeout: float = 15,
+        policy: RestartPolicy = FAST,
+        grace: float = 1.0,
+        watch_interval: float = 3600,
+    ) -> Launcher:
+        launcher = Launcher(
+            apps,
+            tmp_path / "data",
+            Config(app_start_timeout=start_timeout),
+            system_url=SYSTEM_URL,
+            port_map_path=tmp_path / "data" / "port_map.json",
+            on_status=events.on_status,
+            on_stop=events.stopped.append,
+            restart_policy=policy,
+            stop_grace=grace,
+            watch_interval=watch_interval,
+        )
         made.append(launcher)
         return launcher
 
@@ -149,7 +173,8 @@ def make_launcher(tmp_path: Path, apps: Path, events: Events) -> Iterator[Callab
 
 
 def test_every_folder_is_listed_and_invalid_ones_say_exactly_why(
-        tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher]) -> None:
+    tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
     make_app(apps, "good")
     make_app(apps, "bad_json", raw_manifest='{ "name": "x",, }')
     make_app(apps, "not_object", raw_manifest="[1, 2]")
@@ -171,25 +196,35 @@ def test_every_folder_is_listed_and_invalid_ones_say_exactly_why(
     launcher.start()
 
     by_id = {r.id: r for r in launcher.apps()}
-    assert sorted(by_id) == sorted(["good", "bad_json", "not_object", "no_entry_field",
-                                    "entry_missing", "workdir_dotdot", "workdir_link",
-                                    "no_role", "no_manifest", "Bad Name"])
+    assert sorted(by_id) == sorted(
+        [
+            "good",
+            "bad_json",
+            "not_object",
+            "no_entry_field",
+            "entry_missing",
+            "workdir_dotdot",
+            "workdir_link",
+            "no_role",
+            "no_manifest",
+            "Bad Name",
+        ]
+    )
     errors = {i: r.error for i, r in by_id.items() if r.status == AppStatus.INVALID}
     assert errors == {
         "bad_json": "manifest.json is not valid JSON: line 1 column 15: "
-                    "Expecting property name enclosed in double quotes",
+        "Expecting property name enclosed in double quotes",
         "not_object": "manifest.json must hold a JSON object, not list",
         "no_entry_field": "invalid manifest: entry: Field required",
         "entry_missing": "entry file 'nope.py' not found in the app folder",
         "workdir_dotdot": "invalid manifest: workdir: Value error, must be a path inside the "
-                          "app folder (got '../elsewhere')",
+        "app folder (got '../elsewhere')",
         "workdir_link": f"workdir 'data/ws' resolves to {outside.resolve() / 'ws'}, "
-                        "outside the app folder",
-        "no_role": 'no role prompt: set "role_prompt" in manifest.json or add a non-empty '
-                   "role.md",
+        "outside the app folder",
+        "no_role": 'no role prompt: set "role_prompt" in manifest.json or add a non-empty role.md',
         "no_manifest": "no manifest.json in the app folder",
         "Bad Name": "folder name 'Bad Name' is not a valid app id: it must match "
-                    "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')",
+        "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')",
     }
     # Invalid apps got no process, no port, no log; nothing was created through the symlink.
     assert all(r.pid is None and r.port is None for i, r in by_id.items() if i in errors)
@@ -204,17 +239,33 @@ def test_every_folder_is_listed_and_invalid_ones_say_exactly_why(
     assert pub["no_role"]["status"] == "invalid" and pub["no_role"]["error"] == errors["no_role"]
     assert "error" not in pub["good"] and good.token and good.token not in json.dumps(pub)
     assert good.launch_secret and good.launch_secret not in json.dumps(pub)
-    assert set(pub["good"]) == {"id", "name", "icon", "description", "status", "port",
-                                "endpoint", "keywords", "permissions", "confined"}
+    assert set(pub["good"]) == {
+        "id",
+        "name",
+        "icon",
+        "description",
+        "status",
+        "port",
+        "endpoint",
+        "keywords",
+        "permissions",
+        "confined",
+    }
     assert pub["good"]["confined"] is False
-    assert launcher.route_table() == {"good": {"name": "Good", "port": good.port,
-                                               "endpoint": "/handle"}}
+    assert launcher.route_table() == {
+        "good": {"name": "Good", "port": good.port, "endpoint": "/handle"}
+    }
 
 
 def test_role_prompt_comes_from_manifest_else_role_md_and_workdir_is_created(
-        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
-    make_app(apps, "from_md", manifest={"role_prompt": None, "workdir": "state/ws"},
-             role_md="  你是一个音乐小AI。\n")
+    apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
+    make_app(
+        apps,
+        "from_md",
+        manifest={"role_prompt": None, "workdir": "state/ws"},
+        role_md="  你是一个音乐小AI。\n",
+    )
     make_app(apps, "both", role_md="ignored: the manifest wins")
     make_app(apps, "blank_md", manifest={"role_prompt": ""}, role_md=" \n\n")
 
@@ -227,24 +278,29 @@ def test_role_prompt_comes_from_manifest_else_role_md_and_workdir_is_created(
     assert from_md.workdir.is_dir() and from_md.status == AppStatus.RUNNING
     assert both.role_prompt == "You are the both app."
     assert blank.status == AppStatus.INVALID
-    assert blank.error == ('no role prompt: set "role_prompt" in manifest.json or add a '
-                           "non-empty role.md")
+    assert blank.error == (
+        'no role prompt: set "role_prompt" in manifest.json or add a non-empty role.md'
+    )
 
 
 # ---------------------------------------------------------------------- ports
 
 
 def test_ports_come_from_manifest_then_previous_port_map_then_free(
-        tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher],
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path,
+    apps: Path,
+    make_launcher: Callable[..., Launcher],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     wanted, remembered, remembered_gone = free_port(), free_port(), free_port()
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen()
     busy_port = busy.getsockname()[1]
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "port_map.json").write_text(json.dumps(
-        {"c_previous": remembered, "uninstalled": remembered_gone}))
+    (tmp_path / "data" / "port_map.json").write_text(
+        json.dumps({"c_previous": remembered, "uninstalled": remembered_gone})
+    )
     make_app(apps, "a_manifest", manifest={"port": wanted})
     make_app(apps, "b_same_port", manifest={"port": wanted})
     make_app(apps, "c_previous")
@@ -264,22 +320,28 @@ def test_ports_come_from_manifest_then_previous_port_map_then_free(
     assert port["c_previous"] == remembered
     assert len(set(port.values())) == len(port)
     assert port["b_same_port"] != wanted and port["d_busy"] != busy_port
-    assert f"app b_same_port: port {wanted} (manifest) is already assigned to a_manifest" \
+    assert (
+        f"app b_same_port: port {wanted} (manifest) is already assigned to a_manifest"
         in caplog.text
+    )
     assert f"app d_busy: port {busy_port} (manifest) is in use by another program" in caplog.text
     assert all(r.status == AppStatus.RUNNING for r in launcher.apps())
     # Each app really serves on the port the launcher gave it.
     for app_id in ("a_manifest", "b_same_port", "c_previous", "d_busy", "e_any"):
         assert get_json(port[app_id])["app"] == app_id
-    reply = requests.post(launcher.url("f_flask") + "/handle", json={"instruction": "hi"},
-                          timeout=5).json()
+    reply = requests.post(
+        launcher.url("f_flask") + "/handle", json={"instruction": "hi"}, timeout=5
+    ).json()
     assert reply["data"]["text"] == "echo: hi"
     # port_map.json is the spec's flat map (§14.2); routes.json is the route table.
     assert json.loads((tmp_path / "data" / "port_map.json").read_text()) == port
     routes = json.loads((tmp_path / "data" / "routes.json").read_text())
     assert routes == launcher.route_table()
-    assert routes["f_flask"] == {"name": "Flask 应用", "port": port["f_flask"],
-                                 "endpoint": "/handle"}
+    assert routes["f_flask"] == {
+        "name": "Flask 应用",
+        "port": port["f_flask"],
+        "endpoint": "/handle",
+    }
     assert launcher.ports() == set(port.values())
     assert launcher.url("e_any") == f"http://127.0.0.1:{port['e_any']}"
     with pytest.raises(AppNotFound, match="no app 'nope'"):
@@ -300,12 +362,17 @@ def test_apps_start_in_parallel(apps: Path, make_launcher: Callable[..., Launche
 
 
 def test_app_env_has_its_settings_and_none_of_the_system_secrets(
-        apps: Path, make_launcher: Callable[..., Launcher],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {"DEEPSEEK_API_KEY": "sk-deepseek", "AIOS_LLM_API_KEY": "sk-llm",
-                        "AIOS_LLM_BASE_URL": "https://llm.example", "AIOS_TOKEN": "desk-token",
-                        "GITHUB_TOKEN": "ghp-x", "MY_DB_PASSWORD": "hunter2",
-                        "LAUNCHER_TEST_VISIBLE": "yes"}.items():
+    apps: Path, make_launcher: Callable[..., Launcher], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {
+        "DEEPSEEK_API_KEY": "sk-deepseek",
+        "AIOS_LLM_API_KEY": "sk-llm",
+        "AIOS_LLM_BASE_URL": "https://llm.example",
+        "AIOS_TOKEN": "desk-token",
+        "GITHUB_TOKEN": "ghp-x",
+        "MY_DB_PASSWORD": "hunter2",
+        "LAUNCHER_TEST_VISIBLE": "yes",
+    }.items():
         monkeypatch.setenv(name, value)
     d = make_app(apps, "envy", behave={"env_dump": "env.json"})
     launcher = make_launcher()
@@ -322,8 +389,14 @@ def test_app_env_has_its_settings_and_none_of_the_system_secrets(
     assert str(PROJECT_ROOT) in env["PYTHONPATH"].split(":")
     assert env["__aios_importable"] == "True"
     assert env["LAUNCHER_TEST_VISIBLE"] == "yes"
-    leaked = {"DEEPSEEK_API_KEY", "AIOS_LLM_API_KEY", "AIOS_LLM_BASE_URL", "AIOS_TOKEN",
-              "GITHUB_TOKEN", "MY_DB_PASSWORD"} & set(env)
+    leaked = {
+        "DEEPSEEK_API_KEY",
+        "AIOS_LLM_API_KEY",
+        "AIOS_LLM_BASE_URL",
+        "AIOS_TOKEN",
+        "GITHUB_TOKEN",
+        "MY_DB_PASSWORD",
+    } & set(env)
     assert leaked == set()
     assert not {"sk-deepseek", "sk-llm", "desk-token", "ghp-x", "hunter2"} & set(env.values())
 
@@ -351,8 +424,8 @@ def test_app_env_has_its_settings_and_none_of_the_system_secrets(
 
 
 def test_app_crashing_at_start_is_retried_then_failed_with_its_log_tail(
-        tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher],
-        events: Events) -> None:
+    tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher], events: Events
+) -> None:
     d = make_app(apps, "crashy", behave={"exit_at_start": 7})
     make_app(apps, "fine")
     launcher = make_launcher()
@@ -379,30 +452,38 @@ def test_app_crashing_at_start_is_retried_then_failed_with_its_log_tail(
 
 
 def test_app_crashing_while_running_is_restarted_on_the_same_port(
-        tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher],
-        events: Events) -> None:
+    tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher], events: Events
+) -> None:
     d = make_app(apps, "flaky", behave={"crash_after": 0.3, "crash_launches": 1})
     launcher = make_launcher()
     launcher.start()
     rec = launcher.get("flaky")
     first_pid, port, first_token = rec.pid, rec.port, rec.token
 
-    wait_for(lambda: len(launches(d)) == 2 and rec.status == AppStatus.RUNNING,
-             what="restart after the crash")
+    wait_for(
+        lambda: len(launches(d)) == 2 and rec.status == AppStatus.RUNNING,
+        what="restart after the crash",
+    )
     assert rec.pid != first_pid and not alive(first_pid)
     assert rec.port == port and rec.restarts == 1 and rec.token != first_token
     assert get_json(port)["pid"] == rec.pid
-    assert events.of("flaky") == [AppStatus.STARTING, AppStatus.RUNNING, AppStatus.RESTARTING,
-                                  AppStatus.RUNNING]
+    assert events.of("flaky") == [
+        AppStatus.STARTING,
+        AppStatus.RUNNING,
+        AppStatus.RESTARTING,
+        AppStatus.RUNNING,
+    ]
     log_text = (tmp_path / "data" / "logs" / "flaky.log").read_text()
     assert "boom: deliberate crash while running" in log_text
     assert "exited with code 3" in log_text
 
 
 def test_a_crashed_apps_leftover_processes_die_before_it_restarts(
-        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
-    d = make_app(apps, "messy", behave={"grandchild": "group", "exit_at_start": 1,
-                                        "crash_launches": 1})
+    apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
+    d = make_app(
+        apps, "messy", behave={"grandchild": "group", "exit_at_start": 1, "crash_launches": 1}
+    )
     launcher = make_launcher()
     launcher.start()
 
@@ -413,7 +494,8 @@ def test_a_crashed_apps_leftover_processes_die_before_it_restarts(
 
 
 def test_runs_longer_than_stable_start_time_reset_the_crash_count(
-        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
+    apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
     d = make_app(apps, "periodic", behave={"crash_after": 0.3})
     policy = RestartPolicy(restart_limit=1, stable_start_time=0.2, backoff_initial=0.01)
     launcher = make_launcher(policy=policy)
@@ -434,15 +516,17 @@ def test_restart_policy_backoff_doubles_up_to_the_maximum() -> None:
 
 
 def test_app_that_never_listens_fails_after_the_start_timeout(
-        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
+    apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
     d = make_app(apps, "mute", behave={"never_listen": True})
     launcher = make_launcher(start_timeout=1.0)
     launcher.start()
 
     rec = launcher.get("mute")
     assert rec.status == AppStatus.FAILED
-    assert rec.error.startswith(f"did not accept connections on port {rec.port} within 1 s; "
-                                "last log lines:\n")
+    assert rec.error.startswith(
+        f"did not accept connections on port {rec.port} within 1 s; last log lines:\n"
+    )
     assert len(launches(d)) == 1 and not alive(launches(d)[0])
 
 
@@ -450,8 +534,8 @@ def test_app_that_never_listens_fails_after_the_start_timeout(
 
 
 def test_hot_reload_loads_new_unloads_removed_and_restarts_changed(
-        tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher],
-        events: Events) -> None:
+    tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher], events: Events
+) -> None:
     alpha = make_app(apps, "alpha", manifest={"role_prompt": None}, role_md="Role one.")
     launcher = make_launcher()
     launcher.start()
@@ -463,8 +547,10 @@ def test_hot_reload_loads_new_unloads_removed_and_restarts_changed(
     # New folder -> started.
     beta = make_app(apps, "beta")
     launcher.rescan()
-    rec_b = wait_for(lambda: (r := launcher.get("beta")) and r.status == AppStatus.RUNNING
-                     and r, what="beta running")
+    rec_b = wait_for(
+        lambda: (r := launcher.get("beta")) and r.status == AppStatus.RUNNING and r,
+        what="beta running",
+    )
     assert json.loads(port_map.read_text()) == {"alpha": rec_a.port, "beta": rec_b.port}
     assert set(json.loads(routes.read_text())) == {"alpha", "beta"}
 
@@ -511,14 +597,17 @@ def test_hot_reload_loads_new_unloads_removed_and_restarts_changed(
 
 
 def test_watcher_thread_picks_up_changes_by_itself(
-        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
+    apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
     launcher = make_launcher(watch_interval=0.05)
     launcher.start()
     assert launcher.apps() == [] and launcher.ready()
 
     make_app(apps, "late")
-    rec = wait_for(lambda: (r := launcher.get("late")) and r.status == AppStatus.RUNNING and r,
-                   what="late app running")
+    rec = wait_for(
+        lambda: (r := launcher.get("late")) and r.status == AppStatus.RUNNING and r,
+        what="late app running",
+    )
     assert get_json(rec.port)["app"] == "late"
     pid = rec.pid
     shutil.rmtree(apps / "late")
@@ -530,8 +619,8 @@ def test_watcher_thread_picks_up_changes_by_itself(
 
 
 def test_stop_leaves_no_process_behind(
-        tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher],
-        events: Events) -> None:
+    tmp_path: Path, apps: Path, make_launcher: Callable[..., Launcher], events: Events
+) -> None:
     stubborn = make_app(apps, "stubborn", behave={"ignore_term": True, "grandchild": "group"})
     escaper = make_app(apps, "escaper", behave={"grandchild": "session"})
     make_app(apps, "polite")
@@ -539,8 +628,11 @@ def test_stop_leaves_no_process_behind(
     launcher = make_launcher(grace=0.5)
     launcher.start()
     assert {r.id: r.status for r in launcher.apps()} == {
-        "stubborn": AppStatus.RUNNING, "escaper": AppStatus.RUNNING,
-        "polite": AppStatus.RUNNING, "broken": AppStatus.INVALID}
+        "stubborn": AppStatus.RUNNING,
+        "escaper": AppStatus.RUNNING,
+        "polite": AppStatus.RUNNING,
+        "broken": AppStatus.INVALID,
+    }
     pids = [r.pid for r in launcher.apps() if r.pid]
     grandchildren = [int((d / "grandchild1.pid").read_text()) for d in (stubborn, escaper)]
     assert len(pids) == 3 and all(alive(p) for p in pids + grandchildren)
@@ -549,8 +641,11 @@ def test_stop_leaves_no_process_behind(
 
     assert not any(alive(p) for p in pids + grandchildren)
     assert {r.id: r.status for r in launcher.apps()} == {
-        "stubborn": AppStatus.STOPPED, "escaper": AppStatus.STOPPED,
-        "polite": AppStatus.STOPPED, "broken": AppStatus.INVALID}
+        "stubborn": AppStatus.STOPPED,
+        "escaper": AppStatus.STOPPED,
+        "polite": AppStatus.STOPPED,
+        "broken": AppStatus.INVALID,
+    }
     assert sorted(events.stopped) == ["escaper", "polite", "stubborn"]
     logs = tmp_path / "data" / "logs"
     assert "stopped: killed" in (logs / "stubborn.log").read_text()
@@ -569,8 +664,11 @@ def test_stop_leaves_no_process_behind(
 
 
 def test_a_failed_listing_of_the_apps_folder_unloads_nothing(
-        apps: Path, make_launcher: Callable[..., Launcher], events: Events,
-        caplog: pytest.LogCaptureFixture) -> None:
+    apps: Path,
+    make_launcher: Callable[..., Launcher],
+    events: Events,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     make_app(apps, "keep")
     launcher = make_launcher()
     launcher.start()
@@ -591,7 +689,8 @@ def test_a_failed_listing_of_the_apps_folder_unloads_nothing(
 
 
 def test_stop_kills_every_app_even_when_proc_cannot_be_read(
-        apps: Path, make_launcher: Callable[..., Launcher], events: Events) -> None:
+    apps: Path, make_launcher: Callable[..., Launcher], events: Events
+) -> None:
     grouped = make_app(apps, "grouped", behave={"grandchild": "group", "ignore_term": True})
     make_app(apps, "plain")
     launcher = make_launcher(grace=0.5)
@@ -601,20 +700,25 @@ def test_stop_kills_every_app_even_when_proc_cannot_be_read(
     with no_file_descriptors():  # psutil cannot read /proc; signals and wait() still work
         launcher.stop()
     assert not [p for p in pids if alive(p)]
-    assert {r.id: r.status for r in launcher.apps()} == {"grouped": AppStatus.STOPPED,
-                                                          "plain": AppStatus.STOPPED}
+    assert {r.id: r.status for r in launcher.apps()} == {
+        "grouped": AppStatus.STOPPED,
+        "plain": AppStatus.STOPPED,
+    }
 
 
-def test_not_ready_before_every_folder_has_been_discovered(
-        tmp_path: Path, apps: Path) -> None:
+def test_not_ready_before_every_folder_has_been_discovered(tmp_path: Path, apps: Path) -> None:
     make_app(apps, "aaa_broken", raw_manifest="{")  # reported while discovery is under way
     make_app(apps, "zzz")
     seen: list[tuple[str, str, bool]] = []
-    launcher = Launcher(apps, tmp_path / "data", Config(), system_url=SYSTEM_URL,
-                        port_map_path=tmp_path / "data" / "port_map.json",
-                        on_status=lambda rec: seen.append((rec.id, str(rec.status),
-                                                           launcher.ready())),
-                        restart_policy=FAST)
+    launcher = Launcher(
+        apps,
+        tmp_path / "data",
+        Config(),
+        system_url=SYSTEM_URL,
+        port_map_path=tmp_path / "data" / "port_map.json",
+        on_status=lambda rec: seen.append((rec.id, str(rec.status), launcher.ready())),
+        restart_policy=FAST,
+    )
     try:
         assert not launcher.ready()
         launcher.start()
@@ -626,7 +730,8 @@ def test_not_ready_before_every_folder_has_been_discovered(
 
 
 def test_start_waits_at_most_ready_wait_then_the_app_carries_on(
-        apps: Path, make_launcher: Callable[..., Launcher]) -> None:
+    apps: Path, make_launcher: Callable[..., Launcher]
+) -> None:
     make_app(apps, "mute", behave={"never_listen": True})
     make_app(apps, "quick")
     launcher = make_launcher(start_timeout=3)

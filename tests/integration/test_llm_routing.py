@@ -20,20 +20,33 @@ def fake() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def system(make_system: Callable[..., Running], fake: FakeOpenAI) -> Running:
-    return make_system(["echo", "slow"], llm={"api_key": "sk-test", "base_url": fake.url,
-                                              "model": "fake-model", "max_retries": 0})
+    return make_system(
+        ["echo", "slow"],
+        llm={"api_key": "sk-test", "base_url": fake.url, "model": "fake-model", "max_retries": 0},
+    )
 
 
 def dispatch(*tasks: dict[str, object]) -> object:
     return tool_call("dispatch_tasks", {"tasks": list(tasks)})
 
 
-def test_llm_plan_runs_two_independent_tasks_concurrently(system: Running,
-                                                          fake: FakeOpenAI) -> None:
-    fake.script([dispatch({"id": "t1", "app": "slow", "instruction": "nap 1", "depends_on": []},
-                          {"id": "t2", "app": "slow", "instruction": "nap 1", "depends_on": []},
-                          {"id": "t3", "app": "echo", "instruction": "after both",
-                           "depends_on": ["t1", "t2"]})])
+def test_llm_plan_runs_two_independent_tasks_concurrently(
+    system: Running, fake: FakeOpenAI
+) -> None:
+    fake.script(
+        [
+            dispatch(
+                {"id": "t1", "app": "slow", "instruction": "nap 1", "depends_on": []},
+                {"id": "t2", "app": "slow", "instruction": "nap 1", "depends_on": []},
+                {
+                    "id": "t3",
+                    "app": "echo",
+                    "instruction": "after both",
+                    "depends_on": ["t1", "t2"],
+                },
+            )
+        ]
+    )
     out = system.instruct("睡两觉然后回声")
     assert out["source"] == "llm"
     assert [t["id"] for t in out["plan"]] == ["t1", "t2", "t3"]
@@ -44,29 +57,36 @@ def test_llm_plan_runs_two_independent_tasks_concurrently(system: Running,
     assert set(upstream) == {"t1", "t2"} and upstream["t1"]["message"] == "slept 1.0"
     sent = fake.requests[0]
     assert sent["model"] == "fake-model"
-    assert {t["function"]["name"] for t in sent["tools"]} == {"dispatch_tasks",
-                                                              "reply_directly"}
+    assert {t["function"]["name"] for t in sent["tools"]} == {"dispatch_tasks", "reply_directly"}
     assert "睡两觉然后回声" in sent["messages"][-1]["content"]
 
 
 def test_invalid_llm_plan_is_retried_with_the_error(system: Running, fake: FakeOpenAI) -> None:
-    fake.script([dispatch({"id": "t1", "app": "nosuchapp", "instruction": "x",
-                           "depends_on": []}),
-                 dispatch({"id": "t1", "app": "echo", "instruction": "hi", "depends_on": []})])
+    fake.script(
+        [
+            dispatch({"id": "t1", "app": "nosuchapp", "instruction": "x", "depends_on": []}),
+            dispatch({"id": "t1", "app": "echo", "instruction": "hi", "depends_on": []}),
+        ]
+    )
     out = system.instruct("say hi")
     assert out["source"] == "llm" and [t["app"] for t in out["plan"]] == ["echo"]
     retry = fake.requests[1]["messages"]
     assert any("nosuchapp" in str(m.get("content")) for m in retry[2:])
 
 
-@pytest.mark.parametrize("failure", [
-    [http_error(401)],
-    [http_error(429)],
-    [tool_call("dispatch_tasks", "{not json"), tool_call("dispatch_tasks", "{still not")],
-    [not_json()],
-], ids=["401", "429", "malformed", "200-not-json"])
-def test_llm_failures_fall_back_to_the_offline_router_visibly(system: Running, fake: FakeOpenAI,
-                                                              failure: list[object]) -> None:
+@pytest.mark.parametrize(
+    "failure",
+    [
+        [http_error(401)],
+        [http_error(429)],
+        [tool_call("dispatch_tasks", "{not json"), tool_call("dispatch_tasks", "{still not")],
+        [not_json()],
+    ],
+    ids=["401", "429", "malformed", "200-not-json"],
+)
+def test_llm_failures_fall_back_to_the_offline_router_visibly(
+    system: Running, fake: FakeOpenAI, failure: list[object]
+) -> None:
     fake.script(failure)
     out = system.instruct("echo hello")
     assert out["source"] == "offline"
@@ -75,8 +95,9 @@ def test_llm_failures_fall_back_to_the_offline_router_visibly(system: Running, f
     assert out["notes"] and "offline router" in out["notes"][0]
     usage = system.system.store.llm_usage()
     assert usage and usage[0]["purpose"] == "plan"  # every attempt is recorded
-    http_failure = getattr(failure[0], "status", 200) != 200 or \
-        getattr(failure[0], "body", None) is not None
+    http_failure = (
+        getattr(failure[0], "status", 200) != 200 or getattr(failure[0], "body", None) is not None
+    )
     assert (usage[0]["ok"] == 0) == http_failure
 
 
@@ -86,23 +107,29 @@ def test_direct_reply_without_an_app(system: Running, fake: FakeOpenAI) -> None:
     assert out["plan"] == [] and out["message"] == "现在是下午。"
 
 
-def test_apps_ask_the_llm_through_the_system_with_their_own_token(system: Running,
-                                                                  fake: FakeOpenAI) -> None:
+def test_apps_ask_the_llm_through_the_system_with_their_own_token(
+    system: Running, fake: FakeOpenAI
+) -> None:
     fake.script([text("来自模型的回答")])
     record = system.system.launcher.get("echo")
     assert record is not None
     import requests
-    r = requests.post(system.url + "/api/sys/llm", timeout=10,
-                      headers={"Authorization": f"Bearer {record.token}"},
-                      json={"messages": [{"role": "user", "content": "你好"}]})
+
+    r = requests.post(
+        system.url + "/api/sys/llm",
+        timeout=10,
+        headers={"Authorization": f"Bearer {record.token}"},
+        json={"messages": [{"role": "user", "content": "你好"}]},
+    )
     assert r.status_code == 200, r.text
     assert r.json()["message"]["content"] == "来自模型的回答"
     assert "sk-test" not in r.text  # the key never leaves the system
     assert system.system.store.llm_usage()[0]["purpose"] == "app:echo"
 
 
-def test_a_planning_failure_is_logged_once(system: Running, fake: FakeOpenAI,
-                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_a_planning_failure_is_logged_once(
+    system: Running, fake: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
     fake.script([http_error(401)])
     with caplog.at_level(logging.INFO, logger="aios"):
         out = system.instruct("echo hello")
@@ -119,8 +146,9 @@ def test_llm_settings_reach_the_next_instruction(system: Running, fake: FakeOpen
     with FakeOpenAI(api_key="sk-test") as other:
         other.script([tool_call("reply_directly", {"text": "来自新的服务"})])
         # a new endpoint takes its key with it: a base_url alone would clear the key
-        r = system.post("/api/config", {"updates": {"llm": {"base_url": other.url,
-                                                             "api_key": "sk-test"}}})
+        r = system.post(
+            "/api/config", {"updates": {"llm": {"base_url": other.url, "api_key": "sk-test"}}}
+        )
         assert r.status_code == 200, r.text
         out = system.instruct("你好")
         assert len(other.requests) == 1 and fake.requests == []

@@ -28,7 +28,7 @@ GONE_WITHIN = 5.0
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 
-APP = '''
+APP = """
 import os, subprocess, sys
 from pathlib import Path
 from aios_sdk import AIOSAgent
@@ -62,24 +62,36 @@ class App(AIOSAgent):
 
 if __name__ == "__main__":
     App().run()
-'''
+"""
 
 
 def write_app(apps: Path, app_id: str, mode: str) -> Path:
     folder = apps / app_id
     folder.mkdir(parents=True)
     (folder / "main.py").write_text(APP.format(mode=mode, name=app_id.title()), "utf-8")
-    (folder / "manifest.json").write_text(json.dumps({
-        "name": app_id.title(), "entry": "main.py", "description": f"orphan test app {app_id}",
-        "role_prompt": "test app", "workdir": "workspace"}), "utf-8")
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": app_id.title(),
+                "entry": "main.py",
+                "description": f"orphan test app {app_id}",
+                "role_prompt": "test app",
+                "workdir": "workspace",
+            }
+        ),
+        "utf-8",
+    )
     return folder
 
 
 def pids_of(folder: Path) -> list[psutil.Process]:
     """The app's processes (itself, and what it spawned), as it wrote them down."""
     path = folder / "workspace" / "pids"
-    text = wait_for(lambda: path.is_file() and path.read_text().strip(),
-                    f"{folder.name} to write its pids", READY_TIMEOUT)
+    text = wait_for(
+        lambda: path.is_file() and path.read_text().strip(),
+        f"{folder.name} to write its pids",
+        READY_TIMEOUT,
+    )
     procs = [psutil.Process(int(p)) for p in text.split()]
     assert all(p.is_running() for p in procs)
     return procs
@@ -119,9 +131,22 @@ class Desktop:
     def start(self) -> subprocess.Popen[str]:
         env = {k: v for k, v in os.environ.items() if k != "AIOS_TOKEN"}
         proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "desktop_app.py"), "--headless", "--port", "0",
-             "--apps-dir", str(self.apps), "--data-dir", str(self.tmp_path / "data")],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            [
+                sys.executable,
+                str(ROOT / "desktop_app.py"),
+                "--headless",
+                "--port",
+                "0",
+                "--apps-dir",
+                str(self.apps),
+                "--data-dir",
+                str(self.tmp_path / "data"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         self.procs.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()

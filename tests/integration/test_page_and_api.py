@@ -37,8 +37,12 @@ def app_token(running: Running, app: str) -> str:
 
 
 def app_post(running: Running, app: str, path: str, body: Any) -> requests.Response:
-    return requests.post(running.url + path, json=body, timeout=20,
-                         headers={"Authorization": f"Bearer {app_token(running, app)}"})
+    return requests.post(
+        running.url + path,
+        json=body,
+        timeout=20,
+        headers={"Authorization": f"Bearer {app_token(running, app)}"},
+    )
 
 
 def nested(levels: int) -> Any:
@@ -69,9 +73,11 @@ def bearers(server: FakeOpenAI) -> list[str]:
 
 
 def test_a_base_url_change_without_the_key_clears_the_key(
-        make_system: Callable[..., Running], fake: FakeOpenAI, recorder: FakeOpenAI) -> None:
-    running = make_system(["echo"], llm={"base_url": fake.url, "model": "m", "api_key": KEY,
-                                         "max_retries": 0})
+    make_system: Callable[..., Running], fake: FakeOpenAI, recorder: FakeOpenAI
+) -> None:
+    running = make_system(
+        ["echo"], llm={"base_url": fake.url, "model": "m", "api_key": KEY, "max_retries": 0}
+    )
     fake.script([text("ok")])
     assert app_post(running, "echo", "/api/sys/llm", {"messages": LLM_MSG}).status_code == 200
     assert bearers(fake) == [f"Bearer {KEY}"]
@@ -86,16 +92,16 @@ def test_a_base_url_change_without_the_key_clears_the_key(
     assert r.json()["config"]["llm"]["api_key"] == ""
 
     # Entering base_url and key together keeps the new key, which goes to that endpoint.
-    r = running.post("/api/config", {"updates": {"llm": {"base_url": fake.url,
-                                                         "api_key": KEY}}})
+    r = running.post("/api/config", {"updates": {"llm": {"base_url": fake.url, "api_key": KEY}}})
     assert r.status_code == 200, r.text
     fake.script([text("ok again")])
     assert app_post(running, "echo", "/api/sys/llm", {"messages": LLM_MSG}).status_code == 200
     assert bearers(fake)[-1] == f"Bearer {KEY}"
 
     # The same for the fallback: a new fallback endpoint never gets the primary's key.
-    r = running.post("/api/config", {"updates": {"llm": {"fallback": {
-        "base_url": recorder.url, "model": "m2"}}}})
+    r = running.post(
+        "/api/config", {"updates": {"llm": {"fallback": {"base_url": recorder.url, "model": "m2"}}}}
+    )
     assert r.status_code == 200, r.text
     fake.script([http_error(500, "down")])
     app_post(running, "echo", "/api/sys/llm", {"messages": LLM_MSG})
@@ -110,30 +116,38 @@ def test_json_nested_too_deep_is_a_400_json_error(make_system: Callable[..., Run
     running = make_system(["echo"])
     for levels in (65, 100_000):  # the second one was a RecursionError (HTML 500)
         body = '{"text": "x", "deep": ' + '{"a": ' * levels + "1" + "}" * levels + "}"
-        for url, headers in ((running.url + "/api/instruction",
-                              {"Authorization": f"Bearer {TOKEN}"}),
-                             (running.url + "/api/sys/tool",
-                              {"Authorization": f"Bearer {app_token(running, 'echo')}"})):
-            r = requests.post(url, data=body, timeout=20,
-                              headers={**headers, "Content-Type": "application/json"})
+        for url, headers in (
+            (running.url + "/api/instruction", {"Authorization": f"Bearer {TOKEN}"}),
+            (
+                running.url + "/api/sys/tool",
+                {"Authorization": f"Bearer {app_token(running, 'echo')}"},
+            ),
+        ):
+            r = requests.post(
+                url, data=body, timeout=20, headers={**headers, "Content-Type": "application/json"}
+            )
             assert r.status_code == 400, (url, levels, r.text[:200])
             assert "nested deeper than 64 levels" in r.json()["error"]
     # positive control: 60 levels pass the check
-    r = running.post("/api/sys/tool", {"tool": "cache_set", "args": {
-        "key": "k", "value": nested(55)}},
-        headers={"Authorization": f"Bearer {app_token(running, 'echo')}"})
+    r = running.post(
+        "/api/sys/tool",
+        {"tool": "cache_set", "args": {"key": "k", "value": nested(55)}},
+        headers={"Authorization": f"Bearer {app_token(running, 'echo')}"},
+    )
     assert r.status_code == 200 and r.json()["status"] == "ok", r.text
 
 
 def test_an_apps_reply_nested_too_deep_is_an_invalid_reply(
-        make_system: Callable[..., Running], tmp_path: Path) -> None:
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     apps = copy_apps(tmp_path / "apps", ["echo"])
     (apps / "echo" / "main.py").write_text(
         "from aios_sdk import AIOSAgent\n\n"
         "def deep(n):\n    v = 'leaf'\n    for _ in range(n):\n        v = [v]\n    return v\n\n"
         "class Deep(AIOSAgent):\n    def handle(self, instruction, context, action_request=None):\n"
         "        return {'status': 'ok', 'view_type': 'text', 'data': {'x': deep(200)}}\n\n"
-        "if __name__ == '__main__':\n    Deep().run()\n")
+        "if __name__ == '__main__':\n    Deep().run()\n"
+    )
     running = make_system(apps_dir=apps)
     resp = running.open("echo")["response"]
     assert resp["status"] == "error"
@@ -148,7 +162,8 @@ def _request_threads() -> int:
 
 
 def test_slow_clients_time_out_and_the_server_keeps_answering(
-        make_system: Callable[..., Running]) -> None:
+    make_system: Callable[..., Running],
+) -> None:
     running = make_system(["echo"], web={"request_timeout": 1.0})
     before = _request_threads()
     port = running.system.port
@@ -173,17 +188,25 @@ def test_slow_clients_time_out_and_the_server_keeps_answering(
 
 
 def test_notifications_name_their_app_and_are_rate_limited(
-        make_system: Callable[..., Running]) -> None:
+    make_system: Callable[..., Running],
+) -> None:
     running = make_system(["echo"])
     # (make_system's first argument is named apps: the limits are set like the user would)
-    r = running.post("/api/config", {"updates": {"apps": {"notify_burst": 3,
-                                                          "notify_window": 600}}})
+    r = running.post(
+        "/api/config", {"updates": {"apps": {"notify_burst": 3, "notify_window": 600}}}
+    )
     assert r.status_code == 200, r.text
     sub = running.system.bus.subscribe()
     try:
-        results = [app_post(running, "echo", "/api/sys/tool", {
-            "tool": "notify", "args": {"title": "系统 System", "body": f"n{i}"}}).json()
-            for i in range(5)]
+        results = [
+            app_post(
+                running,
+                "echo",
+                "/api/sys/tool",
+                {"tool": "notify", "args": {"title": "系统 System", "body": f"n{i}"}},
+            ).json()
+            for i in range(5)
+        ]
         assert [r["status"] for r in results[:3]] == ["ok"] * 3
         for r in results[3:]:
             assert r["status"] != "ok" and "notification rate limit" in r["error"], r
@@ -202,14 +225,17 @@ def test_notifications_name_their_app_and_are_rate_limited(
 
 
 def test_a_colliding_name_is_shown_with_the_id_and_loses_routing_ties(
-        make_system: Callable[..., Running], tmp_path: Path) -> None:
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     apps = copy_apps(tmp_path / "apps", ["echo"])
     running = make_system(apps_dir=apps)
     # installed later, and its id sorts first: before, it won every tie
     shutil.copytree(SYSTEM_APPS / "echo", apps / "aecho")
     running.system.launcher.rescan()
-    assert wait_for(lambda: (r := running.system.launcher.get("aecho")) is not None
-                    and r.status == "running", timeout=20)
+    assert wait_for(
+        lambda: (r := running.system.launcher.get("aecho")) is not None and r.status == "running",
+        timeout=20,
+    )
     names = {a["id"]: a["name"] for a in running.get("/api/apps").json()}
     assert names == {"echo": "回声 Echo", "aecho": "回声 Echo (aecho)"}
     for text_ in ("echo hello", "打开回声 Echo"):
@@ -217,20 +243,22 @@ def test_a_colliding_name_is_shown_with_the_id_and_loses_routing_ties(
         assert [t["app"] for t in plan] == ["echo"], (text_, plan)
 
 
-def test_manifest_text_fields_are_capped(make_system: Callable[..., Running],
-                                         tmp_path: Path) -> None:
+def test_manifest_text_fields_are_capped(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     apps = copy_apps(tmp_path / "apps", ["echo"])
-    for app_id, field, value in (("longicon", "icon", "🔁" * 5000),
-                                 ("longname", "name", "N" * 500),
-                                 ("longdesc", "description", "d" * 5000)):
+    for app_id, field, value in (
+        ("longicon", "icon", "🔁" * 5000),
+        ("longname", "name", "N" * 500),
+        ("longdesc", "description", "d" * 5000),
+    ):
         shutil.copytree(SYSTEM_APPS / "echo", apps / app_id)
         manifest = json.loads((apps / app_id / "manifest.json").read_text())
         manifest[field] = value
         (apps / app_id / "manifest.json").write_text(json.dumps(manifest))
     running = make_system(apps_dir=apps)
     listed = {a["id"]: a for a in running.get("/api/apps").json()}
-    for app_id, field in (("longicon", "icon"), ("longname", "name"),
-                          ("longdesc", "description")):
+    for app_id, field in (("longicon", "icon"), ("longname", "name"), ("longdesc", "description")):
         assert listed[app_id]["status"] == "invalid"
         assert field in listed[app_id]["error"] and "at most" in listed[app_id]["error"]
     assert listed["echo"]["status"] == "running"
@@ -240,12 +268,14 @@ def test_manifest_text_fields_are_capped(make_system: Callable[..., Running],
 
 
 def test_the_launch_token_is_redacted_from_the_access_log(
-        make_system: Callable[..., Running], caplog: pytest.LogCaptureFixture) -> None:
+    make_system: Callable[..., Running], caplog: pytest.LogCaptureFixture
+) -> None:
     running = make_system(["echo"])
     with caplog.at_level(logging.INFO, logger="werkzeug"):
         assert requests.get(running.url + f"/?token={TOKEN}", timeout=10).status_code == 200
-        assert wait_for(lambda: any("GET /?token=" in r.getMessage() for r in caplog.records),
-                        timeout=5)
+        assert wait_for(
+            lambda: any("GET /?token=" in r.getMessage() for r in caplog.records), timeout=5
+        )
     lines = [r.getMessage() for r in caplog.records if r.name == "werkzeug"]
     assert any("/?token=*** " in line for line in lines), lines
     assert not any(TOKEN in line for line in lines)

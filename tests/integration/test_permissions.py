@@ -17,8 +17,10 @@ from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps
 
 HIDE_CLOCK = {"ops": [{"op": "hide", "id": "clock"}]}
-REFUSAL = ("permission 'desktop.control' is not granted to system_agent; "
-           "grant it in Settings → App permissions")
+REFUSAL = (
+    "permission 'desktop.control' is not granted to system_agent; "
+    "grant it in Settings → App permissions"
+)
 
 
 @pytest.fixture
@@ -38,13 +40,19 @@ def events(running: Running) -> Iterator[Subscription]:
     sub.close()
 
 
-def as_app(running: Running, app: str, method: str, path: str,
-           body: Any = None) -> requests.Response:
+def as_app(
+    running: Running, app: str, method: str, path: str, body: Any = None
+) -> requests.Response:
     """Call the app-facing API with the app's own token, as its SDK does."""
     record = running.system.launcher.get(app)
     assert record is not None and record.token
-    return requests.request(method, running.url + path, json=body, timeout=20,
-                            headers={"Authorization": f"Bearer {record.token}"})
+    return requests.request(
+        method,
+        running.url + path,
+        json=body,
+        timeout=20,
+        headers={"Authorization": f"Bearer {record.token}"},
+    )
 
 
 def permissions(running: Running, app: str) -> dict[str, list[str]]:
@@ -66,14 +74,19 @@ def drain(sub: Subscription) -> list[dict[str, Any]]:
 
 
 def test_apps_list_requested_and_granted_from_the_shipped_defaults(running: Running) -> None:
-    assert permissions(running, "system_agent") == {"requested": ["desktop.control"],
-                                                    "granted": ["desktop.control"]}
-    assert permissions(running, "monitor") == {"requested": ["system.processes"],
-                                               "granted": ["system.processes"]}
+    assert permissions(running, "system_agent") == {
+        "requested": ["desktop.control"],
+        "granted": ["desktop.control"],
+    }
+    assert permissions(running, "monitor") == {
+        "requested": ["system.processes"],
+        "granted": ["system.processes"],
+    }
 
 
 def test_a_revoked_ui_permission_is_refused_at_once_and_the_user_told_once(
-        running: Running, events: Subscription) -> None:
+    running: Running, events: Subscription
+) -> None:
     assert as_app(running, "system_agent", "POST", "/api/sys/ui", HIDE_CLOCK).status_code == 200
     r = change(running, "system_agent", revoke=["desktop.control"])
     assert r.status_code == 200, r.text
@@ -90,8 +103,13 @@ def test_a_revoked_ui_permission_is_refused_at_once_and_the_user_told_once(
     assert not [e for e in seen if e["type"] == "ui_op"]  # nothing reached the desktop
 
     # reading the desktop's snapshot is refused the same way, at once
-    snapshot = as_app(running, "system_agent", "POST", "/api/sys/tool",
-                      {"tool": "cache_get", "args": {"key": "desktop:ui_snapshot"}}).json()
+    snapshot = as_app(
+        running,
+        "system_agent",
+        "POST",
+        "/api/sys/tool",
+        {"tool": "cache_get", "args": {"key": "desktop:ui_snapshot"}},
+    ).json()
     assert snapshot["status"] == "error" and REFUSAL in snapshot["error"]
 
     assert change(running, "system_agent", grant=["desktop.control"]).status_code == 200
@@ -105,61 +123,78 @@ def test_bad_changes_are_400_naming_the_problem_and_an_unknown_app_404(running: 
     assert "'network' cannot be granted to system_agent" in r.json()["error"]
     r = change(running, "system_agent", grant=["root"])
     assert r.status_code == 400
-    assert r.json()["error"] == ("unknown permission 'root' (permissions: desktop.control, "
-                                 "network, system.processes)")
+    assert r.json()["error"] == (
+        "unknown permission 'root' (permissions: desktop.control, network, system.processes)"
+    )
     r = change(running, "nobody", revoke=["desktop.control"])
     assert r.status_code == 404 and "nobody" in r.json()["error"]
     r = running.post("/api/apps/system_agent/permissions", {"grant": "desktop.control"})
     assert r.status_code == 400 and "'grant' must be a list" in r.json()["error"]
     assert permissions(running, "system_agent")["granted"] == ["desktop.control"]
     # the desktop's token is needed: the app's own token does not do
-    r = as_app(running, "system_agent", "POST", "/api/apps/system_agent/permissions",
-               {"grant": ["desktop.control"]})
+    r = as_app(
+        running,
+        "system_agent",
+        "POST",
+        "/api/apps/system_agent/permissions",
+        {"grant": ["desktop.control"]},
+    )
     assert r.status_code == 401
 
 
 def test_a_change_is_audited_as_the_users_decision(running: Running) -> None:
     assert change(running, "monitor", revoke=["system.processes"]).status_code == 200
-    rows = [r for r in running.get("/api/audit?app=monitor").json()
-            if r["tool"] == "permissions"]
+    rows = [r for r in running.get("/api/audit?app=monitor").json() if r["tool"] == "permissions"]
     assert len(rows) == 1 and rows[0]["status"] == "ok"
     args = json.loads(rows[0]["args"]) if isinstance(rows[0]["args"], str) else rows[0]["args"]
     assert args == {"grant": [], "revoke": ["system.processes"], "decision": "user"}
     # no change, no audit row
     assert change(running, "monitor", revoke=["system.processes"]).status_code == 200
-    assert len([r for r in running.get("/api/audit?app=monitor").json()
-                if r["tool"] == "permissions"]) == 1
+    assert (
+        len([r for r in running.get("/api/audit?app=monitor").json() if r["tool"] == "permissions"])
+        == 1
+    )
 
 
-def test_a_revocation_persists_across_a_restart(make_system: Callable[..., Running],
-                                                apps_dir: Path, tmp_path: Path) -> None:
+def test_a_revocation_persists_across_a_restart(
+    make_system: Callable[..., Running], apps_dir: Path, tmp_path: Path
+) -> None:
     data = tmp_path / "data"
     first = make_system(apps_dir=apps_dir, data_dir=data)
     assert change(first, "system_agent", revoke=["desktop.control"]).status_code == 200
     first.stop()
     second = make_system(apps_dir=apps_dir, data_dir=data)
-    assert permissions(second, "system_agent") == {"requested": ["desktop.control"],
-                                                   "granted": []}
+    assert permissions(second, "system_agent") == {"requested": ["desktop.control"], "granted": []}
     assert permissions(second, "monitor")["granted"] == ["system.processes"]
     refused = as_app(second, "system_agent", "POST", "/api/sys/ui", HIDE_CLOCK)
     assert refused.status_code == 403 and refused.json()["error"] == REFUSAL
 
 
 def test_the_process_list_needs_system_processes_and_hides_cmdline_and_environ(
-        running: Running) -> None:
+    running: Running,
+) -> None:
     r = as_app(running, "monitor", "GET", "/api/sys/processes")
     assert r.status_code == 200, r.text
     procs = r.json()["processes"]
     mine = [p for p in procs if p["pid"] == os.getpid()]
     assert len(mine) == 1 and mine[0]["memory_rss"] > 0
-    assert set(mine[0]) == {"pid", "name", "user", "cpu_percent", "memory_rss",
-                            "memory_percent", "started"}
+    assert set(mine[0]) == {
+        "pid",
+        "name",
+        "user",
+        "cpu_percent",
+        "memory_rss",
+        "memory_percent",
+        "started",
+    }
     assert "cmdline" not in r.text and "environ" not in r.text
 
     refused = as_app(running, "system_agent", "GET", "/api/sys/processes")
     assert refused.status_code == 403
-    assert refused.json()["error"] == ("permission 'system.processes' is not granted to "
-                                       "system_agent; grant it in Settings → App permissions")
+    assert refused.json()["error"] == (
+        "permission 'system.processes' is not granted to "
+        "system_agent; grant it in Settings → App permissions"
+    )
     assert change(running, "monitor", revoke=["system.processes"]).status_code == 200
     r = as_app(running, "monitor", "GET", "/api/sys/processes")
     assert r.status_code == 403 and "'system.processes' is not granted to monitor" in r.text

@@ -90,8 +90,9 @@ def running_app(folder: Path, **env_extra: str) -> Iterator[str]:
     logs = tempfile.TemporaryDirectory(prefix="aios-app-log-")
     log = Path(logs.name) / f"{folder.name}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "main.py"], cwd=folder, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "main.py"], cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         wait_listening(proc, port, log)
         yield f"http://127.0.0.1:{port}"
@@ -130,8 +131,10 @@ def misc_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
 
 def test_spec_hello_app_answers_through_call_tool_standalone(hello: Path) -> None:
     with running_app(hello) as url:
-        assert requests.get(f"{url}/health", timeout=5).json() == {"status": "ok",
-                                                                   "app": "Hello小AI"}
+        assert requests.get(f"{url}/health", timeout=5).json() == {
+            "status": "ok",
+            "app": "Hello小AI",
+        }
         r = post(f"{url}/handle", {"instruction": "world", "context": {}, "session_id": "s1"})
         assert r.status_code == 200
         reply = parse_response(r.json())
@@ -142,8 +145,9 @@ def test_spec_hello_app_answers_through_call_tool_standalone(hello: Path) -> Non
         rows = db.audit_rows()
     finally:
         db.close()
-    assert [(r["app"], r["tool"], r["status"], r["session_id"]) for r in rows] == \
-        [("hello", "file_read", "ok", "s1")]
+    assert [(r["app"], r["tool"], r["status"], r["session_id"]) for r in rows] == [
+        ("hello", "file_read", "ok", "s1")
+    ]
     assert not (hello / "workspace" / ".aios").exists()  # the audit is outside the sandbox
 
 
@@ -169,10 +173,14 @@ def test_spec_template_runs_unchanged() -> None:
     before = sorted(p.name for p in folder.iterdir())
     beside = sorted(p.name for p in FIXTURES.iterdir())
     with running_app(folder) as url:
-        r = post(f"{url}/handle", {"instruction": None,
-                                   "context": {"role": "...", "workdir": "/w",
-                                               "available_tools": []},
-                                   "action_request": {"action_id": "refresh", "params": {}}})
+        r = post(
+            f"{url}/handle",
+            {
+                "instruction": None,
+                "context": {"role": "...", "workdir": "/w", "available_tools": []},
+                "action_request": {"action_id": "refresh", "params": {}},
+            },
+        )
         reply = parse_response(r.json())
     assert reply.view_type == "list"
     assert [(s.step_id, s.tool) for s in reply.steps] == [(1, "http_request")]
@@ -187,21 +195,32 @@ def test_spec_template_runs_unchanged() -> None:
 
 def test_handle_receives_plain_dicts(misc_app: tuple[str, Path]) -> None:
     url, _ = misc_app
-    body = {"instruction": "hi", "context": {"app": "misc", "tool_results": {}},
-            "action_request": {"action_id": "go", "params": {"x": 1}}, "session_id": "s"}
+    body = {
+        "instruction": "hi",
+        "context": {"app": "misc", "tool_results": {}},
+        "action_request": {"action_id": "go", "params": {"x": 1}},
+        "session_id": "s",
+    }
     data = post(f"{url}/handle", body).json()["data"]
-    assert data == {"instruction": "hi", "context": body["context"],
-                    "action_request": body["action_request"]}
+    assert data == {
+        "instruction": "hi",
+        "context": body["context"],
+        "action_request": body["action_request"],
+    }
     data = post(f"{url}/handle", {"instruction": "hi"}).json()["data"]
     assert data["context"] == {} and data["action_request"] is None
 
 
-@pytest.mark.parametrize(("instruction", "problem"), [
-    ("crash", "ValueError: bad mood"),
-    ("none", "MiscAgent.handle returned None (no return statement?)"),
-])
-def test_bad_handle_outcomes_become_error_replies(misc_app: tuple[str, Path], instruction: str,
-                                                  problem: str) -> None:
+@pytest.mark.parametrize(
+    ("instruction", "problem"),
+    [
+        ("crash", "ValueError: bad mood"),
+        ("none", "MiscAgent.handle returned None (no return statement?)"),
+    ],
+)
+def test_bad_handle_outcomes_become_error_replies(
+    misc_app: tuple[str, Path], instruction: str, problem: str
+) -> None:
     url, _ = misc_app
     r = post(f"{url}/handle", {"instruction": instruction, "context": {}})
     assert r.status_code == 200
@@ -219,8 +238,9 @@ def test_reply_with_a_datetime_is_still_json(misc_app: tuple[str, Path]) -> None
 
 def test_handle_needs_a_json_object(misc_app: tuple[str, Path]) -> None:
     url, _ = misc_app
-    r = requests.post(f"{url}/handle", data="not json", timeout=5,
-                      headers={"Content-Type": "application/json"})
+    r = requests.post(
+        f"{url}/handle", data="not json", timeout=5, headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 400
     assert "must be a JSON object" in r.json()["message"]
 
@@ -237,13 +257,26 @@ def test_tools_listing_describes_parameters(misc_app: tuple[str, Path]) -> None:
     url, _ = misc_app
     listing = requests.get(f"{url}/tools", timeout=5).json()
     assert listing == [
-        {"name": "add", "description": "Add two numbers",
-         "parameters": {"type": "object", "required": ["a"], "additionalProperties": False,
-                        "properties": {"a": {"type": "integer"},
-                                       "b": {"type": "integer", "default": 1}}}},
-        {"name": "shout", "description": "Upper-case the text.",
-         "parameters": {"type": "object", "required": [], "additionalProperties": True,
-                        "properties": {"text": {"type": "string", "default": None}}}},
+        {
+            "name": "add",
+            "description": "Add two numbers",
+            "parameters": {
+                "type": "object",
+                "required": ["a"],
+                "additionalProperties": False,
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 1}},
+            },
+        },
+        {
+            "name": "shout",
+            "description": "Upper-case the text.",
+            "parameters": {
+                "type": "object",
+                "required": [],
+                "additionalProperties": True,
+                "properties": {"text": {"type": "string", "default": None}},
+            },
+        },
     ]
 
 
@@ -254,8 +287,10 @@ def test_custom_tools_need_the_app_token(misc_app: tuple[str, Path]) -> None:
         assert r.status_code == 403
         assert "X-AIOS-App-Token" in r.json()["error"]
     ok = {"X-AIOS-App-Token": TOKEN}
-    assert post(f"{url}/tools/add", {"a": 2, "b": 5}, headers=ok).json() == \
-        {"status": "ok", "result": 7}
+    assert post(f"{url}/tools/add", {"a": 2, "b": 5}, headers=ok).json() == {
+        "status": "ok",
+        "result": 7,
+    }
     r = post(f"{url}/tools/add", {"c": 2}, headers=ok)
     assert r.json()["status"] == "error"
     assert r.json()["error"].startswith("bad arguments for add: ")
@@ -267,7 +302,7 @@ def test_custom_tools_need_the_app_token(misc_app: tuple[str, Path]) -> None:
 # ------------------------------------------------------- in-process agent
 
 
-AGENT_MODULE = '''
+AGENT_MODULE = """
 from aios_sdk import AIOSAgent, tool
 
 
@@ -277,7 +312,7 @@ class Dev(AIOSAgent):
     @tool(desc="Say hello")
     def hello(self, who: str) -> str:
         return "hello " + who
-'''
+"""
 
 
 @pytest.fixture
@@ -305,8 +340,10 @@ def dev_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def test_standalone_tools_run_in_the_app_workspace(dev_agent: Any, tmp_path: Path) -> None:
     folder = tmp_path / "dev"
-    assert dev_agent.call_tool("file_write", path="workspace/n.txt", content="1") == \
-        {"path": "workspace/n.txt", "size": 1}
+    assert dev_agent.call_tool("file_write", path="workspace/n.txt", content="1") == {
+        "path": "workspace/n.txt",
+        "size": 1,
+    }
     assert dev_agent.call_tool("file_read", path="n.txt") == "1"
     assert dev_agent.call_tool("cache_set", key="k", value={"a": 1})["stored"] is True
     assert dev_agent.call_tool("cache_get", key="k") == {"a": 1}
@@ -317,8 +354,12 @@ def test_standalone_tools_run_in_the_app_workspace(dev_agent: Any, tmp_path: Pat
         tools = [(r["tool"], r["status"]) for r in reversed(db.audit_rows())]
     finally:
         db.close()
-    assert tools == [("file_write", "ok"), ("file_read", "ok"), ("cache_set", "ok"),
-                     ("cache_get", "ok")]
+    assert tools == [
+        ("file_write", "ok"),
+        ("file_read", "ok"),
+        ("cache_set", "ok"),
+        ("cache_get", "ok"),
+    ]
 
 
 def test_standalone_refuses_paths_outside_the_workspace(dev_agent: Any, tmp_path: Path) -> None:
@@ -340,9 +381,17 @@ def test_tool_error_carries_error_result_and_meta(dev_agent: Any) -> None:
 
 
 def test_manifest_beside_the_app_narrows_the_sandbox(dev_agent: Any, tmp_path: Path) -> None:
-    (tmp_path / "dev" / "manifest.json").write_text(json.dumps(
-        {"name": "Dev", "entry": "agent_mod.py", "role_prompt": "r",
-         "http_domain_whitelist": ["example.com"]}), encoding="utf-8")
+    (tmp_path / "dev" / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "Dev",
+                "entry": "agent_mod.py",
+                "role_prompt": "r",
+                "http_domain_whitelist": ["example.com"],
+            }
+        ),
+        encoding="utf-8",
+    )
     with FakeHTTPServer() as server:
         with pytest.raises(ToolError, match="not in the whitelist"):
             dev_agent.call_tool("http_request", method="GET", url=server.url("/json"))
@@ -369,16 +418,20 @@ def test_standalone_llm_is_unavailable_and_push_only_logs(dev_agent: Any) -> Non
 
 def test_tool_names_must_be_unique_and_not_atomic() -> None:
     with pytest.raises(TypeError, match="'file_read' is an atomic tool"):
+
         class Shadow(AIOSAgent):
             @tool(name="file_read")
             def mine(self) -> None: ...
+
     with pytest.raises(TypeError, match="'x' is registered twice"):
+
         class Twice(AIOSAgent):
             @tool(name="x")
             def one(self) -> None: ...
 
             @tool(name="x")
             def two(self) -> None: ...
+
     with pytest.raises(ValueError, match="must be an identifier"):
         tool(name="no spaces")
 
@@ -413,31 +466,47 @@ class Planner(AIOSAgent):
 
 def test_plan_steps_numbers_and_validates() -> None:
     agent = Planner()
-    steps = agent.plan_steps([
-        {"tool": "http_request", "args": {"url": "https://x.example"}},
-        {"tool": "file_write", "args": {"path": "a", "content": "{{step_1.result}}"},
-         "on_error": "continue", "timeout": 2},
-        {"tool": "mine"},
-    ])
+    steps = agent.plan_steps(
+        [
+            {"tool": "http_request", "args": {"url": "https://x.example"}},
+            {
+                "tool": "file_write",
+                "args": {"path": "a", "content": "{{step_1.result}}"},
+                "on_error": "continue",
+                "timeout": 2,
+            },
+            {"tool": "mine"},
+        ]
+    )
     assert steps == [
         {"step_id": 1, "tool": "http_request", "args": {"url": "https://x.example"}},
-        {"step_id": 2, "tool": "file_write", "args": {"path": "a", "content": "{{step_1.result}}"},
-         "on_error": "continue", "timeout": 2},
+        {
+            "step_id": 2,
+            "tool": "file_write",
+            "args": {"path": "a", "content": "{{step_1.result}}"},
+            "on_error": "continue",
+            "timeout": 2,
+        },
         {"step_id": 3, "tool": "mine", "args": {}},
     ]
     reply = parse_response({"status": "ok", "view_type": "loading", "steps": steps})
     assert reply.steps[2].tool == "mine"
 
 
-@pytest.mark.parametrize(("steps", "problem"), [
-    ("file_read", "expects a list of steps, got str"),
-    ([{"tool": "file_read", "argz": {}}], "argz: Extra inputs are not permitted"),
-    ([{"step_id": 1, "tool": "file_read"}, {"step_id": 1, "tool": "file_list"}],
-     "step_id 1 is used twice"),
-    ([{"tool": "rm -rf"}], "invalid steps: 0.tool: "),
-    ([{"tool": "teleport"}], "step 1 uses unknown tool 'teleport'"),
-    ([{"tool": "file_read", "on_error": "ignore"}], "on_error"),
-])
+@pytest.mark.parametrize(
+    ("steps", "problem"),
+    [
+        ("file_read", "expects a list of steps, got str"),
+        ([{"tool": "file_read", "argz": {}}], "argz: Extra inputs are not permitted"),
+        (
+            [{"step_id": 1, "tool": "file_read"}, {"step_id": 1, "tool": "file_list"}],
+            "step_id 1 is used twice",
+        ),
+        ([{"tool": "rm -rf"}], "invalid steps: 0.tool: "),
+        ([{"tool": "teleport"}], "step 1 uses unknown tool 'teleport'"),
+        ([{"tool": "file_read", "on_error": "ignore"}], "on_error"),
+    ],
+)
 def test_plan_steps_rejects_bad_plans(steps: Any, problem: str) -> None:
     with pytest.raises(ProtocolError) as info:
         Planner().plan_steps(steps)
@@ -446,7 +515,7 @@ def test_plan_steps_rejects_bad_plans(steps: Any, problem: str) -> None:
 
 # ------------------------------------------------------------ system mode
 
-SYS_APP = '''
+SYS_APP = """
 from aios_sdk import AIOSAgent, LLMUnavailable, ToolError
 
 
@@ -473,7 +542,7 @@ class SysDemo(AIOSAgent):
 
 if __name__ == "__main__":
     SysDemo().run()
-'''
+"""
 
 
 def test_system_mode_call_tool_goes_through_the_system(make_system: Any, tmp_path: Path) -> None:
@@ -483,8 +552,9 @@ def test_system_mode_call_tool_goes_through_the_system(make_system: Any, tmp_pat
     apps = tmp_path / "apps"
     (apps / "sysdemo" / "workspace").mkdir(parents=True)
     (apps / "sysdemo" / "main.py").write_text(SYS_APP, encoding="utf-8")
-    (apps / "sysdemo" / "manifest.json").write_text(json.dumps(
-        {"name": "SysDemo", "entry": "main.py", "role_prompt": "demo"}), encoding="utf-8")
+    (apps / "sysdemo" / "manifest.json").write_text(
+        json.dumps({"name": "SysDemo", "entry": "main.py", "role_prompt": "demo"}), encoding="utf-8"
+    )
     shutil.copytree(FIXTURES / "spec_hello", apps / "hello")
     running = make_system(apps_dir=apps)
 
@@ -501,8 +571,11 @@ def test_system_mode_call_tool_goes_through_the_system(make_system: Any, tmp_pat
     assert not (apps / "sysdemo" / ".aios").exists()  # not standalone: the system audits
     rows = list(reversed(running.system.store.audit_rows(app="sysdemo")))
     assert [(r["tool"], r["status"]) for r in rows] == [
-        ("file_write", "ok"), ("file_read", "ok"), ("file_write", "denied"),
-        ("file_read", "error")]
+        ("file_write", "ok"),
+        ("file_read", "ok"),
+        ("file_write", "denied"),
+        ("file_read", "error"),
+    ]
     assert {r["session_id"] for r in rows} == {opened["session_id"]}
 
     hello_reply = running.open("hello")["response"]

@@ -25,8 +25,14 @@ APP_START_WAIT = 30.0
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "aios_sdk", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "aios_sdk", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def tree(folder: Path) -> list[str]:
@@ -42,28 +48,59 @@ def system(tmp_path: Path) -> Iterator[Running]:
 
 
 def wait_running(system: Running, app: str) -> None:
-    wait_for(lambda: system.get("/api/health").json()["apps"].get(app) == "running",
-             f"{app} to run", APP_START_WAIT)
+    wait_for(
+        lambda: system.get("/api/health").json()["apps"].get(app) == "running",
+        f"{app} to run",
+        APP_START_WAIT,
+    )
 
 
 # ------------------------------------------------------------------------ new
 
 
 def test_new_then_check_then_the_running_desktop_hot_loads_it(system: Running) -> None:
-    made = cli("new", "hello_app", "--dir", str(system.apps_dir), "--title", "你好应用",
-               "--icon", "👋", cwd=system.apps_dir.parent)
+    made = cli(
+        "new",
+        "hello_app",
+        "--dir",
+        str(system.apps_dir),
+        "--title",
+        "你好应用",
+        "--icon",
+        "👋",
+        cwd=system.apps_dir.parent,
+    )
     assert made.returncode == 0, made.stderr
     folder = system.apps_dir / "hello_app"
     assert f"created {folder}/" in made.stdout
     # spec §13.1: exactly this folder; nothing left over from building it
-    assert tree(folder) == ["main.py", "manifest.json", "requirements.txt", "role.md",
-                            "workspace", "workspace/.gitkeep"]
+    assert tree(folder) == [
+        "main.py",
+        "manifest.json",
+        "requirements.txt",
+        "role.md",
+        "workspace",
+        "workspace/.gitkeep",
+    ]
     assert [p.name for p in system.apps_dir.iterdir()] == ["hello_app"]
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    assert list(manifest) == ["name", "icon", "description", "entry", "role_prompt", "workdir",
-                              "author", "version"]  # spec §13.2, in its order
-    assert (manifest["name"], manifest["icon"], manifest["entry"], manifest["workdir"],
-            manifest["version"]) == ("你好应用", "👋", "main.py", "workspace", "1.0.0")
+    assert list(manifest) == [
+        "name",
+        "icon",
+        "description",
+        "entry",
+        "role_prompt",
+        "workdir",
+        "author",
+        "version",
+    ]  # spec §13.2, in its order
+    assert (
+        manifest["name"],
+        manifest["icon"],
+        manifest["entry"],
+        manifest["workdir"],
+        manifest["version"],
+    ) == ("你好应用", "👋", "main.py", "workspace", "1.0.0")
     parse_manifest(manifest)
     assert (folder / "role.md").read_text(encoding="utf-8").strip() == manifest["role_prompt"]
 
@@ -76,13 +113,13 @@ def test_new_then_check_then_the_running_desktop_hot_loads_it(system: Running) -
     assert opened["data"]["content"] == "你好，我是你好应用。"
     [button] = opened["actions"]
     assert (button["type"], button["action_id"]) == ("button", "hello")
-    again = system.post("/api/action", {"app": "hello_app", "action_id": "hello",
-                                        "params": {}}).json()["response"]
+    again = system.post(
+        "/api/action", {"app": "hello_app", "action_id": "hello", "params": {}}
+    ).json()["response"]
     assert again["data"]["content"] == "又见面了！"
 
 
-def test_new_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path,
-                                                            capsys: Any) -> None:
+def test_new_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path, capsys: Any) -> None:
     existing = tmp_path / "apps" / "notes"
     existing.mkdir(parents=True)
     (existing / "mine.txt").write_text("keep me")
@@ -94,8 +131,7 @@ def test_new_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path,
 
 
 @pytest.mark.parametrize("name", ["My App", "Notes", "-x", "../evil", "a/b", "", "日记"])
-def test_new_refuses_a_name_that_is_not_an_app_id(tmp_path: Path, capsys: Any,
-                                                  name: str) -> None:
+def test_new_refuses_a_name_that_is_not_an_app_id(tmp_path: Path, capsys: Any, name: str) -> None:
     assert main(["new", "--dir", str(tmp_path / "apps"), "--", name]) == 1
     assert "is not a valid app id: it must match [a-z0-9_][a-z0-9_-]*" in capsys.readouterr().err
     assert not (tmp_path / "apps").exists() or list((tmp_path / "apps").iterdir()) == []
@@ -134,13 +170,22 @@ MAIN = {"main.py": "print('hi')\n"}
 def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
     secret = tmp_path / "elsewhere"
     secret.mkdir()
-    folder = write(tmp_path / "broken", {
-        "name": "", "entry": "main.py", "role_promt": "typo", "port": 80,
-        "permissions": ["root"], "handle_endpoint": "handle", "workdir": "data",
-        "keywords": ["notes", "Notes", " ", "x" * 41],
-        "shell_whitelist": ["/bin/ls", "ls -la"],
-        "http_domain_whitelist": ["https://api.example.com/v1", "api.example.com"],
-    }, {"main.py": "def handle(:\n    pass\n"})
+    folder = write(
+        tmp_path / "broken",
+        {
+            "name": "",
+            "entry": "main.py",
+            "role_promt": "typo",
+            "port": 80,
+            "permissions": ["root"],
+            "handle_endpoint": "handle",
+            "workdir": "data",
+            "keywords": ["notes", "Notes", " ", "x" * 41],
+            "shell_whitelist": ["/bin/ls", "ls -la"],
+            "http_domain_whitelist": ["https://api.example.com/v1", "api.example.com"],
+        },
+        {"main.py": "def handle(:\n    pass\n"},
+    )
     (folder / "data").symlink_to(secret)
     result = cli("check", str(folder), cwd=tmp_path)
     assert result.returncode == 1
@@ -154,7 +199,7 @@ def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
         "manifest.json: unknown field 'role_promt'; did you mean 'role_prompt'?",
         "entry 'main.py' does not compile (line 1): invalid syntax",
         f"workdir 'data' resolves to {secret.resolve()}, outside the app folder",
-        "no role prompt: set \"role_prompt\" in manifest.json or add a non-empty role.md",
+        'no role prompt: set "role_prompt" in manifest.json or add a non-empty role.md',
         "keywords: empty entries are not allowed",
         "keywords: 'Notes' is listed twice",
         "shell_whitelist: '/bin/ls' must be a bare program name (no path, no arguments)",
@@ -167,29 +212,56 @@ def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
     assert not (folder / "__pycache__").exists()
 
 
-@pytest.mark.parametrize(("manifest", "files", "problem"), [
-    (None, {}, "no manifest.json in the folder"),
-    ('{"name": "x",\n "entry": }', {}, "manifest.json is not valid JSON: line 2 column 11: "
-                                       "Expecting value"),
-    ("[1, 2]", {}, "manifest.json must hold a JSON object, not list"),
-    ({**GOOD, "entry": "app.py"}, MAIN, "entry file 'app.py' not found in the app folder"),
-    ({**GOOD, "entry": "../main.py"}, MAIN,
-     "manifest.json field entry: must be a path inside the app folder (got '../main.py')"),
-    ({**GOOD, "workdir": "/tmp"}, MAIN,
-     "manifest.json field workdir: must be a path inside the app folder (got '/tmp')"),
-    ({**GOOD, "workdir": "."}, MAIN, "workdir '.' is the app folder itself: the app could then "
-                                     "rewrite its own code and manifest; use a subfolder such "
-                                     "as workspace"),
-    ({**GOOD, "workdir": "main.py"}, MAIN, "workdir 'main.py' exists and is not a folder"),
-    ({"name": "x", "entry": "main.py", "role_prompt": "  "}, {**MAIN, "role.md": "\n"},
-     "no role prompt: set \"role_prompt\" in manifest.json or add a non-empty role.md"),
-    ({**GOOD, "permissions": ["desktop.control", "desktop.control"]}, MAIN,
-     "permissions: 'desktop.control' is listed twice"),
-    ({**GOOD, "name": "   "}, MAIN, "name is only blanks"),
-    ({"entry": "main.py", "role_prompt": "r"}, MAIN, "manifest.json field name: Field required"),
-])
-def test_check_names_each_kind_of_problem(tmp_path: Path, capsys: Any, manifest: Any,
-                                          files: dict[str, str], problem: str) -> None:
+@pytest.mark.parametrize(
+    ("manifest", "files", "problem"),
+    [
+        (None, {}, "no manifest.json in the folder"),
+        (
+            '{"name": "x",\n "entry": }',
+            {},
+            "manifest.json is not valid JSON: line 2 column 11: Expecting value",
+        ),
+        ("[1, 2]", {}, "manifest.json must hold a JSON object, not list"),
+        ({**GOOD, "entry": "app.py"}, MAIN, "entry file 'app.py' not found in the app folder"),
+        (
+            {**GOOD, "entry": "../main.py"},
+            MAIN,
+            "manifest.json field entry: must be a path inside the app folder (got '../main.py')",
+        ),
+        (
+            {**GOOD, "workdir": "/tmp"},
+            MAIN,
+            "manifest.json field workdir: must be a path inside the app folder (got '/tmp')",
+        ),
+        (
+            {**GOOD, "workdir": "."},
+            MAIN,
+            "workdir '.' is the app folder itself: the app could then "
+            "rewrite its own code and manifest; use a subfolder such "
+            "as workspace",
+        ),
+        ({**GOOD, "workdir": "main.py"}, MAIN, "workdir 'main.py' exists and is not a folder"),
+        (
+            {"name": "x", "entry": "main.py", "role_prompt": "  "},
+            {**MAIN, "role.md": "\n"},
+            'no role prompt: set "role_prompt" in manifest.json or add a non-empty role.md',
+        ),
+        (
+            {**GOOD, "permissions": ["desktop.control", "desktop.control"]},
+            MAIN,
+            "permissions: 'desktop.control' is listed twice",
+        ),
+        ({**GOOD, "name": "   "}, MAIN, "name is only blanks"),
+        (
+            {"entry": "main.py", "role_prompt": "r"},
+            MAIN,
+            "manifest.json field name: Field required",
+        ),
+    ],
+)
+def test_check_names_each_kind_of_problem(
+    tmp_path: Path, capsys: Any, manifest: Any, files: dict[str, str], problem: str
+) -> None:
     folder = tmp_path / "app"
     if manifest is None:
         folder.mkdir()
@@ -202,8 +274,9 @@ def test_check_names_each_kind_of_problem(tmp_path: Path, capsys: Any, manifest:
 
 
 def test_check_accepts_role_md_instead_of_role_prompt(tmp_path: Path, capsys: Any) -> None:
-    folder = write(tmp_path / "app", {"name": "好", "entry": "main.py"},
-                   {**MAIN, "role.md": "你是好小AI\n"})
+    folder = write(
+        tmp_path / "app", {"name": "好", "entry": "main.py"}, {**MAIN, "role.md": "你是好小AI\n"}
+    )
     assert main(["check", str(folder)]) == 0
     assert capsys.readouterr().out == "ok: 好\n"
 

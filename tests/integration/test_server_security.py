@@ -16,12 +16,20 @@ from tests.integration.conftest import TOKEN, Running
 @pytest.fixture
 def system(make_system: Callable[..., Running], tmp_path: Path) -> Running:
     from tests.integration.conftest import copy_apps
+
     apps = copy_apps(tmp_path / "apps", ["echo"])
     ctl = apps / "ctl"
     ctl.mkdir()
-    (ctl / "manifest.json").write_text(json.dumps({
-        "name": "Control", "entry": "main.py", "role_prompt": "controls the desktop",
-        "permissions": ["desktop.control"]}))
+    (ctl / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "Control",
+                "entry": "main.py",
+                "role_prompt": "controls the desktop",
+                "permissions": ["desktop.control"],
+            }
+        )
+    )
     (ctl / "main.py").write_text((apps / "echo" / "main.py").read_text())
     running = make_system(apps_dir=apps)
     # a third-party app's request is not a grant: the user grants it
@@ -57,8 +65,12 @@ def test_opening_the_page_sets_no_cookie_the_token_goes_as_a_header(system: Runn
     assert r.status_code == 200 and "Triton AIOS" in r.text
     assert "Set-Cookie" not in r.headers and not s.cookies
     assert s.get(system.url + "/api/apps", timeout=10).status_code == 401
-    assert s.get(system.url + "/api/apps", timeout=10,
-                 headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert (
+        s.get(
+            system.url + "/api/apps", timeout=10, headers={"Authorization": f"Bearer {TOKEN}"}
+        ).status_code
+        == 200
+    )
     # the page itself is public code: without a token it loads and says what to open
     assert bare(system, "GET", "/").status_code == 200
     csp = r.headers["Content-Security-Policy"]
@@ -67,10 +79,15 @@ def test_opening_the_page_sets_no_cookie_the_token_goes_as_a_header(system: Runn
 
 
 def test_foreign_host_header_is_refused(system: Running) -> None:
-    for host in (f"evil.example:{system.system.port}", "127.0.0.1:1", "attacker.localhost",
-                 f"127.0.0.1.evil.example:{system.system.port}"):
-        r = bare(system, "GET", "/api/apps",
-                 headers={"Host": host, "Authorization": f"Bearer {TOKEN}"})
+    for host in (
+        f"evil.example:{system.system.port}",
+        "127.0.0.1:1",
+        "attacker.localhost",
+        f"127.0.0.1.evil.example:{system.system.port}",
+    ):
+        r = bare(
+            system, "GET", "/api/apps", headers={"Host": host, "Authorization": f"Bearer {TOKEN}"}
+        )
         assert r.status_code == 403, host
         assert "DNS rebinding" in r.json()["error"]
 
@@ -91,19 +108,20 @@ def test_websocket_checks_origin_and_token(system: Running) -> None:
     with pytest.raises(simple_websocket.ConnectionError):
         simple_websocket.Client.connect(ws_url + "?token=wrong", headers={"Origin": system.url})
     # a browser cannot set headers on a WebSocket: the page sends the token in the query
-    ws = simple_websocket.Client.connect(ws_url + f"?token={TOKEN}",
-                                         headers={"Origin": system.url})
+    ws = simple_websocket.Client.connect(ws_url + f"?token={TOKEN}", headers={"Origin": system.url})
     try:
         assert json.loads(ws.receive(timeout=5))["type"] == "hello"
     finally:
         ws.close()
     with pytest.raises(simple_websocket.ConnectionError):
-        simple_websocket.Client.connect(ws_url, headers={"Authorization": f"Bearer {TOKEN}",
-                                                         "Origin": "http://evil.example"})
+        simple_websocket.Client.connect(
+            ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}
+        )
     with pytest.raises(simple_websocket.ConnectionError):
         simple_websocket.Client.connect(ws_url)
-    ws = simple_websocket.Client.connect(ws_url, headers={"Authorization": f"Bearer {TOKEN}",
-                                                          "Origin": system.url})
+    ws = simple_websocket.Client.connect(
+        ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": system.url}
+    )
     try:
         hello = json.loads(ws.receive(timeout=5))
         assert hello["type"] == "hello"
@@ -117,18 +135,29 @@ def test_app_endpoints_need_the_apps_own_token(system: Running) -> None:
     r = bare(system, "POST", "/api/sys/tool", json=body)
     assert r.status_code == 401 and "app token" in r.json()["error"]
     # the desktop's launch token is not an app token
-    r = bare(system, "POST", "/api/sys/tool", json=body,
-             headers={"Authorization": f"Bearer {TOKEN}"})
+    r = bare(
+        system, "POST", "/api/sys/tool", json=body, headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert r.status_code == 401
-    r = bare(system, "POST", "/api/sys/tool", json=body,
-             headers={"Authorization": f"Bearer {app_token(system, 'echo')}"})
+    r = bare(
+        system,
+        "POST",
+        "/api/sys/tool",
+        json=body,
+        headers={"Authorization": f"Bearer {app_token(system, 'echo')}"},
+    )
     assert r.status_code == 200 and r.json()["status"] == "ok"
 
 
 def test_ui_operations_need_the_desktop_control_permission(system: Running) -> None:
     op = {"op": "move", "id": "clock", "x": 20, "y": 20}
-    r = bare(system, "POST", "/api/sys/ui", json=op,
-             headers={"Authorization": f"Bearer {app_token(system, 'echo')}"})
+    r = bare(
+        system,
+        "POST",
+        "/api/sys/ui",
+        json=op,
+        headers={"Authorization": f"Bearer {app_token(system, 'echo')}"},
+    )
     assert r.status_code == 403 and "desktop.control" in r.json()["error"]
     ctl = {"Authorization": f"Bearer {app_token(system, 'ctl')}"}
     sub = system.system.bus.subscribe()
@@ -142,10 +171,12 @@ def test_ui_operations_need_the_desktop_control_permission(system: Running) -> N
         assert (event["op"], event["id"], event["x"], event["by"]) == ("move", "clock", 20, "ctl")
     finally:
         sub.close()
-    for bad, needle in [({"op": "explode", "id": "clock"}, "unknown UI operation"),
-                        ({"op": "move", "id": "clock", "x": "left", "y": 0}, "'x'"),
-                        ({"op": "resize", "id": "clock", "width": -5, "height": 9}, "positive"),
-                        ({"op": "change_color", "id": "clock"}, "'color'")]:
+    for bad, needle in [
+        ({"op": "explode", "id": "clock"}, "unknown UI operation"),
+        ({"op": "move", "id": "clock", "x": "left", "y": 0}, "'x'"),
+        ({"op": "resize", "id": "clock", "width": -5, "height": 9}, "positive"),
+        ({"op": "change_color", "id": "clock"}, "'color'"),
+    ]:
         r = bare(system, "POST", "/api/sys/ui", json=bad, headers=ctl)
         assert r.status_code == 400 and needle in r.json()["error"], bad
     # UI operations are in the audit log like tool calls, refused ones as denied
@@ -158,21 +189,39 @@ def test_blank_change_text_is_refused_by_the_server_as_by_the_apps(system: Runni
     # One rule (aios.protocol.parse_ui_op): the server used to pass "   " on to the desktop.
     ctl = {"Authorization": f"Bearer {app_token(system, 'ctl')}"}
     for text in ("", "   "):
-        r = bare(system, "POST", "/api/sys/ui", headers=ctl,
-                 json={"op": "change_text", "id": "clock", "text": text})
+        r = bare(
+            system,
+            "POST",
+            "/api/sys/ui",
+            headers=ctl,
+            json={"op": "change_text", "id": "clock", "text": text},
+        )
         assert r.status_code == 400, r.text
         assert "change_text: field 'text'" in r.json()["error"]
-    r = bare(system, "POST", "/api/sys/ui", headers=ctl,
-             json={"ops": [{"op": "hide", "id": "clock"},
-                           {"op": "change_text", "id": "clock", "text": " "}]})
+    r = bare(
+        system,
+        "POST",
+        "/api/sys/ui",
+        headers=ctl,
+        json={
+            "ops": [
+                {"op": "hide", "id": "clock"},
+                {"op": "change_text", "id": "clock", "text": " "},
+            ]
+        },
+    )
     assert r.status_code == 400 and "ops" not in r.json()["error"]
     rows = system.get("/api/audit?app=ctl").json()
     assert [row["status"] for row in rows if row["tool"] == "ui_op"][:1] == ["denied"]
 
 
 def test_bad_requests_get_json_reasons(system: Running) -> None:
-    r = system.http.post(system.url + "/api/instruction", data="{oops", timeout=10,
-                         headers={"Content-Type": "application/json"})
+    r = system.http.post(
+        system.url + "/api/instruction",
+        data="{oops",
+        timeout=10,
+        headers={"Content-Type": "application/json"},
+    )
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
     assert system.post("/api/instruction", {"text": ""}).status_code == 400
     r = system.post("/api/action", {"app": "echo"})
@@ -184,8 +233,9 @@ def test_bad_requests_get_json_reasons(system: Running) -> None:
 def test_app_files_are_served_from_the_workdir_only(system: Running) -> None:
     ws = system.apps_dir / "echo" / "workspace"
     ws.mkdir(exist_ok=True)
-    (ws / "cover.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'>"
-                                  "<script>alert(1)</script></svg>")
+    (ws / "cover.svg").write_text(
+        "<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>"
+    )
     r = system.get("/apps/echo/files/cover.svg")
     assert r.status_code == 200
     assert r.headers["Content-Security-Policy"].startswith("sandbox")
@@ -198,8 +248,13 @@ def test_settings_reach_the_next_tool_call_of_a_running_app(system: Running) -> 
     echo = {"Authorization": f"Bearer {app_token(system, 'echo')}"}
 
     def shell(command: str) -> dict[str, object]:
-        r = bare(system, "POST", "/api/sys/tool", headers=echo,
-                 json={"tool": "shell_exec", "args": {"cmd": command}})
+        r = bare(
+            system,
+            "POST",
+            "/api/sys/tool",
+            headers=echo,
+            json={"tool": "shell_exec", "args": {"cmd": command}},
+        )
         assert r.status_code == 200, r.text
         return r.json()
 
@@ -228,13 +283,27 @@ def test_settings_reach_the_next_tool_call_of_a_running_app(system: Running) -> 
 @pytest.mark.parametrize("sid", ["../etc", "a b", "x" * 65])
 def test_every_route_that_takes_a_session_id_checks_it(system: Running, sid: str) -> None:
     echo = {"Authorization": f"Bearer {app_token(system, 'echo')}"}
-    r = bare(system, "POST", "/api/sys/tool", headers=echo,
-             json={"tool": "cache_get", "args": {"key": "x"}, "session_id": sid})
+    r = bare(
+        system,
+        "POST",
+        "/api/sys/tool",
+        headers=echo,
+        json={"tool": "cache_get", "args": {"key": "x"}, "session_id": sid},
+    )
     assert r.status_code == 400 and "session_id" in r.json()["error"]
     for route in ("/api/voice/transcribe", "/api/voice/listen"):
-        r = system.http.post(system.url + route, params={"run": "1", "session_id": sid},
-                             data=b"RIFF not audio", timeout=10)
+        r = system.http.post(
+            system.url + route,
+            params={"run": "1", "session_id": sid},
+            data=b"RIFF not audio",
+            timeout=10,
+        )
         assert r.status_code == 400 and "session_id" in r.json()["error"], route
-    r = bare(system, "POST", "/api/sys/tool", headers=echo,
-             json={"tool": "cache_get", "args": {"key": "x"}, "session_id": 7})
+    r = bare(
+        system,
+        "POST",
+        "/api/sys/tool",
+        headers=echo,
+        json={"tool": "cache_get", "args": {"key": "x"}, "session_id": 7},
+    )
     assert r.status_code == 400 and "session_id" in r.json()["error"]

@@ -19,8 +19,10 @@ DEADLINE = 30.0
 
 # ------------------------------------------------------------- through the API
 
+
 def test_store_errors_and_unexpected_errors_are_json(
-        make_system: Callable[..., Running], monkeypatch: pytest.MonkeyPatch) -> None:
+    make_system: Callable[..., Running], monkeypatch: pytest.MonkeyPatch
+) -> None:
     running = make_system(["echo"])
     path = running.system.store.location
 
@@ -30,7 +32,8 @@ def test_store_errors_and_unexpected_errors_are_json(
     monkeypatch.setattr(running.system.store, "session", full)
     r = running.get("/api/sessions/sess_x")
     assert r.status_code == 503 and r.json() == {
-        "error": f"the disk holding {path} is full: free some space"}
+        "error": f"the disk holding {path} is full: free some space"
+    }
 
     def bug(*a: Any, **kw: Any) -> None:
         raise RuntimeError("a bug")
@@ -49,29 +52,32 @@ def test_every_instruction_keeps_its_own_tasks(make_system: Callable[..., Runnin
         sid = out["session_id"]
         assert out["plan"][0]["id"] == "t1"
     mem = running.get(f"/api/sessions/{sid}").json()
-    assert [t["instruction"] for t in mem["completed_tasks"]] == \
-        [f"echo number {n}" for n in range(4)]
+    assert [t["instruction"] for t in mem["completed_tasks"]] == [
+        f"echo number {n}" for n in range(4)
+    ]
     assert len({t["task_id"] for t in mem["completed_tasks"]}) == 4
     assert all(t["status"] == "done" for t in mem["completed_tasks"])
 
 
 def test_tasks_left_running_by_a_killed_run_are_interrupted_at_start(
-        tmp_path: Path, make_system: Callable[..., Running]) -> None:
+    tmp_path: Path, make_system: Callable[..., Running]
+) -> None:
     data = tmp_path / "data"
     s = Store(data / "aios.db")
     sid = s.ensure_session()
-    s.upsert_task(sid, "r1-t1", app="echo", instruction="long", depends_on=[],
-                  status="running")
+    s.upsert_task(sid, "r1-t1", app="echo", instruction="long", depends_on=[], status="running")
     s.close()
     running = make_system(["echo"], data_dir=data)
     mem = running.get(f"/api/sessions/{sid}").json()
     assert mem["current_tasks"] == []
-    assert [(t["task_id"], t["status"]) for t in mem["completed_tasks"]] == \
-        [("r1-t1", "interrupted")]
+    assert [(t["task_id"], t["status"]) for t in mem["completed_tasks"]] == [
+        ("r1-t1", "interrupted")
+    ]
 
 
 def test_session_history_is_paginated_and_bad_parameters_are_named(
-        make_system: Callable[..., Running]) -> None:
+    make_system: Callable[..., Running],
+) -> None:
     running = make_system(["echo"], store={"history_page": 3, "history_page_max": 5})
     sid = running.open("echo")["session_id"]
     for _ in range(3):
@@ -85,16 +91,21 @@ def test_session_history_is_paginated_and_bad_parameters_are_named(
         seen = [h["id"] for h in page["history"]] + seen
         before = page["next_before"]
     assert len(seen) == 8 and seen == sorted(seen)
-    for query, name in (("limit=abc", "limit"), ("limit=6", "limit"), ("limit=0", "limit"),
-                        ("before=-1", "before"), ("before=x", "before")):
+    for query, name in (
+        ("limit=abc", "limit"),
+        ("limit=6", "limit"),
+        ("limit=0", "limit"),
+        ("before=-1", "before"),
+        ("before=x", "before"),
+    ):
         r = running.get(f"/api/sessions/{sid}?{query}")
         assert r.status_code == 400 and f"'{name}'" in r.json()["error"], (query, r.text)
 
 
-def test_the_system_runs_the_pruner_in_the_background(
-        make_system: Callable[..., Running]) -> None:
-    running = make_system(["echo"], retention={"history_rows_per_session": 10,
-                                               "prune_interval": 0.1})
+def test_the_system_runs_the_pruner_in_the_background(make_system: Callable[..., Running]) -> None:
+    running = make_system(
+        ["echo"], retention={"history_rows_per_session": 10, "prune_interval": 0.1}
+    )
     sid = running.open("echo")["session_id"]
     for _ in range(8):
         running.open("echo", sid)

@@ -16,7 +16,8 @@ from tests.integration.conftest import SYSTEM_APPS, Running
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("espeak-ng") and shutil.which("sox")),
-    reason="needs espeak-ng and sox: scripts/install --test (apt-get install espeak-ng sox)")
+    reason="needs espeak-ng and sox: scripts/install --test (apt-get install espeak-ng sox)",
+)
 
 
 def speak(text: str, path: Path) -> bytes:
@@ -27,24 +28,30 @@ def speak(text: str, path: Path) -> bytes:
 @pytest.fixture
 def voice_system(make_system: Callable[..., Running], tmp_path: Path) -> Running:
     apps = tmp_path / "apps"
-    for app_id, keywords in (("notes", ["notes", "note", "记事本"]),
-                             ("gallery", ["gallery", "gallery", "组件"])):
+    for app_id, keywords in (
+        ("notes", ["notes", "note", "记事本"]),
+        ("gallery", ["gallery", "gallery", "组件"]),
+    ):
         shutil.copytree(SYSTEM_APPS / "echo", apps / app_id)
         manifest = json.loads((apps / app_id / "manifest.json").read_text())
-        manifest.update(name=app_id.title(), keywords=keywords,
-                        description=f"the {app_id} app")
+        manifest.update(name=app_id.title(), keywords=keywords, description=f"the {app_id} app")
         (apps / app_id / "manifest.json").write_text(json.dumps(manifest))
     return make_system(apps_dir=apps)
 
 
-@pytest.mark.parametrize(("phrase", "app"), [("open notes", "notes"),
-                                              ("open the gallery", "gallery")])
-def test_spoken_command_is_transcribed_and_reaches_the_app(voice_system: Running,
-                                                           tmp_path: Path, phrase: str,
-                                                           app: str) -> None:
+@pytest.mark.parametrize(
+    ("phrase", "app"), [("open notes", "notes"), ("open the gallery", "gallery")]
+)
+def test_spoken_command_is_transcribed_and_reaches_the_app(
+    voice_system: Running, tmp_path: Path, phrase: str, app: str
+) -> None:
     audio = speak(phrase, tmp_path / "cmd.wav")
-    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe?run=1", data=audio,
-                               headers={"Content-Type": "audio/wav"}, timeout=30)
+    r = voice_system.http.post(
+        voice_system.url + "/api/voice/transcribe?run=1",
+        data=audio,
+        headers={"Content-Type": "audio/wav"},
+        timeout=30,
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["text"] == phrase
@@ -52,11 +59,11 @@ def test_spoken_command_is_transcribed_and_reaches_the_app(voice_system: Running
     assert body["result"]["results"][0]["response"]["status"] == "ok"
 
 
-def test_phrase_outside_the_grammar_is_clearly_not_recognised(voice_system: Running,
-                                                               tmp_path: Path) -> None:
+def test_phrase_outside_the_grammar_is_clearly_not_recognised(
+    voice_system: Running, tmp_path: Path
+) -> None:
     audio = speak("banana pancakes tomorrow morning", tmp_path / "x.wav")
-    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe", data=audio,
-                               timeout=30)
+    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe", data=audio, timeout=30)
     assert r.status_code == 422
     assert "not recognised" in r.json()["error"]
 
@@ -64,8 +71,9 @@ def test_phrase_outside_the_grammar_is_clearly_not_recognised(voice_system: Runn
 def test_garbage_audio_and_empty_audio_are_clear_errors(voice_system: Running) -> None:
     r = voice_system.http.post(voice_system.url + "/api/voice/transcribe", data=b"", timeout=30)
     assert r.status_code == 422 and "no audio" in r.json()["error"]
-    r = voice_system.http.post(voice_system.url + "/api/voice/transcribe",
-                               data=b"RIFF\x00\x00garbage", timeout=30)
+    r = voice_system.http.post(
+        voice_system.url + "/api/voice/transcribe", data=b"RIFF\x00\x00garbage", timeout=30
+    )
     assert r.status_code == 422 and "cannot read the audio" in r.json()["error"]
 
 
@@ -90,19 +98,23 @@ def test_mandarin_reply_is_rendered_to_speech(voice_system: Running) -> None:
     assert r.headers["Content-Type"] == "audio/wav"
     seconds = wav_seconds(r.content)
     assert 1.0 < seconds < 10.0
-    longer = voice_system.post("/api/voice/speak",
-                               {"text": "欢迎使用 Triton AIOS。已将播放按钮移到左上角。"})
+    longer = voice_system.post(
+        "/api/voice/speak", {"text": "欢迎使用 Triton AIOS。已将播放按钮移到左上角。"}
+    )
     assert wav_seconds(longer.content) > seconds
     assert voice_system.post("/api/voice/speak", {"text": " "}).status_code == 400
 
 
-@pytest.mark.parametrize("text", [
-    "「帮我写一个计算斐波那契的 python 程序并运行」不是 Python 代码。例如：运行 print(1+1)",
-    "★ → ✓",
-    "🎵🎶",
-    "def f(x):\n    return x ** 2  # 平方",
-    "Hello, 世界! 100% ok?",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "「帮我写一个计算斐波那契的 python 程序并运行」不是 Python 代码。例如：运行 print(1+1)",
+        "★ → ✓",
+        "🎵🎶",
+        "def f(x):\n    return x ** 2  # 平方",
+        "Hello, 世界! 100% ok?",
+    ],
+)
 def test_any_reply_text_is_rendered_to_speech(voice_system: Running, text: str) -> None:
     """Mixed scripts, symbols only, emoji only and code all give audible speech."""
     r = voice_system.post("/api/voice/speak", {"text": text, "lang": "zh-CN"})
@@ -118,8 +130,9 @@ def test_text_is_split_by_script_with_a_voice_per_run() -> None:
     config = Config()
     mandarin = config.voice.mandarin_voice
     assert speech_runs("运行 print(1+1)", language="zh-CN", config=config) == [
-        (mandarin, "运行"), (LATIN_VOICE, "print(1+1)")]
+        (mandarin, "运行"),
+        (LATIN_VOICE, "print(1+1)"),
+    ]
     assert speech_runs("★", language="zh-CN", config=config) == [(LATIN_VOICE, "black star")]
-    many = speech_runs(" ".join(["中文 abc"] * MAX_SPEECH_RUNS), language="zh-CN",
-                       config=config)
+    many = speech_runs(" ".join(["中文 abc"] * MAX_SPEECH_RUNS), language="zh-CN", config=config)
     assert len(many) == MAX_SPEECH_RUNS

@@ -21,18 +21,27 @@ def system_imports(path: Path, root: Path = ROOT) -> list[str]:
             names = [node.module]
         else:
             continue
-        found += [f"{path.relative_to(root)}:{node.lineno} {n}" for n in names
-                  if n == "aios" or n.startswith("aios.")]
+        found += [
+            f"{path.relative_to(root)}:{node.lineno} {n}"
+            for n in names
+            if n == "aios" or n.startswith("aios.")
+        ]
     return found
 
 
 def test_the_check_sees_system_imports(tmp_path: Path) -> None:
     probe = tmp_path / "main.py"
-    probe.write_text("import aios.errors\nfrom aios import names\nimport aios_sdk\n"
-                     "from aios_sdk.generic import GenericAgent\n"
-                     "def f():\n    from aios.protocol import Step\n", encoding="utf-8")
+    probe.write_text(
+        "import aios.errors\nfrom aios import names\nimport aios_sdk\n"
+        "from aios_sdk.generic import GenericAgent\n"
+        "def f():\n    from aios.protocol import Step\n",
+        encoding="utf-8",
+    )
     assert [hit.split(" ")[1] for hit in system_imports(probe, tmp_path)] == [
-        "aios.errors", "aios", "aios.protocol"]
+        "aios.errors",
+        "aios",
+        "aios.protocol",
+    ]
 
 
 def test_no_bundled_app_imports_the_system() -> None:

@@ -28,17 +28,21 @@ def test_the_shipped_config_is_valid_and_has_the_spec_fields() -> None:
     assert not cfg.llm_enabled  # no key shipped
 
 
-@pytest.mark.parametrize(("data", "needle"), [
-    ({"voice_rate": -1}, "config key 'voice_rate': Input should be greater than 0"),
-    ({"tool_timeout": {"teleport": 3}}, "config key 'tool_timeout': unknown tool 'teleport'"),
-    ({"tool_timeout": {"shell_exec": 0}}, "timeout for shell_exec must be a positive"),
-    ({"tool_sandbox": {"shell_whitelist": "ls"}}, "config key 'tool_sandbox.shell_whitelist'"),
-    ({"max_rounds": 0}, "config key 'max_rounds'"),
-    ({"llm": {"modle": "x"}}, "config key 'llm.modle': unknown key"),
-    ({"language": "fr"}, "config key 'language'"),
-])
-def test_invalid_config_is_one_line_naming_the_key(tmp_path: Path, data: object,
-                                                   needle: str) -> None:
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"voice_rate": -1}, "config key 'voice_rate': Input should be greater than 0"),
+        ({"tool_timeout": {"teleport": 3}}, "config key 'tool_timeout': unknown tool 'teleport'"),
+        ({"tool_timeout": {"shell_exec": 0}}, "timeout for shell_exec must be a positive"),
+        ({"tool_sandbox": {"shell_whitelist": "ls"}}, "config key 'tool_sandbox.shell_whitelist'"),
+        ({"max_rounds": 0}, "config key 'max_rounds'"),
+        ({"llm": {"modle": "x"}}, "config key 'llm.modle': unknown key"),
+        ({"language": "fr"}, "config key 'language'"),
+    ],
+)
+def test_invalid_config_is_one_line_naming_the_key(
+    tmp_path: Path, data: object, needle: str
+) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(write(tmp_path, data), env={})
     assert needle in str(err.value)
@@ -61,12 +65,20 @@ def test_env_overrides_secrets_and_endpoint(tmp_path: Path) -> None:
     p = write(tmp_path, {"deepseek_api_key": "from-file", "data_dir": str(tmp_path / "d")})
     cfg = load_config(p, env={})
     assert cfg.llm_api_key == "from-file" and cfg.llm_enabled
-    cfg = load_config(p, env={"DEEPSEEK_API_KEY": "env-key", "AIOS_LLM_BASE_URL":
-                              "http://127.0.0.1:9/v1", "AIOS_LLM_MODEL": "local"})
-    assert (cfg.llm_api_key, cfg.llm.base_url, cfg.llm.model) == \
-        ("env-key", "http://127.0.0.1:9/v1", "local")
-    assert load_config(p, env={"AIOS_LLM_API_KEY": "a", "DEEPSEEK_API_KEY": "b"}) \
-        .llm_api_key == "a"
+    cfg = load_config(
+        p,
+        env={
+            "DEEPSEEK_API_KEY": "env-key",
+            "AIOS_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+            "AIOS_LLM_MODEL": "local",
+        },
+    )
+    assert (cfg.llm_api_key, cfg.llm.base_url, cfg.llm.model) == (
+        "env-key",
+        "http://127.0.0.1:9/v1",
+        "local",
+    )
+    assert load_config(p, env={"AIOS_LLM_API_KEY": "a", "DEEPSEEK_API_KEY": "b"}).llm_api_key == "a"
 
 
 def test_secrets_from_settings_live_in_the_data_dir_owner_only(tmp_path: Path) -> None:

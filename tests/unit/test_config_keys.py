@@ -8,9 +8,16 @@ KEY = "sk-stored-key-1234"
 
 
 def config() -> Config:
-    return Config.model_validate({"deepseek_api_key": KEY, "llm": {
-        "base_url": "https://api.deepseek.com", "api_key": KEY,
-        "fallback": {"base_url": "https://backup.example/v1", "model": "m", "api_key": KEY}}})
+    return Config.model_validate(
+        {
+            "deepseek_api_key": KEY,
+            "llm": {
+                "base_url": "https://api.deepseek.com",
+                "api_key": KEY,
+                "fallback": {"base_url": "https://backup.example/v1", "model": "m", "api_key": KEY},
+            },
+        }
+    )
 
 
 def test_moving_base_url_without_a_key_clears_it() -> None:
@@ -25,16 +32,17 @@ def test_moving_the_fallback_without_a_key_clears_its_key() -> None:
 
 
 def test_a_key_entered_with_the_new_url_is_kept_and_the_masked_one_is_not_a_key() -> None:
-    new = apply_updates(config(), {"llm": {"base_url": "https://other.example",
-                                           "api_key": "sk-new"}})
+    new = apply_updates(
+        config(), {"llm": {"base_url": "https://other.example", "api_key": "sk-new"}}
+    )
     assert new.llm.api_key == "sk-new"
     masked = config().masked()["llm"]["api_key"]
-    new = apply_updates(config(), {"llm": {"base_url": "https://other.example",
-                                           "api_key": masked}})
+    new = apply_updates(config(), {"llm": {"base_url": "https://other.example", "api_key": masked}})
     assert new.llm.api_key == ""
 
 
 def test_the_same_url_sent_back_keeps_the_key() -> None:
-    new = apply_updates(config(), {"llm": {"base_url": "https://api.deepseek.com",
-                                           "model": "deepseek-reasoner"}})
+    new = apply_updates(
+        config(), {"llm": {"base_url": "https://api.deepseek.com", "model": "deepseek-reasoner"}}
+    )
     assert new.llm.api_key == KEY and new.llm.model == "deepseek-reasoner"

@@ -14,8 +14,10 @@ CAP = 4096
 
 def test_results_are_capped_in_bytes_with_a_truncated_flag(workdir: Path, store: Store) -> None:
     ctx = make_ctx(workdir, store, sandbox=SandboxConfig(max_output_bytes=CAP))
-    sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) "
-           "SELECT i, printf('%.500c', 'x') FROM n")
+    sql = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50) "
+        "SELECT i, printf('%.500c', 'x') FROM n"
+    )
     r = invoke("db_query", {"dsn": ":memory:", "sql": sql}, ctx)
     assert r.status == "ok" and r.meta is not None and r.meta["truncated"] is True
     assert 0 < len(r.result["rows"]) < 50
@@ -28,8 +30,7 @@ def test_results_are_capped_in_bytes_with_a_truncated_flag(workdir: Path, store:
 
 def test_fts3_tokenizer_is_denied(workdir: Path, store: Store) -> None:
     ctx = make_ctx(workdir, store)
-    r = invoke("db_query", {"dsn": ":memory:", "sql": "SELECT hex(fts3_tokenizer('simple'))"},
-               ctx)
+    r = invoke("db_query", {"dsn": ":memory:", "sql": "SELECT hex(fts3_tokenizer('simple'))"}, ctx)
     assert r.status != "ok"
     assert r.error is not None and "fts3_tokenizer() is not allowed" in r.error
     # positive control: other functions still work

@@ -58,8 +58,7 @@ def test_a_waiting_call_gets_the_slot_when_it_frees_or_gives_up_after_busy_wait(
                 pass
 
 
-def test_the_log_pump_never_lets_a_log_pass_its_cap_and_keeps_one_backup(
-        tmp_path: Path) -> None:
+def test_the_log_pump_never_lets_a_log_pass_its_cap_and_keeps_one_backup(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
     read_end, write_end = os.pipe()
     pump = LogPump(read_end, log, max_bytes=1000, name="log-test")

@@ -41,8 +41,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 here = name.split(".") if is_package else name.split(".")[:-1]
-                base = ".".join(here[:len(here) - node.level + 1]
-                                + ([node.module] if node.module else []))
+                base = ".".join(
+                    here[: len(here) - node.level + 1] + ([node.module] if node.module else [])
+                )
             else:
                 base = node.module or ""
             for alias in node.names:
@@ -55,8 +56,10 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
 
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
-    return {name: {t for t in _imports(name, path, modules) if t != name}
-            for name, path in modules.items()}
+    return {
+        name: {t for t in _imports(name, path, modules) if t != name}
+        for name, path in modules.items()
+    }
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -13,14 +13,24 @@ def manifest(icon: str) -> dict[str, str]:
     return {"name": "A", "entry": "main.py", "role_prompt": "r", "icon": icon}
 
 
-@pytest.mark.parametrize("icon", ["music", "sliders-horizontal", "icon.png", "img/logo.SVG",
-                                  "🎵", "🗂️", "A", ""])
+@pytest.mark.parametrize(
+    "icon", ["music", "sliders-horizontal", "icon.png", "img/logo.SVG", "🎵", "🗂️", "A", ""]
+)
 def test_accepted_icons(icon: str) -> None:
     assert parse_manifest(manifest(icon)).icon == icon
 
 
-@pytest.mark.parametrize("icon", ["../secret.png", "/etc/logo.png", "http://evil.example/x.png",
-                                  "C:\\logo.png", "a sentence is not an icon", "logo.exe"])
+@pytest.mark.parametrize(
+    "icon",
+    [
+        "../secret.png",
+        "/etc/logo.png",
+        "http://evil.example/x.png",
+        "C:\\logo.png",
+        "a sentence is not an icon",
+        "logo.exe",
+    ],
+)
 def test_refused_icons_name_the_field(icon: str) -> None:
     with pytest.raises(ProtocolError, match=r"icon: .*must be an icon name such as 'music'"):
         parse_manifest(manifest(icon))

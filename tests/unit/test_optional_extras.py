@@ -33,15 +33,18 @@ def test_the_system_and_the_sdk_import_without_the_desktop_and_voice_extras() ->
         f"for name in {EXTRA_MODULES!r}:\n"
         "    sys.modules[name] = None\n"
         "import aios_sdk, aios.web, aios.system, aios.desktop, aios.voice, aios.window\n"
-        "print('imported')\n")
-    proc = subprocess.run([sys.executable, "-c", blocker], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+        "print('imported')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", blocker], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "imported"
 
 
 def test_without_pywebview_the_desktop_says_so_and_uses_the_browser(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("DISPLAY", ":99")
     monkeypatch.setitem(sys.modules, "webview", None)
     problem = window.gui_problem()
@@ -53,13 +56,16 @@ def test_without_pocketsphinx_no_command_words_are_offered(no_pocketsphinx: None
 
 
 def test_without_speech_recognition_listening_is_one_clear_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "speech_recognition", None)
     recognizer = voice.Recognizer(Config())
     try:
-        with pytest.raises(voice.VoiceError,
-                           match=r"speech recognition needs SpeechRecognition "
-                                 r"\(pip install 'triton-aios\[voice\]'\)"):
+        with pytest.raises(
+            voice.VoiceError,
+            match=r"speech recognition needs SpeechRecognition "
+            r"\(pip install 'triton-aios\[voice\]'\)",
+        ):
             recognizer.listen_once(SOURCE, language="en-US")
     finally:
         recognizer.close()

@@ -35,8 +35,9 @@ With ``exits`` the leader exits at once, leaving both behind."""
 
 
 def _family(kind: str) -> tuple[subprocess.Popen[bytes], list[int]]:
-    proc = procgroup.popen([sys.executable, "-c", FAMILY, kind], subprocess.Popen,
-                           stdout=subprocess.PIPE)
+    proc = procgroup.popen(
+        [sys.executable, "-c", FAMILY, kind], subprocess.Popen, stdout=subprocess.PIPE
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()  # blocks until both children exist
     proc.stdout.close()
@@ -94,7 +95,8 @@ def test_what_an_exited_leader_left_in_its_group_is_stopped() -> None:
 
 
 def test_when_proc_cannot_be_read_the_group_is_still_killed(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     proc, children = _family("polite")
 
     def emfile(self: psutil.Process) -> str:

@@ -51,8 +51,7 @@ def test_spec_6_3_actions_validate() -> None:
     assert actions[2].fields[0].name == "keyword"
 
 
-@pytest.mark.parametrize("name", ["response_6_5.json", "response_7_4.json",
-                                  "response_13_3.json"])
+@pytest.mark.parametrize("name", ["response_6_5.json", "response_7_4.json", "response_13_3.json"])
 def test_spec_replies_validate(name: str) -> None:
     reply = parse_response(load(name))
     jsonschema.validate(load(name), schema("agent_response"))
@@ -69,14 +68,28 @@ def test_spec_8_2_loading_example_omits_the_required_status() -> None:
 
 
 def test_forwarded_reply_is_the_apps_own_json() -> None:
-    raw = {"view_type": "form", "status": "ok", "data": {"z": 1, "a": None},
-           "actions": [{"type": "submit_form", "action_id": "save",
-                        "fields": [{"name": "title", "label": "Title", "type": "text"}]}],
-           "state": {"n": 1}}
+    raw = {
+        "view_type": "form",
+        "status": "ok",
+        "data": {"z": 1, "a": None},
+        "actions": [
+            {
+                "type": "submit_form",
+                "action_id": "save",
+                "fields": [{"name": "title", "label": "Title", "type": "text"}],
+            }
+        ],
+        "state": {"n": 1},
+    }
     forwarded = forwardable_reply(copy.deepcopy(raw))
     assert json.dumps(forwarded) == json.dumps({**raw, "steps": []})
     assert forwardable_reply({"status": "error", "view_type": "text"}) == {
-        "status": "error", "view_type": "text", "data": {}, "actions": [], "steps": []}
+        "status": "error",
+        "view_type": "text",
+        "data": {},
+        "actions": [],
+        "steps": [],
+    }
     with pytest.raises(ProtocolError, match="status"):
         forwardable_reply({"view_type": "text"})
 
@@ -110,8 +123,11 @@ def test_spec_13_4_handle_request_and_13_2_manifest_validate() -> None:
     assert req.instruction is None and req.action_request is not None
     assert req.action_request.params == {"song_id": "s_001"}
     manifest = parse_manifest(load("manifest_13_2.json"))
-    assert (manifest.entry, manifest.workdir, manifest.handle_endpoint) == \
-        ("main.py", "workspace", "/handle")
+    assert (manifest.entry, manifest.workdir, manifest.handle_endpoint) == (
+        "main.py",
+        "workspace",
+        "/handle",
+    )
     jsonschema.validate(load("manifest_13_2.json"), schema("manifest"))
 
 
@@ -149,27 +165,38 @@ def _broken(base: str, mutate: Any) -> Any:
     return raw
 
 
-@pytest.mark.parametrize(("mutate", "field"), [
-    (lambda r: r.pop("view_type"), "view_type"),
-    (lambda r: r.update(view_type="hologram"), "view_type"),
-    (lambda r: r.update(status="maybe"), "status"),
-    (lambda r: r.pop("status"), "status"),
-    (lambda r: r["actions"][0].update(type="knob"), "actions.0"),
-    (lambda r: r["actions"][0].pop("action_id"), "actions.0.button.action_id"),
-    (lambda r: r["actions"][0].update(action_id="has space"), "actions.0.button.action_id"),
-    (lambda r: r["actions"].append({"type": "link", "action_id": "l"}), "actions.3.link.href"),
-    (lambda r: r["actions"].append({"type": "select", "action_id": "s", "options": []}),
-     "actions.3.select.options"),
-    (lambda r: r["actions"].append({"type": "slider", "action_id": "v", "min": 5, "max": 1}),
-     "actions.3.slider"),
-    (lambda r: r.update(steps=[{"tool": "file_read"}]), "steps.0.step_id"),
-    (lambda r: r.update(steps=[{"step_id": 1, "tool": "rm -rf"}]), "steps.0.tool"),
-    (lambda r: r.update(steps=[{"step_id": 1, "tool": "a"}, {"step_id": 1, "tool": "b"}]),
-     "steps"),
-    (lambda r: r.update(steps=[{"step_id": 1, "tool": "a", "on_error": "ignore"}]),
-     "steps.0.on_error"),
-    (lambda r: r.update(message=["not", "text"]), "message"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda r: r.pop("view_type"), "view_type"),
+        (lambda r: r.update(view_type="hologram"), "view_type"),
+        (lambda r: r.update(status="maybe"), "status"),
+        (lambda r: r.pop("status"), "status"),
+        (lambda r: r["actions"][0].update(type="knob"), "actions.0"),
+        (lambda r: r["actions"][0].pop("action_id"), "actions.0.button.action_id"),
+        (lambda r: r["actions"][0].update(action_id="has space"), "actions.0.button.action_id"),
+        (lambda r: r["actions"].append({"type": "link", "action_id": "l"}), "actions.3.link.href"),
+        (
+            lambda r: r["actions"].append({"type": "select", "action_id": "s", "options": []}),
+            "actions.3.select.options",
+        ),
+        (
+            lambda r: r["actions"].append({"type": "slider", "action_id": "v", "min": 5, "max": 1}),
+            "actions.3.slider",
+        ),
+        (lambda r: r.update(steps=[{"tool": "file_read"}]), "steps.0.step_id"),
+        (lambda r: r.update(steps=[{"step_id": 1, "tool": "rm -rf"}]), "steps.0.tool"),
+        (
+            lambda r: r.update(steps=[{"step_id": 1, "tool": "a"}, {"step_id": 1, "tool": "b"}]),
+            "steps",
+        ),
+        (
+            lambda r: r.update(steps=[{"step_id": 1, "tool": "a", "on_error": "ignore"}]),
+            "steps.0.on_error",
+        ),
+        (lambda r: r.update(message=["not", "text"]), "message"),
+    ],
+)
 def test_broken_replies_name_the_field(mutate: Any, field: str) -> None:
     raw = _broken("response_6_5.json", mutate)
     with pytest.raises(ProtocolError) as err:
@@ -181,15 +208,18 @@ def test_broken_replies_name_the_field(mutate: Any, field: str) -> None:
             jsonschema.validate(raw, schema("agent_response"))
 
 
-@pytest.mark.parametrize(("raw", "field"), [
-    ({"name": "x"}, "entry"),
-    ({"name": "", "entry": "main.py"}, "name"),
-    ({"name": "x", "entry": "/usr/bin/python3"}, "entry"),
-    ({"name": "x", "entry": "main.py", "workdir": "../../etc"}, "workdir"),
-    ({"name": "x", "entry": "main.py", "port": 80}, "port"),
-    ({"name": "x", "entry": "main.py", "handle_endpoint": "handle"}, "handle_endpoint"),
-    ({"name": "x", "entry": "main.py", "permissions": ["root"]}, "permissions.0"),
-])
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"name": "x"}, "entry"),
+        ({"name": "", "entry": "main.py"}, "name"),
+        ({"name": "x", "entry": "/usr/bin/python3"}, "entry"),
+        ({"name": "x", "entry": "main.py", "workdir": "../../etc"}, "workdir"),
+        ({"name": "x", "entry": "main.py", "port": 80}, "port"),
+        ({"name": "x", "entry": "main.py", "handle_endpoint": "handle"}, "handle_endpoint"),
+        ({"name": "x", "entry": "main.py", "permissions": ["root"]}, "permissions.0"),
+    ],
+)
 def test_broken_manifests_name_the_field(raw: dict[str, Any], field: str) -> None:
     with pytest.raises(ProtocolError) as err:
         parse_manifest(raw)

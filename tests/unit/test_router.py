@@ -8,27 +8,55 @@ from aios.router import AppProfile, OfflineRouter, Task, split_instruction, toke
 
 # Profiles shaped like the bundled apps' manifests (Chinese names, bilingual keywords).
 APPS = [
-    AppProfile("notes", "记事本", "记录和查看笔记、待办事项",
-               ["笔记", "记事", "记", "备忘", "待办", "note", "memo", "todo"],
-               "你是一个记事本小AI，负责帮用户记录、查找和整理笔记。"),
-    AppProfile("music", "音乐", "搜索和播放音乐、歌曲，管理播放列表",
-               ["歌", "歌曲", "播放", "听歌", "歌手", "song", "play", "playlist"],
-               "你是一个音乐小AI，负责搜索和播放音乐"),
-    AppProfile("monitor", "系统监视器", "查看 CPU、内存、磁盘占用和运行中的进程",
-               ["cpu", "内存", "磁盘", "进程", "占用", "memory", "disk", "process", "usage"],
-               "你是系统监视小AI，用 shell 工具读取系统状态并以仪表盘展示。"),
-    AppProfile("weather", "天气", "查询城市天气和未来几天的预报",
-               ["天气", "气温", "下雨", "预报", "forecast", "temperature"],
-               "你是天气小AI，通过 http_request 获取天气数据。"),
-    AppProfile("files", "文件管理", "浏览、搜索、打开工作目录里的文件",
-               ["文件", "文件夹", "目录", "file", "folder", "browse"],
-               "你是文件管理小AI，负责列出和打开文件。"),
-    AppProfile("system_agent", "系统控制", "修改桌面界面：移动、隐藏、改颜色、改文字",
-               ["桌面", "界面", "颜色", "窗口", "任务栏", "desktop", "color", "window"],
-               "你是系统控制小AI，读取桌面 UI 快照并生成 UI 操作指令。"),
-    AppProfile("calculator", "计算器", "计算数学表达式和单位换算",
-               ["计算", "算", "加", "减", "乘", "除", "calculate", "math"],
-               "你是计算器小AI。"),
+    AppProfile(
+        "notes",
+        "记事本",
+        "记录和查看笔记、待办事项",
+        ["笔记", "记事", "记", "备忘", "待办", "note", "memo", "todo"],
+        "你是一个记事本小AI，负责帮用户记录、查找和整理笔记。",
+    ),
+    AppProfile(
+        "music",
+        "音乐",
+        "搜索和播放音乐、歌曲，管理播放列表",
+        ["歌", "歌曲", "播放", "听歌", "歌手", "song", "play", "playlist"],
+        "你是一个音乐小AI，负责搜索和播放音乐",
+    ),
+    AppProfile(
+        "monitor",
+        "系统监视器",
+        "查看 CPU、内存、磁盘占用和运行中的进程",
+        ["cpu", "内存", "磁盘", "进程", "占用", "memory", "disk", "process", "usage"],
+        "你是系统监视小AI，用 shell 工具读取系统状态并以仪表盘展示。",
+    ),
+    AppProfile(
+        "weather",
+        "天气",
+        "查询城市天气和未来几天的预报",
+        ["天气", "气温", "下雨", "预报", "forecast", "temperature"],
+        "你是天气小AI，通过 http_request 获取天气数据。",
+    ),
+    AppProfile(
+        "files",
+        "文件管理",
+        "浏览、搜索、打开工作目录里的文件",
+        ["文件", "文件夹", "目录", "file", "folder", "browse"],
+        "你是文件管理小AI，负责列出和打开文件。",
+    ),
+    AppProfile(
+        "system_agent",
+        "系统控制",
+        "修改桌面界面：移动、隐藏、改颜色、改文字",
+        ["桌面", "界面", "颜色", "窗口", "任务栏", "desktop", "color", "window"],
+        "你是系统控制小AI，读取桌面 UI 快照并生成 UI 操作指令。",
+    ),
+    AppProfile(
+        "calculator",
+        "计算器",
+        "计算数学表达式和单位换算",
+        ["计算", "算", "加", "减", "乘", "除", "calculate", "math"],
+        "你是计算器小AI。",
+    ),
 ]
 
 
@@ -44,26 +72,38 @@ def apps_of(tasks: list[Task]) -> list[str]:
 # ------------------------------------------------------------- splitting
 
 
-@pytest.mark.parametrize(("text", "clauses"), [
-    ("打开记事本然后播放音乐", ["打开记事本", "播放音乐"]),
-    ("打开记事本，然后再播放音乐", ["打开记事本", "播放音乐"]),
-    ("打开记事本，再播放音乐", ["打开记事本", "播放音乐"]),
-    ("先打开记事本再播放音乐", ["打开记事本", "播放音乐"]),
-    ("打开记事本，接着看看天气", ["打开记事本", "看看天气"]),
-    ("记一条笔记；查一下天气", ["记一条笔记", "查一下天气"]),
-    ("open notes and then play music", ["open notes", "play music"]),
-    ("open notes, then play music", ["open notes", "play music"]),
-    ("Open notes. Then play music.", ["Open notes", "play music"]),
-    ("play music; show cpu usage", ["play music", "show cpu usage"]),
-])
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        ("打开记事本然后播放音乐", ["打开记事本", "播放音乐"]),
+        ("打开记事本，然后再播放音乐", ["打开记事本", "播放音乐"]),
+        ("打开记事本，再播放音乐", ["打开记事本", "播放音乐"]),
+        ("先打开记事本再播放音乐", ["打开记事本", "播放音乐"]),
+        ("打开记事本，接着看看天气", ["打开记事本", "看看天气"]),
+        ("记一条笔记；查一下天气", ["记一条笔记", "查一下天气"]),
+        ("open notes and then play music", ["open notes", "play music"]),
+        ("open notes, then play music", ["open notes", "play music"]),
+        ("Open notes. Then play music.", ["Open notes", "play music"]),
+        ("play music; show cpu usage", ["play music", "show cpu usage"]),
+    ],
+)
 def test_compound_instructions_are_split_in_order(text: str, clauses: list[str]) -> None:
     assert split_instruction(text) == clauses
 
 
-@pytest.mark.parametrize("text", [
-    "再见", "再说一次", "好的，再见", "帮我再放一遍七里香", "五分钟之后提醒我喝水",
-    "接着播放", "play the song again", "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "再见",
+        "再说一次",
+        "好的，再见",
+        "帮我再放一遍七里香",
+        "五分钟之后提醒我喝水",
+        "接着播放",
+        "play the song again",
+        "",
+    ],
+)
 def test_words_that_only_look_like_separators_do_not_split(text: str) -> None:
     assert split_instruction(text) == ([text] if text else [])
 
@@ -78,22 +118,26 @@ def test_tokens_cover_chinese_bigrams_and_stemmed_english() -> None:
 # ---------------------------------------------------------------- routing
 
 
-@pytest.mark.parametrize(("text", "app"), [
-    ("帮我播放周杰伦的歌", "music"),
-    ("打开记事本", "notes"),
-    ("看看系统CPU占用", "monitor"),
-    ("明天北京会下雨吗", "weather"),
-    ("把任务栏改成蓝色", "system_agent"),
-    ("记一下明天要买牛奶", "notes"),
-    ("open notes", "notes"),
-    ("play some music", "music"),
-    ("show cpu usage", "monitor"),
-    ("what's the weather forecast for tomorrow", "weather"),
-    ("Open the Music app", "music"),
-    ("launch calculator", "calculator"),
-])
-def test_single_instruction_goes_to_the_right_app(router: OfflineRouter, text: str,
-                                                  app: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "app"),
+    [
+        ("帮我播放周杰伦的歌", "music"),
+        ("打开记事本", "notes"),
+        ("看看系统CPU占用", "monitor"),
+        ("明天北京会下雨吗", "weather"),
+        ("把任务栏改成蓝色", "system_agent"),
+        ("记一下明天要买牛奶", "notes"),
+        ("open notes", "notes"),
+        ("play some music", "music"),
+        ("show cpu usage", "monitor"),
+        ("what's the weather forecast for tomorrow", "weather"),
+        ("Open the Music app", "music"),
+        ("launch calculator", "calculator"),
+    ],
+)
+def test_single_instruction_goes_to_the_right_app(
+    router: OfflineRouter, text: str, app: str
+) -> None:
     tasks = router.route(text)
     assert apps_of(tasks) == [app], router.score(text)
     assert tasks[0].id == "t1" and tasks[0].depends_on == []
@@ -107,12 +151,15 @@ def test_opening_an_app_by_name_beats_word_overlap(router: OfflineRouter) -> Non
     assert apps_of(router.route("open system agent")) == ["system_agent"]
 
 
-@pytest.mark.parametrize("text", ["打开记事本然后播放音乐", "open notes and then play music",
-                                  "先打开记事本再播放音乐"])
+@pytest.mark.parametrize(
+    "text", ["打开记事本然后播放音乐", "open notes and then play music", "先打开记事本再播放音乐"]
+)
 def test_compound_instruction_gives_sequential_tasks(router: OfflineRouter, text: str) -> None:
     tasks = router.route(text)
     assert [(t.id, t.app, t.depends_on) for t in tasks] == [
-        ("t1", "notes", []), ("t2", "music", ["t1"])]
+        ("t1", "notes", []),
+        ("t2", "music", ["t1"]),
+    ]
     assert "播放" in tasks[1].instruction or "play" in tasks[1].instruction
 
 
@@ -122,8 +169,7 @@ def test_three_clauses_chain_dependencies(router: OfflineRouter) -> None:
     assert [t.depends_on for t in tasks] == [[], ["t1"], ["t2"]]
 
 
-def test_clauses_for_the_same_app_stay_one_task_with_the_users_words(
-        router: OfflineRouter) -> None:
+def test_clauses_for_the_same_app_stay_one_task_with_the_users_words(router: OfflineRouter) -> None:
     tasks = router.route("打开记事本并且记一条笔记：买牛奶")
     assert apps_of(tasks) == ["notes"]
     assert tasks[0].instruction == "打开记事本并且记一条笔记：买牛奶"
@@ -149,8 +195,13 @@ def test_scores_are_sorted_and_normalised(router: OfflineRouter) -> None:
 
 
 def test_a_long_role_prompt_does_not_outscore_a_precise_short_app() -> None:
-    chatty = AppProfile("assistant", "助手", "通用助手", [],
-                        "你是通用助手。" + "你可以聊天、播放、查询、记录、计算、打开东西。" * 20)
+    chatty = AppProfile(
+        "assistant",
+        "助手",
+        "通用助手",
+        [],
+        "你是通用助手。" + "你可以聊天、播放、查询、记录、计算、打开东西。" * 20,
+    )
     short = AppProfile("music", "音乐", "播放歌曲", ["歌", "播放"], "")
     router = OfflineRouter([chatty, short])
     assert apps_of(router.route("播放一首歌")) == ["music"]
@@ -161,26 +212,52 @@ def test_router_with_no_apps_routes_nothing() -> None:
 
 
 def test_a_clause_starting_with_an_app_id_or_name_is_addressed_to_it() -> None:
-    router = OfflineRouter([
-        AppProfile(id="files", name="文件管理", description="浏览 预览 文件",
-                   keywords=["files", "file"], role_prompt=""),
-        AppProfile(id="hello", name="Hello小AI", description="打招呼",
-                   keywords=["hello"], role_prompt=""),
-        AppProfile(id="notes", name="记事本", description="笔记 搜索", keywords=["notes"],
-                   role_prompt=""),
-        AppProfile(id="music", name="音乐", description="播放 搜索 歌曲", keywords=["music"],
-                   role_prompt=""),
-    ])
+    router = OfflineRouter(
+        [
+            AppProfile(
+                id="files",
+                name="文件管理",
+                description="浏览 预览 文件",
+                keywords=["files", "file"],
+                role_prompt="",
+            ),
+            AppProfile(
+                id="hello",
+                name="Hello小AI",
+                description="打招呼",
+                keywords=["hello"],
+                role_prompt="",
+            ),
+            AppProfile(
+                id="notes",
+                name="记事本",
+                description="笔记 搜索",
+                keywords=["notes"],
+                role_prompt="",
+            ),
+            AppProfile(
+                id="music",
+                name="音乐",
+                description="播放 搜索 歌曲",
+                keywords=["music"],
+                role_prompt="",
+            ),
+        ]
+    )
     assert [t.app for t in router.route("files preview hello.txt")] == ["files"]
     assert [t.app for t in router.route("记事本 搜索 牛奶")] == ["notes"]
     assert [t.app for t in router.route("filesystem hello")] == ["hello"]
 
 
 def test_the_sessions_last_app_wins_a_near_tie() -> None:
-    apps = [AppProfile(id="notes", name="记事本", description="搜索笔记", keywords=["牛奶"],
-                       role_prompt=""),
-            AppProfile(id="music", name="音乐", description="搜索歌曲", keywords=["牛奶"],
-                       role_prompt="")]
+    apps = [
+        AppProfile(
+            id="notes", name="记事本", description="搜索笔记", keywords=["牛奶"], role_prompt=""
+        ),
+        AppProfile(
+            id="music", name="音乐", description="搜索歌曲", keywords=["牛奶"], role_prompt=""
+        ),
+    ]
     plain = OfflineRouter(apps).route("搜索 牛奶")
     assert [t.app for t in OfflineRouter(apps, prefer="notes").route("搜索 牛奶")] == ["notes"]
     assert [t.app for t in OfflineRouter(apps, prefer="music").route("搜索 牛奶")] == ["music"]

@@ -66,15 +66,27 @@ def test_errors_are_the_system_errors() -> None:
 
 
 def test_importing_the_sdk_does_not_pull_in_the_system() -> None:
-    code = ("import sys, aios_sdk; bad = [m for m in ('aios.web', 'aios.controller', "
-            "'aios.launcher', 'flask') if m in sys.modules]; print(bad)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
+    code = (
+        "import sys, aios_sdk; bad = [m for m in ('aios.web', 'aios.controller', "
+        "'aios.launcher', 'flask') if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert out.stdout.strip() == "[]"
 
 
-AGENT_METHODS = ["call_tool", "handle", "llm", "make_app", "plan_steps", "processes", "push",
-                 "run", "ui"]
+AGENT_METHODS = [
+    "call_tool",
+    "handle",
+    "llm",
+    "make_app",
+    "plan_steps",
+    "processes",
+    "push",
+    "run",
+    "ui",
+]
 
 
 def test_agent_methods_are_locked() -> None:
@@ -93,10 +105,19 @@ def test_ui_outside_the_system_says_it_needs_the_desktop() -> None:
         agent.ui("hide the clock")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("locale", "lang"), [
-    ("en", "en"), ("en-US", "en"), ("EN", "en"), ("zh", "zh"), ("zh-CN", "zh"), ("", "zh"),
-    (None, "zh"), (3, "zh"),
-])
+@pytest.mark.parametrize(
+    ("locale", "lang"),
+    [
+        ("en", "en"),
+        ("en-US", "en"),
+        ("EN", "en"),
+        ("zh", "zh"),
+        ("zh-CN", "zh"),
+        ("", "zh"),
+        (None, "zh"),
+        (3, "zh"),
+    ],
+)
 def test_locale_of_reads_the_context_one_way(locale: object, lang: str) -> None:
     assert aios_sdk.locale_of({"locale": locale}) == lang
     assert aios_sdk.AppContext.of({"locale": locale}).lang == lang
@@ -104,9 +125,19 @@ def test_locale_of_reads_the_context_one_way(locale: object, lang: str) -> None:
 
 
 def test_app_context_types_the_context_and_defaults_bad_fields() -> None:
-    raw = {"app": "notes", "role": "r", "workdir": "/w", "cwd_state": {"files": ["a"]},
-           "available_tools": ["read_file", 3], "session_id": "s1", "history_summary": "h",
-           "tool_results": {"step_1": {}}, "upstream": {}, "locale": "en", "new_field": 1}
+    raw = {
+        "app": "notes",
+        "role": "r",
+        "workdir": "/w",
+        "cwd_state": {"files": ["a"]},
+        "available_tools": ["read_file", 3],
+        "session_id": "s1",
+        "history_summary": "h",
+        "tool_results": {"step_1": {}},
+        "upstream": {},
+        "locale": "en",
+        "new_field": 1,
+    }
     ctx = aios_sdk.AppContext.of(raw)
     assert (ctx.app, ctx.workdir, ctx.session_id, ctx.locale) == ("notes", "/w", "s1", "en")
     assert ctx.cwd_state == {"files": ["a"]} and ctx.available_tools == ["read_file"]
@@ -126,11 +157,21 @@ def test_messages_pick_the_language_and_fill_fields() -> None:
 def test_view_helpers_build_replies_the_system_accepts() -> None:
     button = {"type": "button", "label": "Back", "action_id": "home"}
     text = aios_sdk.text_view("hi", title="T", actions=[button], state={"n": 1})
-    assert text == {"status": "ok", "view_type": "text", "data": {"title": "T", "content": "hi"},
-                    "actions": [button], "message": "hi", "state": {"n": 1}}
+    assert text == {
+        "status": "ok",
+        "view_type": "text",
+        "data": {"title": "T", "content": "hi"},
+        "actions": [button],
+        "message": "hi",
+        "state": {"n": 1},
+    }
     error = aios_sdk.error_view("no such file", title="Files: error", detail={"code": 1})
-    assert error == {"status": "error", "view_type": "error",
-                     "data": {"title": "Files: error", "message": "no such file",
-                              "detail": {"code": 1}}, "actions": [], "message": "no such file"}
+    assert error == {
+        "status": "error",
+        "view_type": "error",
+        "data": {"title": "Files: error", "message": "no such file", "detail": {"code": 1}},
+        "actions": [],
+        "message": "no such file",
+    }
     for reply in (text, error, aios_sdk.text_view("x", status="error", message="")):
         parse_response(reply)

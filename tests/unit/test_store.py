@@ -35,8 +35,14 @@ def test_many_threads_writing_at_once_lose_nothing(store: Store) -> None:
     def worker(n: int) -> None:
         barrier.wait()
         for i in range(per_thread):
-            store.audit(app=f"app{n}", tool="cache_set", args=f'{{"i": {i}}}', status="ok",
-                        duration_ms=0.1, session_id="s1")
+            store.audit(
+                app=f"app{n}",
+                tool="cache_set",
+                args=f'{{"i": {i}}}',
+                status="ok",
+                duration_ms=0.1,
+                session_id="s1",
+            )
             store.cache_set(f"app{n}", f"k{i}", {"n": n, "i": i})
             store.add_history("s1", "user", f"{n}-{i}")
 
@@ -47,8 +53,10 @@ def test_many_threads_writing_at_once_lose_nothing(store: Store) -> None:
         t.join()
     assert len(store.audit_rows(limit=5000)) == threads * per_thread
     assert len(store.history("s1", limit=5000)) == threads * per_thread
-    assert all(store.cache_get(f"app{n}", f"k{per_thread - 1}") == {"n": n, "i": per_thread - 1}
-               for n in range(threads))
+    assert all(
+        store.cache_get(f"app{n}", f"k{per_thread - 1}") == {"n": n, "i": per_thread - 1}
+        for n in range(threads)
+    )
 
 
 def test_cache_namespaces_and_ttl(tmp_path: Path) -> None:
@@ -74,19 +82,35 @@ def test_session_memory_survives_reopening(tmp_path: Path) -> None:
     s.add_history(sid, "user", "帮我播放周杰伦的歌")
     s.add_history(sid, "app", {"message": "为你找到 2 首歌"}, app="music")
     s.upsert_task(sid, "t1", app="music", instruction="播放", depends_on=[], status="running")
-    s.upsert_task(sid, "t0", app="notes", instruction="打开", depends_on=[], status="done",
-                  result={"message": "ok"})
+    s.upsert_task(
+        sid,
+        "t0",
+        app="notes",
+        instruction="打开",
+        depends_on=[],
+        status="done",
+        result={"message": "ok"},
+    )
     s.set_context_var(sid, "current_song", "七里香")
     s.set_agent_state(sid, "music", {"volume": 70})
-    s.audit(app="music", tool="http_request", args="{}", status="denied", duration_ms=0.3,
-            session_id=sid, error="domain not allowed")
+    s.audit(
+        app="music",
+        tool="http_request",
+        args="{}",
+        status="denied",
+        duration_ms=0.3,
+        session_id=sid,
+        error="domain not allowed",
+    )
     s.close()
 
     s2 = Store(path)
     mem = s2.session(sid)
     assert mem is not None
-    assert [h["content"] for h in mem["history"]] == ["帮我播放周杰伦的歌",
-                                                      {"message": "为你找到 2 首歌"}]
+    assert [h["content"] for h in mem["history"]] == [
+        "帮我播放周杰伦的歌",
+        {"message": "为你找到 2 首歌"},
+    ]
     assert [t["task_id"] for t in mem["current_tasks"]] == ["t1"]
     assert mem["completed_tasks"][0]["result"] == {"message": "ok"}
     assert mem["context"] == {"current_song": "七里香"}
@@ -97,6 +121,7 @@ def test_session_memory_survives_reopening(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ hardening
+
 
 def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
@@ -167,7 +192,8 @@ def _damage(path: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["bad header", "truncated", "garbage pages"])
 def test_a_damaged_database_at_start_is_moved_aside_with_one_line(
-        tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "aios.db"
     s = Store(path)
     for i in range(3000):
@@ -197,24 +223,34 @@ def test_a_zero_length_database_is_a_fresh_one(tmp_path: Path) -> None:
 
 
 def test_tasks_of_every_instruction_are_kept_and_unfinished_ones_are_interrupted(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "aios.db"
     s = Store(path)
     sid = s.ensure_session()
     for n in range(4):  # the planner numbers every plan's tasks from t1
-        s.upsert_task(sid, f"run{n}-t1", app="echo", instruction=f"say {n}", depends_on=[],
-                      status="done", result={"message": f"said {n}"})
-    s.upsert_task(sid, "run4-t1", app="echo", instruction="hang", depends_on=[],
-                  status="running")
+        s.upsert_task(
+            sid,
+            f"run{n}-t1",
+            app="echo",
+            instruction=f"say {n}",
+            depends_on=[],
+            status="done",
+            result={"message": f"said {n}"},
+        )
+    s.upsert_task(sid, "run4-t1", app="echo", instruction="hang", depends_on=[], status="running")
     s.close()
     s2 = Store(path)
     assert s2.interrupt_unfinished_tasks() == 1
     mem = s2.session(sid)
     assert mem is not None and mem["current_tasks"] == []
-    done = [(t["instruction"], (t["result"] or {}).get("message"), t["status"])
-            for t in mem["completed_tasks"]]
-    assert done == [(f"say {n}", f"said {n}", "done") for n in range(4)] + \
-        [("hang", None, "interrupted")]
+    done = [
+        (t["instruction"], (t["result"] or {}).get("message"), t["status"])
+        for t in mem["completed_tasks"]
+    ]
+    assert done == [(f"say {n}", f"said {n}", "done") for n in range(4)] + [
+        ("hang", None, "interrupted")
+    ]
     s2.close()
 
 
@@ -240,15 +276,27 @@ def test_prune_keeps_retention_by_count_and_age(store: Store) -> None:
         store.record_llm_usage(provider="p", model="m", latency_ms=1, ok=True)
     store.cache_set("app", "gone", 1, ttl=0.001)
     later = time.time() + 0.01
-    deleted = store.prune(audit_rows=10, audit_days=30, history_rows_per_session=5,
-                          history_days=90, llm_usage_rows=8, now=later)
+    deleted = store.prune(
+        audit_rows=10,
+        audit_days=30,
+        history_rows_per_session=5,
+        history_days=90,
+        llm_usage_rows=8,
+        now=later,
+    )
     assert deleted["tool_calls_log"] == 20 and deleted["llm_usage"] == 22
     assert deleted["history"] == 50 and deleted["cache"] == 1
     assert [h["content"] for h in store.history("s1")] == [f"a{i}" for i in range(25, 30)]
     assert len(store.audit_rows(limit=100)) == 10
     # a day later with a retention of half a day, everything ages out
-    deleted = store.prune(audit_rows=10, audit_days=0.5, history_rows_per_session=5,
-                          history_days=0.5, llm_usage_rows=8, now=later + 86400)
+    deleted = store.prune(
+        audit_rows=10,
+        audit_days=0.5,
+        history_rows_per_session=5,
+        history_days=0.5,
+        llm_usage_rows=8,
+        now=later + 86400,
+    )
     assert store.audit_rows() == [] and store.history("s1") == []
     assert store.session("s1") is None
     before = store.size_bytes()
@@ -283,7 +331,8 @@ def test_the_pruner_thread_prunes_at_start_and_every_interval(tmp_path: Path) ->
 
 
 def test_out_of_file_descriptors_is_a_clear_error_and_the_pool_keeps_working(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     s = Store(tmp_path / "aios.db", pool_size=1)
     s.add_history("s1", "user", "before")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -95,8 +95,7 @@ class _Gate(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def gate() -> Iterator[tuple[str, type[_Gate]]]:
-    handler = type("Gate", (_Gate,), {"arrived": threading.Event(),
-                                      "release": threading.Event()})
+    handler = type("Gate", (_Gate,), {"arrived": threading.Event(), "release": threading.Event()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -110,14 +109,15 @@ def gate() -> Iterator[tuple[str, type[_Gate]]]:
 
 
 def test_save_to_after_a_folder_swap_creates_nothing_outside(
-        mode: str, ctx: ToolContext, workdir: Path, outside: Path,
-        gate: tuple[str, type[_Gate]]) -> None:
+    mode: str, ctx: ToolContext, workdir: Path, outside: Path, gate: tuple[str, type[_Gate]]
+) -> None:
     url, handler = gate
     assert run(ctx, "file_write", path="d/x", content="x").status == "ok"
     before = outside_state(outside)
     results: list[ToolResult] = []
-    worker = threading.Thread(target=lambda: results.append(
-        run(ctx, "http_request", url=url, save_to="d/owned.txt")))
+    worker = threading.Thread(
+        target=lambda: results.append(run(ctx, "http_request", url=url, save_to="d/owned.txt"))
+    )
     worker.start()
     assert handler.arrived.wait(WAIT), "the request never reached the server"
     # The path was checked when the step started; now the folder becomes a link out.
@@ -173,6 +173,7 @@ def _into_place(src: Path, dst: Path) -> None:
 @pytest.fixture
 def files_url(ctx: ToolContext) -> Iterator[str]:
     """The real app-files route on 127.0.0.1, serving the app ``demo``."""
+
     class OneApp:
         config: Any = None
 
@@ -195,7 +196,8 @@ def files_url(ctx: ToolContext) -> Iterator[str]:
 
 
 def test_a_swapping_loop_never_lets_a_tool_read_or_open_outside(
-        mode: str, ctx: ToolContext, workdir: Path, outside: Path, files_url: str) -> None:
+    mode: str, ctx: ToolContext, workdir: Path, outside: Path, files_url: str
+) -> None:
     assert workdir.parent.parent.parent / "outside" == outside
     before = outside_state(outside)
     stop = threading.Event()
@@ -222,7 +224,8 @@ def test_a_swapping_loop_never_lets_a_tool_read_or_open_outside(
 
 
 def test_a_hard_link_to_an_outside_file_is_refused(
-        mode: str, ctx: ToolContext, workdir: Path, outside: Path, files_url: str) -> None:
+    mode: str, ctx: ToolContext, workdir: Path, outside: Path, files_url: str
+) -> None:
     os.link(outside / "secret.txt", workdir / "hl.txt")
     r = run(ctx, "file_read", path="hl.txt")
     assert r.status == "error" and "hard link" in (r.error or "")
@@ -240,7 +243,8 @@ def test_a_hard_link_to_an_outside_file_is_refused(
 
 
 def test_inside_the_workdir_everything_still_works(
-        mode: str, ctx: ToolContext, workdir: Path, files_url: str) -> None:
+    mode: str, ctx: ToolContext, workdir: Path, files_url: str
+) -> None:
     assert run(ctx, "file_write", path="sub/deeper/real.txt", content="hello").status == "ok"
     (workdir / "alias").symlink_to("sub/deeper/real.txt")
     (workdir / "dirlink").symlink_to("sub")

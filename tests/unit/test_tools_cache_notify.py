@@ -15,8 +15,20 @@ from aios.tools import ToolContext, invoke
 from aios.tools.cache import MAX_VALUE_BYTES, publish_ui_snapshot
 from tests.conftest import make_ctx
 
-SNAPSHOT = {"elements": [{"id": "btn_play", "type": "button", "label": "播放",
-                          "x": 100, "y": 200, "width": 80, "height": 36, "visible": True}]}
+SNAPSHOT = {
+    "elements": [
+        {
+            "id": "btn_play",
+            "type": "button",
+            "label": "播放",
+            "x": 100,
+            "y": 200,
+            "width": 80,
+            "height": 36,
+            "visible": True,
+        }
+    ]
+}
 
 
 @pytest.fixture
@@ -72,8 +84,9 @@ def test_entries_expire_after_their_ttl(ctx: ToolContext, store: Store) -> None:
     assert run(ctx, "cache_get", key="long").result == "stays"
 
 
-def test_another_apps_keys_are_out_of_reach(ctx: ToolContext, other: ToolContext,
-                                            store: Store) -> None:
+def test_another_apps_keys_are_out_of_reach(
+    ctx: ToolContext, other: ToolContext, store: Store
+) -> None:
     run(ctx, "cache_set", key="secret", value="demo's")
     for key in ("secret", "demo:secret", "demo/secret"):
         r = run(other, "cache_get", key=key)
@@ -112,16 +125,16 @@ def test_concurrent_sets_from_threads_lose_nothing(ctx: ToolContext) -> None:
     assert sum(1 for row in rows if row["tool"] == "cache_set") == 6 * 40
 
 
-def test_ui_snapshot_needs_desktop_control(workdir: Path, store: Store,
-                                           ctx: ToolContext) -> None:
+def test_ui_snapshot_needs_desktop_control(workdir: Path, store: Store, ctx: ToolContext) -> None:
     publish_ui_snapshot(store, SNAPSHOT)
     denied = run(ctx, "cache_get", key="desktop:ui_snapshot")
     assert denied.status == "error" and denied.result is None
     assert "desktop.control" in (denied.error or "")
     assert audit_status(ctx) == "denied"
 
-    control = make_ctx(workdir, store, app_id="system_control",
-                       permissions=frozenset({"desktop.control"}))
+    control = make_ctx(
+        workdir, store, app_id="system_control", permissions=frozenset({"desktop.control"})
+    )
     r = run(control, "cache_get", key="desktop:ui_snapshot")
     assert r.status == "ok" and r.result == SNAPSHOT and r.meta == {"hit": True}
 
@@ -131,8 +144,7 @@ def test_ui_snapshot_needs_desktop_control(workdir: Path, store: Store,
     assert run(control, "cache_get", key="desktop:ui_snapshot").result == SNAPSHOT
 
 
-def test_an_app_named_like_a_system_namespace_gets_no_cache(workdir: Path,
-                                                            store: Store) -> None:
+def test_an_app_named_like_a_system_namespace_gets_no_cache(workdir: Path, store: Store) -> None:
     publish_ui_snapshot(store, SNAPSHOT)
     impostor = make_ctx(workdir, store, app_id="desktop")
     r = run(impostor, "cache_set", key="ui_snapshot", value={"elements": []})
@@ -141,17 +153,21 @@ def test_an_app_named_like_a_system_namespace_gets_no_cache(workdir: Path,
     assert store.cache_get("desktop", "ui_snapshot") == SNAPSHOT
 
 
-@pytest.mark.parametrize("args, field", [
-    ({"key": ""}, "key"),
-    ({"key": "k" * 257}, "key"),
-    ({"key": "k", "value": object()}, "JSON-serialisable"),
-    ({"key": "k", "value": "x" * MAX_VALUE_BYTES}, "over the cache limit"),
-    ({"key": "k", "value": 1, "ttl": 0}, "ttl"),
-    ({"key": "k", "value": 1, "ttl": -5}, "ttl"),
-    ({"key": "k"}, "value"),
-])
-def test_bad_cache_set_is_refused_and_stores_nothing(ctx: ToolContext, store: Store,
-                                                     args: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        ({"key": ""}, "key"),
+        ({"key": "k" * 257}, "key"),
+        ({"key": "k", "value": object()}, "JSON-serialisable"),
+        ({"key": "k", "value": "x" * MAX_VALUE_BYTES}, "over the cache limit"),
+        ({"key": "k", "value": 1, "ttl": 0}, "ttl"),
+        ({"key": "k", "value": 1, "ttl": -5}, "ttl"),
+        ({"key": "k"}, "value"),
+    ],
+)
+def test_bad_cache_set_is_refused_and_stores_nothing(
+    ctx: ToolContext, store: Store, args: dict[str, Any], field: str
+) -> None:
     r = run(ctx, "cache_set", **args)
     assert r.status == "error" and field in (r.error or "")
     assert audit_status(ctx) == "denied"
@@ -175,8 +191,12 @@ def test_notify_reaches_the_desktop(workdir: Path, store: Store) -> None:
     [(kind, data)] = events
     assert kind == "notify"
     assert {k: data[k] for k in ("id", "app", "title", "body", "level")} == {
-        "id": r.result["id"], "app": "demo", "title": "下载完成", "body": "七里香.mp3",
-        "level": "success"}
+        "id": r.result["id"],
+        "app": "demo",
+        "title": "下载完成",
+        "body": "七里香.mp3",
+        "level": "success",
+    }
     assert isinstance(data["ts"], float)
     assert audit_status(ctx) == "ok"
 
@@ -204,13 +224,17 @@ def test_notify_survives_a_broken_event_channel(workdir: Path, store: Store) -> 
     assert r.meta is not None and "socket closed" in r.meta["reason"]
 
 
-@pytest.mark.parametrize("args, field", [
-    ({"title": "t", "level": "fatal"}, "level"),
-    ({"title": ""}, "title"),
-    ({"body": "no title"}, "title"),
-])
-def test_bad_notify_is_refused_and_nothing_is_shown(workdir: Path, store: Store,
-                                                    args: dict[str, Any], field: str) -> None:
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        ({"title": "t", "level": "fatal"}, "level"),
+        ({"title": ""}, "title"),
+        ({"body": "no title"}, "title"),
+    ],
+)
+def test_bad_notify_is_refused_and_nothing_is_shown(
+    workdir: Path, store: Store, args: dict[str, Any], field: str
+) -> None:
     events: list[Any] = []
     ctx = make_ctx(workdir, store, emit=lambda kind, data: events.append(data))
     r = run(ctx, "notify", **args)

@@ -39,11 +39,18 @@ def test_create_insert_select(ctx: ToolContext, workdir: Path) -> None:
     r = q(ctx, "INSERT INTO songs (title, plays) VALUES (?, ?)", ["七里香", 3])
     assert r.result["rowcount"] == 1 and r.meta is not None and r.meta["lastrowid"] == 1
     q(ctx, "INSERT INTO songs (title, plays) VALUES (:t, :p)", {"t": "稻香", "p": 5})
-    r = q(ctx, "SELECT title, plays FROM songs WHERE plays >= ? ORDER BY plays", [1],
-          dsn="sqlite:///notes.db")
+    r = q(
+        ctx,
+        "SELECT title, plays FROM songs WHERE plays >= ? ORDER BY plays",
+        [1],
+        dsn="sqlite:///notes.db",
+    )
     assert r.status == "ok"
-    assert r.result == {"columns": ["title", "plays"],
-                        "rows": [["七里香", 3], ["稻香", 5]], "rowcount": 2}
+    assert r.result == {
+        "columns": ["title", "plays"],
+        "rows": [["七里香", 3], ["稻香", 5]],
+        "rowcount": 2,
+    }
     assert r.meta == {"dsn": "workspace/notes.db", "truncated": False}
     assert audit_status(ctx) == "ok"
     # The writes were committed: another connection sees them.
@@ -69,8 +76,11 @@ def test_objects_are_stored_as_json_and_blobs_come_back_as_base64(ctx: ToolConte
 
 
 def test_rows_are_capped(ctx: ToolContext) -> None:
-    r = q(ctx, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500)"
-               " SELECT x FROM c")
+    r = q(
+        ctx,
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500)"
+        " SELECT x FROM c",
+    )
     assert r.status == "ok"
     assert len(r.result["rows"]) == 1000 and r.result["rows"][-1] == [1000]
     assert r.meta is not None and r.meta["truncated"] is True
@@ -97,18 +107,28 @@ def test_sql_errors_carry_the_sqlite_message(ctx: ToolContext) -> None:
 def test_a_runaway_query_times_out(workdir: Path, store: Store) -> None:
     ctx = make_ctx(workdir, store)
     ctx.timeouts["db_query"] = 0.3
-    r = q(ctx, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
-               " SELECT count(*) FROM c")
+    r = q(
+        ctx,
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    )
     assert r.status == "error"
     assert r.error == "db_query: timed out after 0.3s"
     assert audit_status(ctx) == "error"
 
 
-@pytest.mark.parametrize("dsn", ["../../other/workspace/x.db", "/tmp/aios_db_escape.db",
-                                 "sqlite:////tmp/aios_db_escape.db",
-                                 "postgresql://localhost/db", "file:x.db?mode=rwc"])
-def test_databases_outside_the_workdir_are_refused(ctx: ToolContext, tmp_path: Path,
-                                                   dsn: str) -> None:
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        "../../other/workspace/x.db",
+        "/tmp/aios_db_escape.db",
+        "sqlite:////tmp/aios_db_escape.db",
+        "postgresql://localhost/db",
+        "file:x.db?mode=rwc",
+    ],
+)
+def test_databases_outside_the_workdir_are_refused(
+    ctx: ToolContext, tmp_path: Path, dsn: str
+) -> None:
     r = q(ctx, "CREATE TABLE pwned (x)", dsn=dsn)
     assert r.status == "error"
     assert (r.error or "").startswith(("database policy", "path confinement"))
@@ -128,8 +148,7 @@ def test_attach_outside_the_workdir_is_refused(ctx: ToolContext, tmp_path: Path)
     assert not outside.exists()
 
 
-def test_attach_forms_that_cannot_be_checked_are_refused(ctx: ToolContext,
-                                                         tmp_path: Path) -> None:
+def test_attach_forms_that_cannot_be_checked_are_refused(ctx: ToolContext, tmp_path: Path) -> None:
     r = q(ctx, "ATTACH ? AS o", [str(tmp_path / "p.db")])
     assert r.status == "error" and "string literal" in (r.error or "")
     r = q(ctx, "ATTACH 'rel.db' AS o")

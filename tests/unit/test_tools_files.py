@@ -62,8 +62,7 @@ def test_read_returns_the_text_itself(ctx: ToolContext, workdir: Path) -> None:
     assert "greeting.txt" in row["args"]
 
 
-def test_read_accepts_the_workdir_name_as_first_component(ctx: ToolContext,
-                                                          workdir: Path) -> None:
+def test_read_accepts_the_workdir_name_as_first_component(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "recent.json").write_text("[]")
     assert run(ctx, "file_read", path="workspace/recent.json").result == "[]"
 
@@ -96,8 +95,7 @@ def test_read_is_capped_on_a_character_boundary(workdir: Path, store: Store) -> 
     assert limited.meta is not None and limited.meta["truncated"] is True
 
 
-def test_binary_is_decoded_with_replacement_and_says_so(ctx: ToolContext,
-                                                        workdir: Path) -> None:
+def test_binary_is_decoded_with_replacement_and_says_so(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "blob.bin").write_bytes(b"ab\xff\xfe\x00cd")
     r = run(ctx, "file_read", path="blob.bin")
     assert r.status == "ok"
@@ -112,8 +110,9 @@ def test_missing_file_is_an_error_naming_it(ctx: ToolContext) -> None:
     assert last_audit(ctx)["status"] == "error"
 
 
-@pytest.mark.parametrize("path", ["../../../config.json", "/etc/passwd",
-                                  "../../other/workspace/private.txt"])
+@pytest.mark.parametrize(
+    "path", ["../../../config.json", "/etc/passwd", "../../other/workspace/private.txt"]
+)
 def test_read_outside_the_workdir_is_refused(ctx: ToolContext, path: str) -> None:
     r = run(ctx, "file_read", path=path)
     assert r.status == "error"
@@ -123,9 +122,9 @@ def test_read_outside_the_workdir_is_refused(ctx: ToolContext, path: str) -> Non
     assert (row["tool"], row["status"]) == ("file_read", "denied")
 
 
-def test_read_through_a_symlink_pointing_outside_is_refused(ctx: ToolContext,
-                                                           workdir: Path,
-                                                           tmp_path: Path) -> None:
+def test_read_through_a_symlink_pointing_outside_is_refused(
+    ctx: ToolContext, workdir: Path, tmp_path: Path
+) -> None:
     (workdir / "cfg").symlink_to(tmp_path / "config.json")
     r = run(ctx, "file_read", path="cfg")
     assert r.status == "error" and "outside" in (r.error or "")
@@ -150,8 +149,7 @@ def test_read_of_a_fifo_is_refused_without_blocking(ctx: ToolContext, workdir: P
 # ----------------------------------------------------------------- file_write
 
 
-def test_write_creates_folders_and_reports_path_and_size(ctx: ToolContext,
-                                                         workdir: Path) -> None:
+def test_write_creates_folders_and_reports_path_and_size(ctx: ToolContext, workdir: Path) -> None:
     r = run(ctx, "file_write", path="notes/day/a.txt", content="héllo")
     assert r.status == "ok"
     assert r.result == {"path": "workspace/notes/day/a.txt", "size": 6}
@@ -187,8 +185,7 @@ def test_overwrite_keeps_the_file_mode(ctx: ToolContext, workdir: Path) -> None:
     assert f.read_text() == "new" and (f.stat().st_mode & 0o777) == 0o750
 
 
-def test_too_big_write_is_refused_and_the_old_file_is_intact(workdir: Path,
-                                                             store: Store) -> None:
+def test_too_big_write_is_refused_and_the_old_file_is_intact(workdir: Path, store: Store) -> None:
     ctx = make_ctx(workdir, store, sandbox=SandboxConfig(max_file_bytes=1024))
     old = workdir / "data.txt"
     old.write_bytes(b"old content\x00\xff")
@@ -206,8 +203,7 @@ def test_too_big_write_is_refused_and_the_old_file_is_intact(workdir: Path,
 
 
 @pytest.mark.parametrize("path", ["../escape.txt", "../../other/workspace/private.txt"])
-def test_write_outside_the_workdir_is_refused(ctx: ToolContext, tmp_path: Path,
-                                              path: str) -> None:
+def test_write_outside_the_workdir_is_refused(ctx: ToolContext, tmp_path: Path, path: str) -> None:
     before = snapshot(tmp_path)
     r = run(ctx, "file_write", path=path, content="pwned")
     assert r.status == "error" and "outside" in (r.error or "")
@@ -222,9 +218,9 @@ def test_absolute_path_write_is_refused(ctx: ToolContext, tmp_path: Path) -> Non
     assert not target.exists()
 
 
-def test_write_through_a_symlink_pointing_outside_is_refused(ctx: ToolContext,
-                                                            workdir: Path,
-                                                            tmp_path: Path) -> None:
+def test_write_through_a_symlink_pointing_outside_is_refused(
+    ctx: ToolContext, workdir: Path, tmp_path: Path
+) -> None:
     (workdir / "cfg.json").symlink_to(tmp_path / "config.json")
     (workdir / "other").symlink_to(tmp_path / "apps/other/workspace")
     (workdir / "dangling").symlink_to(tmp_path / "created_by_app.txt")
@@ -237,8 +233,7 @@ def test_write_through_a_symlink_pointing_outside_is_refused(ctx: ToolContext,
     assert (workdir / "cfg.json").is_symlink()
 
 
-def test_write_through_a_symlink_inside_updates_its_target(ctx: ToolContext,
-                                                          workdir: Path) -> None:
+def test_write_through_a_symlink_inside_updates_its_target(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "real.txt").write_text("old")
     (workdir / "alias.txt").symlink_to("real.txt")
     r = run(ctx, "file_write", path="alias.txt", content="new")
@@ -247,8 +242,7 @@ def test_write_through_a_symlink_inside_updates_its_target(ctx: ToolContext,
     assert (workdir / "real.txt").read_text() == "new"
 
 
-def test_write_bad_arguments_are_refused_naming_the_field(ctx: ToolContext,
-                                                          workdir: Path) -> None:
+def test_write_bad_arguments_are_refused_naming_the_field(ctx: ToolContext, workdir: Path) -> None:
     r = run(ctx, "file_write", path="a.txt", content="x", mode="truncate")
     assert r.status == "error" and "mode" in (r.error or "")
     r = run(ctx, "file_write", path="a.txt", content={1, 2})
@@ -269,8 +263,7 @@ def test_write_onto_a_folder_is_an_error(ctx: ToolContext, workdir: Path) -> Non
 # ------------------------------------------------------------------ file_list
 
 
-def test_list_shows_sorted_entries_with_type_size_and_time(ctx: ToolContext,
-                                                           workdir: Path) -> None:
+def test_list_shows_sorted_entries_with_type_size_and_time(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "b.mp3").write_bytes(b"\x00" * 10)
     (workdir / "a.txt").write_text("hi")
     (workdir / "sub").mkdir()
@@ -279,7 +272,10 @@ def test_list_shows_sorted_entries_with_type_size_and_time(ctx: ToolContext,
     assert r.result["path"] == "workspace"
     entries = r.result["entries"]
     assert [(e["name"], e["type"], e["size"]) for e in entries] == [
-        ("a.txt", "file", 2), ("b.mp3", "file", 10), ("sub", "dir", None)]
+        ("a.txt", "file", 2),
+        ("b.mp3", "file", 10),
+        ("sub", "dir", None),
+    ]
     assert entries[0]["modified"].startswith(time.strftime("%Y", time.gmtime()))
     assert r.meta == {"count": 3, "total": 3, "truncated": False}
     assert run(ctx, "file_list").result == r.result  # default "." is the workdir too
@@ -293,13 +289,16 @@ def test_list_filters_by_pattern(ctx: ToolContext, workdir: Path) -> None:
     assert [e["name"] for e in r.result["entries"]] == ["a.mp3", "b.mp3"]
 
 
-def test_list_does_not_follow_links_out_of_the_workdir(ctx: ToolContext, workdir: Path,
-                                                       tmp_path: Path) -> None:
+def test_list_does_not_follow_links_out_of_the_workdir(
+    ctx: ToolContext, workdir: Path, tmp_path: Path
+) -> None:
     (workdir / "escape").symlink_to(tmp_path / "apps/other/workspace")
     (workdir / "cfg").symlink_to(tmp_path / "config.json")
     r = run(ctx, "file_list")
     assert [(e["name"], e["type"], e["size"]) for e in r.result["entries"]] == [
-        ("cfg", "link", None), ("escape", "link", None)]
+        ("cfg", "link", None),
+        ("escape", "link", None),
+    ]
     inside = run(ctx, "file_list", path="escape")
     assert inside.status == "error" and "outside" in (inside.error or "")
     assert inside.result is None

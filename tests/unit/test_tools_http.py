@@ -63,11 +63,14 @@ def test_json_body_is_parsed_and_meta_describes_the_response(hctx, server, store
     assert (row["tool"], row["status"], row["app"]) == ("http_request", "ok", "demo")
 
 
-@pytest.mark.parametrize(("path", "text"), [
-    ("/text", "你好, world"),       # charset given
-    ("/html", "<p>七里香</p>"),      # no charset: UTF-8, not ISO-8859-1
-    ("/latin1", "café"),            # charset honoured
-])
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("/text", "你好, world"),  # charset given
+        ("/html", "<p>七里香</p>"),  # no charset: UTF-8, not ISO-8859-1
+        ("/latin1", "café"),  # charset honoured
+    ],
+)
 def test_text_bodies_are_decoded(hctx, server, path, text):
     r = call(hctx, url=server.url(path))
     assert r.status == "ok", r.error
@@ -81,8 +84,11 @@ def test_gzip_encoded_json_is_decoded(hctx, server):
 def test_binary_body_is_described_not_dumped(hctx, server):
     r = call(hctx, url=server.url("/binary"))
     assert r.status == "ok"
-    assert r.result == {"binary": True, "size": len(BINARY_BODY),
-                        "content_type": "application/octet-stream"}
+    assert r.result == {
+        "binary": True,
+        "size": len(BINARY_BODY),
+        "content_type": "application/octet-stream",
+    }
 
 
 def test_invalid_json_comes_back_as_text_with_a_note(hctx, server):
@@ -104,14 +110,24 @@ def test_head_returns_headers_only(hctx, server):
 
 
 def test_params_headers_and_json_body_reach_the_server(hctx, server):
-    r = call(hctx, method="POST", url=server.url("/echo?x=1"),
-             params={"keyword": "七里香 周杰伦", "page": 2, "exact": True, "tag": ["a", "b"]},
-             headers={"X-Trace": "abc", "X-Num": 7}, body={"song": "七里香", "n": [1, 2]})
+    r = call(
+        hctx,
+        method="POST",
+        url=server.url("/echo?x=1"),
+        params={"keyword": "七里香 周杰伦", "page": 2, "exact": True, "tag": ["a", "b"]},
+        headers={"X-Trace": "abc", "X-Num": 7},
+        body={"song": "七里香", "n": [1, 2]},
+    )
     assert r.status == "ok", r.error
     got = server.last()
     assert got.method == "POST"
-    assert got.query == {"x": ["1"], "keyword": ["七里香 周杰伦"], "page": ["2"],
-                         "exact": ["true"], "tag": ["a", "b"]}
+    assert got.query == {
+        "x": ["1"],
+        "keyword": ["七里香 周杰伦"],
+        "page": ["2"],
+        "exact": ["true"],
+        "tag": ["a", "b"],
+    }
     assert got.headers["x-trace"] == "abc" and got.headers["x-num"] == "7"
     assert got.headers["content-type"] == "application/json"
     assert got.headers["user-agent"] == "TritonAIOS/0.1"
@@ -119,8 +135,13 @@ def test_params_headers_and_json_body_reach_the_server(hctx, server):
 
 
 def test_string_body_is_sent_as_is_and_explicit_content_type_wins(hctx, server):
-    call(hctx, method="PUT", url=server.url("/echo"), body="a=1&b=2",
-         headers={"Content-Type": "application/x-www-form-urlencoded"})
+    call(
+        hctx,
+        method="PUT",
+        url=server.url("/echo"),
+        body="a=1&b=2",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     got = server.last()
     assert (got.method, got.body) == ("PUT", b"a=1&b=2")
     assert got.headers["content-type"] == "application/x-www-form-urlencoded"
@@ -191,15 +212,19 @@ def test_credentials_do_not_follow_a_redirect_to_another_host(hctx, server):
     secret = {"Authorization": "Bearer sk-1", "Cookie": "sid=1"}
     call(hctx, url=server.url("/redirect?to=/echo", host="localhost"), headers=secret)
     assert server.last().headers["authorization"] == "Bearer sk-1"  # same host: kept
-    call(hctx, url=server.url(f"/redirect?to={server.url('/echo')}", host="localhost"),
-         headers=secret)
+    call(
+        hctx,
+        url=server.url(f"/redirect?to={server.url('/echo')}", host="localhost"),
+        headers=secret,
+    )
     assert server.last().path == "/echo"
     assert "authorization" not in server.last().headers
     assert "cookie" not in server.last().headers
 
 
 def test_redirect_onto_a_forbidden_port_is_refused_before_it_is_fetched(
-        hctx, server, system, store):
+    hctx, server, system, store
+):
     r = call(hctx, url=server.url(f"/redirect?to={system.url('/json')}"))
     assert r.status == "error"
     assert r.error.startswith("redirect refused: network policy: port")
@@ -208,8 +233,12 @@ def test_redirect_onto_a_forbidden_port_is_refused_before_it_is_fetched(
 
 
 def test_redirect_out_of_the_whitelist_is_refused(workdir, store, server, system):
-    ctx = make_ctx(workdir, store, sandbox=SandboxConfig(http_domain_whitelist=["localhost"]),
-                   forbidden_ports=lambda: {system.port})
+    ctx = make_ctx(
+        workdir,
+        store,
+        sandbox=SandboxConfig(http_domain_whitelist=["localhost"]),
+        forbidden_ports=lambda: {system.port},
+    )
     r = call(ctx, url=server.url(f"/redirect?to={server.url('/json')}", host="localhost"))
     assert r.status == "error"
     assert "domain '127.0.0.1' is not in the whitelist" in r.error
@@ -220,15 +249,21 @@ def test_redirect_out_of_the_whitelist_is_refused(workdir, store, server, system
 
 
 def test_whitelist_allows_listed_domains_and_their_subdomains_only(workdir, store, server):
-    ctx = make_ctx(workdir, store, sandbox=SandboxConfig(
-        http_domain_whitelist=["localhost", "example.invalid"]))
+    ctx = make_ctx(
+        workdir,
+        store,
+        sandbox=SandboxConfig(http_domain_whitelist=["localhost", "example.invalid"]),
+    )
     assert call(ctx, url=server.url("/json", host="localhost")).status == "ok"
     # A subdomain passes the policy: what stops it is DNS, not the whitelist.
     r = call(ctx, url="http://api.example.invalid/x")
     assert r.error == "cannot resolve host 'api.example.invalid'"
     assert last_audit(store)["status"] == "error"
-    for url in ("http://example.invalid.evil.test/", "http://notexample.invalid/",
-                server.url("/json")):
+    for url in (
+        "http://example.invalid.evil.test/",
+        "http://notexample.invalid/",
+        server.url("/json"),
+    ):
         r = call(ctx, url=url)
         assert "not in the whitelist" in r.error, url
         assert last_audit(store)["status"] == "denied"
@@ -245,8 +280,7 @@ def test_the_systems_own_port_is_refused(hctx, system, store, host):
 
 
 @pytest.mark.parametrize("host", ["127.1", "2130706433", "[::ffff:127.0.0.1]"])
-def test_the_systems_port_is_refused_however_the_address_is_spelled(hctx, system, store,
-                                                                      host):
+def test_the_systems_port_is_refused_however_the_address_is_spelled(hctx, system, store, host):
     r = call(hctx, url=system.url("/json", host=host))
     assert r.status == "error"
     # caught by the URL policy (every loopback spelling) or, failing that, by the
@@ -256,8 +290,17 @@ def test_the_systems_port_is_refused_however_the_address_is_spelled(hctx, system
     assert system.requests == []
 
 
-@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/x", "http://[::1",
-                                 "not a url", "http:///nohost", "http://example.com:99999/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "http://[::1",
+        "not a url",
+        "http:///nohost",
+        "http://example.com:99999/",
+    ],
+)
 def test_malformed_or_non_http_urls_are_refused(hctx, store, url):
     r = call(hctx, url=url)
     assert r.status == "error"
@@ -274,15 +317,18 @@ def test_connection_refused_is_reported(hctx):
     assert r.error.startswith(f"connection refused by 127.0.0.1:{port}")
 
 
-@pytest.mark.parametrize(("args", "problem"), [
-    ({"method": "TRACE", "url": "http://x/"}, "method"),
-    ({"url": "http://x/", "headers": {"X-A": "1\r\nX-Injected: 2"}}, "line break"),
-    ({"url": "http://x/", "headers": {"Bad Name": "1"}}, "not a valid HTTP token"),
-    ({"url": "http://x/", "params": {"q": {"nested": 1}}}, "params.q"),
-    ({"method": "HEAD", "url": "http://x/", "save_to": "a.txt"}, "HEAD has none"),
-    ({"url": "http://x/", "timeout": 0}, "timeout"),
-    ({"url": "http://x/", "verify": False}, "verify"),
-])
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ({"method": "TRACE", "url": "http://x/"}, "method"),
+        ({"url": "http://x/", "headers": {"X-A": "1\r\nX-Injected: 2"}}, "line break"),
+        ({"url": "http://x/", "headers": {"Bad Name": "1"}}, "not a valid HTTP token"),
+        ({"url": "http://x/", "params": {"q": {"nested": 1}}}, "params.q"),
+        ({"method": "HEAD", "url": "http://x/", "save_to": "a.txt"}, "HEAD has none"),
+        ({"url": "http://x/", "timeout": 0}, "timeout"),
+        ({"url": "http://x/", "verify": False}, "verify"),
+    ],
+)
 def test_bad_arguments_are_refused_with_the_field_named(hctx, args, problem):
     r = invoke("http_request", args, hctx)
     assert r.status == "error"
@@ -351,8 +397,9 @@ def test_error_status_saves_nothing_and_returns_the_body(hctx, server, workdir):
 
 
 @pytest.mark.parametrize("target", ["../escape.txt", "/tmp/escape.txt", "workspace"])
-def test_save_to_outside_the_workdir_is_refused_before_fetching(hctx, server, workdir,
-                                                                 store, target):
+def test_save_to_outside_the_workdir_is_refused_before_fetching(
+    hctx, server, workdir, store, target
+):
     r = call(hctx, url=server.url("/text"), save_to=target)
     assert r.status == "error"
     assert "workdir" in r.error

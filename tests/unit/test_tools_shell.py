@@ -36,9 +36,14 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def ctx_for(workdir: Path, store: Store | None, mode: str = "auto",
-            processes: ProcessTable | None = None, config: Config | None = None,
-            **sandbox: Any) -> ToolContext:
+def ctx_for(
+    workdir: Path,
+    store: Store | None,
+    mode: str = "auto",
+    processes: ProcessTable | None = None,
+    config: Config | None = None,
+    **sandbox: Any,
+) -> ToolContext:
     cfg = SandboxConfig(os_sandbox=mode, **sandbox)  # type: ignore[arg-type]
     return make_ctx(workdir, store, sandbox=cfg, processes=processes, config=config)
 
@@ -63,8 +68,7 @@ def py(code: str) -> list[str]:
 def test_echo_returns_the_result_shape(sh: ToolContext, mode: str) -> None:
     r = run(sh, "echo hello   world")
     assert r.status == "ok", r.error
-    assert r.result == {"exit_code": 0, "stdout": "hello world\n", "stderr": "",
-                        "truncated": False}
+    assert r.result == {"exit_code": 0, "stdout": "hello world\n", "stderr": "", "truncated": False}
     assert r.meta == {"os_sandbox": "bubblewrap" if mode == "auto" else "off"}
 
 
@@ -72,8 +76,12 @@ def test_nonzero_exit_is_an_error_that_keeps_the_output(sh: ToolContext) -> None
     r = run(sh, py("import sys; print('partial'); print('oops', file=sys.stderr); sys.exit(3)"))
     assert r.status == "error"
     assert r.error == "exit code 3"
-    assert r.result == {"exit_code": 3, "stdout": "partial\n", "stderr": "oops\n",
-                        "truncated": False}
+    assert r.result == {
+        "exit_code": 3,
+        "stdout": "partial\n",
+        "stderr": "oops\n",
+        "truncated": False,
+    }
 
 
 def test_a_pipeline_feeds_one_stage_into_the_next(sh: ToolContext) -> None:
@@ -103,12 +111,20 @@ def test_words_are_split_like_a_shell_without_expansion(sh: ToolContext) -> None
 def test_a_command_cannot_leave_processes_behind(sh: ToolContext) -> None:
     marker = f"leftover-{uuid.uuid4().hex}"
     child = f"import time; time.sleep(60)  # {marker}"
-    r = run(sh, py(f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {child!r}])\n"
-                   "print('parent done')"))
+    r = run(
+        sh,
+        py(
+            f"import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', {child!r}])\n"
+            "print('parent done')"
+        ),
+    )
     assert r.status == "ok", r.error
     assert r.result["stdout"] == "parent done\n"
-    assert not [p for p in psutil.process_iter(["cmdline"])
-                if any(marker in part for part in p.info["cmdline"] or [])]
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if any(marker in part for part in p.info["cmdline"] or [])
+    ]
 
 
 def test_cwd_is_resolved_inside_the_workdir(sh: ToolContext, workdir: Path) -> None:
@@ -120,12 +136,15 @@ def test_cwd_is_resolved_inside_the_workdir(sh: ToolContext, workdir: Path) -> N
     assert r.result["stdout"] == f"{workdir / 'sub'}\n"
 
 
-@pytest.mark.parametrize(("cwd", "message"), [
-    ("..", "path confinement: '..' resolves outside the app's workdir"),
-    ("/tmp", "path confinement: absolute path '/tmp' refused"),
-    ("nowhere", "path not found: 'nowhere'"),
-    ("file.txt", "cwd 'file.txt' is not a directory"),
-])
+@pytest.mark.parametrize(
+    ("cwd", "message"),
+    [
+        ("..", "path confinement: '..' resolves outside the app's workdir"),
+        ("/tmp", "path confinement: absolute path '/tmp' refused"),
+        ("nowhere", "path not found: 'nowhere'"),
+        ("file.txt", "cwd 'file.txt' is not a directory"),
+    ],
+)
 def test_a_bad_cwd_is_refused(sh: ToolContext, workdir: Path, cwd: str, message: str) -> None:
     (workdir / "file.txt").write_text("x")
     r = run(sh, "ls", cwd=cwd)
@@ -133,13 +152,15 @@ def test_a_bad_cwd_is_refused(sh: ToolContext, workdir: Path, cwd: str, message:
     assert r.error is not None and r.error.startswith(message)
 
 
-def test_the_environment_is_scrubbed(sh: ToolContext, workdir: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_is_scrubbed(
+    sh: ToolContext, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-leak")
     monkeypatch.setenv("AIOS_APP_TOKEN", "tok-leak")
     monkeypatch.setenv("PATH", "/root/.pyenv/shims:" + SANE_PATH)
-    r = run(sh, py("import json, os, sys; print(json.dumps(dict(os.environ))); "
-                   "print(sys.executable)"))
+    r = run(
+        sh, py("import json, os, sys; print(json.dumps(dict(os.environ))); print(sys.executable)")
+    )
     assert r.status == "ok", r.error
     env_line, exe = r.result["stdout"].splitlines()
     env = json.loads(env_line)
@@ -237,17 +258,21 @@ def test_file_size_limit_stops_a_big_write(workdir: Path, store: Store, mode: st
 # ------------------------------------------------------------ process_start
 
 
-def start(ctx: ToolContext, cmd: str, args: list[str] | None = None,
-          background: bool = False) -> ToolResult:
-    return invoke("process_start", {"cmd": cmd, "args": args or [], "background": background},
-                  ctx)
+def start(
+    ctx: ToolContext, cmd: str, args: list[str] | None = None, background: bool = False
+) -> ToolResult:
+    return invoke("process_start", {"cmd": cmd, "args": args or [], "background": background}, ctx)
 
 
 def test_process_start_in_the_foreground_answers_like_shell_exec(sh: ToolContext) -> None:
     r = start(sh, "python3", ["-c", "import sys; print(sys.argv[1:])", "a b", "c"])
     assert r.status == "ok", r.error
-    assert r.result == {"exit_code": 0, "stdout": "['a b', 'c']\n", "stderr": "",
-                        "truncated": False}
+    assert r.result == {
+        "exit_code": 0,
+        "stdout": "['a b', 'c']\n",
+        "stderr": "",
+        "truncated": False,
+    }
     assert start(sh, "echo one two").result["stdout"] == "one two\n"
 
 
@@ -258,20 +283,21 @@ def test_process_start_args_obey_the_same_rules(sh: ToolContext) -> None:
     assert start(sh, "rm", ["x"]).error.startswith("command whitelist: 'rm' is not allowed")
 
 
-def test_a_background_process_logs_into_the_workdir(workdir: Path, store: Store,
-                                                    mode: str) -> None:
+def test_a_background_process_logs_into_the_workdir(workdir: Path, store: Store, mode: str) -> None:
     table = ProcessTable(max_per_app=2)
     ctx = ctx_for(workdir, store, mode, processes=table)
     try:
-        r = start(ctx, "python3", ["-c", "print('working', flush=True); "
-                                         "open('done.txt', 'w').write('ok')"], background=True)
+        r = start(
+            ctx,
+            "python3",
+            ["-c", "print('working', flush=True); open('done.txt', 'w').write('ok')"],
+            background=True,
+        )
         assert r.status == "ok", r.error
         pid = r.result["pid"]
-        assert r.result == {"pid": pid, "log": f"workspace/.aios/proc_{pid}.log",
-                            "running": True}
+        assert r.result == {"pid": pid, "log": f"workspace/.aios/proc_{pid}.log", "running": True}
         assert wait_for(lambda: (workdir / "done.txt").exists())
-        assert wait_for(lambda: (workdir / ".aios" / f"proc_{pid}.log").read_text()
-                        == "working\n")
+        assert wait_for(lambda: (workdir / ".aios" / f"proc_{pid}.log").read_text() == "working\n")
         # The app reads its log like any file of its own.
         assert invoke("file_read", {"path": r.result["log"]}, ctx).result == "working\n"
         assert wait_for(lambda: table.list("demo") == [])  # finished ones are pruned
@@ -279,8 +305,7 @@ def test_a_background_process_logs_into_the_workdir(workdir: Path, store: Store,
         table.shutdown()
 
 
-def test_background_processes_are_capped_listed_and_stopped(workdir: Path,
-                                                            store: Store) -> None:
+def test_background_processes_are_capped_listed_and_stopped(workdir: Path, store: Store) -> None:
     table = ProcessTable(max_per_app=2)
     ctx = ctx_for(workdir, store, "auto" if HAS_BWRAP else "off", processes=table)
     other = make_ctx(workdir, store, app_id="other", processes=table)
@@ -289,9 +314,11 @@ def test_background_processes_are_capped_listed_and_stopped(workdir: Path,
         pids = [start(ctx, "python3", sleeper, background=True).result["pid"] for _ in range(2)]
         third = start(ctx, "python3", sleeper, background=True)
         assert third.status == "error"
-        assert third.error == ("background process limit: app 'demo' already runs 2 (max 2, "
-                               "tool_sandbox.max_background_processes); wait for one to finish "
-                               "or stop it")
+        assert third.error == (
+            "background process limit: app 'demo' already runs 2 (max 2, "
+            "tool_sandbox.max_background_processes); wait for one to finish "
+            "or stop it"
+        )
         assert store.audit_rows(app="demo", limit=1)[0]["status"] == "denied"
         # The cap is per app.
         theirs = start(other, "python3", sleeper, background=True).result["pid"]
@@ -310,15 +337,19 @@ def test_background_processes_are_capped_listed_and_stopped(workdir: Path,
     assert r.error == "the system is shutting down; no new background processes"
 
 
-def test_a_background_process_outlives_the_thread_that_started_it(workdir: Path,
-                                                                  store: Store) -> None:
+def test_a_background_process_outlives_the_thread_that_started_it(
+    workdir: Path, store: Store
+) -> None:
     # bwrap's --die-with-parent follows the forking *thread*; a server request
     # thread ends right after answering.
     table = ProcessTable(max_per_app=1)
     ctx = ctx_for(workdir, store, "auto" if HAS_BWRAP else "off", processes=table)
     results: list[ToolResult] = []
-    t = threading.Thread(target=lambda: results.append(
-        start(ctx, "python3", ["-c", "import time; time.sleep(60)"], background=True)))
+    t = threading.Thread(
+        target=lambda: results.append(
+            start(ctx, "python3", ["-c", "import time; time.sleep(60)"], background=True)
+        )
+    )
     t.start()
     t.join()
     try:
@@ -330,8 +361,7 @@ def test_a_background_process_outlives_the_thread_that_started_it(workdir: Path,
         table.shutdown()
 
 
-def test_background_needs_a_process_table_and_one_program(workdir: Path,
-                                                          store: Store) -> None:
+def test_background_needs_a_process_table_and_one_program(workdir: Path, store: Store) -> None:
     bare = ctx_for(workdir, store, "off")
     r = start(bare, "echo hi", background=True)
     assert r.error == "background processes are not available here (no process table)"
@@ -339,8 +369,9 @@ def test_background_needs_a_process_table_and_one_program(workdir: Path,
     try:
         ctx = ctx_for(workdir, store, "off", processes=table)
         r = start(ctx, "echo hi | cat", background=True)
-        assert r.error == ("command policy: a background process is one program, not a "
-                           "pipeline: 'echo hi | cat'")
+        assert r.error == (
+            "command policy: a background process is one program, not a pipeline: 'echo hi | cat'"
+        )
         assert table.list("demo") == []
     finally:
         table.shutdown()

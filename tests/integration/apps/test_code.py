@@ -45,8 +45,13 @@ def test_home_is_an_editor_with_run_controls(code: Running) -> None:
 
 
 def test_run_shows_source_and_output_in_a_dashboard(code: Running) -> None:
-    resp = act(code, {"action_id": "run_form",
-                      "form_values": {"code": "print(6 * 7)\nprint('你好')", "timeout": 5}})
+    resp = act(
+        code,
+        {
+            "action_id": "run_form",
+            "form_values": {"code": "print(6 * 7)\nprint('你好')", "timeout": 5},
+        },
+    )
     assert resp["status"] == "ok" and resp["view_type"] == "dashboard"
     types = [w["type"] for w in resp["data"]["widgets"]]
     assert types == ["code", "text", "text", "text"]
@@ -60,8 +65,9 @@ def test_run_shows_source_and_output_in_a_dashboard(code: Running) -> None:
     assert "print(6 * 7)" in rows[0]["args"] and rows[0]["step_id"]
     # "run again" and the one-line input run too; the editor remembers the last code
     again = next(a for a in resp["actions"] if a["action_id"] == "run")
-    assert act(code, {"action_id": "run", "params": again["params"]})["data"]["stdout"] \
-        == "42\n你好\n"
+    assert (
+        act(code, {"action_id": "run", "params": again["params"]})["data"]["stdout"] == "42\n你好\n"
+    )
     line = act(code, {"action_id": "run_line", "value": "print(sum(range(101)))"})
     assert line["data"]["stdout"] == "5050\n"
 
@@ -99,18 +105,25 @@ def test_errors_exit_codes_and_timeouts_are_shown_clearly(code: Running) -> None
 
 
 def test_snippets_cannot_read_secrets_or_write_outside_the_workdir(
-        code: Running, tmp_path: Path) -> None:
+    code: Running, tmp_path: Path
+) -> None:
     workdir = code.apps_dir / APP / "workspace"
-    for snippet in ("print(open('../../config.json').read())",
-                    "print(open('../../../config.json').read())",
-                    f"print(open({str(tmp_path / 'config.json')!r}).read())",
-                    "import os\nprint(open(os.path.join('..', '..', 'config.json')).read())"):
+    for snippet in (
+        "print(open('../../config.json').read())",
+        "print(open('../../../config.json').read())",
+        f"print(open({str(tmp_path / 'config.json')!r}).read())",
+        "import os\nprint(open(os.path.join('..', '..', 'config.json')).read())",
+    ):
         resp = run(code, snippet)
         assert resp["status"] == "error", snippet
         assert resp["data"]["outcome"] in ("exit", "refused"), snippet
         assert SECRET not in str(resp), snippet
-    for target in ("../../pwned.txt", "../pwned.txt", str(tmp_path / "pwned.txt"),
-                   str(code.data_dir / "pwned.txt")):
+    for target in (
+        "../../pwned.txt",
+        "../pwned.txt",
+        str(tmp_path / "pwned.txt"),
+        str(code.data_dir / "pwned.txt"),
+    ):
         snippet = f"open({target!r}, 'w').write('owned')"
         resp = run(code, snippet)
         assert resp["status"] == "error", snippet
@@ -157,9 +170,16 @@ def test_garbage_payloads_give_clear_errors(code: Running) -> None:
 
 
 def test_background_run_writes_its_output_to_a_log_the_app_can_show(code: Running) -> None:
-    started = act(code, {"action_id": "run_bg",
-                         "params": {"code": "import time\nprint('后台', flush=True)\n"
-                                            "time.sleep(0.2)\nprint('done', flush=True)"}})
+    started = act(
+        code,
+        {
+            "action_id": "run_bg",
+            "params": {
+                "code": "import time\nprint('后台', flush=True)\n"
+                "time.sleep(0.2)\nprint('done', flush=True)"
+            },
+        },
+    )
     assert started["status"] == "ok" and started["data"]["running"] is True
     log = started["data"]["log"]
     assert log.startswith("workspace/.aios/proc_") and log.endswith(".log")

@@ -13,8 +13,7 @@ from aios.protocol import ACTION_TYPES, ATOMIC_TOOLS, VIEW_TYPES
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps
 
-BUNDLED = sorted(p.name for p in (ROOT / "apps").iterdir()
-                 if (p / "manifest.json").exists())
+BUNDLED = sorted(p.name for p in (ROOT / "apps").iterdir() if (p / "manifest.json").exists())
 
 
 @pytest.fixture
@@ -37,12 +36,16 @@ def test_bundled_apps_cover_every_view_action_and_tool(everything: Running) -> N
         for app in BUNDLED:
             replies.append(everything.open(app)["response"])
         # the apps' own flows
-        act("files", {"action_id": "create",
-                      "form_values": {"name": "a.txt", "content": "x", "folder": ""}})
+        act(
+            "files",
+            {"action_id": "create", "form_values": {"name": "a.txt", "content": "x", "folder": ""}},
+        )
         act("code", {"action_id": "run", "params": {"code": "print(1)"}})
         act("code", {"action_id": "run_bg", "params": {"code": "print(2)"}})
-        act("notes", {"action_id": "add", "form_values": {"title": "买牛奶", "body": "",
-                                                          "tag": "生活"}})
+        act(
+            "notes",
+            {"action_id": "add", "form_values": {"title": "买牛奶", "body": "", "tag": "生活"}},
+        )
         replies.extend(r["response"] for r in everything.instruct("搜索 周杰伦")["results"])
         # the gallery shows every view and every control
         for view in (*VIEW_TYPES, "controls", "notify"):
@@ -55,13 +58,18 @@ def test_bundled_apps_cover_every_view_action_and_tool(everything: Running) -> N
     replies.extend(e["response"] for e in events if e["type"] == "view")
 
     views = {r["view_type"] for r in replies}
-    views |= {w.get("type") for r in replies if r["view_type"] == "dashboard"
-              for w in (r["data"].get("widgets") or []) if isinstance(w, dict)}
+    views |= {
+        w.get("type")
+        for r in replies
+        if r["view_type"] == "dashboard"
+        for w in (r["data"].get("widgets") or [])
+        if isinstance(w, dict)
+    }
     actions = {a["type"] for r in replies for a in r.get("actions", [])}
     tools = {row["tool"] for row in everything.get("/api/audit?limit=5000").json()}
     assert set(VIEW_TYPES) <= views, f"missing views: {set(VIEW_TYPES) - views}"
     assert set(ACTION_TYPES) <= actions, f"missing actions: {set(ACTION_TYPES) - actions}"
     assert set(ATOMIC_TOOLS) <= tools, f"missing tools: {set(ATOMIC_TOOLS) - tools}"
     # and not only the gallery: the other apps' own replies use most views too
-    own = {r["view_type"] for r in replies[:len(BUNDLED)]}
+    own = {r["view_type"] for r in replies[: len(BUNDLED)]}
     assert len(own - {"error", "loading"}) >= 5, own

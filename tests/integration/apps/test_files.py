@@ -13,9 +13,11 @@ from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps
 
 APP = "files"
-PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00"
-       b"\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe"
-       b"\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82")
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00"
+    b"\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe"
+    b"\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82"
+)
 
 
 @pytest.fixture
@@ -36,8 +38,11 @@ def row_ids(resp: dict[str, Any]) -> list[str]:
 
 
 def buttons_for(resp: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
-    return {a["action_id"]: a for a in resp["actions"]
-            if a["type"] == "button" and a.get("params", {}).get("path") == path}
+    return {
+        a["action_id"]: a
+        for a in resp["actions"]
+        if a["type"] == "button" and a.get("params", {}).get("path") == path
+    }
 
 
 def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running) -> None:
@@ -48,9 +53,13 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     assert create["action_id"] == "create"
     assert [f["name"] for f in create["fields"]] == ["name", "content", "folder"]
 
-    resp = act(files, {"action_id": "create",
-                       "form_values": {"name": "购物.txt", "content": "牛奶\n面包\n",
-                                       "folder": ""}})
+    resp = act(
+        files,
+        {
+            "action_id": "create",
+            "form_values": {"name": "购物.txt", "content": "牛奶\n面包\n", "folder": ""},
+        },
+    )
     assert resp["status"] == "ok" and "购物.txt" in resp["message"]
     assert (ws(files) / "购物.txt").read_text(encoding="utf-8") == "牛奶\n面包\n"
     [row] = resp["data"]["rows"]
@@ -59,8 +68,13 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     assert set(mine) == {"preview", "rename", "delete"}
     assert "购物.txt" in mine["delete"]["confirm"]
 
-    resp = act(files, {"action_id": "create", "form_values": {
-        "name": "docs/readme.md", "content": "# hi", "folder": ""}})
+    resp = act(
+        files,
+        {
+            "action_id": "create",
+            "form_values": {"name": "docs/readme.md", "content": "# hi", "folder": ""},
+        },
+    )
     assert row_ids(resp) == ["docs/readme.md"]  # shows the folder it was created in
     assert (ws(files) / "docs" / "readme.md").read_text() == "# hi"
     root = act(files, {"action_id": "open_folder", "params": {"path": ""}})
@@ -71,8 +85,10 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     crumbs = [a["params"]["path"] for a in inside["actions"] if a["action_id"] == "open_folder"]
     assert crumbs[:2] == ["", "docs"]
     # creating over an existing file is refused and keeps the file
-    resp = act(files, {"action_id": "create",
-                       "form_values": {"name": "购物.txt", "content": "x", "folder": ""}})
+    resp = act(
+        files,
+        {"action_id": "create", "form_values": {"name": "购物.txt", "content": "x", "folder": ""}},
+    )
     assert resp["status"] == "error" and "已经存在" in resp["message"]
     assert (ws(files) / "购物.txt").read_text(encoding="utf-8") == "牛奶\n面包\n"
     tools = {r["tool"] for r in files.get(f"/api/audit?app={APP}").json()}
@@ -94,7 +110,10 @@ def test_preview_by_file_type(files: Running) -> None:
     assert follow["view_type"] == "text" and follow["data"]["title"] == "a.txt"
     code = act(files, {"action_id": "preview", "params": {"path": "run.py"}})
     assert code["view_type"] == "code" and code["data"] == {
-        "language": "python", "code": "print('hi')\n", "title": "run.py"}
+        "language": "python",
+        "code": "print('hi')\n",
+        "title": "run.py",
+    }
     image = act(files, {"action_id": "preview", "params": {"path": "pic.png"}})
     assert image["view_type"] == "image" and image["data"]["url"] == "/apps/files/files/pic.png"
     assert files.get(image["data"]["url"]).content == PNG
@@ -109,34 +128,45 @@ def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
     (ws(files) / "pic.png").write_bytes(PNG)
     form = act(files, {"action_id": "rename", "params": {"path": "old.txt"}})
     assert form["view_type"] == "form"
-    assert {f["name"]: f.get("value") for f in form["data"]["fields"]} == \
-        {"new_name": "old.txt", "path": "old.txt"}
+    assert {f["name"]: f.get("value") for f in form["data"]["fields"]} == {
+        "new_name": "old.txt",
+        "path": "old.txt",
+    }
     # exactly what the app sent: the system adds no defaults ("fields", "disabled")
-    assert form["actions"][0] == {"type": "submit_form", "label": "重命名",
-                                  "action_id": "do_rename"}
-    resp = act(files, {"action_id": "do_rename",
-                       "form_values": {"path": "old.txt", "new_name": "新.txt"}})
+    assert form["actions"][0] == {
+        "type": "submit_form",
+        "label": "重命名",
+        "action_id": "do_rename",
+    }
+    resp = act(
+        files, {"action_id": "do_rename", "form_values": {"path": "old.txt", "new_name": "新.txt"}}
+    )
     assert resp["status"] == "ok" and "新.txt" in resp["message"]
     assert not (ws(files) / "old.txt").exists()
     assert (ws(files) / "新.txt").read_text(encoding="utf-8") == "内容 ✓\n"
     tools = [r["tool"] for r in files.get(f"/api/audit?app={APP}").json()]
     assert {"file_read", "file_write", "shell_exec"} <= set(tools)
 
-    resp = act(files, {"action_id": "do_rename",
-                       "form_values": {"path": "pic.png", "new_name": "photo.png"}})
+    resp = act(
+        files,
+        {"action_id": "do_rename", "form_values": {"path": "pic.png", "new_name": "photo.png"}},
+    )
     assert resp["status"] == "ok"
     assert (ws(files) / "photo.png").read_bytes() == PNG and not (ws(files) / "pic.png").exists()
 
     # onto an existing name: refused, both files unchanged
-    resp = act(files, {"action_id": "do_rename",
-                       "form_values": {"path": "photo.png", "new_name": "新.txt"}})
+    resp = act(
+        files,
+        {"action_id": "do_rename", "form_values": {"path": "photo.png", "new_name": "新.txt"}},
+    )
     assert resp["status"] == "error" and "已经存在" in resp["message"]
     assert (ws(files) / "photo.png").read_bytes() == PNG
     assert (ws(files) / "新.txt").read_text(encoding="utf-8") == "内容 ✓\n"
     # out of the folder: refused, nothing moved
     for bad in ("../escaped.txt", "sub/x.txt", ".hidden", ""):
-        resp = act(files, {"action_id": "do_rename",
-                           "form_values": {"path": "photo.png", "new_name": bad}})
+        resp = act(
+            files, {"action_id": "do_rename", "form_values": {"path": "photo.png", "new_name": bad}}
+        )
         assert resp["status"] == "error" and resp["view_type"] == "error", bad
         assert "新名称" in resp["message"]
     assert (ws(files) / "photo.png").read_bytes() == PNG
@@ -162,21 +192,24 @@ def test_delete_needs_a_second_confirmation(files: Running) -> None:
     assert not (ws(files) / "gone.txt").exists()
     assert "gone.txt" not in row_ids(done)
     rows = files.get(f"/api/audit?app={APP}").json()
-    assert any(r["tool"] == "shell_exec" and "gone.txt" in r["args"] and r["status"] == "ok"
-               for r in rows)
+    assert any(
+        r["tool"] == "shell_exec" and "gone.txt" in r["args"] and r["status"] == "ok" for r in rows
+    )
 
     full = act(files, {"action_id": "confirm_delete", "params": {"path": "full"}})
     assert full["status"] == "error" and "不是空的" in full["message"]
     assert (ws(files) / "full" / "keep.txt").read_text() == "keep"
-    assert act(files, {"action_id": "confirm_delete", "params": {"path": "empty"}})["status"] \
-        == "ok"
+    assert (
+        act(files, {"action_id": "confirm_delete", "params": {"path": "empty"}})["status"] == "ok"
+    )
     assert not (ws(files) / "empty").exists()
     again = act(files, {"action_id": "confirm_delete", "params": {"path": "gone.txt"}})
     assert again["status"] == "error" and "找不到" in again["message"]
 
 
 def test_paths_outside_the_workspace_are_refused_and_nothing_changes(
-        files: Running, tmp_path: Path) -> None:
+    files: Running, tmp_path: Path
+) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
     os.symlink(secret, ws(files) / "link.txt")
@@ -191,11 +224,21 @@ def test_paths_outside_the_workspace_are_refused_and_nothing_changes(
     resp = act(files, {"action_id": "confirm_delete", "params": {"path": "link.txt"}})
     assert resp["status"] == "error"
     assert secret.read_text() == "top secret" and (ws(files) / "link.txt").is_symlink()
-    resp = act(files, {"action_id": "create", "form_values": {
-        "name": "../../evil.txt", "content": "x", "folder": ""}})
+    resp = act(
+        files,
+        {
+            "action_id": "create",
+            "form_values": {"name": "../../evil.txt", "content": "x", "folder": ""},
+        },
+    )
     assert resp["status"] == "error" and "'..'" in resp["message"]
-    resp = act(files, {"action_id": "create", "form_values": {
-        "name": "evil.txt", "content": "x", "folder": "../.."}})
+    resp = act(
+        files,
+        {
+            "action_id": "create",
+            "form_values": {"name": "evil.txt", "content": "x", "folder": "../.."},
+        },
+    )
     assert resp["status"] == "error"
     assert not list(tmp_path.rglob("evil.txt"))
 

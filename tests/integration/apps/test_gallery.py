@@ -96,8 +96,7 @@ def test_every_view_type_occurs_with_realistic_data(gallery: Running) -> None:
     assert show(gallery, view="form")["actions"][0]["type"] == "submit_form"
 
 
-def test_media_and_image_are_generated_into_the_workspace_by_custom_tools(
-        gallery: Running) -> None:
+def test_media_and_image_are_generated_into_the_workspace_by_custom_tools(gallery: Running) -> None:
     media = show(gallery, view="media")
     assert media["view_type"] == "media" and media["data"]["type"] == "audio"
     assert media["data"]["url"] == "/apps/gallery/files/tone.wav"
@@ -133,8 +132,7 @@ CONTROL_PAYLOADS: list[dict[str, Any]] = [
 ]
 
 
-def test_controls_view_has_all_ten_and_every_action_is_echoed_exactly(
-        gallery: Running) -> None:
+def test_controls_view_has_all_ten_and_every_action_is_echoed_exactly(gallery: Running) -> None:
     resp = show(gallery, view="controls")
     types = [a["type"] for a in resp["actions"] if a["action_id"].startswith("ctl_")]
     assert sorted(types) == sorted(ACTION_TYPES)
@@ -150,8 +148,9 @@ def test_controls_view_has_all_ten_and_every_action_is_echoed_exactly(
         assert echo["data"]["received"] == payload
         assert json.loads(echo["data"]["content"]) == payload
         assert payload["action_id"] in echo["message"]
-        assert sorted(a["type"] for a in echo["actions"] if a["action_id"].startswith("ctl_")) \
-            == sorted(ACTION_TYPES)
+        assert sorted(
+            a["type"] for a in echo["actions"] if a["action_id"].startswith("ctl_")
+        ) == sorted(ACTION_TYPES)
 
 
 def test_hostile_data_for_every_view_type(gallery: Running) -> None:
@@ -170,21 +169,33 @@ def test_hostile_data_for_every_view_type(gallery: Running) -> None:
 
 
 def test_hostile_strings_cover_urls_css_and_svg(gallery: Running) -> None:
-    everything = json.dumps([show(gallery, view="hostile", **{"as": k}) for k in
-                             ("card", "chart", "dashboard", "image")], ensure_ascii=False)
-    for needle in ("<script>window.__pwned=1</script>", "javascript:window.__pwned=1",
-                   "data:text/html,", "data:image/svg+xml,", "data:image/svg+xml;base64,",
-                   "red;background:url(javascript:window.__pwned=1)",
-                   "</style><script>"):
+    everything = json.dumps(
+        [
+            show(gallery, view="hostile", **{"as": k})
+            for k in ("card", "chart", "dashboard", "image")
+        ],
+        ensure_ascii=False,
+    )
+    for needle in (
+        "<script>window.__pwned=1</script>",
+        "javascript:window.__pwned=1",
+        "data:text/html,",
+        "data:image/svg+xml,",
+        "data:image/svg+xml;base64,",
+        "red;background:url(javascript:window.__pwned=1)",
+        "</style><script>",
+    ):
         assert needle in everything, needle
     menu = show(gallery, view="hostile")
     assert menu["view_type"] == "list"
-    assert {a["params"]["as"] for a in menu["actions"] if a["action_id"] == "show"} \
-        == set(VIEW_TYPES)
+    assert {a["params"]["as"] for a in menu["actions"] if a["action_id"] == "show"} == set(
+        VIEW_TYPES
+    )
 
 
 def test_loading_runs_a_two_step_plan_then_shows_the_final_view(
-        gallery: Running, events: Events) -> None:
+    gallery: Running, events: Events
+) -> None:
     resp = show(gallery, view="loading")
     assert resp["view_type"] == "text" and resp["status"] == "ok"
     assert resp["data"]["value"]["items"] == ["α", "β", "γ"]
@@ -204,23 +215,26 @@ def test_notify_and_push_reach_the_desktop_event_stream(gallery: Running, events
     seen = events.drain()
     notes = [e for e in seen if e["type"] == "notify" and e.get("app") == APP]
     assert [n["level"] for n in notes] == ["info", "success"]
-    progress = [e["data"]["progress"] for e in seen if e["type"] == "push"
-                and e.get("app") == APP]
+    progress = [e["data"]["progress"] for e in seen if e["type"] == "push" and e.get("app") == APP]
     assert progress == [0.25, 0.5, 0.75, 1.0]
     err = show(gallery, view="error")
     assert err["status"] == "error" and err["view_type"] == "error"
     assert "missing.txt" in err["data"]["message"]
 
 
-@pytest.mark.parametrize(("text", "view", "check"), [
-    ("组件展示 表格 1000", "table", lambda d: len(d["rows"]) == 1000),
-    ("gallery pie chart", "chart", lambda d: d["type"] == "pie"),
-    ("组件展示 折线图 12", "chart", lambda d: d["type"] == "line" and len(d["labels"]) == 12),
-    ("gallery hostile list", "list", lambda d: "window.__pwned" in json.dumps(d)),
-    ("打开组件展示", "list", lambda d: any(i["id"] == "dashboard" for i in d["items"])),
-])
-def test_instructions_pick_the_view(gallery: Running, text: str, view: str,
-                                    check: Callable[[dict[str, Any]], bool]) -> None:
+@pytest.mark.parametrize(
+    ("text", "view", "check"),
+    [
+        ("组件展示 表格 1000", "table", lambda d: len(d["rows"]) == 1000),
+        ("gallery pie chart", "chart", lambda d: d["type"] == "pie"),
+        ("组件展示 折线图 12", "chart", lambda d: d["type"] == "line" and len(d["labels"]) == 12),
+        ("gallery hostile list", "list", lambda d: "window.__pwned" in json.dumps(d)),
+        ("打开组件展示", "list", lambda d: any(i["id"] == "dashboard" for i in d["items"])),
+    ],
+)
+def test_instructions_pick_the_view(
+    gallery: Running, text: str, view: str, check: Callable[[dict[str, Any]], bool]
+) -> None:
     out = gallery.instruct(text)
     [res] = out["results"]
     assert res["app"] == APP
@@ -235,7 +249,7 @@ BAD_PAYLOADS: list[tuple[dict[str, Any], str]] = [
     ({"action_id": "show", "params": {"view": "hologram"}}, "'hologram'"),
     ({"action_id": "show", "params": {"view": "table", "rows": -1}}, "rows"),
     ({"action_id": "show", "params": {"view": "table", "rows": "many"}}, "'many'"),
-    ({"action_id": "show", "params": {"view": "table", "rows": 10 ** 9}}, "rows"),
+    ({"action_id": "show", "params": {"view": "table", "rows": 10**9}}, "rows"),
     ({"action_id": "show", "params": {"view": "list", "items": True}}, "items"),
     ({"action_id": "show", "params": {"view": "chart", "type": "radar"}}, "'radar'"),
     ({"action_id": "show", "params": {"view": "chart", "points": [1]}}, "points"),
@@ -245,8 +259,7 @@ BAD_PAYLOADS: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def test_bad_payloads_give_a_clear_error_and_the_app_keeps_answering(
-        gallery: Running) -> None:
+def test_bad_payloads_give_a_clear_error_and_the_app_keeps_answering(gallery: Running) -> None:
     for payload, needle in BAD_PAYLOADS:
         resp = act(gallery, payload)
         if needle == "home" or payload["action_id"] == "home":
@@ -255,5 +268,7 @@ def test_bad_payloads_give_a_clear_error_and_the_app_keeps_answering(
             assert resp["status"] == "error" and resp["view_type"] == "error", payload
             assert needle in resp["message"], (payload, resp["message"])
         assert resp["data"]["received"] == payload
-    assert act(gallery, {"action_id": "ctl_toggle", "on": False})["data"]["received"] == \
-        {"action_id": "ctl_toggle", "on": False}
+    assert act(gallery, {"action_id": "ctl_toggle", "on": False})["data"]["received"] == {
+        "action_id": "ctl_toggle",
+        "on": False,
+    }

@@ -34,8 +34,9 @@ def test_open_greets_with_the_committed_greeting_and_offers_again(hello: Running
     assert resp["status"] == "ok" and resp["view_type"] == "text"
     assert resp["data"]["content"] == "你好，朋友"
     assert resp["message"] == "已回复"
-    assert [(a["type"], a["label"], a["action_id"]) for a in resp["actions"]] == \
-        [("button", "再说一次", "again")]
+    assert [(a["type"], a["label"], a["action_id"]) for a in resp["actions"]] == [
+        ("button", "再说一次", "again")
+    ]
     rows = hello.get(f"/api/audit?app={APP}").json()
     assert rows[0]["tool"] == "file_read" and rows[0]["status"] == "ok"
     assert "greeting.txt" in rows[0]["args"]
@@ -67,12 +68,16 @@ def test_missing_greeting_file_is_an_error_view_naming_the_file(hello: Running) 
     assert act(hello, {"action_id": "again"})["response"]["data"]["content"] == "你好，朋友"
 
 
-@pytest.mark.parametrize("payload", [
-    {"action_id": "nope"},
-    {"action_id": "again", "params": {"x": [1, 2]}, "value": {"deep": None}},
-    {"action_id": "again", "form_values": {"a": 1}, "checked": [1, "x"], "on": False},
-    {"action_id": "x-y.z", "href": "javascript:alert(1)"},
-], ids=["unknown", "again-junk", "again-form", "odd-id"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"action_id": "nope"},
+        {"action_id": "again", "params": {"x": [1, 2]}, "value": {"deep": None}},
+        {"action_id": "again", "form_values": {"a": 1}, "checked": [1, "x"], "on": False},
+        {"action_id": "x-y.z", "href": "javascript:alert(1)"},
+    ],
+    ids=["unknown", "again-junk", "again-form", "odd-id"],
+)
 def test_garbage_payloads_never_crash(hello: Running, payload: dict[str, Any]) -> None:
     resp = act(hello, payload)["response"]
     if payload["action_id"] == "again":
@@ -84,8 +89,9 @@ def test_garbage_payloads_never_crash(hello: Running, payload: dict[str, Any]) -
 
 
 def test_english_locale(make_system: Callable[..., Running], tmp_path: Path) -> None:
-    system = make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
-                         language="en")
+    system = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"), language="en"
+    )
     resp = system.instruct("hello Alice")["results"][0]["response"]
     assert resp["data"]["content"] == "你好, Alice"
     assert resp["actions"][0]["label"] == "Say it again"

@@ -51,10 +51,14 @@ def act(running: Running, action_id: str, **payload: Any) -> dict[str, Any]:
     return running.act(APP, {"action_id": action_id, **payload})
 
 
-def widget(reply: dict[str, Any], kind: str, chart_type: str | None = None,
-           index: int = 0) -> dict[str, Any]:
-    found = [w for w in reply["data"]["widgets"] if w["type"] == kind
-             and (chart_type is None or w.get("chart_type") == chart_type)]
+def widget(
+    reply: dict[str, Any], kind: str, chart_type: str | None = None, index: int = 0
+) -> dict[str, Any]:
+    found = [
+        w
+        for w in reply["data"]["widgets"]
+        if w["type"] == kind and (chart_type is None or w.get("chart_type") == chart_type)
+    ]
     return found[index]
 
 
@@ -65,7 +69,7 @@ def test_open_shows_a_dashboard_read_through_the_custom_tool(running: Running) -
     assert cores["labels"] == [f"CPU{i}" for i in range(psutil.cpu_count())]
     assert all(0 <= v <= 100 for v in cores["values"])
     memory = widget(reply, "chart", "doughnut")
-    total_gb = psutil.virtual_memory().total / 1024 ** 3
+    total_gb = psutil.virtual_memory().total / 1024**3
     assert abs(sum(memory["values"]) - total_gb) < 0.1
     disks = widget(reply, "chart", "bar", 1)
     assert "/" in disks["labels"]
@@ -77,18 +81,23 @@ def test_open_shows_a_dashboard_read_through_the_custom_tool(running: Running) -
     assert pids & {p.pid for p in psutil.process_iter()}
     assert "CPU" in reply["message"] and "内存" in reply["message"]
     kinds = {a["action_id"]: a["type"] for a in reply["actions"]}
-    assert kinds == {"live": "toggle", "interval": "slider", "sort": "select",
-                     "refresh": "button", "processes": "button"}
+    assert kinds == {
+        "live": "toggle",
+        "interval": "slider",
+        "sort": "select",
+        "refresh": "button",
+        "processes": "button",
+    }
     # the reading was a step: the executor called the app's own tool and audited it
     rows = running.get(f"/api/audit?app={APP}").json()
-    assert any(r["tool"] == "read_system" and r["status"] == "ok" and r["step_id"]
-               for r in rows)
+    assert any(r["tool"] == "read_system" and r["status"] == "ok" and r["step_id"] for r in rows)
     # the history for the line chart is in the app's cache
     assert len(running.system.store.cache_get(APP, "history")) >= 1
 
 
-def live_pushes_until(sub: Subscription, done: Callable[[dict[str, Any]], bool],
-                      within: float = 20) -> list[dict[str, Any]]:
+def live_pushes_until(
+    sub: Subscription, done: Callable[[dict[str, Any]], bool], within: float = 20
+) -> list[dict[str, Any]]:
     """Pushed views in arrival order, up to and including the first that ``done`` accepts."""
     out: list[dict[str, Any]] = []
     deadline = time.monotonic() + within
@@ -105,15 +114,13 @@ def pushed_count(view: dict[str, Any]) -> int:
     return int(view["data"]["live"]["pushed"])
 
 
-def test_live_refresh_pushes_dashboards_and_pauses(running: Running,
-                                                   events: Subscription) -> None:
+def test_live_refresh_pushes_dashboards_and_pauses(running: Running, events: Subscription) -> None:
     running.open(APP)
     one = first_push(events)
     assert one["view_type"] == "dashboard" and "message" not in one  # shown, not spoken
     two = first_push(events)
     # each push adds a point to the history line chart and counts itself
-    assert len(widget(two, "chart", "line")["labels"]) > len(
-        widget(one, "chart", "line")["labels"])
+    assert len(widget(two, "chart", "line")["labels"]) > len(widget(one, "chart", "line")["labels"])
     assert pushed_count(two) > pushed_count(one)
 
     reply = act(running, "interval", value=1)
@@ -142,8 +149,11 @@ def test_live_refresh_pushes_dashboards_and_pauses(running: Running,
     assert all(pushed_count(v) <= at_pause for v in after[:-1])
     assert after[-1]["view_type"] == "dashboard"
     # settings survive in the cache (an app restart keeps them)
-    assert running.system.store.cache_get(APP, "settings") == {"live": True, "interval": 1,
-                                                               "sort": "cpu"}
+    assert running.system.store.cache_get(APP, "settings") == {
+        "live": True,
+        "interval": 1,
+        "sort": "cpu",
+    }
     act(running, "live", on=False)
 
 
@@ -154,8 +164,10 @@ def test_first_reading_sees_a_busy_cpu(running: Running) -> None:
     try:
         proc = psutil.Process(busy.pid)
         proc.cpu_percent(None)
-        wait_for(lambda: proc.cpu_times().user >= BUSY_CPU_SECONDS,  # flat out by now
-                 "the busy loop to get the CPU")
+        wait_for(
+            lambda: proc.cpu_times().user >= BUSY_CPU_SECONDS,  # flat out by now
+            "the busy loop to get the CPU",
+        )
         reply = running.open(APP)["response"]
     finally:
         busy.kill()
@@ -210,8 +222,7 @@ GARBAGE: list[dict[str, Any]] = [
 ]
 
 
-def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(
-        running: Running) -> None:
+def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(running: Running) -> None:
     for payload in GARBAGE:
         reply = act(running, **payload)
         assert reply["message"], payload
@@ -224,8 +235,7 @@ def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(
     # bad settings were not saved
     reply = running.open(APP)["response"]
     assert reply["status"] == "ok"
-    assert {k: reply["data"]["live"][k] for k in ("on", "interval")} == {"on": True,
-                                                                         "interval": 2}
+    assert {k: reply["data"]["live"][k] for k in ("on", "interval")} == {"on": True, "interval": 2}
     act(running, "live", on=False)
 
 

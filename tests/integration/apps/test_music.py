@@ -26,8 +26,10 @@ APP = "music"
 def write_wav(path: Path, freq: float = 440.0, seconds: float = 0.2) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     rate = 8000
-    frames = b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * freq * i / rate)))
-                      for i in range(int(rate * seconds)))
+    frames = b"".join(
+        struct.pack("<h", int(8000 * math.sin(2 * math.pi * freq * i / rate)))
+        for i in range(int(rate * seconds))
+    )
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
@@ -54,14 +56,17 @@ class SearchAPI:
                 if parts.path == "/search":
                     api.queries.append(q)
                     base = f"http://127.0.0.1:{api.port}"
-                    body = {"results": [
-                        {"title": f"{q} 精选", "artist": q, "url": f"{base}/song.wav"},
-                        {"title": "稻香", "artist": "周杰伦", "url": f"{base}/daoxiang.wav"},
-                        {"title": "no url"},
-                        {"title": "bad scheme", "url": "javascript:alert(1)"},
-                    ]}
-                    self._send(200, json.dumps(body, ensure_ascii=False).encode(),
-                               "application/json")
+                    body = {
+                        "results": [
+                            {"title": f"{q} 精选", "artist": q, "url": f"{base}/song.wav"},
+                            {"title": "稻香", "artist": "周杰伦", "url": f"{base}/daoxiang.wav"},
+                            {"title": "no url"},
+                            {"title": "bad scheme", "url": "javascript:alert(1)"},
+                        ]
+                    }
+                    self._send(
+                        200, json.dumps(body, ensure_ascii=False).encode(), "application/json"
+                    )
                 elif parts.path == "/bad":
                     api.queries.append(q)
                     self._send(200, b'{"songs": []}', "application/json")
@@ -80,8 +85,9 @@ class SearchAPI:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def close(self) -> None:
@@ -123,8 +129,7 @@ def set_api(running: Running, url: str) -> None:
     (workspace(running) / "settings.json").write_text(json.dumps({"search_api": url}))
 
 
-def act(running: Running, action_id: str, sid: str | None = None,
-        **payload: Any) -> dict[str, Any]:
+def act(running: Running, action_id: str, sid: str | None = None, **payload: Any) -> dict[str, Any]:
     return running.act(APP, {"action_id": action_id, **payload}, sid)
 
 
@@ -138,14 +143,15 @@ def file_url(path: str) -> str:
     return f"/apps/{APP}/files/{quote(path, safe='/')}"
 
 
-def test_library_lists_audio_one_level_deep_with_a_play_button_per_song(
-        running: Running) -> None:
+def test_library_lists_audio_one_level_deep_with_a_play_button_per_song(running: Running) -> None:
     reply = running.open(APP)["response"]
     assert reply["view_type"] == "list"
     items = reply["data"]["items"]
     assert [(i["title"], i["id"]) for i in items] == [
-        ("海阔天空", "Beyond/海阔天空.wav"), ("七里香", "周杰伦 - 七里香.wav"),
-        ("晴天", "周杰伦 - 晴天.wav")]
+        ("海阔天空", "Beyond/海阔天空.wav"),
+        ("七里香", "周杰伦 - 七里香.wav"),
+        ("晴天", "周杰伦 - 晴天.wav"),
+    ]
     assert items[1]["sub"] == "周杰伦" and items[0]["sub"] == "Beyond · Beyond"
     plays = [a for a in reply["actions"] if a["action_id"] == "play"]
     assert [a["params"]["id"] for a in plays] == [i["id"] for i in items]
@@ -197,8 +203,7 @@ def test_volume_slider_is_kept_and_sent_with_the_media(running: Running) -> None
     assert running.system.store.cache_get(APP, "volume") == 70
 
 
-def test_online_search_through_steps_then_play_a_result(running: Running,
-                                                        api: SearchAPI) -> None:
+def test_online_search_through_steps_then_play_a_result(running: Running, api: SearchAPI) -> None:
     set_api(running, f"http://127.0.0.1:{api.port}/search?q={{query}}")
     api.wav = write_wav(workspace(running).parent / "remote.wav", 600)
     reply = say(running, "搜索 周杰伦")
@@ -233,7 +238,8 @@ def test_online_search_through_steps_then_play_a_result(running: Running,
 
 
 def test_offline_or_refused_search_says_why_and_falls_back_to_the_library(
-        running: Running, api: SearchAPI) -> None:
+    running: Running, api: SearchAPI
+) -> None:
     with socket.socket() as s:  # a port nobody listens on: connection refused
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
@@ -277,8 +283,7 @@ GARBAGE: list[dict[str, Any]] = [
 ]
 
 
-def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(
-        running: Running) -> None:
+def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(running: Running) -> None:
     before = sorted(p.name for p in workspace(running).rglob("*"))
     for payload in GARBAGE:
         reply = act(running, **payload)
@@ -286,22 +291,33 @@ def test_garbage_actions_are_clear_errors_and_the_app_keeps_working(
         assert reply["message"], payload
     assert "explode" in act(running, "explode")["message"]
     assert "找不到这首歌" in act(running, "play", params={"id": "notes.txt"})["message"]
-    for payload in ({"action_id": "library", "params": {"x": [1]}},
-                    {"action_id": "next", "on": True}, {"action_id": "playlist"},
-                    {"action_id": "pause", "checked": [1]}):
+    for payload in (
+        {"action_id": "library", "params": {"x": [1]}},
+        {"action_id": "next", "on": True},
+        {"action_id": "playlist"},
+        {"action_id": "pause", "checked": [1]},
+    ):
         assert act(running, **payload)["status"] == "ok", payload
     assert sorted(p.name for p in workspace(running).rglob("*")) == before
     assert say(running, "播放七里香")["view_type"] == "media"
 
 
 def test_router_sends_music_system_control_and_monitor_commands_apart(
-        make_system: Callable[..., Running], apps_dir: Path) -> None:
+    make_system: Callable[..., Running], apps_dir: Path
+) -> None:
     copy_apps(apps_dir, ["system_agent", "monitor"], source=ROOT / "apps")
     running = make_system(apps_dir=apps_dir)
-    cases = {"播放七里香": APP, "play 七里香": APP, "下一首": APP, "搜索 周杰伦": APP,
-             "把播放按钮移到左上角": "system_agent", "hide the clock": "system_agent",
-             "把时钟变成红色": "system_agent", "看看CPU占用": "monitor",
-             "show memory usage": "monitor"}
+    cases = {
+        "播放七里香": APP,
+        "play 七里香": APP,
+        "下一首": APP,
+        "搜索 周杰伦": APP,
+        "把播放按钮移到左上角": "system_agent",
+        "hide the clock": "system_agent",
+        "把时钟变成红色": "system_agent",
+        "看看CPU占用": "monitor",
+        "show memory usage": "monitor",
+    }
     for text, app in cases.items():
         out = running.instruct(text)
         assert [r["app"] for r in out["results"]] == [app], (text, out["plan"])

@@ -34,10 +34,12 @@ def titles(resp: dict[str, Any]) -> list[str]:
     return [i["title"] for i in resp["data"]["items"]]
 
 
-def add(system: Running, title: str, body: str = "", tag: str = "other",
-        sid: str | None = None) -> dict[str, Any]:
-    return act(system, {"action_id": "add",
-                        "form_values": {"title": title, "body": body, "tag": tag}}, sid)
+def add(
+    system: Running, title: str, body: str = "", tag: str = "other", sid: str | None = None
+) -> dict[str, Any]:
+    return act(
+        system, {"action_id": "add", "form_values": {"title": title, "body": body, "tag": tag}}, sid
+    )
 
 
 def test_first_open_creates_the_table_and_shows_an_empty_list(notes: Running) -> None:
@@ -49,8 +51,13 @@ def test_first_open_creates_the_table_and_shows_an_empty_list(notes: Running) ->
     assert [f["name"] for f in types["submit_form"]["fields"]] == ["title", "body", "tag"]
     tag_field = types["submit_form"]["fields"][2]
     assert tag_field["type"] == "select"
-    assert {o["value"] for o in tag_field["options"]} == {"work", "life", "shopping", "study",
-                                                          "other"}
+    assert {o["value"] for o in tag_field["options"]} == {
+        "work",
+        "life",
+        "shopping",
+        "study",
+        "other",
+    }
     assert db_rows(notes) == []
     audit = notes.get(f"/api/audit?app={APP}").json()
     assert audit and all(r["tool"] == "db_query" for r in audit)
@@ -64,9 +71,11 @@ def test_add_toggle_filter_search_and_delete(notes: Running) -> None:
     add(notes, "写周报", "周五前", "work", sid)
     resp = add(notes, "Read SICP", "chapter 3", "study", sid)
     assert titles(resp) == ["⬜ Read SICP", "⬜ 写周报", "⬜ 买牛奶"]
-    assert db_rows(notes) == [(1, "买牛奶", "两盒，低脂", "shopping", 0),
-                              (2, "写周报", "周五前", "work", 0),
-                              (3, "Read SICP", "chapter 3", "study", 0)]
+    assert db_rows(notes) == [
+        (1, "买牛奶", "两盒，低脂", "shopping", 0),
+        (2, "写周报", "周五前", "work", 0),
+        (3, "Read SICP", "chapter 3", "study", 0),
+    ]
     toggles = {a["action_id"]: a for a in resp["actions"] if a["type"] == "toggle"}
     assert set(toggles) == {"done.1", "done.2", "done.3"}
     assert toggles["done.1"]["value"] is False
@@ -104,12 +113,15 @@ def test_add_toggle_filter_search_and_delete(notes: Running) -> None:
     assert [r[0] for r in db_rows(notes)] == [1, 2]
 
 
-@pytest.mark.parametrize(("text", "title", "tag"), [
-    ("记一下明天买牛奶", "明天买牛奶", "shopping"),
-    ("add note buy milk", "buy milk", "shopping"),
-    ("notes add prepare the meeting #work", "prepare the meeting", "work"),
-    ("记事本 记下 给妈妈打电话", "给妈妈打电话", "life"),
-])
+@pytest.mark.parametrize(
+    ("text", "title", "tag"),
+    [
+        ("记一下明天买牛奶", "明天买牛奶", "shopping"),
+        ("add note buy milk", "buy milk", "shopping"),
+        ("notes add prepare the meeting #work", "prepare the meeting", "work"),
+        ("记事本 记下 给妈妈打电话", "给妈妈打电话", "life"),
+    ],
+)
 def test_instructions_add_notes(notes: Running, text: str, title: str, tag: str) -> None:
     out = notes.instruct(text)
     [res] = out["results"]
@@ -132,8 +144,9 @@ def test_instructions_search_and_open(notes: Running) -> None:
         assert len(resp["data"]["items"]) == 3, text
 
 
-def test_notes_survive_a_system_restart(make_system: Callable[..., Running],
-                                        tmp_path: Path) -> None:
+def test_notes_survive_a_system_restart(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
     first = make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
     first.instruct("记一下明天买牛奶")
     act(first, {"action_id": "done.1", "on": True})

@@ -22,42 +22,166 @@ VIEWPORT = {"width": 1280, "height": 800}
 def desktop_elements() -> list[dict[str, Any]]:
     """What renderer/js/snapshot.js reports for a desktop with the music window open."""
     return [
-        {"id": "taskbar", "type": "taskbar", "label": "taskbar", "x": 0, "y": 752,
-         "width": 1280, "height": 48, "visible": True},
-        {"id": "start_button", "type": "button", "label": "开始", "x": 8, "y": 758,
-         "width": 40, "height": 36, "visible": True},
-        {"id": "start_menu", "type": "menu", "label": "开始", "x": 8, "y": 400,
-         "width": 300, "height": 350, "visible": False},
-        {"id": "tray", "type": "tray", "label": "系统托盘", "x": 1060, "y": 758,
-         "width": 120, "height": 36, "visible": True},
-        {"id": "clock", "type": "clock", "label": "14:05", "x": 1190, "y": 758,
-         "width": 80, "height": 36, "visible": True},
-        {"id": "command_input", "type": "input", "label": "输入指令…", "x": 420, "y": 760,
-         "width": 400, "height": 32, "visible": True},
-        {"id": "mic_button", "type": "button", "label": "语音输入", "x": 830, "y": 760,
-         "width": 32, "height": 32, "visible": True},
-        {"id": "icon_music", "type": "icon", "label": "音乐", "x": 60, "y": 758,
-         "width": 36, "height": 36, "visible": True},
-        {"id": "menu_music", "type": "menu_item", "label": "音乐", "x": 20, "y": 420,
-         "width": 260, "height": 32, "visible": False},
-        {"id": "win_music", "type": "window", "label": "音乐", "x": 300, "y": 120,
-         "width": 480, "height": 360, "visible": True},
-        {"id": "winbody_music", "type": "panel", "label": "音乐", "x": 300, "y": 156,
-         "width": 480, "height": 324, "visible": True, "window": "music"},
-        {"id": "btn_play", "type": "button", "label": "▶ 播放", "x": 400, "y": 300,
-         "width": 80, "height": 36, "visible": True, "window": "music"},
-        {"id": "btn_next", "type": "button", "label": "下一首", "x": 490, "y": 300,
-         "width": 80, "height": 36, "visible": True, "window": "music"},
+        {
+            "id": "taskbar",
+            "type": "taskbar",
+            "label": "taskbar",
+            "x": 0,
+            "y": 752,
+            "width": 1280,
+            "height": 48,
+            "visible": True,
+        },
+        {
+            "id": "start_button",
+            "type": "button",
+            "label": "开始",
+            "x": 8,
+            "y": 758,
+            "width": 40,
+            "height": 36,
+            "visible": True,
+        },
+        {
+            "id": "start_menu",
+            "type": "menu",
+            "label": "开始",
+            "x": 8,
+            "y": 400,
+            "width": 300,
+            "height": 350,
+            "visible": False,
+        },
+        {
+            "id": "tray",
+            "type": "tray",
+            "label": "系统托盘",
+            "x": 1060,
+            "y": 758,
+            "width": 120,
+            "height": 36,
+            "visible": True,
+        },
+        {
+            "id": "clock",
+            "type": "clock",
+            "label": "14:05",
+            "x": 1190,
+            "y": 758,
+            "width": 80,
+            "height": 36,
+            "visible": True,
+        },
+        {
+            "id": "command_input",
+            "type": "input",
+            "label": "输入指令…",
+            "x": 420,
+            "y": 760,
+            "width": 400,
+            "height": 32,
+            "visible": True,
+        },
+        {
+            "id": "mic_button",
+            "type": "button",
+            "label": "语音输入",
+            "x": 830,
+            "y": 760,
+            "width": 32,
+            "height": 32,
+            "visible": True,
+        },
+        {
+            "id": "icon_music",
+            "type": "icon",
+            "label": "音乐",
+            "x": 60,
+            "y": 758,
+            "width": 36,
+            "height": 36,
+            "visible": True,
+        },
+        {
+            "id": "menu_music",
+            "type": "menu_item",
+            "label": "音乐",
+            "x": 20,
+            "y": 420,
+            "width": 260,
+            "height": 32,
+            "visible": False,
+        },
+        {
+            "id": "win_music",
+            "type": "window",
+            "label": "音乐",
+            "x": 300,
+            "y": 120,
+            "width": 480,
+            "height": 360,
+            "visible": True,
+        },
+        {
+            "id": "winbody_music",
+            "type": "panel",
+            "label": "音乐",
+            "x": 300,
+            "y": 156,
+            "width": 480,
+            "height": 324,
+            "visible": True,
+            "window": "music",
+        },
+        {
+            "id": "btn_play",
+            "type": "button",
+            "label": "▶ 播放",
+            "x": 400,
+            "y": 300,
+            "width": 80,
+            "height": 36,
+            "visible": True,
+            "window": "music",
+        },
+        {
+            "id": "btn_next",
+            "type": "button",
+            "label": "下一首",
+            "x": 490,
+            "y": 300,
+            "width": 80,
+            "height": 36,
+            "visible": True,
+            "window": "music",
+        },
     ]
 
 
 def with_video_window() -> list[dict[str, Any]]:
     """A second window with its own 播放 button: "播放按钮" is now ambiguous."""
     return desktop_elements() + [
-        {"id": "win_video", "type": "window", "label": "视频", "x": 700, "y": 200,
-         "width": 400, "height": 300, "visible": True},
-        {"id": "btn_play", "type": "button", "label": "播放", "x": 760, "y": 420,
-         "width": 70, "height": 30, "visible": True, "window": "video"},
+        {
+            "id": "win_video",
+            "type": "window",
+            "label": "视频",
+            "x": 700,
+            "y": 200,
+            "width": 400,
+            "height": 300,
+            "visible": True,
+        },
+        {
+            "id": "btn_play",
+            "type": "button",
+            "label": "播放",
+            "x": 760,
+            "y": 420,
+            "width": 70,
+            "height": 30,
+            "visible": True,
+            "window": "video",
+        },
     ]
 
 
@@ -143,18 +267,21 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
     assert reply["message"] == "已将播放按钮移到左上角"
     assert ops() == [{"op": "move", "id": "btn_play", "window": "music", "x": 20, "y": 20}]
     undo = button(reply, "undo")
-    assert undo["params"]["ops"] == [{"op": "move", "id": "btn_play", "window": "music",
-                                      "x": 400, "y": 300}]
+    assert undo["params"]["ops"] == [
+        {"op": "move", "id": "btn_play", "window": "music", "x": 400, "y": 300}
+    ]
 
     reply = s.say("move the play button to the bottom right")
     # viewport minus element size minus the 20 px margin
-    assert ops() == [{"op": "move", "id": "btn_play", "window": "music",
-                      "x": 1280 - 80 - 20, "y": 800 - 36 - 20}]
+    assert ops() == [
+        {"op": "move", "id": "btn_play", "window": "music", "x": 1280 - 80 - 20, "y": 800 - 36 - 20}
+    ]
 
     # "按钮" alone: the button it acted on last
     reply = s.say("把按钮放大到 200x80")
-    assert ops() == [{"op": "resize", "id": "btn_play", "window": "music",
-                      "width": 200, "height": 80}]
+    assert ops() == [
+        {"op": "resize", "id": "btn_play", "window": "music", "width": 200, "height": 80}
+    ]
     assert "200×80" in reply["message"]
 
     reply = s.say("hide the clock")
@@ -175,7 +302,8 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
     assert ops() == [{"op": "change_color", "id": "clock", "color": "#ff8800"}]
     # undo restores the colour this session set before
     assert button(reply, "undo")["params"]["ops"] == [
-        {"op": "change_color", "id": "clock", "color": "blue"}]
+        {"op": "change_color", "id": "clock", "color": "blue"}
+    ]
 
     # no element named: the last one acted on (the clock)
     reply = s.say("旋转 45 度")
@@ -193,35 +321,40 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
     s.say("把开始按钮移到 (600, 100)")
     assert ops() == [{"op": "move", "id": "start_button", "x": 600, "y": 100}]
     s.say("把音乐窗口移到屏幕中间")
-    assert ops() == [{"op": "move", "id": "win_music", "x": (1280 - 480) / 2,
-                      "y": (800 - 360) / 2}]
+    assert ops() == [{"op": "move", "id": "win_music", "x": (1280 - 480) / 2, "y": (800 - 360) / 2}]
 
 
-def test_compound_command_sends_every_op_and_undo_reverses_them(
-        running: Running, ops: Any) -> None:
+def test_compound_command_sends_every_op_and_undo_reverses_them(running: Running, ops: Any) -> None:
     post_snapshot(running, desktop_elements())
     s = Session(running)
     reply = s.say("把时钟变成红色然后旋转 30 度")
-    assert ops() == [{"op": "change_color", "id": "clock", "color": "red"},
-                     {"op": "rotate", "id": "clock", "degrees": 30}]
+    assert ops() == [
+        {"op": "change_color", "id": "clock", "color": "red"},
+        {"op": "rotate", "id": "clock", "degrees": 30},
+    ]
     assert reply["message"] == "已将时钟变成红色；已将时钟旋转 30 度"
     undo = button(reply, "undo")
-    assert undo["params"]["ops"] == [{"op": "rotate", "id": "clock", "degrees": 0},
-                                     {"op": "change_color", "id": "clock",
-                                      "color": "revert-layer"}]
+    assert undo["params"]["ops"] == [
+        {"op": "rotate", "id": "clock", "degrees": 0},
+        {"op": "change_color", "id": "clock", "color": "revert-layer"},
+    ]
     back = s.act("undo", params=undo["params"])
     assert back["status"] == "ok"
     assert back["message"].startswith("已撤销")
     assert ops() == undo["params"]["ops"]
     # a quick action carries a complete op: "hide" of the clock
-    quick = next(a for a in reply["actions"] if a["action_id"] == "apply"
-                 and a["params"]["ops"][0]["op"] == "hide")
+    quick = next(
+        a
+        for a in reply["actions"]
+        if a["action_id"] == "apply" and a["params"]["ops"][0]["op"] == "hide"
+    )
     s.act("apply", params=quick["params"])
     assert ops() == [{"op": "hide", "id": "clock"}]
 
 
 def test_ambiguous_name_asks_and_the_choice_applies_the_pending_op(
-        running: Running, ops: Any) -> None:
+    running: Running, ops: Any
+) -> None:
     post_snapshot(running, with_video_window())
     s = Session(running)
     reply = s.say("把播放按钮移到左上角")
@@ -245,8 +378,7 @@ def test_ambiguous_name_asks_and_the_choice_applies_the_pending_op(
 
     # a window named in the command is not ambiguous
     s.say("把视频窗口的播放按钮变成绿色")
-    assert ops() == [{"op": "change_color", "id": "btn_play", "window": "video",
-                      "color": "green"}]
+    assert ops() == [{"op": "change_color", "id": "btn_play", "window": "video", "color": "green"}]
     # cancel drops the pending op
     s.say("hide the play button")
     assert s.act("cancel")["message"].startswith("已取消")
@@ -255,7 +387,8 @@ def test_ambiguous_name_asks_and_the_choice_applies_the_pending_op(
 
 
 def test_unknown_element_or_command_is_a_clear_message_and_no_event(
-        running: Running, ops: Any) -> None:
+    running: Running, ops: Any
+) -> None:
     post_snapshot(running, desktop_elements())
     s = Session(running)
     reply = s.say("隐藏天气小部件")
@@ -270,8 +403,7 @@ def test_unknown_element_or_command_is_a_clear_message_and_no_event(
     assert ops() == []
 
 
-def test_home_view_lists_the_snapshot_and_runs_typed_commands(
-        running: Running, ops: Any) -> None:
+def test_home_view_lists_the_snapshot_and_runs_typed_commands(running: Running, ops: Any) -> None:
     post_snapshot(running, desktop_elements())
     home = running.open(APP)
     sid = home["session_id"]
@@ -280,13 +412,17 @@ def test_home_view_lists_the_snapshot_and_runs_typed_commands(
     titles = [i["title"] for i in reply["data"]["items"]]
     assert "时钟" in titles and "播放按钮" in titles and "音乐窗口" in titles
     assert button(reply, "command")["type"] == "input"
-    r = running.post("/api/action", {"app": APP, "action_id": "command", "session_id": sid,
-                                     "value": "把任务栏变成蓝色"})
+    r = running.post(
+        "/api/action",
+        {"app": APP, "action_id": "command", "session_id": sid, "value": "把任务栏变成蓝色"},
+    )
     assert r.json()["response"]["message"] == "已将任务栏变成蓝色"
     assert ops() == [{"op": "change_color", "id": "taskbar", "color": "blue"}]
     example = button(reply, "run")
-    r = running.post("/api/action", {"app": APP, "action_id": "run", "session_id": sid,
-                                     "params": example["params"]})
+    r = running.post(
+        "/api/action",
+        {"app": APP, "action_id": "run", "session_id": sid, "params": example["params"]},
+    )
     assert r.json()["response"]["status"] == "ok"
     assert len(ops()) == 1
 
@@ -298,8 +434,10 @@ GARBAGE: list[dict[str, Any]] = [
     {"action_id": "apply", "params": {"ops": [{"op": "explode", "id": "clock"}]}},
     {"action_id": "apply", "params": {"ops": [{"op": "move", "id": "clock", "x": "1e999"}]}},
     {"action_id": "apply", "params": {"ops": [{"op": "hide", "id": "no_such_element"}]}},
-    {"action_id": "apply", "params": {"ops": [{"op": "resize", "id": "clock", "width": -5,
-                                               "height": 3}]}},
+    {
+        "action_id": "apply",
+        "params": {"ops": [{"op": "resize", "id": "clock", "width": -5, "height": 3}]},
+    },
     {"action_id": "undo", "params": {"ops": [None, 3]}},
     {"action_id": "choose_target", "selected": "btn_play@music"},
     {"action_id": "choose_target", "selected": 42},
@@ -313,7 +451,8 @@ GARBAGE: list[dict[str, Any]] = [
 
 
 def test_garbage_actions_get_error_views_and_the_app_keeps_working(
-        running: Running, ops: Any) -> None:
+    running: Running, ops: Any
+) -> None:
     post_snapshot(running, desktop_elements())
     s = Session(running)
     for payload in GARBAGE:
@@ -331,14 +470,17 @@ def test_garbage_actions_get_error_views_and_the_app_keeps_working(
     assert ops() == [{"op": "hide", "id": "clock"}]
 
 
-def test_english_locale_and_the_real_websocket(make_system: Callable[..., Running],
-                                               tmp_path: Path) -> None:
-    running = make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
-                          language="en")
+def test_english_locale_and_the_real_websocket(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"), language="en"
+    )
     post_snapshot(running, desktop_elements())
     ws_url = running.url.replace("http://", "ws://") + "/api/events"
-    ws = simple_websocket.Client.connect(ws_url, headers={"Authorization": f"Bearer {TOKEN}",
-                                                          "Origin": running.url})
+    ws = simple_websocket.Client.connect(
+        ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": running.url}
+    )
     try:
         assert json.loads(ws.receive(timeout=10))["type"] == "hello"
         s = Session(running)
@@ -352,7 +494,11 @@ def test_english_locale_and_the_real_websocket(make_system: Callable[..., Runnin
                 seen.append(event)
                 break
         assert seen and {k: seen[0][k] for k in ("op", "id", "color", "by")} == {
-            "op": "change_color", "id": "clock", "color": "red", "by": APP}
+            "op": "change_color",
+            "id": "clock",
+            "color": "red",
+            "by": APP,
+        }
         reply = s.say("move the play button to the top left corner")
         assert reply["message"] == "Moved the play button to the top-left corner"
     finally:
