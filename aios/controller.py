@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: the instruction → plan → dispatch → steps loop reads top to
+# bottom; dispatch slots are in aios/dispatch.py.
 """The controller (spec §4, DESIGN §9): intent → task DAG → context → steps loop → summary.
 
 It never interprets an app's ``data``; it validates replies, runs their

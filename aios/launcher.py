@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: the registry's lifecycle (start, rescan, reload, stop)
+# under two locks; manifests.py, ports.py, supervisor.py and applog.py already hold the rest.
 """The registry of apps: discovery, start/stop, hot reload and the route table.
 
 Spec §3.4, §5.2, §5.3, §11, §14.2; DESIGN §3, §4. The launcher is the

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: bubblewrap and cgroup set-up in one place, so what a
+# sandboxed command can see is read in one file.
 """The OS-level sandbox for commands (``shell_exec``, ``process_start``).
 
 The argv rules of :mod:`aios.sandbox` see only the words of a command; an

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: every wire model in one module, so aios/schemas/ is
+# generated from one place and the drift test has one source.
 """The wire protocol between the desktop, the system and the apps (spec §6, §8).
 
 Every message that crosses a process boundary is one of these pydantic

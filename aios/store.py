@@ -1,3 +1,6 @@
+# Longer than ~500 lines on purpose: the only module that touches SQLite (STYLE 2): every
+# table's queries, the pool and the error mapping live together so no SQL leaks elsewhere;
+# retention is in aios/pruner.py.
 """The one SQLite database (WAL) of the system: the only module that touches SQLite.
 
 Tables: ``tool_calls_log`` (audit), ``cache`` (per-app namespaces, TTL),

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: one app's process loop (spawn, readiness, liveness, memory,
+# restart policy) reads as one state machine.
 """One app's process, from spawn to reap (the restarter half of the launcher).
 
 :mod:`aios.launcher` knows the registry of apps (folders, manifests, ports,

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: the generic app's handle/loop in one class; prompts, memory
+# and view checks are its sibling modules.
 """The generic LLM app's agent: one request, several rounds (see the package docstring)."""
 
 from __future__ import annotations

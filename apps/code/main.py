@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """代码 (code): run a Python snippet in the sandbox and show the source and its output.
 
 The snippet runs as ``python3 -c <code>`` through the ``shell_exec`` atomic

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """文件管理 (files): browse, preview, create, rename and delete files in the workspace.
 
 Everything goes through the system's atomic tools, so the sandbox and the

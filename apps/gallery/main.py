@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """组件展示 (gallery): every view type and every action control, with sample data.
 
 For users it is a tour of what an app can show; for the desktop's end-to-end

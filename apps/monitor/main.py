@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """系统监控 (system monitor): CPU, memory, disks and the busiest processes, live.
 
 Readings come from one custom tool, ``read_system``, which the reply plans as

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """音乐 (music): a local library in the workspace, a player, a playlist and online search.
 
 - The library is every wav/mp3/ogg/flac/m4a file in the workspace and in its

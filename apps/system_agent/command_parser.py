@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """Understand a UI command in Chinese or English, without a language model.
 
 :func:`parse` turns one command ("把播放按钮移到左上角", "make the clock red",

@@ -1,3 +1,5 @@
+# Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
+# handlers, views and bilingual messages stay in one file they can read at once.
 """系统控制 (system control): change the desktop's UI by talking to it (spec §9, §12.3).
 
 The flow of spec §12.3: a step ``cache_get("desktop:ui_snapshot")`` reads what
