@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The checkout: where ``desktop_app.py`` is."""
 
 WAIT_TIMEOUT = 10.0
 """Seconds :func:`wait_for` polls by default before it fails the test."""
@@ -77,3 +82,49 @@ def _tail(log: Path) -> str:
         return log.read_text(errors="replace")[-LOG_TAIL_CHARS:]
     except OSError as e:
         return f"(no log: {e})"
+
+
+def desktop_argv(apps_dir: Path, data_dir: Path, *extra: str, port: str | None = "0") -> list[str]:
+    """The command line of ``desktop_app.py --headless`` as a user runs it (a free port
+    unless ``port`` is ``None``, which leaves the flag out)."""
+    argv = [sys.executable, str(ROOT / "desktop_app.py"), "--headless"]
+    if port is not None:
+        argv += ["--port", port]
+    return [*argv, "--apps-dir", str(apps_dir), "--data-dir", str(data_dir), *extra]
+
+
+@contextlib.contextmanager
+def small_tmpfs(mount: Path, size: str = "2m") -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``mount`` (a real small disk to fill); the test is
+    skipped, with the reason, where mounting is not allowed."""
+    import pytest
+
+    mount.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot mount a tmpfs here: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+
+
+def fill_disk(directory: Path) -> Path:
+    """Write zeros into ``directory/filler`` until the disk is full; return the filler."""
+    filler = directory / "filler"
+    with filler.open("wb", buffering=0) as f:  # unbuffered: close has nothing to flush
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass  # ENOSPC: the disk is full
+    return filler

@@ -3,7 +3,6 @@ anything, and stops saying it once space returns (issue 8, item 7)."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import Desk, wait_until
 from tests.integration.conftest import Running
+from tests.util import fill_disk, small_tmpfs
 
 pytestmark = pytest.mark.e2e
 
@@ -21,35 +21,8 @@ TMPFS_SIZE = "2m"
 @pytest.fixture
 def small_data_dir(tmp_path: Path) -> Iterator[Path]:
     """A 2 MB tmpfs where the system's data dir goes (skipped where mounting is refused)."""
-    mount = tmp_path / "sys0" / "data"
-    mount.mkdir(parents=True)
-    try:
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot mount a tmpfs here: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-    try:
+    with small_tmpfs(tmp_path / "sys0" / "data", TMPFS_SIZE) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
-
-
-def fill(directory: Path) -> Path:
-    filler = directory / "filler"
-    with filler.open("wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass  # ENOSPC: the disk is full
-    return filler
 
 
 def test_a_full_disk_is_shown_with_its_reason_until_space_returns(
@@ -62,7 +35,7 @@ def test_a_full_disk_is_shown_with_its_reason_until_space_returns(
     desk.open_app("gallery")
     status = desk.page.locator("#desktop_status")
 
-    filler = fill(small_data_dir)
+    filler = fill_disk(small_data_dir)
 
     def store_failing() -> str | None:
         try:  # a write, as any request of the desktop makes one

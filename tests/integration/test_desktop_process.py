@@ -12,7 +12,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,24 +20,14 @@ import pytest
 import requests
 
 from tests.integration.conftest import SYSTEM_APPS
+from tests.util import desktop_argv
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "desktop_app.py"),
-            "--headless",
-            "--port",
-            "0",
-            "--apps-dir",
-            str(tmp_path / "apps"),
-            "--data-dir",
-            str(tmp_path / "data"),
-            *extra,
-        ],
+        desktop_argv(tmp_path / "apps", tmp_path / "data", *extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -101,17 +90,7 @@ def _fail_to_start(
     apps_dir = apps_dir or tmp_path / "apps"
     data_dir = data_dir or tmp_path / "data"
     proc = subprocess.run(
-        [
-            *(wrapper or []),
-            sys.executable,
-            str(ROOT / "desktop_app.py"),
-            "--headless",
-            "--apps-dir",
-            str(apps_dir),
-            "--data-dir",
-            str(data_dir),
-            *args,
-        ],
+        [*(wrapper or []), *desktop_argv(apps_dir, data_dir, *args, port=None)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ import psutil
 import pytest
 import requests
 
-from tests.util import wait_for
+from tests.util import desktop_argv, fill_disk, small_tmpfs, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FAULT_APPS = ROOT / "tests" / "fixtures" / "apps_faults"
@@ -91,19 +90,7 @@ class Desktop:
         env["AIOS_TOKEN"] = TOKEN
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "desktop_app.py"),
-                "--headless",
-                "--port",
-                "0",
-                "--apps-dir",
-                str(apps),
-                "--data-dir",
-                str(self.data),
-                "--config",
-                str(cfg),
-            ],
+            desktop_argv(apps, self.data, "--config", str(cfg)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -421,37 +408,9 @@ TMPFS_SIZE = "2m"
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs where the first desktop's data dir goes (skipped where mounting
-    is not allowed, with the reason)."""
-    mount = tmp_path / "run0" / "data"
-    mount.mkdir(parents=True)
-    try:
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot mount a tmpfs here: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-    try:
+    """A 2 MB tmpfs where the first desktop's data dir goes."""
+    with small_tmpfs(tmp_path / "run0" / "data", TMPFS_SIZE) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
-
-
-def _fill(directory: Path) -> Path:
-    filler = directory / "filler"
-    with filler.open("wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass  # ENOSPC: the disk is full
-    return filler
 
 
 def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
@@ -461,7 +420,7 @@ def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
     assert d.data == small_disk
     d.wait_ready()
     assert d.act("healthy").status_code == 200
-    filler = _fill(small_disk)
+    filler = fill_disk(small_disk)
 
     def refused() -> list[requests.Response]:  # a list: a 503 Response is falsy
         r = d.act("healthy")

@@ -8,12 +8,12 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import requests
 
 from tests.integration.conftest import SYSTEM_APPS
+from tests.util import desktop_argv
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STOP_TIMEOUT = 30
@@ -23,18 +23,7 @@ def run_once(tmp_path: Path, *extra: str) -> tuple[str, str]:
     """Start desktop_app.py headless, return (base url, token) from its ready line, stop it."""
     env = {k: v for k, v in os.environ.items() if k != "AIOS_TOKEN"}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "desktop_app.py"),
-            "--headless",
-            "--port",
-            "0",
-            "--apps-dir",
-            str(tmp_path / "apps"),
-            "--data-dir",
-            str(tmp_path / "data"),
-            *extra,
-        ],
+        desktop_argv(tmp_path / "apps", tmp_path / "data", *extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -85,17 +74,7 @@ def test_token_is_stable_across_restarts_and_new_token_replaces_it(tmp_path: Pat
 def test_aios_token_from_the_environment_is_not_written_down(tmp_path: Path) -> None:
     shutil.copytree(SYSTEM_APPS / "echo", tmp_path / "apps" / "echo")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "desktop_app.py"),
-            "--headless",
-            "--port",
-            "0",
-            "--apps-dir",
-            str(tmp_path / "apps"),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
+        desktop_argv(tmp_path / "apps", tmp_path / "data"),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -13,14 +13,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.util import wait_for
+from tests.util import desktop_argv, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GONE_WITHIN = 5.0
@@ -131,17 +130,7 @@ class Desktop:
     def start(self) -> subprocess.Popen[str]:
         env = {k: v for k, v in os.environ.items() if k != "AIOS_TOKEN"}
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "desktop_app.py"),
-                "--headless",
-                "--port",
-                "0",
-                "--apps-dir",
-                str(self.apps),
-                "--data-dir",
-                str(self.tmp_path / "data"),
-            ],
+            desktop_argv(self.apps, self.tmp_path / "data"),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
