@@ -16,6 +16,7 @@ from playwright.sync_api import Locator, expect
 from tests.conftest import ROOT
 from tests.e2e.conftest import BUNDLED_APPS, E2E_APPS, Desk, start_e2e_system
 from tests.integration.conftest import Running
+from tests.util import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -72,8 +73,13 @@ def manifest_icon(app_id: str) -> str:
 
 def assert_drawn(tile: Locator, kind: str) -> None:
     expect(tile).to_have_attribute("data-icon-kind", kind)
-    box = tile.bounding_box()
-    assert box is not None and box["width"] > 0 and box["height"] > 0
+    expect(tile).to_be_visible()
+
+    def drawn() -> dict[str, float] | None:  # the taskbar may redraw (grants, app status)
+        box = tile.bounding_box()
+        return box if box is not None and box["width"] > 0 and box["height"] > 0 else None
+
+    wait_for(drawn, f"the {kind} icon to be drawn with a size")
     if kind in ("set", "file"):
         img = tile.locator("img")
         expect(img).to_have_count(1)
