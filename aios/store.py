@@ -511,10 +511,12 @@ class Store:
         with self._tx() as db:
             db.execute("DELETE FROM cache WHERE namespace=? AND key=?", (namespace, key))
 
-    def cache_purge_expired(self) -> int:
+    def cache_purge_expired(self, now: float | None = None) -> int:
+        """Delete the entries expired at ``now`` (default: the store's clock)."""
+        at = self.clock() if now is None else now
         with self._tx() as db:
             return db.execute(
-                "DELETE FROM cache WHERE expires_at IS NOT NULL AND expires_at<=?", (self.clock(),)
+                "DELETE FROM cache WHERE expires_at IS NOT NULL AND expires_at<=?", (at,)
             ).rowcount
 
     # ------------------------------------------------------------- sessions
@@ -731,7 +733,7 @@ class Store:
                 (history_cut, *UNFINISHED),
                 key="rowid",
             ),
-            "cache": self.cache_purge_expired(),
+            "cache": self.cache_purge_expired(now),
         }
         crowded = self._query(
             "SELECT session_id FROM history GROUP BY session_id HAVING count(*) > ?",

@@ -274,8 +274,9 @@ def test_prune_keeps_retention_by_count_and_age(store: Store) -> None:
         store.add_history("s1", "user", f"a{i}")
         store.add_history("s2", "user", f"b{i}")
         store.record_llm_usage(provider="p", model="m", latency_ms=1, ok=True)
-    store.cache_set("app", "gone", 1, ttl=0.001)
-    later = time.time() + 0.01
+    store.cache_set("app", "gone", 1, ttl=5)
+    store.cache_set("app", "kept", 1, ttl=3600)
+    later = time.time() + 10  # the first entry has expired by then, the second not
     deleted = store.prune(
         audit_rows=10,
         audit_days=30,
