@@ -134,6 +134,15 @@ class AppsConfig(_Section):
     notify_burst: int = Field(default=10, ge=1)
     """Notifications one app may show within ``notify_window`` seconds; more are refused."""
     notify_window: float = Field(default=10, gt=0)
+    confinement: Literal["auto", "off"] = "auto"
+    """``auto``: every app process runs inside bubblewrap where it works (DESIGN §11);
+    ``off``: apps run unconfined, reachable only with their launch secret."""
+    max_processes: int = Field(default=128, ge=8, le=65536)
+    """Tasks (processes and threads) in one confined app's sandbox (a pids cgroup)."""
+    max_open_files: int = Field(default=1024, ge=64, le=1 << 20)
+    """Open files per process of an app (RLIMIT_NOFILE)."""
+    tmp_mb: int = Field(default=64, ge=1, le=65536)
+    """Size of a confined app's private /tmp (and /dev/shm)."""
     default_grants: dict[str, list[str]] = Field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_GRANTS.items()}
     )

@@ -83,12 +83,13 @@ class Controller:
         self.launcher = launcher
         self.bus = bus
         self.llm = llm
-        self.executor = Executor()
+        self.executor = Executor(mount=launcher.mount)
         self._tool_context = tool_context
         self._custom_tools = custom_tools
         self._http = requests.Session()
         self._http.trust_env = False
         self._http.mount("http://", HTTPAdapter(pool_connections=32, pool_maxsize=32))
+        launcher.mount(self._http, pool_connections=32, pool_maxsize=32)
         self._summaries: dict[str, tuple[int, str]] = {}
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""

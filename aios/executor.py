@@ -55,10 +55,12 @@ class TemplateError(Exception):
 class Executor:
     """Runs steps plans. Holds no per-plan state, so one instance serves every app."""
 
-    def __init__(self) -> None:
+    def __init__(self, mount: Callable[[requests.Session], None] | None = None) -> None:
         # requests.Session is not documented as thread-safe; plans for
         # different apps run concurrently, so each thread keeps its own.
         self._local = threading.local()
+        self._mount = mount
+        """Prepares each session to reach confined apps (``Launcher.mount``)."""
 
     # ------------------------------------------------------------------ run
 
@@ -115,6 +117,8 @@ class Executor:
             http = requests.Session()
             # Loopback only: a proxy from the environment must never see app traffic.
             http.trust_env = False
+            if self._mount is not None:
+                self._mount(http)  # confined apps are reached over their sockets
             self._local.http = http
         return http
 

@@ -28,21 +28,24 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+import requests
 
 from aios import app_secret, procgroup
 from aios.config import PROJECT_ROOT, Config
+from aios.confinement import Confiner, Sandbox, unavailable
 from aios.errors import AppNotFound, AppUnavailable, ConfigError
 from aios.manifests import (
     APP_ID_RE,
-    CONFINED,
     UNCONFINED_NOTICE,
     AppRecord,
     assign_display_names,
     fingerprint,
     load_app,
 )
+from aios.os_sandbox import SANE_PATH
 from aios.ports import PortMap, write_json_atomic
 from aios.supervisor import (
     AppStatus,
@@ -52,6 +55,10 @@ from aios.supervisor import (
     app_env,
     spawn_process,
 )
+from aios_sdk._unix import UnixAdapter
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
 
 __all__ = ["APP_ID_RE", "AppRecord", "AppStatus", "Launcher", "RestartPolicy", "load_app"]
 
@@ -114,6 +121,14 @@ class Launcher:
         """Every process spawned in this run that was not reaped yet: shutdown kills them all."""
         self._scan_failing = False
         self._watcher: threading.Thread | None = None
+        self.confiner = Confiner()
+        self.channel_app: WSGIApplication | None = None
+        """The system's API, served to each confined app on its own socket (set by aios.web)."""
+        self.network_granted: Callable[[AppRecord], bool] = lambda rec: False
+        """Whether the user granted ``network`` to an app (set by the system)."""
+        self._sockets: dict[int, str] = {}
+        """Port -> Unix socket of each running confined app (see :meth:`socket_for`)."""
+        self._confinement_problem: str | None = None
 
     # -------------------------------------------------------------- lifecycle
 
@@ -134,8 +149,11 @@ class Launcher:
             if self._started:
                 raise RuntimeError("the launcher was already started; create a new one")
             self._started = True
-            if not CONFINED:
-                log.warning(UNCONFINED_NOTICE)
+            self._confinement_problem = unavailable(self.config.apps.confinement)
+            if self._confinement_problem is not None:
+                log.warning("%s (%s)", UNCONFINED_NOTICE, self._confinement_problem)
+            else:
+                log.info("app processes run confined (bubblewrap; DESIGN §11)")
             self.logs_dir.mkdir(parents=True, exist_ok=True)
             try:
                 folders = self._list_folders()
@@ -178,6 +196,7 @@ class Launcher:
                                 log.error("stopping app %s failed: %s", app_id, fut.exception())
             finally:
                 self._sweep()
+                self.confiner.close()
 
     def restart(self, app_id: str) -> None:
         """Reload one app's folder and start it afresh; wait until it is up or failed."""
@@ -384,6 +403,8 @@ class Launcher:
             rec.status, rec.error = status, error
             if status not in (AppStatus.STARTING, AppStatus.RUNNING):
                 rec.token, rec.pid, rec.launch_secret = "", None, ""
+                if rec.port is not None:
+                    self._sockets.pop(rec.port, None)
         self._notify(rec)
 
     def _add(self, path: Path) -> AppRecord:
@@ -469,6 +490,26 @@ class Launcher:
             rec.id, manifest_port=rec.manifest.port, current=rec.port, assigned=assigned
         )
 
+    def socket_for(self, host: str, port: int) -> str | None:
+        """The Unix socket serving ``http://host:port`` if a confined app has that port."""
+        if host not in ("127.0.0.1", "localhost"):
+            return None
+        with self._lock:
+            return self._sockets.get(port)
+
+    def mount(self, session: requests.Session, **pool: int) -> None:
+        """Make ``session`` reach confined apps (``http://127.0.0.1:PORT``) over their sockets."""
+        session.mount("http://127.0.0.1:", UnixAdapter(self.socket_for, **pool))
+        session.mount("http://localhost:", UnixAdapter(self.socket_for, **pool))
+
+    def _sandbox(self, rec: AppRecord) -> Sandbox | None:
+        """This launch's confinement, or None when apps run unconfined here."""
+        if self._confinement_problem is not None:
+            return None
+        return self.confiner.prepare(
+            rec.id, self.config.apps, network=self.network_granted(rec), api=self.channel_app
+        )
+
     def _spawn(self, rec: AppRecord) -> subprocess.Popen[bytes]:
         assert rec.manifest is not None and rec.workdir is not None and rec.port is not None
         token = secrets.token_urlsafe(32)
@@ -486,15 +527,36 @@ class Launcher:
         with self._lock:
             rec.token, rec.spawned_at = token, time.monotonic()
             rec.launch_secret = secret
-        proc = spawn_process(
-            [sys.executable, rec.manifest.entry],
-            cwd=rec.path,
-            env=env,
-            log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
-            header=f"launch {rec.id} on port {rec.port}",
-            log_max_bytes=self.config.apps.log_max_bytes,
-        )
+        sandbox = self._sandbox(rec)
+        argv = [sys.executable, rec.manifest.entry]
+        how = "unconfined"
+        if sandbox is not None:
+            argv = self.confiner.argv(
+                sandbox, entry=rec.manifest.entry, app_dir=rec.path, workdir=rec.workdir, env=env
+            )
+            how = "confined" + (" with network" if sandbox.network else "")
+        try:
+            proc = spawn_process(
+                argv,
+                cwd=rec.path,
+                # confined, the environment is given to bwrap (--setenv), not to bwrap itself
+                env=env if sandbox is None else {"PATH": SANE_PATH},
+                log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
+                header=f"launch {rec.id} on port {rec.port}, {how}",
+                log_max_bytes=self.config.apps.log_max_bytes,
+                preexec=sandbox.preexec() if sandbox is not None else None,
+            )
+        except BaseException:
+            if sandbox is not None:
+                sandbox.close()
+            raise
+        proc.sandbox = sandbox
         with self._lock:
+            rec.confined = sandbox is not None
+            if sandbox is not None:
+                self._sockets[rec.port] = str(sandbox.app_socket)
+            else:
+                self._sockets.pop(rec.port, None)
             rec.pid = proc.pid
             self._spawned = {pid: p for pid, p in self._spawned.items() if p.returncode is None}
             self._spawned[proc.pid] = proc
@@ -529,6 +591,8 @@ class Launcher:
             if self._sups.get(app_id) is sup:
                 del self._sups[app_id]
             rec.token, rec.pid, rec.launch_secret = "", None, ""
+            if rec.port is not None:
+                self._sockets.pop(rec.port, None)
         if final:
             self._set(rec, AppStatus.STOPPED)
         self._stopped(app_id)

@@ -29,11 +29,9 @@ TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EA
 """Errors that say the machine is busy, not that a file is bad: never make an app invalid."""
 
 
-CONFINED = False
-"""Whether app processes run confined (DESIGN §11); not on any system yet."""
 UNCONFINED_NOTICE = (
-    "app processes are not confined (no sandbox for app processes on this "
-    "system yet); each app is reachable only with its launch secret"
+    "app processes are not confined: each runs as your user and can read and "
+    "write what you can; each app is reachable only with its launch secret"
 )
 """Said once in the log at start, and in the README's Security section."""
 
@@ -63,6 +61,8 @@ class AppRecord:
     installed: int = 0
     """Order in which the launcher found the app: name clashes and routing ties go to the
     app found first (at start, folders are found in name order)."""
+    confined: bool = False
+    """Whether the latest launch runs in a sandbox (DESIGN §11)."""
     display_name: str = ""
     """The name the desktop shows: the manifest's, or ``Name (id)`` when an app found
     earlier already has that name (an app cannot pose as another)."""
@@ -84,7 +84,7 @@ class AppRecord:
             "endpoint": m.handle_endpoint if m else None,
             "keywords": list(m.keywords) if m else [],
             "permissions": list(m.permissions) if m else [],
-            "confined": CONFINED,
+            "confined": self.confined,
         }
         if self.error:
             out["error"] = self.error

@@ -51,7 +51,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,8 +226,21 @@ def _masked_etc() -> tuple[tuple[str, bool], ...]:
     return tuple(sorted(found))
 
 
-def bwrap_options(workdir: Path, cwd: Path, env: dict[str, str], *, tmp_bytes: int) -> list[str]:
+def bwrap_options(
+    workdir: Path,
+    cwd: Path,
+    env: dict[str, str],
+    *,
+    tmp_bytes: int,
+    binds: Sequence[tuple[str, Path, Path]] = (),
+    share_net: bool = False,
+) -> list[str]:
     """The bwrap options for one command (everything before ``--``).
+
+    ``binds`` are more ``(flag, host path, sandbox path)`` mounts (an app's
+    folder, the Python installation…), made before the workdir's, so a
+    workdir inside one of them is still writable; ``share_net`` keeps the
+    host's network (an app granted ``network``).
 
     Order matters: ``--tmpfs /tmp`` comes before ``--bind workdir`` so that a
     workdir under /tmp (pytest's tmp_path) is the real folder, not a folder
@@ -237,6 +250,7 @@ def bwrap_options(workdir: Path, cwd: Path, env: dict[str, str], *, tmp_bytes: i
     """
     opts = [
         "--unshare-all",
+        *(["--share-net"] if share_net else []),
         "--unshare-user",
         "--disable-userns",
         "--uid",
@@ -279,6 +293,8 @@ def bwrap_options(workdir: Path, cwd: Path, env: dict[str, str], *, tmp_bytes: i
     guard = _tmp_guard(workdir)
     if guard is not None:
         opts += ["--tmpfs", guard]
+    for flag, source, dest in binds:
+        opts += [flag, str(source), str(dest)]
     opts += ["--bind", str(workdir), str(workdir)]
     if guard is not None:
         opts += ["--remount-ro", guard]

@@ -42,9 +42,11 @@ import psutil
 from aios import app_secret, procgroup
 from aios.applog import LogPump, log_line, log_tail, rotate_log
 from aios.procgroup import KILL_WAIT
+from aios_sdk._unix import UnixHTTPConnection, connect_unix
 
 if TYPE_CHECKING:
     from aios.config import AppsConfig
+    from aios.confinement import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +184,14 @@ def app_env(
 
 
 class AppProcess(subprocess.Popen[bytes]):
-    """An app's process, with the :class:`LogPump` that drains its output."""
+    """An app's process, with the :class:`LogPump` that drains its output.
+
+    ``sandbox`` is its confinement (None when unconfined): the supervisor
+    reaches the app through its socket and releases it once the process is gone.
+    """
 
     log_pump: LogPump | None = None
+    sandbox: Sandbox | None = None
 
     def finish_log(self, timeout: float = KILL_WAIT) -> None:
         """Wait until the pump has written what the app printed before it ended."""
@@ -200,6 +207,7 @@ def spawn_process(
     log_path: Path,
     header: str,
     log_max_bytes: int,
+    preexec: Callable[[], None] | None = None,
 ) -> AppProcess:
     """Start ``argv`` as the leader of a new session, stdout+stderr pumped into ``log_path``.
 
@@ -222,6 +230,7 @@ def spawn_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         close_fds=True,
+        preexec_fn=preexec,
     )
     assert proc.stdout is not None
     # The pump owns the read end from now on (the file object must not close it too).
@@ -238,14 +247,23 @@ _LOCAL_SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 
 
 def answers_http(
-    port: int, timeout: float, path: str = LIVENESS_PATH, headers: Mapping[str, str] | None = None
+    port: int,
+    timeout: float,
+    path: str = LIVENESS_PATH,
+    headers: Mapping[str, str] | None = None,
+    socket_path: Path | None = None,
 ) -> bool | None:
     """Whether an HTTP server on ``port`` answers ``GET path`` (any status) within ``timeout``.
 
-    None when the probe could not be made (the system is out of file
-    descriptors, say): that says nothing about the app.
+    A confined app is asked on its ``socket_path`` instead. None when the
+    probe could not be made (the system is out of file descriptors, say):
+    that says nothing about the app.
     """
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn: http.client.HTTPConnection = (
+        http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        if socket_path is None
+        else UnixHTTPConnection(str(socket_path), "127.0.0.1", port, timeout)
+    )
     try:
         conn.request("GET", path, headers=dict(headers or {}))
         conn.getresponse().read()
@@ -274,12 +292,34 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def port_accepts(port: int, timeout: float = 0.2) -> bool:
+def port_accepts(port: int, timeout: float = 0.2, socket_path: Path | None = None) -> bool:
+    """Whether the app accepts a connection: on ``port``, or on its ``socket_path`` if confined."""
     try:
+        if socket_path is not None:
+            connect_unix(str(socket_path), timeout).close()
+            return True
         with socket.create_connection(("127.0.0.1", port), timeout=timeout):
             return True
     except OSError:
         return False
+
+
+def sandbox_of(proc: subprocess.Popen[bytes]) -> Sandbox | None:
+    return proc.sandbox if isinstance(proc, AppProcess) else None
+
+
+def socket_of(proc: subprocess.Popen[bytes]) -> Path | None:
+    sandbox = sandbox_of(proc)
+    return sandbox.app_socket if sandbox is not None else None
+
+
+def release(proc: subprocess.Popen[bytes]) -> None:
+    """Once ``proc`` is gone: its log is complete and its sandbox (if any) is taken down."""
+    if isinstance(proc, AppProcess):
+        proc.finish_log()
+        sandbox, proc.sandbox = proc.sandbox, None
+        if sandbox is not None:
+            sandbox.close()
 
 
 def wait_ready(
@@ -292,7 +332,7 @@ def wait_ready(
             return "cancelled"
         if proc.poll() is not None:
             return "exited"
-        if port_accepts(port):
+        if port_accepts(port, socket_path=socket_of(proc)):
             # The port might belong to a stranger that grabbed it first; only a live app counts.
             return "ready" if proc.poll() is None else "exited"
         if time.monotonic() >= deadline:
@@ -375,8 +415,8 @@ class AppSupervisor:
             proc = self._proc
         self._wake.set()
         path = "not running" if proc is None else procgroup.stop(proc, self._grace)
-        if isinstance(proc, AppProcess):
-            proc.finish_log()
+        if proc is not None:
+            release(proc)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
         self._settled.set()
@@ -416,8 +456,7 @@ class AppSupervisor:
                     return
                 if outcome == "timeout":
                     procgroup.stop(proc, self._grace)
-                    if isinstance(proc, AppProcess):
-                        proc.finish_log()
+                    release(proc)
                     log_line(self._log_path, "killed: no connection accepted in time")
                     self._report(
                         AppStatus.FAILED,
@@ -440,8 +479,7 @@ class AppSupervisor:
                     procgroup.stop(proc, self._grace)
                 # The app died on its own: clear its leftovers (they may hold the port).
                 procgroup.kill_group(proc.pid)
-                if isinstance(proc, AppProcess):
-                    proc.finish_log()
+                release(proc)
                 crashes = self._policy.count_crash(crashes, time.monotonic() - began)
                 log_line(
                     self._log_path,
@@ -495,10 +533,17 @@ class AppSupervisor:
             rss = tree_rss(proc.pid)
             if rss > live.max_memory_mb * MB:
                 return f"used more than {live.max_memory_mb} MB of memory ({rss // MB} MB)"
+            sandbox = sandbox_of(proc)
+            limit = sandbox.limit_reached(proc.pid) if sandbox is not None else None
+            if limit is not None:
+                log.warning("app %s %s", self.app_id, limit)
+                log_line(self._log_path, f"limit: it {limit}")
+                self._report(AppStatus.RUNNING, f"it {limit}")
             alive = answers_http(
                 self.port,
                 live.timeout,
                 headers=(self._probe_headers() if self._probe_headers is not None else None),
+                socket_path=socket_of(proc),
             )
             if alive:
                 misses, answered = 0, time.monotonic()

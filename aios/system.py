@@ -17,13 +17,13 @@ import requests
 from aios import app_secret, os_sandbox
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
-from aios.errors import AppNotFound, BadRequest, ProtocolError
+from aios.errors import AppError, AppNotFound, BadRequest, ProtocolError
 from aios.events import EventBus
 from aios.hostprocs import host_processes
 from aios.launch_token import launch_token
-from aios.launcher import AppRecord, Launcher
+from aios.launcher import AppRecord, AppStatus, Launcher
 from aios.llm import LLMClient
-from aios.permissions import DESKTOP_CONTROL, RESTART_NEEDED, SYSTEM_PROCESSES, Grants
+from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PROCESSES, Grants
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, parse_ui_op
 from aios.pruner import Pruner
@@ -81,6 +81,12 @@ class System:
             on_status=self._on_status,
             on_stop=self.processes.stop_app,
         )
+        self.launcher.network_granted = lambda rec: (
+            NETWORK in self.grants.granted(rec.id, _requested(rec))
+        )
+        self._http = requests.Session()
+        self._http.trust_env = False
+        self.launcher.mount(self._http)
         self._contexts: dict[str, tuple[tuple[str, int], ToolContext]] = {}
         """app id -> ((app token, config generation), its tool context)."""
         self._custom: dict[str, tuple[str, list[str]]] = {}
@@ -223,13 +229,20 @@ class System:
                 duration_ms=0.0,
             )
             needs_restart = RESTART_NEEDED & set(changed)
-            if needs_restart:
-                # TODO(confinement): the sandbox is built at spawn; restart the app here
-                # once it honours `network` (DESIGN §11.7: "at the next start at the latest").
-                log.info(
-                    "%s: %s changes once the app restarts", app_id, ", ".join(sorted(needs_restart))
-                )
+            if needs_restart and record.status in (AppStatus.RUNNING, AppStatus.STARTING):
+                # The sandbox (its network namespace) is built at spawn: a new grant
+                # takes effect in a new launch, which the system starts itself (§11.7).
+                log.info("%s: %s changed; restarting the app", app_id, ", ".join(needs_restart))
+                threading.Thread(
+                    target=self._restart_quietly, args=(app_id,), name=f"regrant-{app_id}"
+                ).start()
         return self.app_permissions(record)
+
+    def _restart_quietly(self, app_id: str) -> None:
+        try:
+            self.launcher.restart(app_id)
+        except AppError as e:  # unloaded or shutting down meanwhile
+            log.info("%s: not restarted after a permission change: %s", app_id, e)
 
     def process_list(self, record: AppRecord) -> list[dict[str, Any]]:
         """The host's processes, read-only, for an app granted ``system.processes``."""
@@ -321,7 +334,7 @@ class System:
         if cached is not None and cached[0] == record.token:
             return cached[1]
         try:
-            r = requests.get(
+            r = self._http.get(
                 self.launcher.url(app_id) + "/tools",
                 timeout=CUSTOM_TOOLS_TIMEOUT,
                 headers={

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from aios.errors import ProtocolError
 from aios.names import ATOMIC_TOOLS, TOOL_NAME_PATTERN
 from aios_sdk._session import current_session_id
+from aios_sdk.boot import APP_SOCKET_ENV
 
 if TYPE_CHECKING:
     from aios.protocol import Step
@@ -404,7 +405,12 @@ class AIOSAgent:
             # Leave through SystemExit so atexit runs: standalone mode then stops
             # the background processes its tools started.
             signal.signal(signal.SIGTERM, _exit_on_term)
-        log.info("%s serving on http://%s:%d", self.display_name, host, port)
+        socket_path = os.environ.get(APP_SOCKET_ENV)
+        if socket_path:
+            # confined (DESIGN §11): the system reaches this app over its runtime
+            # dir's socket only; no TCP port exists for anyone else to call
+            host = f"unix://{socket_path}"
+        log.info("%s serving on %s", self.display_name, host if socket_path else f"{host}:{port}")
         from werkzeug.serving import WSGIRequestHandler
 
         class KeepAlive(WSGIRequestHandler):

@@ -9,12 +9,15 @@ audit. ``requests`` errors are mapped to our exceptions here.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
 import requests
 
 from aios.errors import LLMError, LLMUnavailable, ToolError, ToolFailed, ToolRefused
+from aios_sdk._unix import UnixAdapter
+from aios_sdk.boot import SYSTEM_SOCKET_ENV
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +43,10 @@ class SystemClient:
             http = requests.Session()
             http.trust_env = False  # loopback only; never through an environment proxy
             http.headers["Authorization"] = f"Bearer {self._token}"
+            socket_path = os.environ.get(SYSTEM_SOCKET_ENV)
+            if socket_path:
+                # confined: straight to the runtime dir's socket, not through the relay
+                http.mount(self.base_url, UnixAdapter(lambda host, port: socket_path))
             self._local.http = http
         return http
 

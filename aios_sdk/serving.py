@@ -33,6 +33,7 @@ from aios import app_secret
 from aios.errors import ToolError
 from aios.names import error_response
 from aios_sdk._session import bind_session, unbind_session
+from aios_sdk.boot import APP_SOCKET_ENV
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,17 @@ def _refuse(message: str, status: int) -> Response:
     return _json({**error_response(message, title="refused"), "error": message}, status)
 
 
+def _served_port() -> str | None:
+    """The port a request's ``Host`` must name: the server's, or ``APP_PORT`` on a Unix socket.
+
+    A confined app serves ``AIOS_APP_SOCKET`` (DESIGN §11), and the system still
+    addresses it as ``127.0.0.1:APP_PORT``.
+    """
+    if os.environ.get(APP_SOCKET_ENV):
+        return os.environ.get("APP_PORT")
+    return request.environ.get("SERVER_PORT")
+
+
 def _host_refused() -> Response | None:
     """403 unless ``Host`` names a loopback address on the port this server listens on."""
     try:
@@ -100,7 +112,7 @@ def _host_refused() -> Response | None:
         name, port = parts.hostname, parts.port or DEFAULT_HTTP_PORT
     except ValueError:
         name, port = None, None
-    if name in LOOPBACK_NAMES and str(port) == request.environ.get("SERVER_PORT"):
+    if name in LOOPBACK_NAMES and str(port) == _served_port():
         return None
     return _refuse(
         f"refused: Host {request.host[:100]!r} is not this app's loopback "

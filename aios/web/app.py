@@ -17,4 +17,6 @@ def create_app(system: System) -> Flask:
     app.extensions[EXTENSION] = system
     for blueprint in (guards.bp, pages.bp, desktop_api.bp, sys_api.bp, voice.bp, events.bp):
         app.register_blueprint(blueprint)
+    # Confined apps reach this API through their own sockets (DESIGN §11).
+    system.launcher.channel_app = app
     return app

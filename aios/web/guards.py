@@ -13,6 +13,8 @@ Security, in the order it is checked:
    icon take a signed ``?exp=&sig=`` (:mod:`aios.web.file_urls`); the page
    itself and its static files are public code. ``/api/sys/*`` needs the
    calling app's own token; ``/api/sys/ui`` also needs ``desktop.control``.
+   A request through a confined app's channel (its runtime dir's socket,
+   DESIGN §11) may only call ``/api/sys/*``, and only with that app's token.
 Every refusal is a 401/403 with a JSON ``{"error": ...}`` naming the rule.
 """
 
@@ -24,6 +26,7 @@ import logging
 from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import HTTPException
 
+from aios.confinement import CHANNEL_ENVIRON_KEY
 from aios.errors import AppError, BadRequest, PermissionDenied, StoreError
 from aios.web import file_urls
 from aios.web.request import error, system
@@ -99,6 +102,13 @@ def _app_token_refused() -> Response | None:
     record = system().launcher.by_token(token) if token is not None else None
     if record is None:
         return error(401, "app token missing or invalid (Authorization: Bearer <AIOS_APP_TOKEN>)")
+    channel = request.environ.get(CHANNEL_ENVIRON_KEY)
+    if channel is not None and channel != record.id:
+        return error(
+            403,
+            f"this token belongs to app {record.id!r}, but the call came through "
+            f"app {channel!r}'s channel: an app may act only as itself",
+        )
     g.app_record = record
     return None
 
@@ -111,6 +121,8 @@ def _guard() -> Response | None:
     path = request.path
     if path.startswith("/api/sys/"):
         return _app_token_refused()
+    if CHANNEL_ENVIRON_KEY in request.environ:
+        return error(403, f"{path} is not part of the API apps may call (/api/sys/...)")
     if path == "/" or path.startswith("/static/") or path == "/favicon.ico":
         return None  # public code; the page checks a ?token= itself
     bearer = _bearer()
