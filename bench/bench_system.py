@@ -17,13 +17,23 @@ same run (so a busy machine moves both):
 3. One tool step mediated by the system (app reply → executor → result back
    to the app) against the same operation done directly.
 4. ``POST /api/action`` round trip to the echo app.
-5. Cold start of ten minimal SDK apps (``System.start()``) against floor 1b.
+5. Start of one minimal SDK app, and cold start of ten (``System.start()``)
+   against floor 1b.
 6. The whole desktop (``desktop_app.py --headless``) with the bundled apps,
    to the "AIOS ready" line and to ``/api/health`` ready.
-7. RSS of the desktop's process tree after that start.
+7. RSS of the desktop's process tree after that start (bubblewrap's own
+   processes included).
 8. Ten concurrent clients doing actions against the echo app.
 
-Ends with a Markdown table (metric, value, floor, ratio, target, met?).
+Confinement (DESIGN §11): 3, 4, 5, 6 and 7 run twice in the same run, with
+``apps.confinement`` "auto" (apps inside bubblewrap where it works: what a
+user gets) and "off" (unconfined), interleaved where the measurement allows
+it, so drift on a shared machine lands on both alike. 2 and 8 run on the
+default ("auto") system only.
+
+Ends with two Markdown tables: the figures against their floors (metric,
+value, floor, ratio, target, met?), and confined next to unconfined (metric,
+unconfined, confined, cost, target, met?).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -70,6 +81,18 @@ TARGET_DESKTOP_READY_S = 1.5
 TARGET_RSS_MB = 400.0
 TARGET_RSS_APPS = 8
 TARGET_THROUGHPUT = 200.0
+# What confinement may add (DESIGN §11, issue 10), confined minus unconfined, same run.
+TARGET_CONFINED_START_MS = 50.0
+TARGET_CONFINED_STEP_MS = 0.3
+TARGET_CONFINED_ACTION_MS = 0.3
+
+CONFINED, UNCONFINED = "auto", "off"
+"""Values of ``apps.confinement``: "auto" confines every app where bubblewrap works."""
+MODES = (UNCONFINED, CONFINED)
+MODE_LABEL = {CONFINED: "confined", UNCONFINED: "unconfined"}
+DESKTOP_SETTLE_S = 0.5
+"""Seconds the desktop's apps get after ready to finish their post-listen imports
+before their memory is weighed."""
 
 # A bare Flask server: the floor for one app process (spawn → port open).
 BARE_FLASK = """\
@@ -354,20 +377,36 @@ class Inproc:
             self.http.close()
 
 
-def build_system(apps_dir: Path, data_dir: Path) -> Inproc:
-    """A System behind its real HTTP server, as tests/integration/conftest.py builds one."""
+def build_system(apps_dir: Path, data_dir: Path, confinement: str = CONFINED) -> Inproc:
+    """A System behind its real HTTP server, as tests/integration/conftest.py builds one;
+    ``confinement`` is ``apps.confinement`` ("auto" or "off")."""
     from aios.config import validate_config
     from aios.system import System
     from aios.web import ServerThread, create_app
 
     config = validate_config(
-        {"apps_dir": str(apps_dir), "data_dir": str(data_dir), "llm": {"api_key": ""}}
+        {
+            "apps_dir": str(apps_dir),
+            "data_dir": str(data_dir),
+            "llm": {"api_key": ""},
+            "apps": {"confinement": confinement},
+        }
     )
     server = ServerThread(0)
     system = System(config, port=server.port, token=TOKEN)
     server.attach(create_app(system))
     server.start()
     return Inproc(system, server, new_http())
+
+
+def confined_apps(http: requests.Session, url: str) -> tuple[int, int]:
+    """(apps that say ``confined: true``, apps) in ``GET /api/apps``."""
+    listed = http.get(url + "/api/apps", timeout=30).json()
+    return sum(1 for a in listed if a.get("confined") is True), len(listed)
+
+
+def say_confined(label: str, counts: tuple[int, int]) -> None:
+    out(f"  {label}: {counts[0]}/{counts[1]} app(s) confined")
 
 
 def write_app(folder: Path, source: str, manifest: dict[str, Any]) -> None:
@@ -479,80 +518,59 @@ def disable_llm(sys_: Inproc) -> None:
 # ------------------------------------------------------ 3. a mediated step
 
 
-def bench_steps(sys_: Inproc, n: int, tmp_store: Path) -> dict[str, Any]:
-    from aios.protocol import ActionRequest
-    from aios.store import Store
+STEP_KINDS = ("zero", "one_cache", "one_read", "ten_cache")
 
-    system = sys_.system
-    sid = sys_.post("/api/action", {"app": "bench", "action_id": "zero"}).json()["session_id"]
-    sys_.post("/api/action", {"app": "bench", "action_id": "three", "session_id": sid})
-    kinds = ["zero", "one_cache", "one_read", "ten_cache"]
-    http: dict[str, list[float]] = {k: [] for k in kinds}
+
+def bench_steps(systems: dict[str, Inproc], n: int, tmp_store: Path) -> dict[str, Any]:
+    """The mediated step on every system in ``systems`` (mode -> system), interleaved."""
+    from aios.protocol import ActionRequest
+
+    sids = {}
+    for mode, sys_ in systems.items():
+        r = sys_.post("/api/action", {"app": "bench", "action_id": "zero"})
+        sids[mode] = r.json()["session_id"]
+        sys_.post("/api/action", {"app": "bench", "action_id": "three", "session_id": sids[mode]})
+    http: dict[str, dict[str, list[float]]] = {m: {k: [] for k in STEP_KINDS} for m in systems}
+
+    def action(mode: str, kind: str) -> requests.Response:
+        return systems[mode].post(
+            "/api/action", {"app": "bench", "action_id": kind, "session_id": sids[mode]}
+        )
+
     for _ in range(10):
-        for k in kinds:
-            sys_.post("/api/action", {"app": "bench", "action_id": k, "session_id": sid})
-    # Interleaved, so drift on a shared machine lands on every kind alike.
+        for mode in systems:
+            for k in STEP_KINDS:
+                action(mode, k)
+    # Interleaved, so drift on a shared machine lands on every kind and mode alike.
     for _ in range(n):
-        for k in kinds:
-            ms, r = timed_ms(
-                lambda k=k: sys_.post(
-                    "/api/action", {"app": "bench", "action_id": k, "session_id": sid}
-                )
-            )
-            data = r.json()["response"]["data"]
-            if data.get("failed"):
-                raise RuntimeError(f"step {k} failed: {data}")
-            http[k].append(ms)
+        for mode in systems:
+            for k in STEP_KINDS:
+                ms, r = timed_ms(lambda m=mode, k=k: action(m, k))
+                data = r.json()["response"]["data"]
+                if data.get("failed"):
+                    raise RuntimeError(f"{MODE_LABEL[mode]}: step {k} failed: {data}")
+                http[mode][k].append(ms)
 
     # The same through Controller.call_app in-process: no desktop HTTP hop.
-    record = system.launcher.get("bench")
-    ctl = system.controller
-    call: dict[str, list[float]] = {k: [] for k in kinds}
-    reqs = {k: ActionRequest.model_validate({"action_id": k}) for k in kinds}
+    reqs = {k: ActionRequest.model_validate({"action_id": k}) for k in STEP_KINDS}
+    call: dict[str, dict[str, list[float]]] = {m: {k: [] for k in STEP_KINDS} for m in systems}
+    records = {m: s.system.launcher.get("bench") for m, s in systems.items()}
     for _ in range(n):
-        for k in kinds:
-            ms, _ = timed_ms(lambda k=k: ctl.call_app(record, None, reqs[k], sid))
-            call[k].append(ms)
+        for mode, sys_ in systems.items():
+            ctl = sys_.system.controller
+            for k in STEP_KINDS:
+                ms, _ = timed_ms(
+                    lambda c=ctl, m=mode, k=k: c.call_app(records[m], None, reqs[k], sids[m])
+                )
+                call[mode][k].append(ms)
 
-    # Direct operations: the system's own store and a plain read of the same file.
-    workdir = record.workdir
-    target = Path(workdir) / "small.txt"
-    store = Store(tmp_store)
-    store.cache_set("bench", "k", {"n": 1})
-    reps = 2000
-
-    def per_op(fn: Callable[[], Any]) -> float:
-        best = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            best.append((time.perf_counter() - t0) * 1000 / reps)
-        return min(best)
-
-    direct = {
-        "cache_get": per_op(lambda: store.cache_get("bench", "k")),
-        "file_read": per_op(lambda: target.read_text(encoding="utf-8")),
-    }
-    store.close()
-
+    direct = direct_ops(Path(next(iter(records.values())).workdir) / "small.txt", tmp_store)
     res: dict[str, Any] = {"direct_ms": direct}
-    for label, series in (("http", http), ("call_app", call)):
-        st = {k: Stats.of(v) for k, v in series.items()}
-        res[label] = {k: vars(v) for k, v in st.items()}
-        for k in kinds:
-            out(f"  {label:<8} {k:<10} {st[k].fmt()}")
-        one_c = st["one_cache"].p50 - st["zero"].p50 - direct["cache_get"]
-        one_r = st["one_read"].p50 - st["zero"].p50 - direct["file_read"]
-        marginal = (st["ten_cache"].p50 - st["one_cache"].p50) / 9 - direct["cache_get"]
-        res[label]["step_overhead_cache_ms"] = one_c
-        res[label]["step_overhead_read_ms"] = one_r
-        res[label]["marginal_step_ms"] = marginal
-        out(
-            f"  {label:<8} mediated step over direct: cache_get {one_c:6.2f} ms, "
-            f"file_read {one_r:6.2f} ms; each further step in the same plan "
-            f"{marginal:6.3f} ms"
-        )
+    for mode in systems:
+        res[mode] = {
+            label: step_figures(series, direct, f"{MODE_LABEL[mode]:<10} {label:<8}")
+            for label, series in (("http", http[mode]), ("call_app", call[mode]))
+        }
     out(
         f"  direct   cache_get {direct['cache_get']:.4f} ms, Path.read_text "
         f"{direct['file_read']:.4f} ms"
@@ -566,26 +584,87 @@ def bench_steps(sys_: Inproc, n: int, tmp_store: Path) -> dict[str, Any]:
     return res
 
 
+def direct_ops(target: Path, tmp_store: Path) -> dict[str, float]:
+    """The step's operations done directly: the system's own store, a plain file read."""
+    from aios.store import Store
+
+    store = Store(tmp_store)
+    store.cache_set("bench", "k", {"n": 1})
+    reps = 2000
+
+    def per_op(fn: Callable[[], Any]) -> float:
+        best = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            best.append((time.perf_counter() - t0) * 1000 / reps)
+        return min(best)
+
+    try:
+        return {
+            "cache_get": per_op(lambda: store.cache_get("bench", "k")),
+            "file_read": per_op(lambda: target.read_text(encoding="utf-8")),
+        }
+    finally:
+        store.close()
+
+
+def step_figures(
+    series: dict[str, list[float]], direct: dict[str, float], tag: str
+) -> dict[str, Any]:
+    """Percentiles per plan kind, and from them what one mediated step costs."""
+    st = {k: Stats.of(v) for k, v in series.items()}
+    got: dict[str, Any] = {k: vars(v) for k, v in st.items()}
+    for k in STEP_KINDS:
+        out(f"  {tag} {k:<10} {st[k].fmt()}")
+    one_c = st["one_cache"].p50 - st["zero"].p50 - direct["cache_get"]
+    one_r = st["one_read"].p50 - st["zero"].p50 - direct["file_read"]
+    marginal = (st["ten_cache"].p50 - st["one_cache"].p50) / 9 - direct["cache_get"]
+    got["step_overhead_cache_ms"] = one_c
+    got["step_overhead_read_ms"] = one_r
+    got["marginal_step_ms"] = marginal
+    out(
+        f"  {tag} mediated step over direct: cache_get {one_c:6.2f} ms, "
+        f"file_read {one_r:6.2f} ms; each further step in the same plan "
+        f"{marginal:6.3f} ms"
+    )
+    return got
+
+
 # --------------------------------------------------------------- 4. action
 
 
-def bench_action(sys_: Inproc, n: int) -> Stats:
-    sid = sys_.post("/api/action", {"app": "echo", "action_id": "again"}).json()["session_id"]
-    for _ in range(20):
-        sys_.post("/api/action", {"app": "echo", "action_id": "again", "session_id": sid})
-    times = []
-    for _ in range(n):
-        ms, r = timed_ms(
-            lambda: sys_.post(
-                "/api/action", {"app": "echo", "action_id": "again", "session_id": sid}
-            )
+def bench_action(systems: dict[str, Inproc], n: int) -> dict[str, dict[str, float]]:
+    """Action round trips to the echo app of every system (mode -> system), interleaved."""
+    sids = {
+        mode: s.post("/api/action", {"app": "echo", "action_id": "again"}).json()["session_id"]
+        for mode, s in systems.items()
+    }
+
+    def action(mode: str) -> requests.Response:
+        return systems[mode].post(
+            "/api/action", {"app": "echo", "action_id": "again", "session_id": sids[mode]}
         )
-        if r.status_code != 200 or r.json()["response"].get("status") != "ok":
-            raise RuntimeError(f"echo action failed: {r.status_code} {r.text[:300]}")
-        times.append(ms)
-    st = Stats.of(times)
-    out(f"  action -> echo {st.fmt()}")
-    return st
+
+    for _ in range(20):
+        for mode in systems:
+            action(mode)
+    times: dict[str, list[float]] = {m: [] for m in systems}
+    for _ in range(n):
+        for mode in systems:
+            ms, r = timed_ms(lambda m=mode: action(m))
+            if r.status_code != 200 or r.json()["response"].get("status") != "ok":
+                raise RuntimeError(
+                    f"{MODE_LABEL[mode]}: echo action failed: {r.status_code} {r.text[:300]}"
+                )
+            times[mode].append(ms)
+    res = {}
+    for mode, series in times.items():
+        st = Stats.of(series)
+        out(f"  {MODE_LABEL[mode]:<10} action -> echo {st.fmt()}")
+        res[mode] = vars(st)
+    return res
 
 
 # ----------------------------------------------------------- 8. throughput
@@ -675,97 +754,232 @@ def bench_throughput(sys_: Inproc, total: int, clients: int) -> dict[str, Any]:
 # ------------------------------------------------------------ 5. cold start
 
 
-def bench_cold_start(tmp: Path, count: int, repeats: int) -> dict[str, Any]:
-    apps_dir = tmp / "apps_cold"
+def write_minimal_apps(apps_dir: Path, count: int) -> None:
     for i in range(count):
-        folder = apps_dir / f"app_{i:02d}"
         write_app(
-            folder,
+            apps_dir / f"app_{i:02d}",
             MINIMAL_APP,
             {"name": f"Minimal {i}", "entry": "main.py", "role_prompt": "You say hi."},
         )
-    floors, starts, builds, stops, per_app, app_rss = [], [], [], [], [], []
+
+
+def alternating(modes: tuple[str, ...], i: int) -> tuple[str, ...]:
+    """``modes`` in order on even rounds, reversed on odd ones: neither always goes first."""
+    return modes if i % 2 == 0 else modes[::-1]
+
+
+def start_once(apps_dir: Path, data_dir: Path, mode: str, count: int) -> dict[str, Any]:
+    """Build a System, time ``start()`` until ``count`` apps run, weigh them, stop it."""
+    build_ms, sys_ = timed_ms(lambda: build_system(apps_dir, data_dir, mode))
+    try:
+        start_ms, _ = timed_ms(sys_.system.start)
+        recs = sys_.system.launcher.apps()
+        running = [x for x in recs if str(x.status) == "running"]
+        if len(running) != count:
+            raise RuntimeError(
+                f"{MODE_LABEL[mode]}: only {len(running)}/{count} apps running: "
+                f"{[(x.id, str(x.status), x.error) for x in recs]}"
+            )
+        per_app = [
+            (x.ready_at - x.spawned_at) * 1000 for x in running if x.ready_at and x.spawned_at
+        ]
+        confined = confined_apps(sys_.http, sys_.url)
+        rss = []
+        for x in running:
+            try:  # the app's whole host tree: bwrap and what runs inside it, when confined
+                root = psutil.Process(x.pid)
+                tree = [root, *root.children(recursive=True)]
+                rss.append(
+                    (
+                        sum(q.memory_info().rss for q in tree),
+                        sum(q.memory_full_info().uss for q in tree),
+                    )
+                )
+            except psutil.Error:
+                pass
+    finally:
+        stop_ms, _ = timed_ms(sys_.stop)
+    return {
+        "build_ms": build_ms,
+        "start_s": start_ms / 1000,
+        "stop_ms": stop_ms,
+        "per_app_ms": per_app,
+        "confined": confined,
+        "rss": rss,
+    }
+
+
+def bench_app_start(tmp: Path, n: int, modes: tuple[str, ...]) -> dict[str, Any]:
+    """One minimal SDK app, started alone: ``System.start()`` until it runs, per mode."""
+    apps_dir = tmp / "apps_one"
+    write_minimal_apps(apps_dir, 1)
+    starts: dict[str, list[float]] = {m: [] for m in modes}
+    res: dict[str, Any] = {}
+    for i in range(n):
+        for mode in alternating(modes, i):
+            got = start_once(apps_dir, tmp / f"data_one_{mode}_{i}", mode, 1)
+            starts[mode].append(got["start_s"] * 1000)
+            res.setdefault(mode, {})["confined"] = got["confined"]
+    for mode in modes:
+        st = Stats.of(starts[mode])
+        res[mode].update(vars(st))
+        out(
+            f"  {MODE_LABEL[mode]:<10} one app, System.start() {st.fmt()}; "
+            f"{res[mode]['confined'][0]}/{res[mode]['confined'][1]} confined"
+        )
+    return res
+
+
+def bench_cold_start(tmp: Path, count: int, repeats: int, modes: tuple[str, ...]) -> dict[str, Any]:
+    apps_dir = tmp / "apps_cold"
+    write_minimal_apps(apps_dir, count)
+    floors = []
+    runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     for r in range(repeats):
         floors.append(floor_spawn(tmp, count))
-        data_dir = tmp / f"data_cold_{r}"
-        build_ms, sys_ = timed_ms(lambda d=data_dir: build_system(apps_dir, d))
-        try:
-            start_ms, _ = timed_ms(sys_.system.start)
-            recs = sys_.system.launcher.apps()
-            running = [x for x in recs if str(x.status) == "running"]
-            if len(running) != count:
-                raise RuntimeError(
-                    f"only {len(running)}/{count} apps running: "
-                    f"{[(x.id, str(x.status), x.error) for x in recs]}"
-                )
-            per_app += [
-                (x.ready_at - x.spawned_at) * 1000 for x in running if x.ready_at and x.spawned_at
-            ]
-            if r == 0:
-                for x in running:
-                    try:
-                        p = psutil.Process(x.pid)
-                        app_rss.append((p.memory_info().rss, p.memory_full_info().uss))
-                    except psutil.Error:
-                        pass
-        finally:
-            stop_ms, _ = timed_ms(sys_.stop)
-        builds.append(build_ms)
-        starts.append(start_ms / 1000)
-        stops.append(stop_ms)
+        line = [f"  run {r + 1}: floor {floors[-1]:.3f} s"]
+        for mode in alternating(modes, r):
+            got = start_once(apps_dir, tmp / f"data_cold_{mode}_{r}", mode, count)
+            runs[mode].append(got)
+            line.append(
+                f"{MODE_LABEL[mode]} System.start() {got['start_s']:.3f} s "
+                f"(System() {got['build_ms']:.0f} ms, stop {got['stop_ms']:.0f} ms, "
+                f"{got['confined'][0]}/{got['confined'][1]} confined)"
+            )
+        out("; ".join(line))
+    res: dict[str, Any] = {"apps": count, "floor_s": statistics.median(floors)}
+    for mode in modes:
+        got_runs = runs[mode]
+        rss = got_runs[0]["rss"]
+        m: dict[str, Any] = {
+            "start_s": statistics.median(g["start_s"] for g in got_runs),
+            "build_ms": statistics.median(g["build_ms"] for g in got_runs),
+            "stop_ms": statistics.median(g["stop_ms"] for g in got_runs),
+            "per_app_spawn_to_ready_ms": Stats.of(
+                [ms for g in got_runs for ms in g["per_app_ms"]]
+            ).p50,
+            "minimal_app_rss_mb": statistics.median(a for a, _ in rss) / 2**20 if rss else None,
+            "minimal_app_uss_mb": statistics.median(b for _, b in rss) / 2**20 if rss else None,
+            "confined": got_runs[0]["confined"],
+        }
+        m["ratio"] = m["start_s"] / res["floor_s"]
+        res[mode] = m
         out(
-            f"  run {r + 1}: floor {floors[-1]:.3f} s, System.start() {starts[-1]:.3f} s "
-            f"(System() {build_ms:.0f} ms, stop {stop_ms:.0f} ms)"
+            f"  {MODE_LABEL[mode]:<10} median: System.start() {m['start_s']:.3f} s vs floor "
+            f"{res['floor_s']:.3f} s = {m['ratio']:.2f}x; one app spawn->ready p50 "
+            f"{m['per_app_spawn_to_ready_ms']:.0f} ms; minimal SDK app RSS "
+            f"{m['minimal_app_rss_mb'] or 0:.1f} MB (USS {m['minimal_app_uss_mb'] or 0:.1f} MB)"
         )
-    res = {
-        "apps": count,
-        "floor_s": statistics.median(floors),
-        "start_s": statistics.median(starts),
-        "build_ms": statistics.median(builds),
-        "stop_ms": statistics.median(stops),
-        "per_app_spawn_to_ready_ms": Stats.of(per_app).p50,
-        "minimal_app_rss_mb": statistics.median(a for a, _ in app_rss) / 2**20 if app_rss else None,
-        "minimal_app_uss_mb": statistics.median(b for _, b in app_rss) / 2**20 if app_rss else None,
-    }
-    res["ratio"] = res["start_s"] / res["floor_s"]
-    out(
-        f"  median: System.start() {res['start_s']:.3f} s vs floor {res['floor_s']:.3f} s "
-        f"= {res['ratio']:.2f}x; one app spawn->ready p50 "
-        f"{res['per_app_spawn_to_ready_ms']:.0f} ms; minimal SDK app RSS "
-        f"{res['minimal_app_rss_mb'] or 0:.1f} MB (USS {res['minimal_app_uss_mb'] or 0:.1f} MB)"
-    )
     return res
 
 
 # ------------------------------------------------- 6 + 7. the whole desktop
 
 
-def _describe(p: psutil.Process, root_pid: int) -> str:
-    if p.pid == root_pid:
-        return "system (desktop_app.py)"
+def _app_of(p: psutil.Process) -> str | None:
     try:
-        cwd = Path(p.cwd()).name
-        return (
-            f"app {cwd}"
-            if p.cmdline()[-1:] and p.cmdline()[-1].endswith(".py")
-            else f"{p.name()} ({cwd})"
-        )
+        return p.environ().get("AIOS_APP_ID")
     except psutil.Error:
-        return "?"
+        return None
 
 
-def bench_desktop(tmp: Path) -> dict[str, Any]:
-    apps_dir = tmp / "bundled_apps"
-    shutil.copytree(ROOT / "apps", apps_dir, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    n_apps = sum(1 for d in apps_dir.iterdir() if (d / "manifest.json").is_file())
+def label_tree(root: psutil.Process) -> list[tuple[psutil.Process, str]]:
+    """The desktop's host process tree, each process labelled with what it is for.
+
+    An app's processes are the subtree under the system's child that started it
+    (bwrap and everything inside its namespaces, when confined); they carry
+    ``AIOS_APP_ID``, and a process without it in such a subtree (bwrap's own)
+    belongs to the app found below or above it.
+    """
+    labelled = [(root, "system (desktop_app.py)")]
+    for top in root.children():
+        try:
+            sub = [top, *top.children(recursive=True)]
+        except psutil.Error:
+            continue
+        ids = {a for a in map(_app_of, sub) if a}
+        owner = next(iter(ids)) if len(ids) == 1 else None
+        for q in sub:
+            try:
+                name = q.name()
+            except psutil.Error:
+                name = "?"
+            app = _app_of(q) or owner
+            labelled.append((q, f"app {app} ({name})" if app else f"{name} (system helper)"))
+    return labelled
+
+
+def weigh(labelled: list[tuple[psutil.Process, str]], tag: str, verbose: bool) -> dict[str, Any]:
+    """RSS, PSS and USS of every process, and their sums: total, per app, bwrap's own."""
+    per = []
+    for q, what in labelled:
+        try:
+            mem = q.memory_full_info()
+        except psutil.Error:
+            continue
+        per.append(
+            {
+                "pid": q.pid,
+                "what": what,
+                "rss_mb": mem.rss / 2**20,
+                "pss_mb": mem.pss / 2**20,
+                "uss_mb": mem.uss / 2**20,
+            }
+        )
+    if verbose:
+        for row in per:
+            out(
+                f"    {row['what']:<40} pid {row['pid']:>7}  RSS {row['rss_mb']:6.1f} MB  "
+                f"PSS {row['pss_mb']:6.1f} MB  USS {row['uss_mb']:6.1f} MB"
+            )
+    by_app: dict[str, float] = {}
+    for row in per[1:]:
+        if row["what"].startswith("app "):
+            app = row["what"].split()[1]
+            by_app[app] = by_app.get(app, 0.0) + row["rss_mb"]
+    res: dict[str, Any] = {
+        "processes": per,
+        "rss_mb": sum(r["rss_mb"] for r in per),
+        "pss_mb": sum(r["pss_mb"] for r in per),
+        "system_rss_mb": per[0]["rss_mb"] if per else float("nan"),
+        "app_rss_mb": by_app,
+        "app_rss_mb_median": statistics.median(by_app.values()) if by_app else None,
+        "bwrap_rss_mb": sum(r["rss_mb"] for r in per if "(bwrap)" in r["what"]),
+    }
     out(
-        f"  bundled apps in apps/: {n_apps} "
-        f"({', '.join(sorted(d.name for d in apps_dir.iterdir() if d.is_dir()))})"
+        f"  {tag} total over {len(per)} processes: RSS {res['rss_mb']:.1f} MB "
+        f"(PSS {res['pss_mb']:.1f} MB: shared pages counted once; bwrap's own "
+        f"processes RSS {res['bwrap_rss_mb']:.1f} MB)"
     )
-    data_dir = tmp / "desktop_data"
+    return res
+
+
+def desktop_config(tmp: Path, mode: str) -> Path:
+    """The project's config.json with ``apps.confinement`` set to ``mode``."""
+    source = ROOT / "config.json"
+    raw = json.loads(source.read_text(encoding="utf-8")) if source.is_file() else {}
+    raw.setdefault("apps", {})["confinement"] = mode
+    path = tmp / f"config_{mode}.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return path
+
+
+def bench_desktop(tmp: Path, mode: str, run_no: int) -> dict[str, Any]:
+    apps_dir = tmp / f"bundled_apps_{mode}_{run_no}"
+    shutil.copytree(
+        ROOT / "apps",
+        apps_dir,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*", "workspace"),
+    )
+    names = sorted(d.name for d in apps_dir.iterdir() if (d / "manifest.json").is_file())
+    n_apps = len(names)
+    if run_no == 0:
+        out(f"  bundled apps in apps/: {n_apps} ({', '.join(names)})")
+    data_dir = tmp / f"desktop_data_{mode}_{run_no}"
     env = {**clean_env(), "AIOS_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
-    stderr_path = tmp / "desktop.stderr"
-    res: dict[str, Any] = {"apps": n_apps}
+    stderr_path = tmp / f"desktop_{mode}_{run_no}.stderr"
+    res: dict[str, Any] = {"apps": n_apps, "mode": mode}
+    tag = f"{MODE_LABEL[mode]:<10}"
     with stderr_path.open("wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
@@ -779,6 +993,8 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
                 str(apps_dir),
                 "--data-dir",
                 str(data_dir),
+                "--config",
+                str(desktop_config(tmp, mode)),
                 "--log-level",
                 "WARNING",
             ],
@@ -797,7 +1013,8 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
         for line in proc.stdout:  # blocks until the line; the process prints nothing else
             if line.startswith("AIOS ready:"):
                 res["ready_line_s"] = time.perf_counter() - t0
-                url = line.split()[2].split("/?")[0]
+                shown = urlsplit(line.split()[2])
+                url = f"{shown.scheme}://{shown.netloc}"
                 break
         if url is None:
             raise RuntimeError(
@@ -815,52 +1032,24 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
             except requests.RequestException:
                 pass
             time.sleep(0.005)
-        http.close()
         statuses = health.get("apps", {})
         res["app_status"] = statuses
         res["apps_running"] = sum(v == "running" for v in statuses.values())
+        res["confined"] = confined_apps(http, url)
+        http.close()
         out(
-            f"  'AIOS ready' line after {res['ready_line_s']:.3f} s; /api/health ready after "
-            f"{res.get('health_ready_s', float('nan')):.3f} s"
+            f"  {tag} 'AIOS ready' line after {res['ready_line_s']:.3f} s; /api/health ready "
+            f"after {res.get('health_ready_s', float('nan')):.3f} s; {res['apps_running']} "
+            f"app(s) running, {res['confined'][0]}/{res['confined'][1]} confined"
         )
-        out(
-            f"  {res['apps_running']} app(s) running; status: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items()))
-        )
+        not_running = {k: v for k, v in statuses.items() if v != "running"}
+        if not_running:
+            out(f"  {tag} not running: " + ", ".join(f"{k}={v}" for k, v in not_running.items()))
 
-        time.sleep(0.5)  # let the apps finish their post-listen imports before weighing them
-        root = psutil.Process(proc.pid)
-        tree = [root, *root.children(recursive=True)]
-        per = []
-        for p in tree:
-            try:
-                mem = p.memory_full_info()
-                per.append(
-                    {
-                        "pid": p.pid,
-                        "what": _describe(p, proc.pid),
-                        "rss_mb": mem.rss / 2**20,
-                        "pss_mb": mem.pss / 2**20,
-                        "uss_mb": mem.uss / 2**20,
-                    }
-                )
-            except psutil.Error:
-                pass
-        for row in per:
-            out(
-                f"    {row['what']:<34} pid {row['pid']:>7}  RSS {row['rss_mb']:6.1f} MB  "
-                f"PSS {row['pss_mb']:6.1f} MB  USS {row['uss_mb']:6.1f} MB"
-            )
-        res["processes"] = per
-        res["rss_mb"] = sum(r["rss_mb"] for r in per)
-        res["pss_mb"] = sum(r["pss_mb"] for r in per)
-        res["system_rss_mb"] = per[0]["rss_mb"] if per else float("nan")
-        apps_rss = [r["rss_mb"] for r in per[1:] if r["what"].startswith("app ")]
-        res["app_rss_mb_median"] = statistics.median(apps_rss) if apps_rss else None
-        out(
-            f"  total over {len(per)} processes: RSS {res['rss_mb']:.1f} MB "
-            f"(PSS {res['pss_mb']:.1f} MB: shared pages counted once)"
-        )
+        time.sleep(DESKTOP_SETTLE_S)
+        labelled = label_tree(psutil.Process(proc.pid))
+        tree = [q for q, _ in labelled]
+        res.update(weigh(labelled, tag, verbose=run_no == 0))
     finally:
         watchdog.cancel()
         t_stop = time.perf_counter()
@@ -872,12 +1061,17 @@ def bench_desktop(tmp: Path) -> dict[str, Any]:
             proc.kill()
             proc.wait(timeout=5)
         res["shutdown_s"] = time.perf_counter() - t_stop
-        leftovers = [p for p in tree[1:] if p.is_running() and p.status() != "zombie"]
-        for p in leftovers:
-            p.kill()
+        leftovers = []
+        for q in tree[1:]:
+            try:
+                if q.is_running() and q.status() != psutil.STATUS_ZOMBIE:
+                    q.kill()
+                    leftovers.append(q)
+            except psutil.Error:
+                pass  # gone meanwhile: not left behind
         res["leftover_processes"] = len(leftovers)
         out(
-            f"  shutdown (SIGTERM) {res['shutdown_s']:.2f} s, processes left behind: "
+            f"  {tag} shutdown (SIGTERM) {res['shutdown_s']:.2f} s, processes left behind: "
             f"{len(leftovers)}"
         )
     return res
@@ -895,6 +1089,8 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     n = 50 if quick else 300
     n_steps = 30 if quick else 150
     repeats = 1 if quick else 3
+    n_one_app = 3 if quick else 10
+    desktop_runs = 1 if quick else 3
     total_actions = 400 if quick else 2000
     rep = Report()
     r = rep.results
@@ -914,9 +1110,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         r["floor_http_ms"] = vars(fl)
         out(f"  bare Flask POST {fl.fmt()}")
 
-        apps_dir = tmp / "apps_main"
-        make_main_apps(apps_dir)
-        sys_ = build_system(apps_dir, tmp / "data_main")
+        systems: dict[str, Inproc] = {}
         fake = FakeOpenAI(
             api_key="sk-bench",
             default=tool_call(
@@ -926,8 +1120,17 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         )
         fake.start()
         try:
-            sys_.system.start()
-            section(f"2. instruction, one app, three-step plan (n={n})")
+            for mode in MODES:
+                apps_dir = tmp / f"apps_main_{mode}"
+                make_main_apps(apps_dir)
+                systems[mode] = build_system(apps_dir, tmp / f"data_main_{mode}", mode)
+                systems[mode].system.start()
+            section("confinement of the in-process systems")
+            r["main_confined"] = {mode: confined_apps(s.http, s.url) for mode, s in systems.items()}
+            for mode, counts in r["main_confined"].items():
+                say_confined(f"apps.confinement {mode!r} ({MODE_LABEL[mode]})", counts)
+            sys_ = systems[CONFINED]
+            section(f"2. instruction, one app, three-step plan (n={n}, {CONFINED!r} system)")
             out("offline router:")
             r["instruction_offline"] = {
                 k: vars(v) for k, v in bench_instruction(sys_, n, "offline").items()
@@ -941,30 +1144,62 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
             finally:
                 disable_llm(sys_)
 
-            section(f"3. one tool step mediated by the system (n={n_steps} per kind)")
-            r["steps"] = bench_steps(sys_, n_steps, tmp / "direct.db")
+            section(
+                f"3. one tool step mediated by the system (n={n_steps} per kind and mode, "
+                "modes interleaved)"
+            )
+            r["steps"] = bench_steps(systems, n_steps, tmp / "direct.db")
 
-            section(f"4. action round trip to the echo app (n={n})")
-            r["action_ms"] = vars(bench_action(sys_, n))
+            section(f"4. action round trip to the echo app (n={n} per mode, interleaved)")
+            r["action_ms"] = bench_action(systems, n)
 
-            section(f"8. throughput: 10 concurrent clients, {total_actions} actions (echo)")
+            section(
+                f"8. throughput: 10 concurrent clients, {total_actions} actions (echo, "
+                f"{CONFINED!r} system)"
+            )
             r["throughput"] = bench_throughput(sys_, total_actions, 10)
         finally:
             fake.stop()
-            sys_.stop()
+            for s in systems.values():
+                s.stop()
+
+        section(f"5a. start of one minimal SDK app, alone ({n_one_app} per mode, alternating)")
+        r["app_start"] = bench_app_start(tmp, n_one_app, MODES)
 
         section(
-            f"1b + 5. cold start of 10 minimal SDK apps vs 10 bare Flask processes "
-            f"({repeats} run(s))"
+            f"1b + 5b. cold start of 10 minimal SDK apps vs 10 bare Flask processes "
+            f"({repeats} run(s) per mode)"
         )
-        r["cold_start"] = bench_cold_start(tmp, 10, repeats)
+        r["cold_start"] = bench_cold_start(tmp, 10, repeats, MODES)
 
-        section("6 + 7. whole desktop with the bundled apps: ready time and memory")
-        r["desktop"] = bench_desktop(tmp)
+        section(
+            f"6 + 7. whole desktop with the bundled apps: ready time and memory "
+            f"({desktop_runs} run(s) per mode, alternating)"
+        )
+        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+        for i in range(desktop_runs):
+            for mode in alternating(MODES, i):
+                runs[mode].append(bench_desktop(tmp, mode, i))
+        r["desktop"] = {mode: desktop_summary(got) for mode, got in runs.items()}
 
     r["elapsed_s"] = time.perf_counter() - t_all
     summarize(rep)
     return r
+
+
+def desktop_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run's details, with the medians over all runs of the figures."""
+    res = dict(runs[0])
+    res["runs"] = len(runs)
+    for key in ("ready_line_s", "health_ready_s", "rss_mb", "pss_mb", "bwrap_rss_mb"):
+        values = [g[key] for g in runs if key in g]
+        res[key] = statistics.median(values) if values else float("nan")
+    res["apps_running"] = min(g["apps_running"] for g in runs)
+    return res
+
+
+def confined_text(counts: tuple[int, int] | list[int]) -> str:
+    return f"{counts[0]}/{counts[1]} apps confined"
 
 
 def summarize(rep: Report) -> None:
@@ -991,7 +1226,7 @@ def summarize(rep: Report) -> None:
     st = r["steps"]
     for via in ("http", "call_app"):
         for op, kind in (("cache_get", "cache"), ("file_read", "read")):
-            over = st[via][f"step_overhead_{kind}_ms"]
+            over = st[CONFINED][via][f"step_overhead_{kind}_ms"]
             direct = st["direct_ms"][op]
             rep.row(
                 f"mediated step {op} ({'desktop API' if via == 'http' else 'call_app'}), "
@@ -1003,9 +1238,10 @@ def summarize(rep: Report) -> None:
                 over <= TARGET_STEP_OVERHEAD_MS,
             )
     rep.row(
-        "further step in the same plan (cache_get), p50", f"{st['http']['marginal_step_ms']:.3f} ms"
+        "further step in the same plan (cache_get), p50",
+        f"{st[CONFINED]['http']['marginal_step_ms']:.3f} ms",
     )
-    act = r["action_ms"]
+    act = r["action_ms"][CONFINED]
     rep.row(
         "action round trip (echo) p50 / p95",
         f"{act['p50']:.1f} / {act['p95']:.1f} ms",
@@ -1013,15 +1249,16 @@ def summarize(rep: Report) -> None:
         f"{act['p50'] / (2 * fl):.1f}x",
     )
     cs = r["cold_start"]
+    csc = cs[CONFINED]
     rep.row(
         "cold start, 10 minimal apps (System.start)",
-        f"{cs['start_s']:.3f} s",
+        f"{csc['start_s']:.3f} s",
         f"{cs['floor_s']:.3f} s (10 bare Flask)",
-        f"{cs['ratio']:.2f}x",
+        f"{csc['ratio']:.2f}x",
         f"≤ {TARGET_COLD_START_S:g} s and ≤ {TARGET_COLD_START_RATIO:g}x",
-        cs["start_s"] <= TARGET_COLD_START_S and cs["ratio"] <= TARGET_COLD_START_RATIO,
+        csc["start_s"] <= TARGET_COLD_START_S and csc["ratio"] <= TARGET_COLD_START_RATIO,
     )
-    dk = r["desktop"]
+    dk = r["desktop"][CONFINED]
     ready = dk.get("health_ready_s", float("nan"))
     rep.row(
         f"desktop ready, {dk['apps_running']} bundled apps running ('AIOS ready' / health ready)",
@@ -1040,7 +1277,7 @@ def summarize(rep: Report) -> None:
         dk["rss_mb"] <= TARGET_RSS_MB if dk["apps_running"] == TARGET_RSS_APPS else None,
     )
     if dk["apps_running"] != TARGET_RSS_APPS:
-        per_app = dk.get("app_rss_mb_median") or cs.get("minimal_app_rss_mb") or 0
+        per_app = dk.get("app_rss_mb_median") or csc.get("minimal_app_rss_mb") or 0
         projected = dk["system_rss_mb"] + TARGET_RSS_APPS * per_app
         dk["rss_projected_8_mb"] = projected
         rep.row(
@@ -1063,11 +1300,14 @@ def summarize(rep: Report) -> None:
     rep.row(
         "floor: bare Flask round trip p50 / p95", f"{fl:.2f} / {r['floor_http_ms']['p95']:.2f} ms"
     )
+    compare = confinement_rows(r)
 
     section(
         f"summary ({r['machine']['cpus']} CPUs, load average "
         f"{r['machine']['loadavg_1min']:.1f} at start, run took {r['elapsed_s']:.0f} s)"
     )
+    out(f"Figures of the default system (apps.confinement {CONFINED!r}):")
+    out()
     out("| metric | value | floor | ratio | target | met? |")
     out("|---|---|---|---|---|---|")
     for row in rep.rows:
@@ -1076,6 +1316,151 @@ def summarize(rep: Report) -> None:
         dict(zip(("metric", "value", "floor", "ratio", "target", "met"), row, strict=True))
         for row in rep.rows
     ]
+    out()
+    out(
+        f"Confinement: apps.confinement {UNCONFINED!r} (unconfined) next to {CONFINED!r} "
+        "(confined), same run:"
+    )
+    out()
+    out("| metric | unconfined | confined | cost | target | met? |")
+    out("|---|---|---|---|---|---|")
+    for row in compare:
+        out("| " + " | ".join(row) + " |")
+    r["confinement_summary"] = [
+        dict(zip(("metric", "unconfined", "confined", "cost", "target", "met"), row, strict=True))
+        for row in compare
+    ]
+
+
+def confinement_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
+    """Confined next to unconfined: (metric, unconfined, confined, cost, target, met?)."""
+    rows: list[tuple[str, str, str, str, str, str]] = []
+
+    def row(
+        metric: str,
+        off: float,
+        on: float,
+        unit: str,
+        fmt: str,
+        limit: float | None = None,
+        absolute: float | None = None,
+    ) -> None:
+        cost = on - off
+        target, met = "—", None
+        if limit is not None:
+            target, met = f"≤ +{limit:g} {unit}", cost <= limit
+        elif absolute is not None:
+            target, met = f"confined ≤ {absolute:g} {unit}", on <= absolute
+        verdict = "—" if met is None else ("yes" if met else "**no**")
+        rows.append(
+            (
+                metric,
+                f"{off:{fmt}} {unit}",
+                f"{on:{fmt}} {unit}",
+                f"{cost:+{fmt}} {unit}",
+                target,
+                verdict,
+            )
+        )
+
+    main = r["main_confined"]
+    rows.append(
+        (
+            "apps confined (in-process systems)",
+            confined_text(main[UNCONFINED]),
+            confined_text(main[CONFINED]),
+            "—",
+            "—",
+            "—",
+        )
+    )
+    one = r["app_start"]
+    row(
+        "app start: one minimal SDK app alone, System.start() p50",
+        one[UNCONFINED]["p50"],
+        one[CONFINED]["p50"],
+        "ms",
+        ".1f",
+        limit=TARGET_CONFINED_START_MS,
+    )
+    cs = r["cold_start"]
+    row(
+        "app start: each of 10 minimal apps started together, spawn → ready p50",
+        cs[UNCONFINED]["per_app_spawn_to_ready_ms"],
+        cs[CONFINED]["per_app_spawn_to_ready_ms"],
+        "ms",
+        ".0f",
+        limit=TARGET_CONFINED_START_MS,
+    )
+    row(
+        "cold start, 10 minimal apps, System.start() median",
+        cs[UNCONFINED]["start_s"] * 1000,
+        cs[CONFINED]["start_s"] * 1000,
+        "ms",
+        ".0f",
+    )
+    dk = r["desktop"]
+    row(
+        f"desktop ready (/api/health), {dk[CONFINED]['apps_running']} bundled apps, "
+        f"median of {dk[CONFINED]['runs']}",
+        dk[UNCONFINED]["health_ready_s"],
+        dk[CONFINED]["health_ready_s"],
+        "s",
+        ".3f",
+        absolute=TARGET_DESKTOP_READY_S,
+    )
+    rows.append(
+        (
+            "apps confined (desktop)",
+            confined_text(dk[UNCONFINED]["confined"]),
+            confined_text(dk[CONFINED]["confined"]),
+            "—",
+            "—",
+            "—",
+        )
+    )
+    st = r["steps"]
+    for via in ("http", "call_app"):
+        for op, kind in (("cache_get", "cache"), ("file_read", "read")):
+            key = f"step_overhead_{kind}_ms"
+            row(
+                f"mediated step {op} ({'desktop API' if via == 'http' else 'call_app'}), "
+                "overhead p50",
+                st[UNCONFINED][via][key],
+                st[CONFINED][via][key],
+                "ms",
+                ".2f",
+                limit=TARGET_CONFINED_STEP_MS,
+            )
+    act = r["action_ms"]
+    row(
+        "action round trip (echo) p50",
+        act[UNCONFINED]["p50"],
+        act[CONFINED]["p50"],
+        "ms",
+        ".2f",
+        limit=TARGET_CONFINED_ACTION_MS,
+    )
+    row(
+        f"RSS, system + {dk[CONFINED]['apps_running']} apps (host process tree, bwrap included)",
+        dk[UNCONFINED]["rss_mb"],
+        dk[CONFINED]["rss_mb"],
+        "MB",
+        ".0f",
+    )
+    row("PSS, the same tree", dk[UNCONFINED]["pss_mb"], dk[CONFINED]["pss_mb"], "MB", ".0f")
+    row(
+        "of which bwrap's own processes, RSS",
+        dk[UNCONFINED]["bwrap_rss_mb"],
+        dk[CONFINED]["bwrap_rss_mb"],
+        "MB",
+        ".1f",
+    )
+    off_app = cs[UNCONFINED].get("minimal_app_rss_mb")
+    on_app = cs[CONFINED].get("minimal_app_rss_mb")
+    if off_app is not None and on_app is not None:
+        row("RSS of one minimal SDK app's host tree", off_app, on_app, "MB", ".1f")
+    return rows
 
 
 def main() -> int:
