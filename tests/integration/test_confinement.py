@@ -305,6 +305,34 @@ def test_every_attack_of_the_hostile_app_fails_and_its_own_work_still_does(
     assert (hostile.workdir / "via-tool.txt").read_text("utf-8") == "through the executor"
 
 
+def test_only_a_granted_network_permission_opens_the_direct_network(
+    start: Start, recorder: FakeHTTPServer
+) -> None:
+    """The manifest requests ``network``; until the user grants it, a direct connection
+    fails; once granted (the system restarts the app into the host network) it works."""
+    running = start(())
+    before = running_apps(running, ("hostile",))["hostile"]
+    assert before["permissions"] == {"requested": ["network"], "granted": []}, before
+    only = {"recorder_port": recorder.port, "only": ["connect_outside"]}
+    assert not attack(running, only)["connect_outside"]["succeeded"]
+    assert "/direct" not in recorder.paths()
+    first = running.system.launcher.get("hostile")
+    assert first is not None
+    old_token = first.token
+    r = running.post("/api/apps/hostile/permissions", {"grant": ["network"]})
+    assert r.status_code == 200, r.text
+    assert r.json()["permissions"]["granted"] == ["network"]
+
+    def relaunched() -> bool:
+        rec = running.system.launcher.get("hostile")
+        return rec is not None and rec.token != old_token and rec.status == "running"
+
+    wait_for(relaunched, "the app to run again with the network grant", APP_START_TIMEOUT)
+    report = attack(running, only)
+    assert report["connect_outside"]["succeeded"], report["connect_outside"]
+    wait_for(lambda: "/direct" in recorder.paths(), "the direct request to be recorded")
+
+
 def test_unconfined_the_same_app_reads_the_systems_environment(
     start: Start, recorder: FakeHTTPServer
 ) -> None:
