@@ -64,6 +64,7 @@ BINDS = {
         "127.0.0.1",
     ),
 }
+NAMESPACES = ("pid", "mnt", "net", "user")
 CONTROLS = ("control_own_workdir", "control_tool", "control_push", "control_http_request")
 
 
@@ -269,6 +270,13 @@ def test_every_attack_of_the_hostile_app_fails_and_its_own_work_still_does(
     assert {k: apps[k]["confined"] for k in ("hostile", *VICTIMS)} == dict.fromkeys(
         ("hostile", *VICTIMS), True
     )
+    # Seen from the host, the app's Python runs in namespaces of its own.
+    own = {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in NAMESPACES}
+    pythons = [p for p in processes_of(running, "hostile") if "python" in p.name()]
+    assert pythons, processes_of(running, "hostile")
+    for p in pythons:
+        for ns in NAMESPACES:
+            assert os.readlink(f"/proc/{p.pid}/ns/{ns}") != own[ns], (p, ns)
     notes = running.system.launcher.get("notes")
     assert notes is not None and notes.workdir is not None
     victim_before = listing(notes.workdir)
