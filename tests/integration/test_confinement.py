@@ -57,13 +57,12 @@ BEAT_TIMEOUT = 20.0
 APP_START_TIMEOUT = 30.0
 """Seconds the apps may take to be running (a loaded 2-core machine starts three)."""
 HOST_CHECKED = ("write_other_app_workdir", "write_project_source")
+"""Attacks that write outside: judged by whether the file exists on the host."""
 BINDS = {
     "bind_desktop_port_v6": (socket.AF_INET6, "::1"),
-    "bind_desktop_port_v4": (
-        socket.AF_INET,
-        "127.0.0.1",
-    ),
+    "bind_desktop_port_v4": (socket.AF_INET, "127.0.0.1"),
 }
+"""Attacks that bind the desktop port: judged by whether the host then reaches the app."""
 NAMESPACES = ("pid", "mnt", "net", "user")
 CONTROLS = ("control_own_workdir", "control_tool", "control_push", "control_http_request")
 
