@@ -199,7 +199,13 @@ class Sandbox:
     def preexec(self) -> Callable[[], None]:
         """Run in the child before bwrap: join the cgroup, cap open files. Syscalls only."""
         procs = str(self.cgroup.procs_file) if self.cgroup is not None else None
-        nofile = self.max_open_files
+        # never above the system's own hard limit: raising it would fail in the child
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        nofile = (
+            self.max_open_files
+            if hard == resource.RLIM_INFINITY
+            else min(self.max_open_files, hard)
+        )
 
         def preexec() -> None:
             if procs is not None:

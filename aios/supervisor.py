@@ -447,7 +447,7 @@ class AppSupervisor:
                     self._handle_timeouts = 0
                     try:
                         proc = self._proc = self._spawn()
-                    except OSError as e:
+                    except (OSError, subprocess.SubprocessError) as e:
                         self._report(AppStatus.FAILED, f"could not start the app: {e}")
                         return
                     self.spawned_at = began

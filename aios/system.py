@@ -19,7 +19,7 @@ from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
 from aios.errors import AppError, AppNotFound, BadRequest, ProtocolError
 from aios.events import EventBus
-from aios.hostprocs import host_processes
+from aios.hostprocs import host_disks, host_processes
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, AppStatus, Launcher
 from aios.llm import LLMClient
@@ -248,6 +248,11 @@ class System:
         """The host's processes, read-only, for an app granted ``system.processes``."""
         self.require_permission(record, SYSTEM_PROCESSES)
         return host_processes()
+
+    def disk_list(self, record: AppRecord) -> list[dict[str, Any]]:
+        """The host's disks, read-only, for an app granted ``system.processes``."""
+        self.require_permission(record, SYSTEM_PROCESSES)
+        return host_disks()
 
     def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
         """Check an app's UI operations (spec §9.4), audit them and send them to the desktop.

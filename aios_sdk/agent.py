@@ -201,6 +201,8 @@ class Backend(Protocol):
 
     def processes(self) -> list[dict[str, Any]]: ...
 
+    def disks(self) -> list[dict[str, Any]]: ...
+
 
 def _make_backend(agent: AIOSAgent) -> Backend:
     url = os.environ.get("AIOS_SYSTEM_URL", "").strip()
@@ -376,6 +378,13 @@ class AIOSAgent:
         granted. Standalone, the app reads them itself (psutil).
         """
         return self._backend().processes()
+
+    def disks(self) -> list[dict[str, Any]]:
+        """The host's disks ``{mount, total, used, free, percent}``; needs ``system.processes``.
+
+        A confined app sees only its sandbox's mounts, so the system answers it.
+        """
+        return self._backend().disks()
 
     # ------------------------------------------------------ serving
 

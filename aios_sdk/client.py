@@ -144,18 +144,25 @@ class SystemClient:
     # -------------------------------------------------------- processes
 
     def processes(self) -> list[dict[str, Any]]:
+        return self._host_list("processes")
+
+    def disks(self) -> list[dict[str, Any]]:
+        return self._host_list("disks")
+
+    def _host_list(self, what: str) -> list[dict[str, Any]]:
+        """``GET /api/sys/<what>`` -> its list (the host's processes or disks)."""
         try:
-            resp = self._http().get(f"{self.base_url}/api/sys/processes", timeout=self._timeout)
+            resp = self._http().get(f"{self.base_url}/api/sys/{what}", timeout=self._timeout)
         except requests.RequestException as e:
             raise ToolFailed(
-                f"processes: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
+                f"{what}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
             ) from e
         reply = _json(resp)
-        listed = reply.get("processes") if isinstance(reply, dict) else None
+        listed = reply.get(what) if isinstance(reply, dict) else None
         if resp.status_code != 200 or not isinstance(listed, list):
             message = _error_text(resp, reply)
             cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
-            raise cls(f"processes: {message}")
+            raise cls(f"{what}: {message}")
         return listed
 
 

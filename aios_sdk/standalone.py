@@ -161,6 +161,11 @@ class StandaloneRuntime:
 
         return host_processes()
 
+    def disks(self) -> list[dict[str, Any]]:
+        from aios.hostprocs import host_disks
+
+        return host_disks()
+
 
 def _unwrap(result: ToolResult) -> Any:
     if result.status == "ok":

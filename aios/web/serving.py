@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -78,6 +79,7 @@ class ServerThread(threading.Thread):
             HOST, port, self._dispatch, threaded=True, request_handler=_handler_class(timeout)
         )
         self.port = self.server.server_port
+        self._v6_guard = _reserve_v6_loopback(self.port)
 
     def _dispatch(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -100,3 +102,26 @@ class ServerThread(threading.Thread):
     def shutdown(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        if self._v6_guard is not None:
+            self._v6_guard.close()
+
+
+def _reserve_v6_loopback(port: int) -> socket.socket | None:
+    """Bind (not listen on) ``[::1]:port``, so no one else can serve the desktop's port there.
+
+    A browser may resolve ``localhost`` to ``::1``; an app granted the host's
+    network could otherwise listen on ``[::1]:<desktop port>`` and answer in
+    the desktop's place. Bound without ``listen``, a connection is refused.
+    None where the machine has no IPv6 loopback.
+    """
+    try:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    try:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind(("::1", port))
+    except OSError:
+        s.close()
+        return None
+    return s

@@ -77,6 +77,12 @@ def sys_processes() -> Response:
     return jsonify({"processes": system().process_list(_caller())})
 
 
+@bp.get("/disks")
+def sys_disks() -> Response:
+    """The host's disks (mount, total, used, free, percent); needs ``system.processes``."""
+    return jsonify({"disks": system().disk_list(_caller())})
+
+
 @bp.post("/ui")
 def sys_ui() -> Response:
     sys_, record = system(), _caller()

@@ -4,13 +4,14 @@
 
 Readings come from one custom tool, ``read_system``, which the reply plans as
 a step, so the executor dispatches it to this app and audits it like any
-tool. Host totals (CPU, memory, disks) come from psutil; the process table
-comes from the system (``self.processes()``, which needs the
-``system.processes`` permission): the app never reads other processes'
-``/proc`` entries itself. The dashboard (charts + process table) is
-refreshed live: the first look starts one background thread that pushes a new
-dashboard every few seconds (``self.push``) while someone has looked at the
-monitor in the last minute, and stops after that. A short history for the
+tool. CPU and memory totals come from psutil; the process table and the
+disks come from the system (``self.processes()``, ``self.disks()``, which
+need the ``system.processes`` permission): the app runs confined, sees only
+its sandbox's mounts and never reads other processes' ``/proc`` entries.
+The dashboard (charts + process table) is refreshed live: the first look
+starts one background thread that pushes a new dashboard every few seconds
+(``self.push``) while someone has looked at the monitor in the last minute,
+and stops after that. A short history for the
 line chart lives in the app's cache (``cache_get``/``cache_set``).
 """
 
@@ -165,7 +166,7 @@ class Monitor(AIOSAgent):
                 "available": mem.available,
                 "percent": round(mem.percent, 1),
             },
-            "disks": _disks(),
+            "disks": self.disks(),
             "processes": procs[:top],
             "process_count": len(procs),
             "boot_time": psutil.boot_time(),
@@ -621,34 +622,6 @@ def _process(p: dict[str, Any]) -> dict[str, Any]:
         "memory": round(p.get("memory_percent") or 0.0, 1),
         "user": p.get("user") or "",
     }
-
-
-def _disks() -> list[dict[str, Any]]:
-    seen: set[str] = set()
-    out = []
-    parts = psutil.disk_partitions(all=False) or []
-    mounts = [p.mountpoint for p in parts if not p.mountpoint.startswith(("/snap", "/boot/efi"))]
-    for mount in mounts or ["/"]:
-        try:
-            usage = psutil.disk_usage(mount)
-        except OSError:
-            continue
-        key = f"{usage.total}:{usage.used}"
-        if key in seen:  # bind mounts of one disk
-            continue
-        seen.add(key)
-        out.append(
-            {
-                "mount": mount,
-                "total": usage.total,
-                "used": usage.used,
-                "free": usage.free,
-                "percent": round(usage.percent, 1),
-            }
-        )
-        if len(out) >= 8:
-            break
-    return out
 
 
 def _row(p: dict[str, Any]) -> list[Any]:

@@ -63,6 +63,13 @@ class Running:
         assert r.status_code == 200, r.text
         return r.json()
 
+    def app_session(self) -> requests.Session:
+        """A session that reaches apps as the system does (a confined app over its socket)."""
+        session = requests.Session()
+        session.trust_env = False
+        self.system.launcher.mount(session)
+        return session
+
     def stop(self) -> None:
         self.server.shutdown()
         self.system.stop()
@@ -112,8 +119,12 @@ def make_system(tmp_path: Path) -> Iterator[Callable[..., Running]]:
         *,
         apps_dir: Path | None = None,
         data_dir: Path | None = None,
+        apps_config: dict[str, Any] | None = None,
         **overrides: Any,
     ) -> Running:
+        """``apps_config`` is the config's ``apps`` section (``apps`` names the folders)."""
+        if apps_config is not None:
+            overrides["apps"] = apps_config
         if apps_dir is None:
             apps_dir = copy_apps(tmp_path / f"apps{len(started)}", apps or [])
         running = start_system(apps_dir, data_dir or tmp_path / "data", **overrides)

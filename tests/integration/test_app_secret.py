@@ -20,6 +20,9 @@ from aios.app_secret import LAUNCH_SECRET_ENV, LAUNCH_SECRET_HEADER
 from tests.integration.conftest import Running
 from tests.util import wait_for
 
+UNCONFINED = {"confinement": "off"}
+"""The secret is what guards an app where it cannot run confined (a confined app has
+no TCP port at all: test_confinement.py)."""
 BODY = {"instruction": "hi", "context": {}, "action_request": None}
 
 
@@ -42,7 +45,7 @@ def assert_refused(r: requests.Response, status: int, words: str) -> None:
 def test_handle_and_tools_refuse_a_caller_without_the_launch_secret(
     make_system: Callable[..., Running],
 ) -> None:
-    running = make_system(["echo", "stepper"])
+    running = make_system(["echo", "stepper"], apps_config=UNCONFINED)
     rec = running.system.launcher.get("echo")
     assert rec is not None and rec.port is not None and rec.launch_secret
     port, secret = rec.port, rec.launch_secret
@@ -88,7 +91,7 @@ def test_handle_and_tools_refuse_a_caller_without_the_launch_secret(
 def test_a_foreign_host_header_is_refused_even_with_the_secret(
     make_system: Callable[..., Running],
 ) -> None:
-    running = make_system(["echo"])
+    running = make_system(["echo"], apps_config=UNCONFINED)
     rec = running.system.launcher.get("echo")
     assert rec is not None and rec.port is not None
     port, good = rec.port, {LAUNCH_SECRET_HEADER: rec.launch_secret}
@@ -110,7 +113,7 @@ def test_a_foreign_host_header_is_refused_even_with_the_secret(
 def test_the_secret_changes_with_every_launch_and_never_reaches_the_desktop(
     make_system: Callable[..., Running],
 ) -> None:
-    running = make_system(["echo"])
+    running = make_system(["echo"], apps_config=UNCONFINED)
     rec = running.system.launcher.get("echo")
     assert rec is not None and rec.pid is not None
     first, env_name = rec.launch_secret, LAUNCH_SECRET_ENV

@@ -148,11 +148,16 @@ def make_launcher(tmp_path: Path, apps: Path, events: Events) -> Iterator[Callab
         policy: RestartPolicy = FAST,
         grace: float = 1.0,
         watch_interval: float = 3600,
+        confinement: str = "off",
     ) -> Launcher:
+        # The launcher's mechanics (restarts, reloads, stops) are the same either
+        # way; "off" lets the fixture apps write their pids into their own folder
+        # (read-only when confined) as host pids. Confined launches are tested in
+        # test_confinement.py, test_orphans.py and test_app_limits.py.
         launcher = Launcher(
             apps,
             tmp_path / "data",
-            Config(app_start_timeout=start_timeout),
+            Config(app_start_timeout=start_timeout, apps={"confinement": confinement}),
             system_url=SYSTEM_URL,
             port_map_path=tmp_path / "data" / "port_map.json",
             on_status=events.on_status,

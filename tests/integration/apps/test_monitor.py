@@ -13,7 +13,6 @@ from typing import Any
 
 import psutil
 import pytest
-import requests
 
 from aios.app_secret import LAUNCH_SECRET_HEADER
 from aios.events import Subscription
@@ -243,14 +242,15 @@ def test_read_system_refuses_bad_arguments(running: Running) -> None:
     record = running.system.launcher.get(APP)
     assert record is not None
     url = running.system.launcher.url(APP) + "/tools/read_system"
+    http = running.app_session()  # confined, the app has no TCP port
     # as the system calls it: with this launch's secret (the SDK refuses anyone else)
     headers = {"X-AIOS-App-Token": record.token, LAUNCH_SECRET_HEADER: record.launch_secret}
-    bad = requests.post(url, json={"top": 0}, headers=headers, timeout=10).json()
+    bad = http.post(url, json={"top": 0}, headers=headers, timeout=10).json()
     assert bad["status"] == "error" and "top must be a whole number from 1 to 50" in bad["error"]
-    bad = requests.post(url, json={"sort": "name"}, headers=headers, timeout=10).json()
+    bad = http.post(url, json={"sort": "name"}, headers=headers, timeout=10).json()
     assert bad["status"] == "error" and "sort must be one of cpu, mem" in bad["error"]
-    good = requests.post(url, json={"top": 3}, headers=headers, timeout=10).json()
+    good = http.post(url, json={"top": 3}, headers=headers, timeout=10).json()
     assert good["status"] == "ok" and len(good["result"]["processes"]) == 3
     # nobody else may call it (no body: the refusal comes before the body would be read)
-    refused = requests.post(url, timeout=10)
+    refused = http.post(url, timeout=10)
     assert refused.status_code == 401  # no launch secret: refused before the app token
