@@ -1,9 +1,14 @@
 """Nothing an app starts outlives the system or the app's removal (DESIGN §4, §11 item 5).
 
 Real processes: ``desktop_app.py --headless`` with a temp apps dir of small
-SDK apps; each app writes the pids it owns into its workdir, and the test
-polls those pids (by pid and start time, so a reused pid never counts as a
-survivor) until they are gone or the deadline passes.
+SDK apps, once confined (``apps.confinement: "auto"``, bubblewrap with its own
+pid namespace) and once unconfined (``"off"``, the fallback). Each app writes
+the pids it owns into its workdir; inside a pid namespace those are the
+namespace's pids, so the test finds an app's processes on the host by their
+environment (``AIOS_APP_ID`` and the test's own ``AIOS_WORKDIR``, which every
+child inherits) and maps the written pids through ``NSpid`` in
+``/proc/<pid>/status``. Survivors are counted by pid *and* start time, so a
+reused pid never counts; every wait polls with a deadline.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -21,11 +27,12 @@ import pytest
 
 from tests.util import desktop_argv, wait_for
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 GONE_WITHIN = 5.0
 """Seconds every process of an app may take to disappear (the issue's bound)."""
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
+SCAN_INTERVAL = 0.1
+"""Seconds between two scans of the host's process table (a scan reads every environ)."""
 
 APP = """
 import os, subprocess, sys
@@ -63,6 +70,12 @@ if __name__ == "__main__":
     App().run()
 """
 
+CONFINED, UNCONFINED = "auto", "off"
+NO_PID_NAMESPACE = (
+    'apps.confinement "off" has no pid namespace: a double-forked setsid daemon leaves the '
+    "app's process group and session, so neither the group kill nor PDEATHSIG reaches it"
+)
+
 
 def write_app(apps: Path, app_id: str, mode: str) -> Path:
     folder = apps / app_id
@@ -83,17 +96,68 @@ def write_app(apps: Path, app_id: str, mode: str) -> Path:
     return folder
 
 
-def pids_of(folder: Path) -> list[psutil.Process]:
-    """The app's processes (itself, and what it spawned), as it wrote them down."""
+def ns_pids(proc: psutil.Process) -> list[int]:
+    """The process's pid in each pid namespace it is in, outermost (the host's) first."""
+    with open(f"/proc/{proc.pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(p) for p in line.split()[1:]]
+    return [proc.pid]
+
+
+def host_processes(folder: Path) -> list[psutil.Process]:
+    """Every live process on the host that belongs to the app in ``folder`` (its environ
+    names the app and a workdir inside ``folder``; children inherit both)."""
+    app_id, workdir = f"AIOS_APP_ID={folder.name}", f"AIOS_WORKDIR={folder}/"
+    found = []
+    for p in psutil.process_iter():
+        try:
+            with open(f"/proc/{p.pid}/environ", "rb") as f:
+                env = f.read().decode(errors="replace").split("\0")
+            if app_id in env and any(e.startswith(workdir) for e in env):
+                if p.status() != psutil.STATUS_ZOMBIE:
+                    found.append(p)
+        except (OSError, psutil.Error):
+            continue  # gone meanwhile, or a kernel thread
+    return found
+
+
+@dataclass
+class AppProcs:
+    """An app's processes as seen from the host, once it has written its pids."""
+
+    folder: Path
+    main: psutil.Process
+    spawned: list[psutil.Process]
+    """What the app started (a child, or a daemon), from its own pid list."""
+    all: list[psutil.Process]
+    """Everything of the app on the host (bwrap and its init included when confined)."""
+
+
+def app_procs(folder: Path, confinement: str) -> AppProcs:
+    """Wait for the app in ``folder`` to write its pids; find them on the host."""
     path = folder / "workspace" / "pids"
     text = wait_for(
         lambda: path.is_file() and path.read_text().strip(),
         f"{folder.name} to write its pids",
         READY_TIMEOUT,
     )
-    procs = [psutil.Process(int(p)) for p in text.split()]
-    assert all(p.is_running() for p in procs)
-    return procs
+    written = [int(p) for p in str(text).split()]
+
+    def mapped() -> list[psutil.Process]:
+        # The pid the app sees is the innermost entry of NSpid (the host pid when unconfined).
+        by_inner = {ns_pids(p)[-1]: p for p in host_processes(folder)}
+        procs = [by_inner[pid] for pid in written if pid in by_inner]
+        return procs if len(procs) == len(written) else []
+
+    procs = wait_for(mapped, f"{folder.name}'s processes {written} on the host", READY_TIMEOUT)
+    main, *spawned = procs
+    depth = len(ns_pids(main))
+    if confinement == CONFINED:  # positive control: the app is really in its own pid namespace
+        assert depth > 1, f"{folder.name} runs in the host's pid namespace (NSpid depth 1)"
+    else:
+        assert depth == 1 and written[0] == main.pid
+    return AppProcs(folder, main, spawned, host_processes(folder))
 
 
 def survivors(procs: list[psutil.Process]) -> list[psutil.Process]:
@@ -107,12 +171,23 @@ def survivors(procs: list[psutil.Process]) -> list[psutil.Process]:
     return alive
 
 
-def assert_gone_within(procs: list[psutil.Process], bound: float = GONE_WITHIN) -> None:
+def assert_gone_within(
+    procs: list[psutil.Process], folder: Path | None = None, bound: float = GONE_WITHIN
+) -> None:
+    """Within ``bound`` s none of ``procs`` runs, nor (given ``folder``) any process of that
+    app at all — also one it started after ``procs`` were listed."""
+
+    def gone() -> bool:
+        return not survivors(procs) and (folder is None or not host_processes(folder))
+
     try:
-        wait_for(lambda: not survivors(procs), "the app processes to be gone", bound)
+        wait_for(gone, "the app's processes to be gone", bound, interval=SCAN_INTERVAL)
+    except AssertionError as e:
+        left = survivors(procs) + (host_processes(folder) if folder else [])
+        raise AssertionError(f"{e}: {[(p.pid, p.name()) for p in set(left)]} survived") from None
     finally:
-        for p in survivors(procs):  # clean up, whatever the verdict
-            try:
+        for p in survivors(procs) + (host_processes(folder) if folder else []):
+            try:  # clean up, whatever the verdict
                 p.kill()
             except psutil.Error:
                 pass
@@ -121,16 +196,21 @@ def assert_gone_within(procs: list[psutil.Process], bound: float = GONE_WITHIN) 
 class Desktop:
     """``desktop_app.py --headless`` on a temp apps dir, stopped (if still alive) at the end."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, confinement: str) -> None:
         self.tmp_path = tmp_path
+        self.confinement = confinement
         self.apps = tmp_path / "apps"
         self.apps.mkdir()
+        self.config = tmp_path / "config.json"
+        self.config.write_text(
+            json.dumps({"llm": {"api_key": ""}, "apps": {"confinement": confinement}})
+        )
         self.procs: list[subprocess.Popen[str]] = []
 
     def start(self) -> subprocess.Popen[str]:
         env = {k: v for k, v in os.environ.items() if k != "AIOS_TOKEN"}
         proc = subprocess.Popen(
-            desktop_argv(self.apps, self.tmp_path / "data"),
+            desktop_argv(self.apps, self.tmp_path / "data", "--config", str(self.config)),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -149,47 +229,97 @@ class Desktop:
             proc.communicate(timeout=STOP_TIMEOUT)
 
 
+@pytest.fixture(params=[CONFINED, UNCONFINED], ids=["confined", "unconfined"])
+def confinement(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def desktop(tmp_path: Path) -> Iterator[Desktop]:
-    d = Desktop(tmp_path)
+def desktop(tmp_path: Path, confinement: str) -> Iterator[Desktop]:
+    d = Desktop(tmp_path, confinement)
     try:
         yield d
     finally:
         d.close()
 
 
+def descends_from(proc: psutil.Process, ancestor: int) -> bool:
+    return any(p.pid == ancestor for p in proc.parents())
+
+
 def test_kill_9_of_the_system_leaves_no_app_process_behind(desktop: Desktop) -> None:
     alpha = write_app(desktop.apps, "alpha", "child")
     beta = write_app(desktop.apps, "beta", "plain")
     system = desktop.start()
-    (alpha_app, sleeper), (beta_app,) = pids_of(alpha), pids_of(beta)
+    a, b = app_procs(alpha, desktop.confinement), app_procs(beta, desktop.confinement)
+    (sleeper,) = a.spawned
     # positive control: the system started both apps, the sleeper is alpha's child
-    assert alpha_app.ppid() == beta_app.ppid() == system.pid
-    assert sleeper.ppid() == alpha_app.pid
-    assert os.getpgid(sleeper.pid) == alpha_app.pid  # it stayed in the app's group
-    owned = [alpha_app, sleeper, beta_app]
+    assert descends_from(a.main, system.pid) and descends_from(b.main, system.pid)
+    assert sleeper.ppid() == a.main.pid
+    assert os.getpgid(sleeper.pid) == os.getpgid(a.main.pid)  # it stayed in the app's group
     system.kill()
     system.wait()
-    assert_gone_within(owned)
+    assert_gone_within(a.all + b.all + [sleeper])
+    assert not host_processes(alpha) and not host_processes(beta)
+
+
+def test_sigterm_of_the_system_leaves_no_app_process_behind(desktop: Desktop) -> None:
+    alpha = write_app(desktop.apps, "alpha", "child")
+    system = desktop.start()
+    a = app_procs(alpha, desktop.confinement)
+    system.send_signal(signal.SIGTERM)
+    system.communicate(timeout=STOP_TIMEOUT)
+    assert_gone_within(a.all + a.spawned, alpha)
 
 
 def test_removing_an_app_folder_stops_it_and_its_child(desktop: Desktop) -> None:
     alpha = write_app(desktop.apps, "alpha", "child")
     beta = write_app(desktop.apps, "beta", "plain")
     desktop.start()
-    gone, kept = pids_of(alpha), pids_of(beta)
-    assert len(gone) == 2
+    gone, kept = app_procs(alpha, desktop.confinement), app_procs(beta, desktop.confinement)
+    assert len(gone.spawned) == 1
     shutil.rmtree(alpha)
-    assert_gone_within(gone)
-    assert survivors(kept) == kept  # its neighbour runs on
+    assert_gone_within(gone.all + gone.spawned, alpha)
+    assert survivors(kept.all) == kept.all  # its neighbour runs on
 
 
-@pytest.mark.xfail(strict=True, reason="needs the pid namespace of §11 confinement")
-def test_a_double_forked_setsid_daemon_dies_with_the_system(desktop: Desktop) -> None:
+def test_a_crashed_app_is_restarted_without_its_old_child(desktop: Desktop) -> None:
+    alpha = write_app(desktop.apps, "alpha", "child")
+    desktop.start()
+    old = app_procs(alpha, desktop.confinement)
+    (alpha / "workspace" / "pids").unlink()
+    old.main.kill()  # the app itself dies; its child would live on
+    assert_gone_within(old.all + old.spawned)
+    new = app_procs(alpha, desktop.confinement)  # positive control: restarted, with a child
+    assert new.main.pid != old.main.pid and len(new.spawned) == 1
+
+
+def _mark_unconfined_xfail(request: pytest.FixtureRequest, confinement: str) -> None:
+    if confinement == UNCONFINED:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NO_PID_NAMESPACE))
+
+
+@pytest.mark.parametrize("event", ["kill-9", "sigterm", "removed", "crash"])
+def test_a_double_forked_setsid_daemon_does_not_outlive_its_app(
+    desktop: Desktop, event: str, request: pytest.FixtureRequest
+) -> None:
+    _mark_unconfined_xfail(request, desktop.confinement)
     ghost = write_app(desktop.apps, "ghost", "daemon")
     system = desktop.start()
-    owned = pids_of(ghost)
-    assert os.getsid(owned[1].pid) != os.getsid(owned[0].pid)  # it did leave the session
-    system.kill()
-    system.wait()
-    assert_gone_within(owned)
+    g = app_procs(ghost, desktop.confinement)
+    (daemon,) = g.spawned
+    assert os.getsid(daemon.pid) != os.getsid(g.main.pid)  # it did leave the session
+    assert daemon.ppid() != g.main.pid  # and its parent: the double fork orphaned it
+    if event == "kill-9":
+        system.kill()
+        system.wait()
+    elif event == "sigterm":
+        system.send_signal(signal.SIGTERM)
+        system.communicate(timeout=STOP_TIMEOUT)
+    elif event == "removed":
+        shutil.rmtree(ghost)
+    else:
+        g.main.kill()
+    assert_gone_within(g.all + [daemon])
+    if event != "crash":  # after a crash the restarted app is ghost's again
+        assert not host_processes(ghost)
