@@ -8,7 +8,7 @@ with a deadline; none counts on time passing.
 from __future__ import annotations
 
 import functools
-import os
+import json
 import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -50,12 +50,17 @@ def launches(running: Running, app_id: str) -> int:
 
 @contextmanager
 def frozen_process(pid: int) -> Iterator[None]:
-    """SIGSTOP ``pid`` for the block: it keeps its port open and answers nothing."""
-    os.kill(pid, signal.SIGSTOP)
+    """SIGSTOP ``pid`` and every process under it for the block: the app keeps its socket
+    open and answers nothing (confined, ``pid`` is bwrap and the app runs below it)."""
+    root = psutil.Process(pid)
+    tree = [root, *root.children(recursive=True)]
+    for p in tree:
+        p.send_signal(signal.SIGSTOP)
     try:
         yield
     finally:
-        os.kill(pid, signal.SIGCONT)
+        for p in tree:
+            p.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture
@@ -198,3 +203,110 @@ def test_a_chatty_apps_log_is_rotated_while_it_runs(make_limited: Callable[..., 
     # Rotated while running: the same process, still answering.
     assert psutil.pid_exists(rec.pid) and app_info(running, "chatty")["status"] == "running"
     assert running.act("chatty", {"action_id": "go"})["status"] == "ok"
+
+
+# ------------------------------------------- per-app limits (DESIGN §11 item 8)
+
+TMP_FILLER = '''
+"""Writes to its /tmp until the disk is full, then says how far it got in its workdir."""
+import errno, json, os, uuid
+from pathlib import Path
+from aios_sdk import AIOSAgent
+
+MAX_BYTES = {max_bytes}  # only keeps an uncapped /tmp from filling the host's disk
+CHUNK = b"\\0" * 65536
+path = Path("/tmp") / f"aios-tmpfill-{{uuid.uuid4().hex}}"
+written, failed = 0, None
+with path.open("wb", buffering=0) as f:
+    try:
+        while written < MAX_BYTES:
+            written += f.write(CHUNK)
+    except OSError as e:
+        failed = errno.errorcode.get(e.errno, str(e.errno))
+work = Path(os.environ["AIOS_WORKDIR"])
+report = {{"path": str(path), "written": written, "errno": failed}}
+(work / "filled.tmp").write_text(json.dumps(report))
+(work / "filled.tmp").rename(work / "filled.json")
+
+
+class TmpFill(AIOSAgent):
+    name = "TmpFill"
+
+    def handle(self, instruction, context, action_request=None):
+        return {{"status": "ok", "view_type": "text", "data": {{"content": "full"}},
+                "actions": []}}
+
+
+if __name__ == "__main__":
+    TmpFill().run()
+'''
+MB = 1024 * 1024
+
+
+def report(running: Running, app_id: str, name: str) -> dict[str, Any]:
+    """The JSON an ``apps_limits`` app wrote into its workdir once it hit its limit."""
+    rec = running.system.launcher.get(app_id)
+    assert rec is not None, f"{app_id} is not installed"
+    path = rec.workdir / name
+    text = wait_for(lambda: path.is_file() and path.read_text(), f"{app_id} to write {name}")
+    return dict(json.loads(str(text)))
+
+
+def test_an_app_gets_fewer_tasks_than_the_process_limit_and_its_status_says_so(
+    make_limited: Callable[..., Running],
+) -> None:
+    limit = 16
+    running = make_limited(
+        ["forker", "steady"], apps={"max_processes": limit, "liveness_interval": 0.2}
+    )
+    assert app_info(running, "forker")["confined"] is True
+    forked = report(running, "forker", "forked.json")
+    assert forked["errno"] == "EAGAIN", forked
+    assert 0 < forked["children"] < limit, forked  # the app itself and its threads count too
+    info = wait_for(
+        lambda: (a := app_info(running, "forker")).get("error") and a, "forker's status reason"
+    )
+    assert isinstance(info, dict)
+    assert f"reached its limit of {limit} processes" in info["error"], info
+    # Its neighbour is not limited by it, and forker still answers once its children are gone.
+    assert running.act("steady", {"action_id": "go"})["status"] == "ok"
+    assert running.act("forker", {"action_id": "go"})["status"] == "ok"
+
+
+def test_an_app_hits_emfile_below_the_open_files_limit(
+    make_limited: Callable[..., Running],
+) -> None:
+    limit = 64
+    running = make_limited(["fdhog"], apps={"max_open_files": limit})
+    opened = report(running, "fdhog", "opened.json")
+    assert opened["errno"] == "EMFILE", opened
+    assert 0 < opened["opened"] < limit, opened  # stdio and the SDK's own files count too
+    assert running.act("fdhog", {"action_id": "go"})["status"] == "ok"
+
+
+def test_an_apps_private_tmp_is_capped_and_the_hosts_tmp_untouched(
+    make_limited: Callable[..., Running], tmp_path: Path
+) -> None:
+    cap_mb = 8
+    folder = tmp_path / "apps" / "tmpfill"
+    folder.mkdir(parents=True)
+    (folder / "main.py").write_text(TMP_FILLER.format(max_bytes=16 * cap_mb * MB), "utf-8")
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "TmpFill",
+                "entry": "main.py",
+                "description": "fills its /tmp",
+                "role_prompt": "test app",
+            }
+        )
+    )
+    running = make_limited([], apps={"tmp_mb": cap_mb})
+    filled = report(running, "tmpfill", "filled.json")
+    host_file = Path(filled["path"])
+    try:
+        assert filled["errno"] == "ENOSPC", filled
+        assert cap_mb * MB // 2 <= filled["written"] <= cap_mb * MB, filled
+        assert not host_file.exists(), "the app's /tmp file is on the host's /tmp"
+    finally:
+        host_file.unlink(missing_ok=True)
