@@ -338,6 +338,16 @@ def test_only_a_granted_network_permission_opens_the_direct_network(
     report = attack(running, only)
     assert report["connect_outside"]["succeeded"], report["connect_outside"]
     wait_for(lambda: "/direct" in recorder.paths(), "the direct request to be recorded")
+    # On the host's network it still cannot stand in for the desktop: the system
+    # holds its port on [::1] as well as on 127.0.0.1.
+    binds = {
+        "desktop_port": running.server.port,
+        "hold_seconds": 0,
+        "only": ["bind_desktop_port_v6", "bind_desktop_port_v4"],
+    }
+    report = attack(running, binds)
+    assert not report["bind_desktop_port_v6"]["succeeded"], report["bind_desktop_port_v6"]
+    assert not report["bind_desktop_port_v4"]["succeeded"], report["bind_desktop_port_v4"]
 
 
 def test_unconfined_the_same_app_reads_the_systems_environment(
