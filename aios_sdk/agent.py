@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from aios.errors import ProtocolError
 from aios.names import ATOMIC_TOOLS, TOOL_NAME_PATTERN
+from aios_sdk import boot
 from aios_sdk._session import current_session_id
 from aios_sdk.boot import APP_SOCKET_ENV
 
@@ -419,6 +420,7 @@ class AIOSAgent:
             # confined (DESIGN §11): the system reaches this app over its runtime
             # dir's socket only; no TCP port exists for anyone else to call
             host = f"unix://{socket_path}"
+            boot.SDK_SERVES.set()  # the sandbox's relay need not bridge APP_PORT
         log.info("%s serving on %s", self.display_name, host if socket_path else f"{host}:{port}")
         from werkzeug.serving import WSGIRequestHandler
 

@@ -44,6 +44,8 @@ SLOW_POLL = 0.2
 FAST_POLL_FOR = 5.0
 ACCEPT_RETRY = 0.05
 """Seconds to wait when accept() fails for want of file descriptors."""
+SDK_SERVES = threading.Event()
+"""Set by the SDK when it serves ``app.sock`` itself: the app port needs no bridge."""
 
 
 def _pump(src: socket.socket, dst: socket.socket) -> None:
@@ -141,7 +143,7 @@ def bridge_app_port(app_socket: str, port: int) -> None:
     Returns at once if the app serves ``app_socket`` itself (an SDK app).
     """
     began = time.monotonic()
-    while not os.path.exists(app_socket):
+    while not SDK_SERVES.is_set() and not os.path.exists(app_socket):
         if _tcp_accepts(port):
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -152,12 +154,14 @@ def bridge_app_port(app_socket: str, port: int) -> None:
             listener.listen(BACKLOG)
             relay(listener, _tcp_connector(port))
             return
-        time.sleep(FAST_POLL if time.monotonic() - began < FAST_POLL_FOR else SLOW_POLL)
+        SDK_SERVES.wait(FAST_POLL if time.monotonic() - began < FAST_POLL_FOR else SLOW_POLL)
 
 
 def main(argv: list[str]) -> None:
     if not argv:
         raise SystemExit("usage: boot.py ENTRY [ARGS...]")
+    # Run as a script, this module is ``__main__``; the SDK finds it (SDK_SERVES) by name.
+    sys.modules.setdefault("aios_sdk.boot", sys.modules[__name__])
     system_socket = os.environ.get(SYSTEM_SOCKET_ENV, "")
     app_socket = os.environ.get(APP_SOCKET_ENV, "")
     if system_socket:
