@@ -162,6 +162,16 @@ class AppsConfig(_Section):
         return v
 
 
+class ApprovalsConfig(_Section):
+    """``approvals``: when a plan waits for the user (DESIGN §12)."""
+
+    mode: Literal["auto", "smart", "manual"] = "smart"
+    """``auto``: ask nothing (the block list still refuses); ``smart``: ask before
+    ``high`` steps (commands); ``manual``: ask before ``medium`` and ``high`` ones."""
+    timeout: float = Field(default=600, gt=0, le=86400)
+    """Seconds a pending decision waits for the user before it expires."""
+
+
 class WebConfig(_Section):
     """``web``: what the system's HTTP API accepts in one request."""
 
@@ -224,6 +234,7 @@ class Config(_Section):
     web: WebConfig = Field(default_factory=WebConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     apps: AppsConfig = Field(default_factory=AppsConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""
