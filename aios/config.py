@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aios.errors import ConfigError
 from aios.protocol import ATOMIC_TOOLS, PERMISSIONS
@@ -172,6 +172,31 @@ class ApprovalsConfig(_Section):
     """Seconds a pending decision waits for the user before it expires."""
 
 
+class EventsConfig(_Section):
+    """``events``: what ``/api/events`` can replay to a client that reconnects (DESIGN §12).
+
+    An event is dropped from the replay buffer only when it is beyond both bounds:
+    older than ``replay_seconds`` and not among the last ``replay_max``; beyond
+    ``replay_ceiling`` it goes regardless (memory). A client asking for more than
+    the buffer holds gets ``resync``."""
+
+    replay_max: int = Field(default=1000, ge=1)
+    """Newest events always held, however old."""
+    replay_seconds: float = Field(default=600, gt=0)
+    """Every event younger than this is held too (up to ``replay_ceiling``)."""
+    replay_ceiling: int = Field(default=50_000, ge=1)
+    """Events held at most, whatever their age: bounds the buffer's memory."""
+
+    @model_validator(mode="after")
+    def _ceiling(self) -> EventsConfig:
+        if self.replay_ceiling < self.replay_max:
+            raise ValueError(
+                f"events.replay_ceiling ({self.replay_ceiling}) must be at least "
+                f"events.replay_max ({self.replay_max})"
+            )
+        return self
+
+
 class WebConfig(_Section):
     """``web``: what the system's HTTP API accepts in one request."""
 
@@ -235,6 +260,7 @@ class Config(_Section):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     apps: AppsConfig = Field(default_factory=AppsConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    events: EventsConfig = Field(default_factory=EventsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

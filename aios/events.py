@@ -1,87 +1,195 @@
 """The event bus behind ``/api/events``: one ``emit()`` for every live update.
 
 Events are JSON objects with a ``type`` (``app_status``, ``view``, ``push``,
-``notify``, ``ui_op``, ``speak``, ``log``). Each WebSocket client subscribes
-with its own bounded queue; a client that stops reading loses its oldest
-events rather than blocking the system.
+``notify``, ``ui_op``, ``speak``, ``log``, and for runs ``run``, ``step``,
+``progress``, ``interaction``, ``interaction_done``), a ``ts``, a ``seq`` (one
+counter for the whole bus, strictly increasing, no holes) and the bus's
+``epoch`` (random per start: a ``seq`` from another epoch means nothing here).
+
+The bus keeps one replay buffer of recent events (DESIGN §12 "Events"; bounds in
+:class:`~aios.config.EventsConfig`) and every subscription is a cursor into it:
+there is no per-client queue to overflow. A subscription started ``since`` a
+``seq`` first yields every held event after it, then the live ones, with no gap
+and no duplicate (numbering, buffering and waking readers happen under one
+lock). When the buffer no longer holds what a subscription needs next — a
+``since`` from another epoch, older than the buffer or ahead of it, or a reader
+so slow that the buffer moved past it — the subscription yields one
+``{"type": "resync"}`` and goes on from the current ``seq``; the client then
+reloads its state instead.
 """
 
 from __future__ import annotations
 
-import logging
-import queue
+import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger(__name__)
+from aios.config import EventsConfig
 
-EVENT_TYPES = frozenset({"app_status", "view", "push", "notify", "ui_op", "speak", "log"})
+EVENT_TYPES = frozenset(
+    {
+        "app_status",
+        "view",
+        "push",
+        "notify",
+        "ui_op",
+        "speak",
+        "log",
+        "run",
+        "step",
+        "progress",
+        "interaction",
+        "interaction_done",
+    }
+)
+RESYNC = "resync"
+"""The type of the event a subscription yields when it cannot fill its gap."""
+EPOCH_HEX_BYTES = 8
+"""An epoch is this many random bytes, as hex."""
 
 
 class Subscription:
-    def __init__(self, bus: EventBus, maxsize: int):
+    """A reader's cursor into the bus: ``get()`` returns the next event after ``cursor``."""
+
+    def __init__(self, bus: EventBus, cursor: int, resync: bool):
         self._bus = bus
-        self.queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=maxsize)
-        self.dropped = 0
+        self.cursor = cursor
+        """The ``seq`` of the last event this reader was given."""
+        self.start_seq = bus.seq
+        """The bus's ``seq`` when the subscription started (what a ``hello`` reports)."""
+        self._resync = resync
+        self.resyncs = 0
+        """How many times this reader was told to resync (it fell behind the buffer)."""
+        self.ended = False
+        """Set by :meth:`EventBus.end_subscriptions`: the reader should hang up."""
+
+    @property
+    def epoch(self) -> str:
+        return self._bus.epoch
 
     def get(self, timeout: float) -> dict[str, Any] | None:
-        try:
-            return self.queue.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def put(self, event: dict[str, Any]) -> None:
-        while True:
-            try:
-                self.queue.put_nowait(event)
-                return
-            except queue.Full:
-                try:
-                    self.queue.get_nowait()
-                    self.dropped += 1
-                except queue.Empty:
-                    pass
+        """The next event, waiting at most ``timeout`` s; None when none came or it ended."""
+        return self._bus._next(self, timeout)
 
     def close(self) -> None:
         self._bus.unsubscribe(self)
 
 
 class EventBus:
-    def __init__(self, queue_size: int = 500, recent: int = 50):
-        self._subs: list[Subscription] = []
-        self._lock = threading.Lock()
-        self._queue_size = queue_size
-        self.recent: deque[dict[str, Any]] = deque(maxlen=recent)
+    def __init__(
+        self, config: EventsConfig | None = None, clock: Callable[[], float] = time.monotonic
+    ):
+        self._config = config or EventsConfig()
+        self._clock = clock
+        """Ages the buffer's events (monotonic seconds)."""
+        self.epoch = secrets.token_hex(EPOCH_HEX_BYTES)
+        self.seq = 0
+        """The ``seq`` of the newest event (0: none yet in this epoch)."""
+        self._buffer: deque[tuple[float, dict[str, Any]]] = deque()
+        """(monotonic time, event), oldest first; their ``seq`` are consecutive."""
+        self._subs: set[Subscription] = set()
+        self._cond = threading.Condition()
         self.closed = threading.Event()
 
-    def subscribe(self) -> Subscription:
-        sub = Subscription(self, self._queue_size)
-        with self._lock:
-            self._subs.append(sub)
+    # ---------------------------------------------------------------- readers
+
+    def subscribe(self, since: int | None = None, epoch: str | None = None) -> Subscription:
+        """A reader of the events after ``since`` (of ``epoch``; None: this one), else of live ones.
+
+        Without ``since`` the reader gets the events emitted from now on. With it,
+        the held events after ``since`` come first, or a single ``resync`` when the
+        bus cannot give all of them.
+        """
+        with self._cond:
+            if since is None:
+                sub = Subscription(self, self.seq, resync=epoch is not None and epoch != self.epoch)
+            else:
+                fillable = (epoch is None or epoch == self.epoch) and self._holds_after(since)
+                sub = Subscription(self, since if fillable else self.seq, resync=not fillable)
+            self._subs.add(sub)
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
-        with self._lock:
-            if sub in self._subs:
-                self._subs.remove(sub)
+        with self._cond:
+            self._subs.discard(sub)
 
     @property
     def subscribers(self) -> int:
-        with self._lock:
+        with self._cond:
             return len(self._subs)
+
+    def held(self) -> int:
+        """How many events the replay buffer holds now."""
+        with self._cond:
+            return len(self._buffer)
+
+    def _holds_after(self, seq: int) -> bool:
+        """Whether every event after ``seq`` is still in the buffer (caller holds the lock)."""
+        first = self._buffer[0][1]["seq"] if self._buffer else self.seq + 1
+        return first - 1 <= seq <= self.seq
+
+    def _next(self, sub: Subscription, timeout: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not sub.ended:
+                if sub._resync:
+                    sub._resync = False
+                    sub.cursor = self.seq
+                    return {"type": RESYNC, "seq": self.seq, "epoch": self.epoch, "ts": time.time()}
+                if sub.cursor < self.seq:
+                    if not self._holds_after(sub.cursor):
+                        # the buffer moved past a slow reader: it has missed events
+                        sub.resyncs += 1
+                        sub._resync = True
+                        continue
+                    first = self._buffer[0][1]["seq"]
+                    event = self._buffer[sub.cursor + 1 - first][1]
+                    sub.cursor = event["seq"]
+                    return event
+                left = deadline - time.monotonic()
+                if left <= 0 or self.closed.is_set():
+                    return None
+                self._cond.wait(left)
+            return None
+
+    # ---------------------------------------------------------------- writers
 
     def emit(self, type_: str, payload: dict[str, Any]) -> dict[str, Any]:
         if type_ not in EVENT_TYPES:
             raise ValueError(f"unknown event type {type_!r}")
-        event = {**payload, "type": type_, "ts": time.time()}
-        self.recent.append(event)
-        with self._lock:
-            subs = list(self._subs)
-        for sub in subs:
-            sub.put(event)
+        with self._cond:
+            self.seq += 1
+            event = {**payload, "type": type_, "ts": time.time(), "seq": self.seq}
+            event["epoch"] = self.epoch
+            now = self._clock()
+            self._buffer.append((now, event))
+            self._trim(now)
+            self._cond.notify_all()
         return event
+
+    def _trim(self, now: float) -> None:
+        cfg = self._config
+        buf = self._buffer
+        while len(buf) > cfg.replay_max and (
+            now - buf[0][0] > cfg.replay_seconds or len(buf) > cfg.replay_ceiling
+        ):
+            buf.popleft()
+
+    def end_subscriptions(self) -> int:
+        """End every current subscription (their streams hang up; clients reconnect with
+        ``since``); how many there were. The bus itself goes on."""
+        with self._cond:
+            subs = list(self._subs)
+            for sub in subs:
+                sub.ended = True
+            self._subs.clear()
+            self._cond.notify_all()
+        return len(subs)
 
     def close(self) -> None:
         self.closed.set()
+        with self._cond:
+            self._cond.notify_all()

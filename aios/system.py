@@ -67,7 +67,7 @@ class System:
                 "%d task(s) left unfinished by the previous run marked interrupted", interrupted
             )
         self.pruner = Pruner(self.store, lambda: self.config.retention)
-        self.bus = EventBus()
+        self.bus = EventBus(config.events)
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)

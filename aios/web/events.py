@@ -1,4 +1,10 @@
-"""The ``/api/events`` WebSocket: a hello with the app list, then every bus event."""
+"""The ``/api/events`` WebSocket: a hello, the replay a reconnecting client asks for, then
+every bus event.
+
+``?since=<seq>&epoch=<epoch>`` resumes a stream: the events after ``since`` that the
+bus still holds come first, or a ``resync`` when it cannot give all of them (DESIGN
+§12 "Events"). The hello carries the apps, the current ``seq`` and the ``epoch``.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ import json
 import logging
 from typing import Any
 
-from flask import Blueprint
+from flask import Blueprint, g, request
 from flask_sock import Sock
 
+from aios.errors import BadRequest
 from aios.web.request import system
 
 log = logging.getLogger(__name__)
@@ -18,19 +25,47 @@ sock = Sock()
 
 POLL_SECONDS = 0.5
 """How long one wait for an event lasts before the connection is checked again."""
+EPOCH_MAX_CHARS = 64
+"""An ``epoch`` longer than this is not one the bus ever made: a 400."""
+
+
+def parse_since(raw: str | None) -> int | None:
+    """``?since=``: a non-negative integer, or absent; BadRequest naming the problem."""
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()):
+        raise BadRequest(f"since must be a non-negative integer (an event's seq), got {raw!r}")
+    return int(raw)
+
+
+@bp.before_request
+def _check_query() -> None:
+    # flask-sock completes the handshake before the route runs: a bad query must be
+    # refused here, as a JSON 400, while it is still plain HTTP.
+    g.events_since = parse_since(request.args.get("since"))
+    epoch = request.args.get("epoch")
+    if epoch is not None and (not epoch or len(epoch) > EPOCH_MAX_CHARS):
+        raise BadRequest(f"epoch must be 1 to {EPOCH_MAX_CHARS} characters (the hello's epoch)")
+    g.events_epoch = epoch
 
 
 # flask-sock has no type hints
 @sock.route("/api/events", bp=bp)  # type: ignore[untyped-decorator]
 def events(ws: Any) -> None:
     sys_ = system()
-    sub = sys_.bus.subscribe()
+    sub = sys_.bus.subscribe(since=g.events_since, epoch=g.events_epoch)
     try:
-        ws.send(json.dumps({"type": "hello", "apps": sys_.public_apps()}, ensure_ascii=False))
+        hello = {
+            "type": "hello",
+            "apps": sys_.public_apps(),
+            "seq": sub.start_seq,
+            "epoch": sub.epoch,
+        }
+        ws.send(json.dumps(hello, ensure_ascii=False))
         while not sys_.bus.closed.is_set():
             event = sub.get(timeout=POLL_SECONDS)
             if event is None:
-                if not ws.connected:
+                if not ws.connected or sub.ended:
                     break
                 continue
             ws.send(json.dumps(event, ensure_ascii=False, default=str))
