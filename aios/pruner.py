@@ -1,7 +1,8 @@
 """Keeps the database within its retention (config ``retention``): a background
-thread deletes old audit rows, history, tasks, LLM usage and expired cache
-entries every ``prune_interval`` seconds, and runs ``VACUUM`` every
-``vacuum_hours``. The first pass runs at start.
+thread deletes old audit rows, history, tasks, LLM usage, expired cache
+entries and finished runs (with their steps and interactions, by the history
+retention: ``aios.runstore``) every ``prune_interval`` seconds, and runs
+``VACUUM`` every ``vacuum_hours``. The first pass runs at start.
 """
 
 from __future__ import annotations

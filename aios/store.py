@@ -5,7 +5,10 @@
 
 Tables: ``tool_calls_log`` (audit), ``cache`` (per-app namespaces, TTL),
 ``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``, ``meta``,
-``grants`` (the user's decision on each permission an app requested).
+``grants`` (the user's decision on each permission an app requested). The
+tables of runs, interactions and tool policy are ``aios.runstore``'s: it goes
+through this store's pool, transactions and error mapping, and registers its
+retention with ``add_retention``.
 
 Connections come from a fixed pool of ``pool_size``: every operation borrows
 one and gives it back, so the number of open file descriptors never follows
@@ -153,6 +156,10 @@ CREATE TABLE IF NOT EXISTS grants (
 
 _MISSING = object()
 
+RetentionHook = Callable[[float, int], dict[str, int]]
+"""``hook(cut, rows_per_session)`` deletes what another module keeps in this database
+(created before ``cut``, beyond ``rows_per_session``) and returns rows deleted per table."""
+
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -215,6 +222,7 @@ class Store:
         self._write_lock = threading.RLock()
         self._closed = False
         self._failure: str | None = None
+        self._retention_hooks: dict[str, RetentionHook] = {}
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._set_aside_if_damaged()
@@ -751,6 +759,8 @@ class Store:
             out["tasks"] += self._keep_newest(
                 "tasks", history_rows_per_session, "session_id=?", (sid,), key="rowid"
             )
+        for hook in list(self._retention_hooks.values()):
+            out.update(hook(history_cut, history_rows_per_session))
         with self._tx() as db:
             db.execute("DELETE FROM agent_state WHERE updated<?", (history_cut,))
             out["sessions"] = db.execute(
@@ -759,6 +769,11 @@ class Store:
                 (history_cut,),
             ).rowcount
         return out
+
+    def add_retention(self, name: str, hook: RetentionHook) -> None:
+        """Have ``prune()`` also call ``hook`` with the history retention (aios.runstore's
+        tables); registering the same ``name`` again replaces the earlier hook."""
+        self._retention_hooks[name] = hook
 
     def _keep_newest(
         self, table: str, keep: int, where: str = "1", params: tuple[Any, ...] = (), key: str = "id"

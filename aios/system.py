@@ -27,6 +27,7 @@ from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PR
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, parse_ui_op
 from aios.pruner import Pruner
+from aios.runstore import RunStore
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools import audit_args
@@ -66,6 +67,9 @@ class System:
             log.info(
                 "%d task(s) left unfinished by the previous run marked interrupted", interrupted
             )
+        self.runstore = RunStore(self.store)
+        if stopped := self.runstore.interrupt_unfinished_runs():
+            log.info("%d run(s) left running or waiting marked interrupted", len(stopped))
         self.pruner = Pruner(self.store, lambda: self.config.retention)
         self.bus = EventBus(config.events)
         self.llm = LLMClient(config, self.store)
