@@ -47,6 +47,16 @@ DEFAULT_GRANTS: dict[str, list[str]] = {
 nothing gets ``network`` by default."""
 
 
+DEFAULT_BLOCK_LIST: dict[str, tuple[str, ...]] = {
+    "privilege-escalation": ("sudo", "su", "doas", "pkexec"),
+    "power": ("shutdown", "reboot", "halt", "poweroff"),
+    "disk-format": ("mkfs*", "fdisk", "parted"),
+}
+"""The block list's program-name rules (DESIGN §12); ``approvals.block_list`` overrides."""
+STRUCTURAL_BLOCK_RULES = ("device-write", "delete-outside", "download-exec")
+"""Block-list rules decided from the arguments, not a word list: always on."""
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -170,6 +180,30 @@ class ApprovalsConfig(_Section):
     ``high`` steps (commands); ``manual``: ask before ``medium`` and ``high`` ones."""
     timeout: float = Field(default=600, gt=0, le=86400)
     """Seconds a pending decision waits for the user before it expires."""
+    block_list: dict[str, list[str]] = Field(
+        default_factory=lambda: {k: list(v) for k, v in DEFAULT_BLOCK_LIST.items()}
+    )
+    """Programs never run, in any mode, per rule (matched on the basename, ``*`` as in
+    a shell pattern). A rule left out keeps its default words; ``[]`` turns it off.
+    The structural rules (``device-write``, ``delete-outside``, ``download-exec``)
+    take no words and are always on (:func:`aios.sandbox.check_block_list`)."""
+
+    @field_validator("block_list")
+    @classmethod
+    def _block_list(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for rule, words in v.items():
+            if rule not in DEFAULT_BLOCK_LIST:
+                raise ValueError(
+                    f"unknown block-list rule {rule!r} (rules with words: "
+                    f"{', '.join(DEFAULT_BLOCK_LIST)}; {', '.join(STRUCTURAL_BLOCK_RULES)} "
+                    "are always on)"
+                )
+            for word in words:
+                if not word.strip() or "/" in word:
+                    raise ValueError(
+                        f"block-list rule {rule!r}: {word!r} must be a program name without a path"
+                    )
+        return {**{k: list(d) for k, d in DEFAULT_BLOCK_LIST.items()}, **v}
 
 
 class EventsConfig(_Section):

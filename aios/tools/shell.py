@@ -118,7 +118,7 @@ def plan_command(ctx: ToolContext, cmd: str | list[str], cwd: str | None = None)
     run_dir = resolve_path(policy, cwd or ".", must_exist=True)
     if not run_dir.is_dir():
         raise ToolRefused(f"cwd {cwd!r} is not a directory")
-    stages = split_command(policy, cmd)
+    stages = split_command(policy, cmd, run_dir)
     for argv in stages:
         check_argv(policy, argv, run_dir)
     caps, in_bwrap = use_os_sandbox(policy)
