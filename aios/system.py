@@ -307,7 +307,9 @@ class System:
 
     def _build_context(self, record: AppRecord, config: Config) -> ToolContext:
         assert record.manifest is not None and record.workdir is not None
-        policy = SandboxPolicy.build(config.tool_sandbox, record.workdir, record.manifest)
+        policy = SandboxPolicy.build(
+            config.tool_sandbox, record.workdir, record.manifest, config.approvals.block_list
+        )
         return ToolContext(
             app_id=record.id,
             workdir=record.workdir.resolve(),

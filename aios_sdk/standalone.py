@@ -92,7 +92,7 @@ class StandaloneRuntime:
         workdir = self.app_dir / (manifest.workdir if manifest else "workspace")
         workdir.mkdir(parents=True, exist_ok=True)
         sandbox = self._config.tool_sandbox
-        policy = SandboxPolicy.build(sandbox, workdir, manifest)
+        policy = SandboxPolicy.build(sandbox, workdir, manifest, self._config.approvals.block_list)
         store = Store(self.app_dir / DEV_DB)
         processes = ProcessTable(max_per_app=sandbox.max_background_processes)
         atexit.register(self.close)
