@@ -30,6 +30,8 @@ MAX_DESCRIBE_CHARS = 300
 MAX_SQL_CHARS = 160
 """Characters of a db_query's SQL shown (whitespace collapsed)."""
 ELLIPSIS = "…"
+SHELL_SAFE = frozenset("@%+=:,./-_")
+"""Characters besides letters and digits that a shell never needs quoted."""
 
 FIXED_RISK: Final[dict[str, Risk]] = {
     "file_read": "safe",
@@ -219,15 +221,21 @@ def command_line(cmd: Any) -> str:
     """The command as the shell tool will run it: its argv lists, shell-quoted,
     pipeline stages joined by ``|``; text it cannot split is shown as given."""
     if isinstance(cmd, list):
-        words = [str(a) for a in cmd]
-        return shlex.join(words)
+        return _join([str(a) for a in cmd])
     if not isinstance(cmd, str):
         return "" if cmd is None else str(cmd)
     try:
         stages = split_command(_DESCRIBE_POLICY, cmd)
     except ToolRefused:
         return cmd.strip()
-    return " | ".join(shlex.join(argv) for argv in stages)
+    return " | ".join(_join(argv) for argv in stages)
+
+
+def _join(argv: list[str]) -> str:
+    """``shlex.join``, except that letters of any script stay unquoted (七里香, not '七里香')."""
+    return " ".join(
+        a if a and all(c.isalnum() or c in SHELL_SAFE for c in a) else shlex.quote(a) for a in argv
+    )
 
 
 def _http(args: dict[str, Any]) -> str:
