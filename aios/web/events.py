@@ -8,8 +8,10 @@ bus still holds come first, or a ``resync`` when it cannot give all of them (DES
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 from typing import Any
 
 from flask import Blueprint, g, request
@@ -25,6 +27,8 @@ sock = Sock()
 
 POLL_SECONDS = 0.5
 """How long one wait for an event lasts before the connection is checked again."""
+CLOSE_WAIT_SECONDS = 2.0
+"""How long a hang-up by the server waits for the client's closing frame."""
 EPOCH_MAX_CHARS = 64
 """An ``epoch`` longer than this is not one the bus ever made: a 400."""
 
@@ -65,11 +69,29 @@ def events(ws: Any) -> None:
         while not sys_.bus.closed.is_set():
             event = sub.get(timeout=POLL_SECONDS)
             if event is None:
-                if not ws.connected or sub.ended:
+                if not ws.connected:
+                    return
+                if sub.ended:
                     break
                 continue
             ws.send(json.dumps(event, ensure_ascii=False, default=str))
+        _hang_up(ws)
     except Exception as e:  # noqa: BLE001 - a dropped client is normal
         log.debug("event stream closed: %s", e)
     finally:
         sub.close()
+
+
+def _hang_up(ws: Any) -> None:
+    """Close the stream from our side, cleanly for a browser.
+
+    Under Werkzeug, flask-sock writes an HTTP response onto the connection once the route
+    returns; arriving after the closing frame, those bytes make Chrome fail the socket
+    ("Invalid frame header") instead of seeing a normal close. So: send the closing
+    frame, wait for the client's (which ends the reader thread), then shut the socket so
+    that the late response meets a closed pipe, which Werkzeug drops quietly.
+    """
+    ws.close()
+    ws.thread.join(CLOSE_WAIT_SECONDS)
+    with contextlib.suppress(OSError):
+        ws.sock.shutdown(socket.SHUT_RDWR)

@@ -196,25 +196,113 @@ export const api = {
   /** The server renders speech (pyttsx3) and answers a WAV the page plays. */
   voiceSpeak: (text, lang) => requestAudio('/api/voice/speak', { text, lang }, long),
   voiceStatus: () => request('GET', '/api/voice/status'),
+  /** The decisions waiting for the user, and the runs not finished (DESIGN §12). */
+  pendingInteractions: () => request('GET', '/api/interactions?pending=1'),
+  activeRuns: () => request('GET', '/api/runs?active=1'),
 };
 
+// ------------------------------------------------------------------ events
+
+// Where this tab is in the system's event stream (DESIGN §12 "Events"): the last seq it
+// handled and the epoch that seq belongs to. Kept beside the token so that a reload
+// resumes with ?since= instead of losing what happened meanwhile.
+const SEQ_KEY = 'aios.events.seq';
+const EPOCH_KEY = 'aios.events.epoch';
+const cursor = { seq: null, epoch: null };
+
+function loadCursor() {
+  try {
+    const seq = Number(sessionStorage.getItem(SEQ_KEY));
+    const epoch = sessionStorage.getItem(EPOCH_KEY);
+    if (epoch && Number.isSafeInteger(seq) && seq >= 0) {
+      cursor.seq = seq;
+      cursor.epoch = epoch;
+    }
+  } catch {
+    // storage disabled: the cursor lives in memory only
+  }
+}
+
+function saveCursor(seq, epoch) {
+  cursor.seq = seq;
+  cursor.epoch = epoch;
+  try {
+    sessionStorage.setItem(SEQ_KEY, String(seq));
+    sessionStorage.setItem(EPOCH_KEY, epoch);
+  } catch {
+    // memory only
+  }
+}
+
+/** The last event this tab handled: {seq, epoch} (nulls before the first hello). */
+export function eventCursor() {
+  return { ...cursor };
+}
+
 /**
- * Keep one WebSocket to /api/events open, reconnecting with backoff.
- * onMessage(obj) gets each parsed JSON message; onState("connecting"|"open"|"closed", isReconnect).
+ * Keep one WebSocket to /api/events open, reconnecting with backoff and resuming from the
+ * last seq handled (?since=&epoch=), so events that came while it was away are replayed.
+ * onMessage(obj) gets each parsed JSON message once (replayed duplicates are dropped by
+ * seq); onState("connecting"|"open"|"closed", isReconnect); onResync(reason) when the
+ * stream has a gap it cannot fill — a "resync" event, or a hello of another epoch (the
+ * server restarted) — so the caller reloads the state events would have updated.
  */
-export function connectEvents({ onMessage, onState }) {
+export function connectEvents({ onMessage, onState, onResync = () => {} }) {
   let delay = DEFAULTS.reconnectMinMs;
   let opened = false;
   let stopped = false;
   let socket = null;
+  if (cursor.epoch === null) loadCursor();
+
+  const url = () => {
+    const q = new URLSearchParams();
+    if (token) q.set('token', token);
+    if (cursor.epoch !== null) {
+      q.set('since', String(cursor.seq));
+      q.set('epoch', cursor.epoch);
+    }
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    const query = q.toString();
+    return `${scheme}://${location.host}/api/events${query ? `?${query}` : ''}`;
+  };
+
+  // One connection's view of the stream: a resync is reported once per connection even
+  // when both its hello (another epoch) and the resync event that follows say so.
+  let resynced = false;
+  const handle = (msg) => {
+    const seq = msg.seq;
+    const hasSeq = Number.isSafeInteger(seq) && typeof msg.epoch === 'string';
+    if (msg.type === 'hello') {
+      resynced = false;
+      if (hasSeq && msg.epoch !== cursor.epoch) {
+        const known = cursor.epoch !== null;
+        saveCursor(seq, msg.epoch);
+        if (known) {
+          resynced = true;
+          onResync('epoch');
+        }
+      }
+      onMessage(msg);
+      return;
+    }
+    if (msg.type === 'resync') {
+      if (hasSeq) saveCursor(seq, msg.epoch);
+      if (!resynced) onResync('resync');
+      resynced = true;
+      return;
+    }
+    if (hasSeq) {
+      if (msg.epoch === cursor.epoch && seq <= cursor.seq) return; // already handled
+      saveCursor(seq, msg.epoch);
+    }
+    onMessage(msg);
+  };
 
   const connect = () => {
     if (stopped) return;
     onState('connecting', opened);
-    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     try {
-      const query = token ? `?${new URLSearchParams({ token })}` : '';
-      socket = new WebSocket(`${scheme}://${location.host}/api/events${query}`);
+      socket = new WebSocket(url());
     } catch (err) {
       console.warn('WebSocket could not be created', err);
       schedule();
@@ -233,7 +321,7 @@ export function connectEvents({ onMessage, onState }) {
         console.warn('ignored a non-JSON event');
         return;
       }
-      if (msg && typeof msg === 'object') onMessage(msg);
+      if (msg && typeof msg === 'object') handle(msg);
     });
     socket.addEventListener('close', () => {
       onState('closed', opened);

@@ -300,12 +300,37 @@ function onEvent(msg) {
     case 'log':
       console.debug('server log', msg);
       return;
+    case 'hello':
+      return; // the stream's cursor is api.js's business; the apps come from /api/apps
     default:
       console.debug('unhandled event', msg.type);
   }
 }
 
 let stopEvents = () => {};
+
+// Approvals and runs live in the server (DESIGN §12): after a page load, and whenever the
+// event stream had a gap it could not fill (a resync, a server restart), their state is
+// read again and handed to whoever draws it as one `aios:runs-state` DOM event
+// ({interactions, runs, reason}). A server without these endpoints (404) has none of either.
+async function fetchList(get) {
+  try {
+    const list = await get();
+    return Array.isArray(list) ? list : [];
+  } catch (err) {
+    if (err.status !== 404) console.warn('runs state unavailable', err.message);
+    return [];
+  }
+}
+
+async function reloadRunsState(reason = 'load') {
+  const [interactions, active] = await Promise.all([
+    fetchList(api.pendingInteractions),
+    fetchList(api.activeRuns),
+  ]);
+  const detail = { interactions, runs: active, reason };
+  document.dispatchEvent(new CustomEvent('aios:runs-state', { detail }));
+}
 
 /** The server refused this page's token (it restarted with a new one): say so once, offer a reload. */
 function onUnauthorized() {
@@ -383,7 +408,8 @@ function boot() {
   wire();
   loadConfig().then(() => pollHealth());
   loadApps();
-  stopEvents = connectEvents({ onMessage: onEvent, onState: onSocketState });
+  stopEvents = connectEvents({ onMessage: onEvent, onState: onSocketState, onResync: reloadRunsState });
+  reloadRunsState('load');
   snapshot.schedule();
 }
 
