@@ -1,11 +1,13 @@
 // The settings window (win_settings), two pages behind a tab list: "General" (language, voice,
 // LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
-// server found) and "App permissions" (./permissions.js).
+// server found; the read-only block list, ./blocklist.js) and "App permissions"
+// (./permissions.js).
 import { api } from '../api.js';
 import { emit } from '../bus.js';
 import { LANGUAGES, t } from '../i18n.js';
 import { toast } from '../notify.js';
+import * as blocklist from './blocklist.js';
 import * as permissions from './permissions.js';
 import { renderResponse } from '../render.js';
 import { el, isObject, toText } from '../safe.js';
@@ -104,6 +106,7 @@ function renderForm(w) {
     el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.sandbox') }),
       el('label', { class: 'check-label' }, shell, el('span', { text: t('settings.shell_whitelist') })),
       row('settings.max_rounds', rounds)),
+    blocklist.render(cfg),
     error,
     el('div', { class: 'settings-actions' }, save));
   form.addEventListener('submit', async (ev) => {
