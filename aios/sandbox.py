@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import ipaddress
 import os
+import re
 import socket
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -273,23 +275,27 @@ def split_command(
     if isinstance(cmd, list):
         if not cmd or not all(isinstance(a, str) for a in cmd) or not cmd[0]:
             raise ToolRefused("command policy: cmd must be a non-empty string or list of strings")
-        check_block_list(policy, cmd, cwd)
+        _refuse_blocked(policy, [(a, False) for a in cmd], cwd)
         _check_nul(cmd, cmd)
         return [list(cmd)]
     text = cmd.strip()
     if not text:
         raise ToolRefused("command policy: empty command")
-    check_block_list(policy, text, cwd)
+    unparsed: ValueError | None = None
+    try:
+        words = _words(text)
+    except ValueError as e:
+        words, unparsed = [], e
+    # one split serves both, unless the block list must look into backticks or past the error
+    _refuse_blocked(policy, _scan_tokens(text) if unparsed or "`" in text else words, cwd)
     for op in EXPANSIONS:
         if op in text:
             raise ToolRefused(
                 f"command policy: shell operator {op!r} is not allowed "
                 f"(commands run without a shell): {cmd!r}"
             )
-    try:
-        words = _words(text)
-    except ValueError as e:
-        raise ToolRefused(f"command policy: cannot parse {cmd!r}: {e}") from e
+    if unparsed is not None:
+        raise ToolRefused(f"command policy: cannot parse {cmd!r}: {unparsed}") from unparsed
     stages: list[list[str]] = [[]]
     for word, is_op in words:
         if not is_op:
@@ -420,11 +426,14 @@ DEVICE_WRITERS = frozenset(
 COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 """Programs that write to their last argument (or ``-t``'s value)."""
 OUTPUT_OPTIONS = ("-o", "-O", "-t", "--output", "--output-document", "--target-directory")
+OUTPUT_ASSIGNMENTS = tuple(f"{o}=" for o in OUTPUT_OPTIONS if o.startswith("--"))
 HARMLESS_DEVICES = frozenset(
     {"/dev/null", "/dev/zero", "/dev/full", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty"}
 )
 HARMLESS_DEVICE_DIRS = ("/dev/fd/", "/dev/pts/", "/dev/shm/")
 MAX_NESTING = 4
+PATTERN_CACHE = 64
+"""Compiled word lists kept (the block list's rules, per distinct config, and ours)."""
 """Levels of ``sh -c '…'`` looked into; a deeper script is refused outright."""
 _Hit = tuple[str, str]
 """(rule, what matched)."""
@@ -442,8 +451,15 @@ def check_block_list(policy: SandboxPolicy, cmd: str | list[str], cwd: Path | No
     arguments: a device written to, a deletion outside the workdir, a
     download feeding an interpreter. The message starts ``blocked: <rule>``.
     """
-    tokens = [(a, False) for a in cmd] if isinstance(cmd, list) else _scan_tokens(cmd)
-    hit = _scan(policy, tokens, (cwd or policy.workdir).resolve(), 0, None)
+    _refuse_blocked(
+        policy, [(a, False) for a in cmd] if isinstance(cmd, list) else _scan_tokens(cmd), cwd
+    )
+
+
+def _refuse_blocked(
+    policy: SandboxPolicy, tokens: list[tuple[str, bool]], cwd: Path | None
+) -> None:
+    hit = _scan(policy, tokens, cwd or policy.workdir, 0, None)
     if hit is not None:
         rule, what = hit
         raise ToolRefused(f"blocked: {rule} ({what}): {BLOCK_REASONS[rule]}")
@@ -501,8 +517,17 @@ def _separates(op: str) -> bool:
     return op == "||" or (bool(op) and set(op) <= {";", "&", "\n", "\r"})
 
 
-def _matches(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+@functools.lru_cache(maxsize=PATTERN_CACHE)
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """One test for a list of names and shell patterns (checked on every command)."""
+    exact = frozenset(p for p in patterns if not any(c in p for c in "*?["))
+    globs = [fnmatch.translate(p) for p in patterns if p not in exact]
+    rx = re.compile("|".join(globs)) if globs else None
+    return lambda name: name in exact or (rx is not None and rx.match(name) is not None)
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return _matcher(patterns)(name)
 
 
 def _levels(argv: list[str]) -> list[tuple[str, list[str]]]:
@@ -620,7 +645,7 @@ def _device_write(name: str, args: list[str], cwd: Path) -> str | None:
     for i, a in enumerate(args):
         if a in OUTPUT_OPTIONS:
             written += args[i + 1 : i + 2]
-        elif a.startswith(tuple(f"{o}=" for o in OUTPUT_OPTIONS if o.startswith("--"))):
+        elif a.startswith(OUTPUT_ASSIGNMENTS):
             written.append(a)
         elif a.startswith(("-o", "-O")) and len(a) > 2 and a[2] in "/.":
             written.append(a)
