@@ -406,6 +406,12 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "exec": (frozenset({"-a"}), 0),
     "busybox": (frozenset(), 0),
     "toybox": (frozenset(), 0),
+    "watch": (frozenset({"-n", "--interval", "-d", "-q"}), 0),
+    "flock": (frozenset({"-w", "--timeout", "-E", "-c"}), 1),
+    "strace": (frozenset({"-o", "-p", "-e", "-s", "-u", "-E"}), 0),
+    "ltrace": (frozenset({"-o", "-p", "-e", "-s", "-u"}), 0),
+    "chroot": (frozenset({"--userspec", "--groups"}), 1),
+    "unshare": (frozenset(), 0),
 }
 """Programs that run another program: (their options that take a value, positional
 arguments before the program), so that ``env nice /usr/bin/sudo`` is seen as ``sudo``."""
@@ -417,6 +423,8 @@ DOWNLOADERS = ("curl", "wget", "fetch", "aria2c", "http", "https", "lwp-download
 INTERPRETERS = (*sorted(SHELLS), *"python* pypy* perl* ruby* node nodejs php* lua*".split())
 """Programs that run the code they read: fed a download, it runs it."""
 DELETERS = frozenset({"rm", "rmdir", "unlink", "shred"})
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+"""``find`` options whose following words, up to ``;`` or ``+``, are a command it runs."""
 SERVICE_MANAGERS = frozenset({"systemctl", "loginctl"})
 """``systemctl reboot`` is the ``power`` rule as much as ``reboot`` is."""
 DEVICE_WRITERS = frozenset(
@@ -535,11 +543,27 @@ def _levels(argv: list[str]) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     rest = argv
     while rest:
+        if out and any(c in rest[0] for c in " \t"):
+            # a wrapper given one string runs it through a shell (watch 'sudo x')
+            rest = [w for w, _ in _scan_tokens(rest[0])] + rest[1:]
+            if not rest:
+                break
         name = os.path.basename(rest[0])
         out.append((name, rest[1:]))
         if name not in WRAPPERS:
             break
         rest = _unwrap(name, rest[1:])
+    return out
+
+
+def _find_commands(args: list[str]) -> list[list[str]]:
+    """The commands ``find … -exec cmd {} ;`` (``-execdir``, ``-ok``, ``-okdir``) runs."""
+    out: list[list[str]] = []
+    for i, a in enumerate(args):
+        if a in FIND_EXEC:
+            end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")), len(args))
+            if args[i + 1 : end]:
+                out.append(args[i + 1 : end])
     return out
 
 
@@ -592,6 +616,11 @@ def _check_level(
         script = _shell_script(args)
         if script is not None:
             return _scan(policy, _scan_tokens(script), cwd, depth + 1, name)
+    if name == "find":
+        for argv in _find_commands(args):
+            hit = _scan(policy, [(w, False) for w in argv], cwd, depth + 1, None)
+            if hit is not None:
+                return hit
     return None
 
 

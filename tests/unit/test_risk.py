@@ -113,6 +113,13 @@ WRAPPED = [
     ("echo `sudo id`", "privilege-escalation"),
     ("ls; sudo rm x", "privilege-escalation"),
     ("sudo 'unclosed", "privilege-escalation"),
+    ("find . -exec sudo id {} ;", "privilege-escalation"),
+    ("find . -name x -execdir rm -rf / +", "delete-outside"),
+    ("watch 'sudo id'", "privilege-escalation"),
+    ("watch -n 1 reboot", "power"),
+    ("flock lockfile sudo id", "privilege-escalation"),
+    ("strace -o trace.txt pkexec id", "privilege-escalation"),
+    ("exec su", "privilege-escalation"),
 ]
 """Commands the later rules would refuse too (syntax, whitelist): the block list names them."""
 
