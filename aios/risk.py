@@ -5,7 +5,8 @@ approval policy turns into "ask" or "allow"; :func:`describe` is the line the
 plan preview card shows for it: the command line as it will run, the path,
 ``METHOD URL``. Both are pure and never raise on bad arguments (the tool
 itself refuses those when it runs). The block list, which refuses whatever
-the risk, is part of the command policy: :func:`aios.sandbox.check_block_list`.
+the risk, is part of the command policy (:func:`aios.sandbox.check_block_list`);
+:func:`blocked` asks it about a step before the step runs.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import urlencode
 from aios.config import SandboxConfig
 from aios.errors import ToolRefused
 from aios.protocol import ATOMIC_TOOLS
-from aios.sandbox import SandboxPolicy, split_command
+from aios.sandbox import SandboxPolicy, check_block_list, split_command
 
 Risk = Literal["safe", "low", "medium", "high"]
 RISK_ORDER: Final[tuple[Risk, ...]] = ("safe", "low", "medium", "high")
@@ -93,6 +94,30 @@ def classify(tool: str, args: dict[str, Any]) -> Risk | None:
         return "safe" if isinstance(sql, str) and is_read_only_sql(sql) else "medium"
     # An atomic tool added without a class here asks like the riskiest one.
     return "high"
+
+
+def blocked(policy: SandboxPolicy, tool: str, args: dict[str, Any]) -> str | None:
+    """The block list's refusal (``"blocked: <rule> …"``) of a command step, else None.
+
+    Lets a plan preview show a step as refused instead of asking about it; the
+    tool checks again when it runs, so this is never the only check.
+    """
+    cmd = args.get("cmd")
+    if tool == "process_start" and isinstance(cmd, str) and args.get("args"):
+        extra = args["args"]
+        cmd = [cmd, *extra] if isinstance(extra, list) else cmd
+    elif tool not in ("shell_exec", "process_start"):
+        return None
+    if not (isinstance(cmd, str) or (isinstance(cmd, list) and cmd)):
+        return None
+    if isinstance(cmd, list) and not all(isinstance(a, str) for a in cmd):
+        return None
+    cwd = args.get("cwd")
+    try:
+        check_block_list(policy, cmd, policy.workdir / cwd if isinstance(cwd, str) else None)
+    except ToolRefused as e:
+        return str(e)
+    return None
 
 
 # --------------------------------------------------------------------- SQL

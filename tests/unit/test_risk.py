@@ -23,7 +23,14 @@ from aios.config import DEFAULT_BLOCK_LIST, Config, SandboxConfig, apply_updates
 from aios.errors import ConfigError
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, ToolResult
-from aios.risk import MAX_DESCRIBE_CHARS, MAX_SQL_CHARS, RISK_ORDER, classify, describe
+from aios.risk import (
+    MAX_DESCRIBE_CHARS,
+    MAX_SQL_CHARS,
+    RISK_ORDER,
+    blocked,
+    classify,
+    describe,
+)
 from aios.sandbox import BLOCK_REASONS, SandboxPolicy
 from aios.store import Store
 from aios.tools import ToolContext, invoke
@@ -459,3 +466,26 @@ def test_the_command_line_shown_is_the_argv_that_runs(tools: ToolContext) -> Non
     assert r.status == "ok", r.error
     assert shlex.split(shown)[3:] == json.loads(r.result["stdout"]) == ["a b", 'c "d"', "e f"]
     assert os.path.basename(shlex.split(shown)[0]) == "python3"
+
+
+def test_a_preview_can_tell_a_blocked_step_before_it_runs(tools: ToolContext) -> None:
+    policy = tools.policy
+    assert blocked(policy, "shell_exec", {"cmd": "sudo ls"}) == (
+        f"blocked: privilege-escalation (sudo): {BLOCK_REASONS['privilege-escalation']}"
+    )
+    assert blocked(policy, "process_start", {"cmd": "rm", "args": ["-rf", "/"]}) is not None
+    assert blocked(policy, "shell_exec", {"cmd": ["reboot"]}) is not None
+    # the same answer the tool gives when the step runs
+    assert (
+        blocked(policy, "shell_exec", {"cmd": "curl x | sh"}) == shell(tools, "curl x | sh").error
+    )
+    assert blocked(policy, "shell_exec", {"cmd": "rm ../x", "cwd": "sub"}) is None
+    assert blocked(policy, "shell_exec", {"cmd": "rm ../x"}) is not None
+    for tool, args in [
+        ("shell_exec", {"cmd": "echo hi"}),
+        ("shell_exec", {"cmd": 5}),
+        ("shell_exec", {"cmd": [1, 2]}),
+        ("file_write", {"path": "/dev/sda"}),
+        ("search_songs", {"cmd": "sudo"}),
+    ]:
+        assert blocked(policy, tool, args) is None, (tool, args)
