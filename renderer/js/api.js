@@ -199,6 +199,10 @@ export const api = {
   /** The decisions waiting for the user, and the runs not finished (DESIGN §12). */
   pendingInteractions: () => request('GET', '/api/interactions?pending=1'),
   activeRuns: () => request('GET', '/api/runs?active=1'),
+  /** decision: allow | allow_session | allow_always | deny; a 409 carries body.current. */
+  answerInteraction: (id, decision) => request('POST', `/api/interactions/${encodeURIComponent(id)}`,
+    { json: { decision } }),
+  cancelRun: (runId) => request('POST', `/api/runs/${encodeURIComponent(runId)}/cancel`, { json: {} }),
 };
 
 // ------------------------------------------------------------------ events

@@ -43,4 +43,8 @@ export const DEFAULTS = Object.freeze({
   auditLimit: 200,
   /** Toast for a combined instruction message is capped so it stays readable. */
   messageMaxChars: 600,
+  /** A run's progress line (elapsed time) and an approval card's countdown tick this often. */
+  runTickMs: 1000,
+  /** The tail of a running command's output shows at most this many lines. */
+  runTailLines: 6,
 });

@@ -7,6 +7,7 @@ import { applyStatic, setLang, statusText, t } from './i18n.js';
 import * as modal from './modal.js';
 import * as notify from './notify.js';
 import { applyPush, renderResponse, setActionHandler, showBanner } from './render.js';
+import * as runs from './runs.js';
 import { isObject, toText } from './safe.js';
 import * as snapshot from './snapshot.js';
 import { rememberSession, state } from './state.js';
@@ -106,6 +107,7 @@ async function openApp(id) {
   try {
     const reply = await tracked(id, () => api.open(id, state.sessionId));
     rememberSession(reply && reply.session_id);
+    runs.adoptReply(reply);
     if (wm.get(id)) renderResponse(id, reply && reply.response);
   } catch (err) {
     const w = wm.get(id);
@@ -134,6 +136,7 @@ async function runAction(winId, action, payload) {
   try {
     const reply = await tracked(winId, () => api.action(body));
     rememberSession(reply && reply.session_id);
+    runs.adoptReply(reply);
     const response = reply && reply.response;
     if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true });
     if (isObject(response) && response.message) voice.speak(response.message);
@@ -151,6 +154,7 @@ async function runInstruction({ text }) {
   try {
     const reply = await tracked(ANY_APP, () => api.instruction(text, state.sessionId));
     rememberSession(reply && reply.session_id);
+    runs.adoptReply(reply, { instruction: true });
     taskbar.clearCommand();
     const results = reply && Array.isArray(reply.results) ? reply.results : [];
     for (const r of results) {
@@ -254,6 +258,7 @@ async function pollHealth() {
 // ------------------------------------------------------------------ server events
 
 function onEvent(msg) {
+  if (runs.onEvent(msg)) return;
   switch (msg.type) {
     case 'app_status': {
       const app = state.apps.get(msg.app);
@@ -277,7 +282,8 @@ function onEvent(msg) {
     }
     case 'view':
       if (typeof msg.app !== 'string') return;
-      if (msg.interim === true && !awaitsReply(msg.app)) return;
+      // A run that waited for the user has no request awaiting its views: they come as events.
+      if (msg.interim === true && !awaitsReply(msg.app) && !runs.ownsInterim(msg)) return;
       // A pushed view refreshes an open window; it never reopens one the user closed.
       if (msg.pushed === true && !wm.get(msg.app)) return;
       ensureWindow(msg.app);
@@ -374,6 +380,7 @@ function wire() {
     audit.refresh();
     for (const w of wm.list()) if (!SYSTEM_WINDOWS.has(w.id)) statusLine(w.id);
   });
+  on('runs:error', ({ message }) => notify.toast(message, { level: 'error' }));
   setActionHandler(runAction);
 
   const bell = document.getElementById('notifications_button');
@@ -405,6 +412,7 @@ function boot() {
   modal.init();
   taskbar.init();
   tray.init();
+  runs.init({ openWindow: ensureWindow });
   wire();
   loadConfig().then(() => pollHealth());
   loadApps();

@@ -49,6 +49,26 @@ function titleButton(cmd, iconName, labelKey) {
   return b;
 }
 
+/** Shown while the window's app has an active run (setRunActive); a click asks to stop it. */
+function stopButton() {
+  const b = titleButton('stop', 'stop', 'runs.stop');
+  b.dataset.action = 'stop-run';
+  b.hidden = true;
+  return b;
+}
+
+/** Show the title bar's stop button for run `runId`, or hide it (null). */
+export function setRunActive(id, runId) {
+  const w = windows.get(id);
+  if (!w) return;
+  const b = w.el.querySelector('.win-stop');
+  b.hidden = !runId;
+  b.dataset.runId = runId || '';
+  b.title = t('runs.stop');
+  b.setAttribute('aria-label', t('runs.stop'));
+  w.el.classList.toggle('has-run', !!runId);
+}
+
 /**
  * Open (or restore and raise) the window `id`.
  * opts: {title, icon (a manifest icon: set name, image file or text), system: bool, width?, height?}
@@ -66,6 +86,7 @@ export function open(id, opts = {}) {
   const statusEl = el('span', { class: 'win-status' });
   const bar = el('header', { class: 'win-titlebar' }, iconEl, titleEl, statusEl,
     el('span', { class: 'win-buttons' },
+      stopButton(),
       titleButton('min', 'minimize', 'win.minimize'),
       titleButton('max', 'maximize', 'win.maximize'),
       titleButton('close', 'close', 'win.close')));
@@ -255,6 +276,7 @@ function onClick(ev) {
   if (cmd === 'min') minimize(w.id);
   else if (cmd === 'max') toggleMaximize(w.id);
   else if (cmd === 'close') close(w.id);
+  else if (cmd === 'stop') emit('run:stop', { id: w.id, runId: btn.dataset.runId || null });
 }
 
 function onDblClick(ev) {

@@ -1,0 +1,503 @@
+// Runs on the desktop (DESIGN §12): the plan preview card an app's window shows while its
+// run waits for the user, the stop buttons of active runs, and the progress line of a run.
+// State comes from the run/step/progress/interaction events, from the replies that pause
+// (their `pending`), and from GET /api/interactions?pending=1 + /api/runs?active=1 at start,
+// after a reload or a resync (the `aios:runs-state` DOM event main.js dispatches).
+// Everything drawn here lives beside a window's body, so a re-rendered view keeps it.
+import { api } from './api.js';
+import { emit, on } from './bus.js';
+import { DEFAULTS } from './defaults.js';
+import { t } from './i18n.js';
+import { icon } from './icons.js';
+import { el, isObject, toText } from './safe.js';
+import { state } from './state.js';
+import * as wm from './wm.js';
+
+const ACTIVE = new Set(['running', 'waiting']);
+const FINAL = new Set(['done', 'failed', 'cancelled', 'interrupted']);
+const RISKS = new Set(['safe', 'low', 'medium', 'high']);
+const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
+/** Outcomes of a card that the window keeps saying until the app's next run starts. */
+const LASTING = new Set(['deny', 'denied', 'expired', 'cancelled', 'withdrawn']);
+
+/** id -> interaction (pending ones only). */
+const cards = new Map();
+/** Interactions that ended: a late listing must not bring their card back. */
+const closedCards = new Set();
+/** run_id -> {run_id, app, apps, kind, session_id, state, since, plan: [step_id], steps: Map, current, progress} */
+const runs = new Map();
+/** Runs that ended: a late listing must not bring them back. */
+const endedRuns = new Set();
+/** The run of the instruction typed last in the command bar, while it is active. */
+let commandRun = null;
+let openWindow = (id) => wm.get(id);
+let tick = null;
+
+// ------------------------------------------------------------------ wiring
+
+/** hooks: {openWindow(appId) -> window}: opens an app's window the way main.js does. */
+export function init(hooks = {}) {
+  if (hooks.openWindow) openWindow = hooks.openWindow;
+  on('run:stop', ({ id, runId }) => stopApp(id, runId));
+  on('wm:changed', ({ id, state: s }) => {
+    if (s === 'open') redraw(id);
+  });
+  on('lang:changed', () => {
+    for (const w of wm.list()) redraw(w.id);
+    drawCommandStop();
+  });
+  const stop = document.getElementById('command_stop');
+  if (stop) {
+    stop.appendChild(icon('stop'));
+    stop.addEventListener('click', () => {
+      if (commandRun) cancel(commandRun);
+    });
+  }
+  // main.js reads the listings at load and after a resync, and hands them over as a DOM event.
+  document.addEventListener('aios:runs-state', (ev) => adoptState(ev.detail));
+}
+
+/** {interactions, runs} from the listings: pending cards and active runs are drawn again. */
+export function adoptState(detail) {
+  if (!isObject(detail)) return;
+  if (Array.isArray(detail.runs)) {
+    for (const r of detail.runs) {
+      if (!isObject(r) || typeof r.run_id !== 'string' || endedRuns.has(r.run_id)) continue;
+      const run = upsertRun(r);
+      if (Array.isArray(r.steps)) {
+        for (const s of r.steps) if (isObject(s)) stepSeen(run, s, { listing: true });
+      }
+      if (run.kind === 'instruction' && (!state.sessionId || run.session_id === state.sessionId)) {
+        commandRun = run.run_id;
+      }
+      for (const app of run.apps) redraw(app);
+    }
+    drawCommandStop();
+  }
+  if (Array.isArray(detail.interactions)) {
+    for (const ia of detail.interactions) addCard(ia);
+  }
+}
+
+/** A reply of instruction/action/open: its run, and the cards it waits on. */
+export function adoptReply(reply, { instruction = false } = {}) {
+  if (!isObject(reply)) return;
+  if (instruction && typeof reply.run_id === 'string' && !endedRuns.has(reply.run_id)) {
+    commandRun = reply.run_id;
+    drawCommandStop();
+  }
+  if (Array.isArray(reply.pending)) for (const ia of reply.pending) addCard(ia);
+}
+
+/** An interim view of a run that waited for the user: drawn (no request awaits it any more). */
+export function ownsInterim(msg) {
+  const run = isObject(msg) && typeof msg.run_id === 'string' ? runs.get(msg.run_id) : null;
+  return !!run && run.paused && ACTIVE.has(run.state);
+}
+
+/** Server events of runs; true when the event was one of them. */
+export function onEvent(msg) {
+  switch (msg.type) {
+    case 'run':
+      runEvent(msg);
+      return true;
+    case 'step':
+      if (typeof msg.run_id === 'string' && !endedRuns.has(msg.run_id)) {
+        const run = upsertRun(msg, { stepOnly: true });
+        stepSeen(run, msg, { ts: msg.ts });
+        drawProgress(run);
+      }
+      return true;
+    case 'progress':
+      if (typeof msg.run_id === 'string' && runs.has(msg.run_id)) {
+        const run = runs.get(msg.run_id);
+        run.progress = { ...run.progress, ...msg };
+        drawProgress(run);
+      }
+      return true;
+    case 'interaction':
+      addCard(msg);
+      return true;
+    case 'interaction_done':
+      closeCard(toText(msg.id), toText(msg.answer), msg.app);
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ------------------------------------------------------------------ runs
+
+function appsOf(app) {
+  return toText(app).split(',').map((a) => a.trim()).filter(Boolean);
+}
+
+function upsertRun(src, { stepOnly = false } = {}) {
+  let run = runs.get(src.run_id);
+  if (!run) {
+    run = { run_id: src.run_id, app: '', apps: [], kind: '', session_id: '', state: 'running',
+      since: Date.now(), plan: [], steps: new Map(), current: null, progress: null, paused: false };
+    runs.set(src.run_id, run);
+  }
+  if (typeof src.app === 'string' && src.app && (!stepOnly || !run.app)) {
+    run.app = src.app;
+    run.apps = appsOf(src.app);
+  } else if (stepOnly && typeof src.app === 'string' && src.app && !run.apps.includes(src.app)) {
+    run.apps.push(src.app); // a task of an instruction whose run named several apps
+  }
+  if (!stepOnly) {
+    if (typeof src.kind === 'string') run.kind = src.kind;
+    if (typeof src.session_id === 'string') run.session_id = src.session_id;
+    if (typeof src.state === 'string') run.state = src.state;
+    if (run.state === 'waiting') run.paused = true;
+  }
+  return run;
+}
+
+function runEvent(msg) {
+  if (typeof msg.run_id !== 'string') return;
+  if (FINAL.has(msg.state)) {
+    endRun(msg.run_id, msg.state, msg);
+    return;
+  }
+  if (endedRuns.has(msg.run_id)) return;
+  const fresh = !runs.has(msg.run_id);
+  const run = upsertRun(msg);
+  if (fresh) {
+    for (const app of run.apps) clearNote(app);
+    if (run.kind === 'instruction' && (!state.sessionId || run.session_id === state.sessionId)) {
+      commandRun = run.run_id;
+    }
+  }
+  for (const app of run.apps) redraw(app);
+  drawCommandStop();
+  ensureTick();
+}
+
+function endRun(runId, finalState, msg) {
+  endedRuns.add(runId);
+  const run = runs.get(runId) || upsertRun({ ...msg, state: finalState });
+  runs.delete(runId);
+  if (commandRun === runId) commandRun = null;
+  const apps = run.apps.length ? run.apps : appsOf(msg.app);
+  for (const app of apps) {
+    if (finalState === 'cancelled') setNote(app, t('runs.cancelled'), 'warn');
+    else if (finalState === 'interrupted') setNote(app, t('runs.interrupted'), 'warn');
+    else clearNote(app, 'ok'); // "allowed" has served its purpose; a denial stays said
+    redraw(app);
+  }
+  drawCommandStop();
+}
+
+/** A step event or a listed step: the latest plan (its "pending" rows) and where the run is. */
+function stepSeen(run, s, { ts, listing = false } = {}) {
+  if (s.step_id === undefined || s.step_id === null) return;
+  const key = toText(s.step_id);
+  const known = run.steps.get(key);
+  if (s.status === 'pending' && !listing) {
+    // A new round of the app's plan starts over once the previous one has begun.
+    const begun = run.plan.some((k) => (run.steps.get(k) || {}).status !== 'pending');
+    if (begun) {
+      run.plan = [];
+      run.steps = new Map();
+    }
+  }
+  run.steps.set(key, { ...(known || {}), ...s });
+  if (!run.plan.includes(key)) run.plan.push(key);
+  if (s.status === 'started') {
+    run.current = key;
+    // A listed step has no start time of its own: the page counts from when it learnt of it.
+    run.stepSince = typeof ts === 'number' && !listing ? ts * 1000 : Date.now();
+    run.progress = null;
+  }
+}
+
+function activeRunsOf(app) {
+  return [...runs.values()].filter((r) => ACTIVE.has(r.state) && r.apps.includes(app));
+}
+
+async function cancel(runId) {
+  try {
+    await api.cancelRun(runId);
+  } catch (err) {
+    // 409: it ended meanwhile; its run event says how.
+    if (err.status !== 409) emit('runs:error', { message: t('runs.stop_failed', { error: err.message }) });
+  }
+}
+
+function stopApp(app, runId) {
+  const ids = runId && runs.has(runId) ? [runId] : activeRunsOf(app).map((r) => r.run_id);
+  for (const id of ids) cancel(id);
+}
+
+// ------------------------------------------------------------------ drawing
+
+/** Draw a window's run parts (card, stop button, progress) from the state. */
+function redraw(app) {
+  const w = wm.get(app);
+  if (!w) return;
+  const active = activeRunsOf(app);
+  wm.setRunActive(app, active.length ? active[active.length - 1].run_id : null);
+  const run = active.find((r) => r.state === 'running') || active[0];
+  if (run) drawProgress(run);
+  else removePart(w, '.run-progress');
+  drawCards(app);
+}
+
+function removePart(w, selector) {
+  const node = w.el.querySelector(`:scope > ${selector}`);
+  if (node) node.remove();
+}
+
+function part(w, cls, before) {
+  let node = w.el.querySelector(`:scope > .${cls}`);
+  if (!node) {
+    node = el('div', { class: cls });
+    before.before(node);
+  }
+  return node;
+}
+
+function elapsed(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  return s < 60 ? t('runs.seconds', { n: s }) : t('runs.minutes', { m: Math.floor(s / 60), s: String(s % 60).padStart(2, '0') });
+}
+
+function bytesText(n) {
+  if (!Number.isFinite(n)) return '';
+  const units = ['B', 'KB', 'MB', 'GB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return `${i ? v.toFixed(1) : v} ${units[i]}`;
+}
+
+function drawProgress(run) {
+  for (const app of run.apps) {
+    const w = wm.get(app);
+    if (!w) continue;
+    if (!ACTIVE.has(run.state)) {
+      removePart(w, '.run-progress');
+      continue;
+    }
+    const line = part(w, 'run-progress', w.body);
+    line.dataset.runId = run.run_id;
+    line.setAttribute('role', 'status');
+    const parts = [];
+    if (run.state === 'waiting') {
+      parts.push(t('runs.waiting'));
+    } else if (run.current && run.steps.has(run.current)) {
+      const s = run.steps.get(run.current);
+      const i = run.plan.indexOf(run.current) + 1;
+      parts.push(t('runs.step_of', { i, n: run.plan.length }), toText(s.tool));
+      if (s.text) parts.push(toText(s.text));
+      if (s.status === 'started') parts.push(elapsed(Date.now() - (run.stepSince || run.since)));
+      const p = run.progress;
+      if (isObject(p) && p.step_id === s.step_id && typeof p.bytes === 'number') {
+        parts.push(typeof p.total === 'number' && p.total > 0
+          ? t('runs.bytes_of', { done: bytesText(p.bytes), total: bytesText(p.total) })
+          : bytesText(p.bytes));
+      }
+    } else {
+      parts.push(t('runs.working'), elapsed(Date.now() - run.since));
+    }
+    const text = el('span', { class: 'run-progress-text', text: parts.join(' · ') });
+    const tail = isObject(run.progress) && run.progress.step_id === run.current
+      ? toText(run.progress.tail ?? run.progress.output ?? '') : '';
+    const tailLines = tail ? tail.split('\n').slice(-DEFAULTS.runTailLines).join('\n') : '';
+    if (tailLines) line.replaceChildren(text, el('pre', { class: 'run-tail', text: tailLines }));
+    else line.replaceChildren(text);
+  }
+}
+
+function setNote(app, text, level) {
+  const w = wm.get(app);
+  if (!w) return;
+  const note = part(w, 'run-note', w.body);
+  note.dataset.level = level;
+  note.setAttribute('role', 'status');
+  note.replaceChildren(el('span', { class: 'run-note-text', text }),
+    el('button', { type: 'button', class: 'run-note-close', text: '×', attrs: { 'aria-label': t('win.close') },
+      on: { click: () => note.remove() } }));
+}
+
+/** Remove the window's note (only one of that level when given). */
+function clearNote(app, level) {
+  const w = wm.get(app);
+  const note = w && w.el.querySelector(':scope > .run-note');
+  if (note && (!level || note.dataset.level === level)) note.remove();
+}
+
+function drawCommandStop() {
+  const stop = document.getElementById('command_stop');
+  if (!stop) return;
+  const run = commandRun && runs.get(commandRun);
+  stop.hidden = !(run && ACTIVE.has(run.state));
+  stop.dataset.runId = commandRun || '';
+  stop.title = t('runs.stop');
+  stop.setAttribute('aria-label', t('runs.stop'));
+}
+
+function ensureTick() {
+  if (tick) return;
+  tick = setInterval(() => {
+    const live = [...runs.values()].filter((r) => ACTIVE.has(r.state));
+    if (!live.length) {
+      clearInterval(tick);
+      tick = null;
+    }
+    for (const run of live) drawProgress(run);
+    for (const id of cards.keys()) drawCountdown(id);
+  }, DEFAULTS.runTickMs);
+}
+
+// ------------------------------------------------------------------ the plan preview card
+
+function addCard(ia) {
+  if (!isObject(ia) || typeof ia.id !== 'string' || closedCards.has(ia.id)) return;
+  if (ia.state && ia.state !== 'pending') return;
+  const app = toText(ia.app);
+  const fresh = !cards.has(ia.id);
+  cards.set(ia.id, ia);
+  if (typeof ia.run_id === 'string' && !endedRuns.has(ia.run_id)) {
+    const run = upsertRun({ run_id: ia.run_id, app, state: 'waiting' }, { stepOnly: true });
+    run.state = 'waiting';
+    run.paused = true;
+  }
+  if (!wm.get(app)) openWindow(app);
+  else if (fresh) wm.raise(app);
+  redraw(app);
+  ensureTick();
+}
+
+function closeCard(id, answer, app) {
+  closedCards.add(id);
+  const ia = cards.get(id);
+  cards.delete(id);
+  const where = ia ? toText(ia.app) : toText(app);
+  const w = wm.get(where);
+  if (w) {
+    const node = w.el.querySelector(`.run-card[data-interaction="${CSS.escape(id)}"]`);
+    const hadFocus = node && node.contains(document.activeElement);
+    redraw(where);
+    if (hadFocus) w.body.focus({ preventScroll: true });
+  }
+  const key = `runs.outcome_${answer}`;
+  const text = t(key);
+  if (text !== key) setNote(where, text, LASTING.has(answer) ? 'warn' : 'ok');
+}
+
+function riskBadge(risk) {
+  const r = RISKS.has(risk) ? risk : 'none';
+  return el('span', { class: `risk-badge risk-${r}`, dataset: { risk: r }, text: t(`risk.${r}`) });
+}
+
+function stepItem(step) {
+  const rule = toText(step.rule);
+  const detail = el('details', { class: 'run-step-detail' },
+    el('summary', { text: t('runs.detail') }),
+    el('dl', { class: 'run-step-facts' },
+      el('dt', { text: t('runs.tool') }), el('dd', { text: toText(step.tool) }),
+      el('dt', { text: t('runs.step_id') }), el('dd', { text: toText(step.step_id) }),
+      step.args !== undefined ? [el('dt', { text: t('runs.args') }),
+        el('dd', null, el('pre', { class: 'run-step-args', text: JSON.stringify(step.args, null, 2) }))] : null));
+  return el('li', { class: ['run-step', `rule-${rule || 'allow'}`], dataset: { stepId: toText(step.step_id), rule } },
+    el('div', { class: 'run-step-head' },
+      riskBadge(step.risk),
+      el('code', { class: 'run-step-text', text: toText(step.text || step.tool) }),
+      rule === 'ask' ? el('span', { class: 'run-step-mark', text: t('runs.needs_approval') }) : null,
+      rule === 'never' ? el('span', { class: 'run-step-mark is-never', text: t('runs.never') }) : null),
+    detail);
+}
+
+function renderCard(ia) {
+  const titleId = `iatitle_${ia.id}`;
+  const options = Array.isArray(ia.options) ? DECISIONS.filter((d) => ia.options.includes(d)) : DECISIONS;
+  const steps = Array.isArray(ia.steps) ? ia.steps.filter(isObject) : [];
+  const buttons = el('div', { class: 'run-card-buttons' }, options.map((d) => el('button', {
+    type: 'button', class: ['run-card-btn', `decision-${d}`], dataset: { decision: d }, text: t(`runs.decision_${d}`),
+  })));
+  const card = el('section', {
+    class: 'run-card', tabIndex: -1, dataset: { interaction: ia.id, runId: toText(ia.run_id) },
+    attrs: { role: 'alertdialog', 'aria-labelledby': titleId, 'aria-describedby': `iaprompt_${ia.id}` },
+  },
+  el('h3', { class: 'run-card-title', id: titleId, text: t('runs.card_title', { n: steps.length }) }),
+  el('p', { class: 'run-card-prompt', id: `iaprompt_${ia.id}`, text: toText(ia.prompt) }),
+  el('ol', { class: 'run-steps' }, steps.map(stepItem)),
+  el('p', { class: 'run-card-expires muted', attrs: { 'aria-live': 'off' } }),
+  el('p', { class: 'run-card-error', hidden: true, attrs: { role: 'alert' } }),
+  buttons);
+  buttons.addEventListener('click', (ev) => {
+    const btn = ev.target.closest('[data-decision]');
+    if (btn && !btn.disabled) decide(ia, btn.dataset.decision, card);
+  });
+  return card;
+}
+
+function drawCountdown(id) {
+  const ia = cards.get(id);
+  if (!ia) return;
+  const w = wm.get(toText(ia.app));
+  const node = w && w.el.querySelector(`.run-card[data-interaction="${CSS.escape(id)}"] .run-card-expires`);
+  if (!node || typeof ia.expires !== 'number') return;
+  const left = ia.expires * 1000 - Date.now();
+  node.textContent = left > 0 ? t('runs.expires_in', { time: elapsed(left) }) : t('runs.expiring');
+}
+
+function drawCards(app) {
+  const w = wm.get(app);
+  if (!w) return;
+  const mine = [...cards.values()].filter((ia) => toText(ia.app) === app);
+  if (!mine.length) {
+    removePart(w, '.run-cards');
+    return;
+  }
+  const layer = part(w, 'run-cards', w.body);
+  const shown = new Set([...layer.querySelectorAll(':scope > .run-card')].map((n) => n.dataset.interaction));
+  for (const node of layer.querySelectorAll(':scope > .run-card')) {
+    if (!cards.has(node.dataset.interaction)) node.remove();
+  }
+  let first = null;
+  for (const ia of mine) {
+    if (shown.has(ia.id)) continue;
+    const card = renderCard(ia);
+    layer.appendChild(card);
+    first = first || card;
+    drawCountdown(ia.id);
+  }
+  if (first && !typing()) first.focus({ preventScroll: true });
+}
+
+/** The user is typing somewhere: a card that appears must not take the keyboard away. */
+function typing() {
+  const a = document.activeElement;
+  return !!a && (a.tagName === 'TEXTAREA' || (a.tagName === 'INPUT' && a.value !== '' && a.type !== 'checkbox'))
+    && !a.closest('.run-card');
+}
+
+async function decide(ia, decision, card) {
+  const buttons = [...card.querySelectorAll('[data-decision]')];
+  for (const b of buttons) b.disabled = true;
+  card.setAttribute('aria-busy', 'true');
+  try {
+    const reply = await api.answerInteraction(ia.id, decision);
+    const answer = isObject(reply) && isObject(reply.answer) ? toText(reply.answer.decision) : decision;
+    closeCard(ia.id, answer || decision, ia.app);
+  } catch (err) {
+    const current = isObject(err.body) && isObject(err.body.current) ? err.body.current : null;
+    if (err.status === 409 && current) {
+      // Another tab (or expiry) came first: say what happened instead of failing loudly.
+      const first = isObject(current.answer) ? toText(current.answer.decision) : toText(current.state);
+      closeCard(ia.id, first === 'withdrawn' ? 'cancelled' : first, ia.app);
+      return;
+    }
+    for (const b of buttons) b.disabled = false;
+    card.removeAttribute('aria-busy');
+    const box = card.querySelector('.run-card-error');
+    box.textContent = t('runs.answer_failed', { error: err.message });
+    box.hidden = false;
+  }
+}
