@@ -72,7 +72,14 @@ class Subscription:
 
     def get(self, timeout: float) -> dict[str, Any] | None:
         """The next event, waiting at most ``timeout`` s; None when none came or it ended."""
-        return self._bus._next(self, timeout)
+        got = self._bus._next(self, timeout, 1)
+        return got[0] if got else None
+
+    def get_many(self, timeout: float, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` events in order: all that are there now, else the first to
+        come within ``timeout`` s; [] when none came or it ended. (A replay goes out in
+        a few writes instead of one per event.)"""
+        return self._bus._next(self, timeout, limit)
 
     def close(self) -> None:
         self._bus.unsubscribe(self)
@@ -131,29 +138,32 @@ class EventBus:
         first = self._buffer[0][1]["seq"] if self._buffer else self.seq + 1
         return first - 1 <= seq <= self.seq
 
-    def _next(self, sub: Subscription, timeout: float) -> dict[str, Any] | None:
+    def _next(self, sub: Subscription, timeout: float, limit: int) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         with self._cond:
             while not sub.ended:
                 if sub._resync:
                     sub._resync = False
                     sub.cursor = self.seq
-                    return {"type": RESYNC, "seq": self.seq, "epoch": self.epoch, "ts": time.time()}
+                    return [
+                        {"type": RESYNC, "seq": self.seq, "epoch": self.epoch, "ts": time.time()}
+                    ]
                 if sub.cursor < self.seq:
                     if not self._holds_after(sub.cursor):
                         # the buffer moved past a slow reader: it has missed events
                         sub.resyncs += 1
                         sub._resync = True
                         continue
-                    first = self._buffer[0][1]["seq"]
-                    event = self._buffer[sub.cursor + 1 - first][1]
-                    sub.cursor = event["seq"]
-                    return event
+                    start = sub.cursor + 1 - self._buffer[0][1]["seq"]
+                    stop = min(len(self._buffer), start + limit)
+                    events = [self._buffer[i][1] for i in range(start, stop)]
+                    sub.cursor = events[-1]["seq"]
+                    return events
                 left = deadline - time.monotonic()
                 if left <= 0 or self.closed.is_set():
-                    return None
+                    return []
                 self._cond.wait(left)
-            return None
+            return []
 
     # ---------------------------------------------------------------- writers
 

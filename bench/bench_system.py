@@ -24,6 +24,8 @@ same run (so a busy machine moves both):
 7. RSS of the desktop's process tree after that start (bubblewrap's own
    processes included).
 8. Ten concurrent clients doing actions against the echo app.
+9. Event replay: 1,000 events emitted while a client was away, from its
+   ``/api/events?since=&epoch=`` handshake to the last one received.
 
 Confinement (DESIGN §11): 3, 4, 5, 6 and 7 run twice in the same run, with
 ``apps.confinement`` "auto" (apps inside bubblewrap where it works: what a
@@ -81,6 +83,10 @@ TARGET_DESKTOP_READY_S = 1.5
 TARGET_RSS_MB = 400.0
 TARGET_RSS_APPS = 8
 TARGET_THROUGHPUT = 200.0
+TARGET_EVENT_REPLAY_MS = 100.0
+EVENT_REPLAY_COUNT = 1000
+REPLAY_WAIT_S = 30.0
+"""Seconds the replay client waits for one message before it calls the replay stalled."""
 # What confinement may add (DESIGN §11, issue 10), confined minus unconfined, same run.
 TARGET_CONFINED_START_MS = 50.0
 TARGET_CONFINED_STEP_MS = 0.3
@@ -754,6 +760,43 @@ def bench_throughput(sys_: Inproc, total: int, clients: int) -> dict[str, Any]:
 # ------------------------------------------------------------ 5. cold start
 
 
+def bench_event_replay(sys_: Inproc, repeats: int, count: int = EVENT_REPLAY_COUNT) -> Stats:
+    """ms from a reconnect's handshake (``?since=&epoch=``) until the last of ``count``
+    events emitted while the client was away has arrived (DESIGN §12 "Events")."""
+    import simple_websocket
+
+    bus = sys_.system.bus
+    url = sys_.url.replace("http", "ws") + f"/api/events?token={TOKEN}"
+    origin = {"Origin": sys_.url}
+    times: list[float] = []
+    for _ in range(repeats):
+        since, epoch = bus.seq, bus.epoch
+        for i in range(count):
+            bus.emit("notify", {"app": "echo", "title": "bench", "body": f"event {i}"})
+        last = bus.seq
+        t0 = time.perf_counter()
+        ws = simple_websocket.Client.connect(f"{url}&since={since}&epoch={epoch}", headers=origin)
+        try:
+            json.loads(ws.receive(timeout=REPLAY_WAIT_S))  # the hello
+            seqs: list[int] = []
+            while not seqs or seqs[-1] < last:
+                raw = ws.receive(timeout=REPLAY_WAIT_S)
+                if raw is None:
+                    raise RuntimeError(f"replay stalled after {len(seqs)} of {count} events")
+                msg = json.loads(raw)
+                if msg.get("type") == "resync":
+                    raise RuntimeError("the replay buffer did not hold the events")
+                seqs.append(msg["seq"])
+            times.append((time.perf_counter() - t0) * 1000)
+        finally:
+            ws.close()
+        if seqs != list(range(since + 1, last + 1)):
+            raise RuntimeError(f"replayed {len(seqs)} events, not seq {since + 1}..{last} in order")
+    st = Stats.of(times)
+    out(f"  replay of {count} events after reconnect {st.fmt()}")
+    return st
+
+
 def write_minimal_apps(apps_dir: Path, count: int) -> None:
     for i in range(count):
         write_app(
@@ -1158,6 +1201,12 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
                 f"{CONFINED!r} system)"
             )
             r["throughput"] = bench_throughput(sys_, total_actions, 10)
+
+            section(
+                f"9. event replay: {EVENT_REPLAY_COUNT} events missed, then a reconnect "
+                f"with ?since= ({repeats * 3} runs, {CONFINED!r} system)"
+            )
+            r["event_replay_ms"] = vars(bench_event_replay(sys_, repeats * 3))
         finally:
             fake.stop()
             for s in systems.values():
@@ -1296,6 +1345,15 @@ def summarize(rep: Report) -> None:
         "—",
         f"≥ {TARGET_THROUGHPUT:g}/s, 0 errors",
         tp["per_s"] >= TARGET_THROUGHPUT and tp["errors"] == 0,
+    )
+    ev = r["event_replay_ms"]
+    rep.row(
+        f"event replay of {EVENT_REPLAY_COUNT} events after reconnect, p50 / p95",
+        f"{ev['p50']:.1f} / {ev['p95']:.1f} ms",
+        "—",
+        "—",
+        f"≤ {TARGET_EVENT_REPLAY_MS:g} ms",
+        ev["p50"] <= TARGET_EVENT_REPLAY_MS,
     )
     rep.row(
         "floor: bare Flask round trip p50 / p95", f"{fl:.2f} / {r['floor_http_ms']['p95']:.2f} ms"

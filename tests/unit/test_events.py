@@ -175,3 +175,13 @@ def test_close_wakes_waiting_readers() -> None:
     bus.close()
     t.join(WAIT)
     assert not t.is_alive() and got == [None]
+
+
+def test_get_many_returns_what_is_there_up_to_the_limit_in_order() -> None:
+    bus = EventBus()
+    sub = bus.subscribe()
+    for _ in range(10):
+        bus.emit("log", {})
+    assert [e["seq"] for e in sub.get_many(timeout=1, limit=4)] == [1, 2, 3, 4]
+    assert [e["seq"] for e in sub.get_many(timeout=1, limit=100)] == list(range(5, 11))
+    assert sub.get_many(timeout=0, limit=100) == []
