@@ -373,7 +373,8 @@ function addCard(ia) {
   ensureTick();
 }
 
-function closeCard(id, answer, app) {
+/** The card is answered (here, in another tab, or it expired/was withdrawn): say how. */
+function closeCard(id, answer, app, { elsewhere = false } = {}) {
   closedCards.add(id);
   const ia = cards.get(id);
   cards.delete(id);
@@ -387,7 +388,10 @@ function closeCard(id, answer, app) {
   }
   const key = `runs.outcome_${answer}`;
   const text = t(key);
-  if (text !== key) setNote(where, text, LASTING.has(answer) ? 'warn' : 'ok');
+  if (text === key) return;
+  // A first answer given elsewhere is news to this tab: it stays said like a denial.
+  if (elsewhere) setNote(where, t('runs.answered_elsewhere', { outcome: text }), 'info');
+  else setNote(where, text, LASTING.has(answer) ? 'warn' : 'ok');
 }
 
 function riskBadge(risk) {
@@ -409,8 +413,19 @@ function stepItem(step) {
       riskBadge(step.risk),
       el('code', { class: 'run-step-text', text: toText(step.text || step.tool) }),
       rule === 'ask' ? el('span', { class: 'run-step-mark', text: t('runs.needs_approval') }) : null,
-      rule === 'never' ? el('span', { class: 'run-step-mark is-never', text: t('runs.never') }) : null),
+      rule === 'never' ? el('span', { class: 'run-step-mark is-never', text: t('runs.never') }) : null,
+      step.blocked ? el('span', { class: 'run-step-mark is-never', text: t('runs.blocked') }) : null),
+    step.blocked ? el('p', { class: 'run-step-blocked', text: toText(step.blocked) }) : null,
     detail);
+}
+
+/** An approval's prompt in the page's language (the server's own words are English). */
+function promptText(ia, steps) {
+  if (ia.kind !== 'approval' || !steps.length) return toText(ia.prompt);
+  const app = state.apps.get(toText(ia.app));
+  const asked = steps.filter((s) => s.rule === 'ask');
+  return t('runs.prompt', { app: app ? toText(app.name) : toText(ia.app), n: steps.length, k: asked.length,
+    tools: [...new Set(asked.map((s) => toText(s.tool)))].join(', ') });
 }
 
 function renderCard(ia) {
@@ -425,7 +440,7 @@ function renderCard(ia) {
     attrs: { role: 'alertdialog', 'aria-labelledby': titleId, 'aria-describedby': `iaprompt_${ia.id}` },
   },
   el('h3', { class: 'run-card-title', id: titleId, text: t('runs.card_title', { n: steps.length }) }),
-  el('p', { class: 'run-card-prompt', id: `iaprompt_${ia.id}`, text: toText(ia.prompt) }),
+  el('p', { class: 'run-card-prompt', id: `iaprompt_${ia.id}`, text: promptText(ia, steps) }),
   el('ol', { class: 'run-steps' }, steps.map(stepItem)),
   el('p', { class: 'run-card-expires muted', attrs: { 'aria-live': 'off' } }),
   el('p', { class: 'run-card-error', hidden: true, attrs: { role: 'alert' } }),
@@ -491,7 +506,7 @@ async function decide(ia, decision, card) {
     if (err.status === 409 && current) {
       // Another tab (or expiry) came first: say what happened instead of failing loudly.
       const first = isObject(current.answer) ? toText(current.answer.decision) : toText(current.state);
-      closeCard(ia.id, first === 'withdrawn' ? 'cancelled' : first, ia.app);
+      closeCard(ia.id, first === 'withdrawn' ? 'cancelled' : first, ia.app, { elsewhere: true });
       return;
     }
     for (const b of buttons) b.disabled = false;

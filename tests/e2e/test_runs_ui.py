@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
-from playwright.sync_api import Locator, expect
+import pytest
+from playwright.sync_api import Locator, WebSocketRoute, expect
 
-from tests.e2e.conftest import Desk, wait_until
+from tests.e2e.conftest import Desk, start_e2e_system, wait_until
+from tests.integration.conftest import Running
 
 SYSTEM_APPS = ["e2e_runs"]
 APP = "e2e_runs"
@@ -23,6 +26,17 @@ LONG_CODE = "import time; time.sleep(30); open('late.txt', 'w').write('late')"
 ENDED = ("done", "failed", "cancelled")
 STOPPED_WITHIN_S = 2.0
 """The issue's bound from the stop request to the command's process being gone."""
+SMART = {"mode": "smart"}
+EXPIRES_S = 8
+"""approvals.timeout of the expiry test: time enough to read the card, short to wait out."""
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """The module's system in the default mode, smart (the test systems' default is auto)."""
+    system = start_e2e_system(tmp_path_factory.mktemp("e2e"), SYSTEM_APPS, approvals=SMART)
+    yield system
+    system.stop()
 
 
 def workspace(desk: Desk) -> Path:
@@ -62,6 +76,26 @@ def pending_ids(desk: Desk) -> list[str]:
     return [p["id"] for p in desk.api("GET", "/api/interactions?pending=1")]
 
 
+def drop_events(kind: str) -> Callable[[WebSocketRoute], None]:
+    """A route for the page's event stream that passes everything but events of ``kind``."""
+
+    def route(ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+
+        def to_page(message: str | bytes) -> None:
+            try:
+                dropped = json.loads(message).get("type") == kind
+            except (ValueError, AttributeError):
+                dropped = False
+            if not dropped:
+                ws.send(message)
+
+        server.on_message(to_page)
+        ws.on_message(server.send)
+
+    return route
+
+
 def sleeper() -> psutil.Process | None:
     for p in psutil.process_iter(["cmdline"]):
         try:
@@ -80,6 +114,8 @@ def test_the_card_shows_the_whole_plan_and_allow_runs_it(desk: Desk) -> None:
     run_id = run_of(card)
     # over the window's content, in the window
     expect(desk.win(APP).locator(".run-cards")).to_be_visible()
+    prompt = "Runs wants to run 2 step(s); 1 need(s) your approval: shell_exec"
+    expect(card.locator(".run-card-prompt")).to_have_text(prompt)
     steps = card.locator(".run-step")
     expect(steps).to_have_count(2)
     say, note = steps.nth(0), steps.nth(1)
@@ -204,3 +240,55 @@ def test_a_reload_shows_the_pending_card_again(desk: Desk) -> None:
     expect(again).to_have_count(0)
     data = final_data(desk, run_id)
     assert data["codes"] == {"step_say": "ok", "step_note": "ok"}, json.dumps(data)
+
+
+def test_a_second_tab_answering_late_sees_the_first_answer(
+    desk: Desk, open_desk: Callable[..., Desk]
+) -> None:
+    """Two tabs show one card; the first answer wins and the late tab is told, not failed."""
+    card = start_plan(desk, "both")
+    ia_id = card.get_attribute("data-interaction")
+    late = open_desk(desk.running)
+    late.allow_console(r"status of 409 \(CONFLICT\).*/api/interactions/")  # the late answer
+    # The late tab misses the "answered" event, as a tab does whose answer crosses it.
+    late.page.route_web_socket(re.compile(r"/api/events"), drop_events("interaction_done"))
+    late.page.reload()
+    expect(late.page.locator("#tray_net")).to_have_attribute("data-state", "open")
+    late_card = late.win(APP).locator(f'.run-card[data-interaction="{ia_id}"]')
+    expect(late_card).to_be_visible()
+
+    card.locator('[data-decision="allow"]').click()
+    expect(card).to_have_count(0)
+    expect(late_card).to_be_visible()
+    late_card.locator('[data-decision="deny"]').click()
+    expect(late_card).to_have_count(0)
+    expect(late.win(APP).locator(".run-note")).to_have_text(
+        re.compile("Answered elsewhere first: Allowed, running")
+    )
+    expect(late.body(APP)).to_contain_text("codes: step_say=ok, step_note=ok")
+    expect(desk.body(APP)).to_contain_text("codes: step_say=ok, step_note=ok")
+
+
+def test_in_chinese_a_card_nobody_answers_expires(
+    system_factory: Callable[..., Running], open_desk: Callable[..., Desk]
+) -> None:
+    approvals = {**SMART, "timeout": EXPIRES_S}
+    running = system_factory(SYSTEM_APPS, language="zh-CN", approvals=approvals)
+    desk = open_desk(running)
+    card = start_plan(desk, "both")
+    run_id = run_of(card)
+    expect(card.locator(".run-card-title")).to_have_text("确认执行这 2 个步骤？")
+    prompt = "Runs 想执行 2 个步骤，其中 1 个需要你的确认：shell_exec"  # the app's name is its own
+    expect(card.locator(".run-card-prompt")).to_have_text(prompt)
+    expect(card.locator(".risk-badge").first).to_have_text("高风险")
+    expect(card.locator(".risk-badge").nth(1)).to_have_text("中风险")
+    expect(card.locator('[data-decision="allow"]')).to_have_text("允许")
+    expect(card.locator('[data-decision="allow_session"]')).to_have_text("本次会话内允许")
+    expect(card.locator('[data-decision="deny"]')).to_have_text("拒绝")
+    expect(card.locator(".run-card-expires")).to_contain_text("后自动过期")
+    desk.shot("card_zh")
+    expect(card).to_have_count(0)  # nobody answered: it expired
+    expect(desk.win(APP).locator(".run-note")).to_have_text(re.compile("已过期"))
+    data = final_data(desk, run_id)
+    assert data["codes"] == {"step_say": "expired"}, data["codes"]
+    assert not (workspace(desk) / "note.txt").exists()
