@@ -43,7 +43,10 @@ export function init(hooks = {}) {
     if (s === 'open') redraw(id);
   });
   on('lang:changed', () => {
-    for (const w of wm.list()) redraw(w.id);
+    for (const w of wm.list()) {
+      removePart(w, '.run-cards'); // drawn again in the new language
+      redraw(w.id);
+    }
     drawCommandStop();
   });
   const stop = document.getElementById('command_stop');
@@ -73,6 +76,7 @@ export function adoptState(detail) {
       for (const app of run.apps) redraw(app);
     }
     drawCommandStop();
+    ensureTick();
   }
   if (Array.isArray(detail.interactions)) {
     for (const ia of detail.interactions) addCard(ia);
@@ -106,6 +110,7 @@ export function onEvent(msg) {
         const run = upsertRun(msg, { stepOnly: true });
         stepSeen(run, msg, { ts: msg.ts });
         drawProgress(run);
+        ensureTick();
       }
       return true;
     case 'progress':
