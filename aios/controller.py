@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, TimeoutError as FutureTimeout, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -36,16 +37,24 @@ from aios.executor import Executor
 from aios.planner import Plan, Task, plan_instruction, summarize_history
 from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, forwardable_reply
 from aios.router import AppProfile, OfflineRouter
+from aios.runs import Run, gate, waiting_view
 
 if TYPE_CHECKING:
+    from aios.approvals import Approvals
     from aios.config import Config
     from aios.events import EventBus
     from aios.launcher import AppRecord, Launcher
     from aios.llm import LLMClient
+    from aios.protocol import ToolResult
+    from aios.runs import Runs
     from aios.store import Store
     from aios.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+STOP_WORDS = frozenset({"停止", "取消", "stop", "cancel", "停"})
+"""A typed or spoken instruction that is one of these cancels the session's active runs."""
 
 CWD_FILES_MAX = 50
 HISTORY_WINDOW = 40
@@ -77,6 +86,8 @@ class Controller:
         llm: LLMClient | None,
         tool_context: Callable[[str, str | None], ToolContext],
         custom_tools: Callable[[str], list[str]],
+        runs: Runs,
+        approvals: Approvals,
     ):
         self.config = config
         self.store = store
@@ -84,6 +95,8 @@ class Controller:
         self.bus = bus
         self.llm = llm
         self.executor = Executor(mount=launcher.mount)
+        self.runs = runs
+        self.approvals = approvals
         self._tool_context = tool_context
         self._custom_tools = custom_tools
         self._http = requests.Session()
@@ -109,9 +122,8 @@ class Controller:
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
         self.store.add_history(sid, "user", {"open": app_id}, app=app_id)
-        outcome = self.call_app(record, "", None, sid)
-        self._remember(sid, outcome)
-        return sid, outcome
+        run = self.runs.start("open", app_id, sid)
+        return sid, self._app_run(run, record, "", None)
 
     def action(
         self, app_id: str, request: ActionRequest, session_id: str | None = None
@@ -122,14 +134,95 @@ class Controller:
         self.store.add_history(
             sid, "user", {"action": request.model_dump(exclude_none=True)}, app=app_id
         )
-        outcome = self.call_app(record, None, request, sid)
-        self._remember(sid, outcome)
-        return sid, outcome
+        run = self.runs.start("action", app_id, sid, text=request.action_id)
+        return sid, self._app_run(run, record, None, request)
+
+    def _app_run(
+        self,
+        run: Run,
+        record: AppRecord,
+        instruction: str | None,
+        action: ActionRequest | None,
+    ) -> Outcome:
+        """One app's call as a run: its final outcome, or a "waiting" one when it pauses."""
+
+        def work() -> Outcome:
+            outcome = self.call_app(record, instruction, action, run.session_id, run=run)
+            self._remember(run.session_id, outcome)
+            return outcome
+
+        done = self._settle(run, work, lambda o: [o])
+        if done is None:
+            return Outcome(record.id, waiting_view(run))
+        done.response = {**done.response, "run_id": run.run_id}
+        return done
+
+    def _settle(
+        self, run: Run, work: Callable[[], T], outcomes: Callable[[T], list[Outcome]]
+    ) -> T | None:
+        """Run ``work`` on its own thread: its result, or None once the run waits for the user.
+
+        When it waited, its final views go to the desktop as ``view`` events
+        (with the ``run_id``) as it ends.
+        """
+
+        def body() -> T:
+            try:
+                result = work()
+            except BaseException as e:
+                self.runs.finish(run, error_response(str(e)), failed=True)
+                if run.paused:
+                    self.bus.emit(
+                        "view",
+                        {
+                            "app": run.app,
+                            "session_id": run.session_id,
+                            "run_id": run.run_id,
+                            "response": error_response(str(e), title=run.app),
+                        },
+                    )
+                raise
+            finals = outcomes(result)
+            failed = any(o.response.get("status") != "ok" for o in finals)
+            self.runs.finish(run, finals[0].response if finals else None, failed=failed)
+            if run.paused:
+                for o in finals:
+                    self.bus.emit(
+                        "view",
+                        {
+                            "app": o.app,
+                            "session_id": run.session_id,
+                            "run_id": run.run_id,
+                            "response": {**o.response, "run_id": run.run_id},
+                        },
+                    )
+            return result
+
+        fut = run_in_thread(body, name=f"aios-run-{run.app or 'plan'}")
+        if not run.wait_settled():
+            return None
+        return fut.result()
 
     def instruction(self, text: str, session_id: str | None = None) -> dict[str, Any]:
         """Route a typed or spoken instruction and run its task DAG."""
         sid = self.store.ensure_session(session_id)
         self.store.add_history(sid, "user", {"text": text})
+        if text.strip().casefold() in STOP_WORDS:
+            stopped_runs = self.runs.cancel_session(sid)
+            message = (
+                f"已停止 {len(stopped_runs)} 个运行 / stopped {len(stopped_runs)} run(s)"
+                if stopped_runs
+                else "没有正在运行的任务 / nothing is running"
+            )
+            return {
+                "session_id": sid,
+                "plan": [],
+                "results": [],
+                "message": message,
+                "source": "stop",
+                "notes": [],
+                "cancelled": stopped_runs,
+            }
         profiles = self.profiles()
         last_app = self.store.context_vars(sid).get("last_app")
         plan = plan_instruction(
@@ -152,7 +245,23 @@ class Controller:
                 "source": plan.source,
                 "notes": plan.notes,
             }
-        results = self._run_plan(plan, text, sid)
+        run = self.runs.start(
+            "instruction", ",".join(dict.fromkeys(t.app for t in plan.tasks)), sid, text=text
+        )
+        done = self._settle(run, lambda: self._run_plan(plan, text, sid, run), lambda r: r)
+        if done is None:
+            return {
+                "session_id": sid,
+                "plan": [t.model_dump() for t in plan.tasks],
+                "results": [],
+                "message": waiting_view(run)["message"],
+                "source": plan.source,
+                "notes": plan.notes,
+                "run_id": run.run_id,
+                "state": "waiting",
+                "pending": list(run.pending),
+            }
+        results = done
         message = (
             "；".join(r.response.get("message") or "" for r in results if r.response.get("message"))
             or "完成"
@@ -168,17 +277,18 @@ class Controller:
             "message": message,
             "source": plan.source,
             "notes": plan.notes,
+            "run_id": run.run_id,
         }
 
     # ----------------------------------------------------------------- the DAG
 
-    def _run_plan(self, plan: Plan, text: str, sid: str) -> list[Outcome]:
+    def _run_plan(self, plan: Plan, text: str, sid: str, run: Run) -> list[Outcome]:
         tasks = {t.id: t for t in plan.tasks}
-        run = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per run
+        key = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per plan
         for t in plan.tasks:
             self.store.upsert_task(
                 sid,
-                f"{run}-{t.id}",
+                f"{key}-{t.id}",
                 app=t.app,
                 instruction=t.instruction,
                 depends_on=list(t.depends_on),
@@ -203,7 +313,8 @@ class Controller:
                             task,
                             sid,
                             upstream,
-                            f"{run}-{tid}",
+                            f"{key}-{tid}",
+                            run,
                             name=f"aios-task-{task.app}",
                         )
                     ] = tid
@@ -223,7 +334,9 @@ class Controller:
                     failed.add(tid)
         return [done[t.id] for t in plan.tasks]
 
-    def _run_task(self, task: Task, sid: str, upstream: dict[str, Any], key: str) -> Outcome:
+    def _run_task(
+        self, task: Task, sid: str, upstream: dict[str, Any], key: str, run: Run
+    ) -> Outcome:
         self.store.upsert_task(
             sid,
             key,
@@ -234,7 +347,7 @@ class Controller:
         )
         try:
             record = self._record(task.app)
-            outcome = self.call_app(record, task.instruction, None, sid, upstream=upstream)
+            outcome = self.call_app(record, task.instruction, None, sid, upstream=upstream, run=run)
         except AppError as e:
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
         status = "done" if outcome.response.get("status") == "ok" else "error"
@@ -271,8 +384,14 @@ class Controller:
         action: ActionRequest | None,
         sid: str,
         upstream: dict[str, Any] | None = None,
+        run: Run | None = None,
     ) -> Outcome:
         """Call an app, run its steps, call again with tool_results, until a final view.
+
+        Within a ``run`` each plan is reviewed first and may wait for the
+        user (DESIGN §12); once the run is cancelled, the app is called once
+        more with the results so far (``code: "cancelled"``) for a final view,
+        and steps it returns then are not run.
 
         Raises AppUnavailable / AppTimeout when the app cannot be reached;
         a reply that is reached but unusable becomes an error view.
@@ -298,6 +417,9 @@ class Controller:
             steps = reply.get("steps") or []
             if not steps:
                 return Outcome(record.id, reply, round_no, notes or None)
+            if run is not None and run.cancel.is_set():
+                notes.append("the run was cancelled; the app's last steps were not run")
+                break
             if steps == previous_steps:
                 notes.append(
                     "no progress: the app repeated its previous steps; they were not run again"
@@ -311,12 +433,46 @@ class Controller:
             )
             # Asked for only now that the app answered: a context exists only for
             # an app that is running (it is rebuilt when the settings change).
-            tool_results = self.executor.run(
-                steps, self._tool_context(record.id, sid), on_step=None
-            )
+            ctx = self._tool_context(record.id, sid)
+            if run is None:
+                tool_results = self.executor.run(steps, ctx, on_step=None)
+            else:
+                tool_results = self._run_steps(run, record.id, steps, ctx)
             previous_steps = steps
         final = {**reply, "steps": [], "notes": notes}
         return Outcome(record.id, final, round_no, notes)
+
+    def _run_steps(
+        self, run: Run, app: str, steps: list[dict[str, Any]], ctx: ToolContext
+    ) -> dict[str, Any]:
+        """One plan within a run: reviewed (maybe waiting for the user), then run, announced."""
+        presets, decisions = gate(self.approvals, self.runs, run, app, steps)
+        started: dict[str, float] = {}
+
+        def before(key: str, tool: str) -> None:
+            started[key] = time.monotonic()
+            self.runs.step(run, {"step_id": key, "tool": tool, "status": "started"})
+
+        def after(key: str, result: ToolResult) -> None:
+            entry: dict[str, Any] = {
+                "step_id": key,
+                "tool": result.tool,
+                "status": result.status,
+                "duration_ms": result.duration_ms,
+            }
+            if result.code is not None:
+                entry["code"] = result.code
+            if result.error is not None:
+                entry["error"] = result.error
+            self.runs.step(run, entry)
+
+        return self.executor.run(
+            steps,
+            ctx.for_run(run.run_id, run.cancel, decisions),
+            on_step=after,
+            before_step=before,
+            presets=presets,
+        )
 
     def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
         if record.status != "running" or record.port is None or record.manifest is None:
@@ -356,12 +512,43 @@ class Controller:
     def _exchange(
         self, record: AppRecord, url: str, body: dict[str, Any], limit: int
     ) -> tuple[requests.Response, bytes | None]:
+        """POST ``body`` and read the reply, within ``handle_timeout``...
+
+        ...except while one of the app's own tool calls waits for the user
+        (DESIGN §12: "the system does not time an app out while one of its
+        calls waits for the user"): the call is made on its own thread with a
+        socket timeout that covers the longest wait, and the deadline here
+        moves on for as long as the app waits on a decision.
+        """
+        timeout = self.config.handle_timeout
+        fut = run_in_thread(
+            self._exchange_now,
+            record,
+            url,
+            body,
+            limit,
+            timeout + self.config.approvals.timeout,
+            name=f"aios-call-{record.id}",
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return fut.result(timeout=max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                if self.approvals.waits_for(record.id):
+                    deadline = time.monotonic() + timeout
+                    continue
+                raise AppTimeout(f"app {record.id!r} did not answer within {timeout:g} s") from None
+
+    def _exchange_now(
+        self, record: AppRecord, url: str, body: dict[str, Any], limit: int, timeout: float
+    ) -> tuple[requests.Response, bytes | None]:
         """POST ``body`` and read the reply (None when larger than ``limit`` bytes)."""
         try:
             resp = self._session().post(
                 url,
                 json=body,
-                timeout=self.config.handle_timeout,
+                timeout=(self.config.handle_timeout, timeout),
                 headers=app_secret.headers(record.launch_secret),
                 stream=True,
             )

@@ -55,6 +55,22 @@ class BadRequest(AIOSError):
     http_status = 400
 
 
+class NotFound(AIOSError):
+    """No such run or interaction (404)."""
+
+    http_status = 404
+
+
+class Conflict(AIOSError):
+    """The request meets a state that has moved on (409); ``current`` is that state."""
+
+    http_status = 409
+
+    def __init__(self, message: str, current: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.current = current or {}
+
+
 class PermissionDenied(AIOSError):
     """The caller is known but may not do this (a missing manifest permission)."""
 

@@ -24,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import requests
 
@@ -70,6 +70,8 @@ class Executor:
         ctx: ToolContext,
         *,
         on_step: StepCallback | None = None,
+        before_step: Callable[[str, str], None] | None = None,
+        presets: dict[str, ToolResult] | None = None,
     ) -> dict[str, dict[str, Any]]:
         """Run ``steps`` in order for ``ctx.app_id``; return ``tool_results``.
 
@@ -77,14 +79,29 @@ class Executor:
         duplicate step ids…); every per-step failure is a result instead.
         ``on_step(key, result)`` is called after each step (progress pushes);
         an exception in it is logged and does not stop the plan.
+        ``before_step(key, tool)`` is called as a step starts. ``presets`` are
+        the results of steps that must not run (denied or expired by the user,
+        DESIGN §12); once ``ctx.cancel`` is set, no further step runs and each
+        gets ``code: "cancelled"``.
         """
         plan = parse_steps(steps)
         results: dict[str, dict[str, Any]] = {}
         pending = {step.key for step in plan}
+        presets = presets or {}
         for step in plan:
             key = step.key
             pending.discard(key)
-            result = self._run_step(step, ctx, results, pending)
+            cancelled = ctx.cancel is not None and ctx.cancel.is_set()
+            if cancelled or key in presets:
+                # never started: audited here (a step that ran audits itself)
+                result = presets.get(key) or stopped(step.tool, "cancelled")
+                toolbox.record(ctx, step.tool, step.args, result, step_id=key, denied=True)
+            else:
+                if before_step is not None:
+                    before_step(key, step.tool)
+                result = self._run_step(step, ctx, results, pending)
+                if ctx.cancel is not None and ctx.cancel.is_set() and result.status != "ok":
+                    result = result.model_copy(update={"code": "cancelled"})
             results[key] = as_entry(result)
             if on_step is not None:
                 try:
@@ -93,6 +110,12 @@ class Executor:
                     log.exception("on_step callback failed for %s/%s", ctx.app_id, key)
             if result.status != "ok" and step.on_error == "stop":
                 break
+        if ctx.cancel is not None and ctx.cancel.is_set():
+            for step in plan:  # the app learns that the rest of its plan will not run
+                if step.key not in results:
+                    result = stopped(step.tool, "cancelled")
+                    toolbox.record(ctx, step.tool, step.args, result, step_id=step.key, denied=True)
+                    results[step.key] = as_entry(result)
         return results
 
     def _run_step(
@@ -214,11 +237,31 @@ def _read_tool_reply(
 # ---------------------------------------------------------------- templates
 
 
+STOPPED_MESSAGES = {
+    "denied": "denied by the user",
+    "expired": "the request for approval expired",
+    "cancelled": "cancelled by the user",
+    "never": "refused: your policy for this app never allows this tool",
+}
+
+
+def stopped(tool: str, code: Literal["denied", "expired", "cancelled", "never"]) -> ToolResult:
+    """The result of a step the user's decision kept from running (DESIGN §12)."""
+    return ToolResult(
+        tool=tool,
+        status="error",
+        error=STOPPED_MESSAGES[code],
+        code="denied" if code == "never" else code,
+    )
+
+
 def as_entry(result: ToolResult) -> dict[str, Any]:
     """A ToolResult in the ``tool_results`` shape: ``result`` always, error/meta when set."""
     entry: dict[str, Any] = {"tool": result.tool, "status": result.status, "result": result.result}
     if result.error is not None:
         entry["error"] = result.error
+    if result.code is not None:
+        entry["code"] = result.code
     if result.meta is not None:
         entry["meta"] = result.meta
     entry["duration_ms"] = result.duration_ms

@@ -263,6 +263,8 @@ class ToolResult(_Model):
     error: str | None = None
     meta: dict[str, Any] | None = None
     duration_ms: float = 0.0
+    code: Literal["denied", "expired", "cancelled"] | None = None
+    """Why a step did not run or was stopped by the user (DESIGN §12)."""
 
 
 class ActionRequest(_Open):

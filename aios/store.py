@@ -197,6 +197,17 @@ def _is_damage(e: sqlite3.Error) -> bool:
     )
 
 
+AUDIT_RUN_COLUMNS = ("run_id", "risk", "decision")
+"""Added to ``tool_calls_log`` by DESIGN §12 (a database made before gains them at start)."""
+
+
+def _add_audit_columns(conn: sqlite3.Connection) -> None:
+    have = {row[1] for row in conn.execute("PRAGMA table_info(tool_calls_log)")}
+    for name in AUDIT_RUN_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE tool_calls_log ADD COLUMN {name} TEXT")
+
+
 class Store:
     """Thread-safe access to the system database at ``path``."""
 
@@ -229,6 +240,7 @@ class Store:
         try:
             with self._conn() as conn, self._write_lock:
                 conn.executescript(SCHEMA)
+                _add_audit_columns(conn)
         except sqlite3.Error as e:
             raise self._map(e) from e
 
@@ -459,12 +471,28 @@ class Store:
         error: str | None = None,
         session_id: str | None = None,
         step_id: str | None = None,
+        run_id: str | None = None,
+        risk: str | None = None,
+        decision: str | None = None,
     ) -> int:
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO tool_calls_log (ts, session_id, app, step_id, tool, args, status,"
-                " duration_ms, error) VALUES (?,?,?,?,?,?,?,?,?)",
-                (self.clock(), session_id, app, step_id, tool, args, status, duration_ms, error),
+                " duration_ms, error, run_id, risk, decision) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    self.clock(),
+                    session_id,
+                    app,
+                    step_id,
+                    tool,
+                    args,
+                    status,
+                    duration_ms,
+                    error,
+                    run_id,
+                    risk,
+                    decision,
+                ),
             )
             return int(cur.lastrowid or 0)
 

@@ -15,6 +15,7 @@ from typing import Any
 import requests
 
 from aios import app_secret, os_sandbox
+from aios.approvals import Approvals
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
 from aios.errors import AppError, AppNotFound, BadRequest, ProtocolError
@@ -25,12 +26,14 @@ from aios.launcher import AppRecord, AppStatus, Launcher
 from aios.llm import LLMClient
 from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PROCESSES, Grants
 from aios.processes import ProcessTable
-from aios.protocol import ATOMIC_TOOLS, parse_ui_op
+from aios.protocol import ATOMIC_TOOLS, ToolResult, parse_ui_op
 from aios.pruner import Pruner
+from aios.risk import classify
+from aios.runs import Runs, gate
 from aios.runstore import RunStore
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
-from aios.tools import audit_args
+from aios.tools import audit_args, invoke, record as record_call
 from aios.tools.base import ToolContext
 from aios.tools.notify import NotifyLimiter
 from aios.voice import Recognizer
@@ -74,6 +77,8 @@ class System:
         self.bus = EventBus(config.events)
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
+        self.runs = Runs(self.runstore, self.bus)
+        self.approvals = Approvals(self.runstore, self.bus, lambda: self.config.approvals)
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
         self.launcher = Launcher(
@@ -106,6 +111,8 @@ class System:
             llm=self.llm,
             tool_context=self.tool_context,
             custom_tools=self.custom_tools,
+            runs=self.runs,
+            approvals=self.approvals,
         )
         self.recognizer = Recognizer(config)
         self._stopped = False
@@ -125,6 +132,7 @@ class System:
         if self._stopped:
             return
         self._stopped = True
+        self.runs.shutdown()
         self.bus.close()
         try:
             self.launcher.stop()
@@ -241,6 +249,44 @@ class System:
                     target=self._restart_quietly, args=(app_id,), name=f"regrant-{app_id}"
                 ).start()
         return self.app_permissions(record)
+
+    def call_tool(
+        self, record: AppRecord, name: str, args: Any, session_id: str | None
+    ) -> ToolResult:
+        """An app's synchronous tool call (``self.call_tool``), under the user's policy.
+
+        A call that needs a decision shows the same approval card as a plan
+        (one step) and waits for it; the app's own ``/handle`` is not timed out
+        meanwhile. It belongs to the app's active run in that session, or to a
+        run of its own.
+        """
+        ctx = self.tool_context(record.id, session_id)
+        sid = session_id or ""
+        step_args: dict[str, Any] = args if isinstance(args, dict) else {}
+        step = {"step_id": "call", "tool": name, "args": step_args}
+        run = next((r for r in self.runs.active(sid) if record.id in r.app.split(",")), None)
+        risk = classify(name, step_args) if name in ATOMIC_TOOLS else None
+        if self.approvals.rule(record.id, sid, name, risk) == "allow":
+            return invoke(name, args, ctx if run is None else ctx.for_run(run.run_id, run.cancel))
+        own = run is None
+        if run is None:
+            run = self.runs.start("tool", record.id, sid, text=name)
+        try:
+            presets, decisions = gate(self.approvals, self.runs, run, record.id, [step])
+            ctx = ctx.for_run(run.run_id, run.cancel, decisions)
+            preset = next(iter(presets.values()), None)
+            if preset is not None:
+                record_call(ctx, name, args, preset, step_id="step_call", denied=True)
+                result = preset
+            else:
+                result = invoke(name, args, ctx, step_id="step_call")
+        except BaseException:
+            if own:
+                self.runs.finish(run, None, failed=True)
+            raise
+        if own:
+            self.runs.finish(run, None, failed=result.status != "ok")
+        return result
 
     def _restart_quietly(self, app_id: str) -> None:
         try:

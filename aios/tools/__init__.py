@@ -84,6 +84,8 @@ def record(
     """Write one audit row; an audit failure is logged, never raised into the app."""
     if ctx.store is None:
         return
+    from aios.risk import classify  # the risk module parses commands with the shell tool's rules
+
     status = "denied" if denied else result.status
     try:
         ctx.store.audit(
@@ -95,6 +97,9 @@ def record(
             error=result.error,
             session_id=ctx.session_id,
             step_id=step_id,
+            run_id=ctx.run_id,
+            risk=classify(tool, args if isinstance(args, dict) else {}),
+            decision=ctx.decisions.get(step_id or "") if result.code is None else result.code,
         )
     except Exception:  # noqa: BLE001 - the audit must never break a tool call
         log.exception("audit write failed for %s/%s", ctx.app_id, tool)

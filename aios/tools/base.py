@@ -11,6 +11,7 @@ raises is a bug, which the registry still turns into an error result.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,13 @@ class ToolContext:
     """The app's launch secret, shown on calls to its custom tools (``aios.app_secret``)."""
     """The app's launch secret, sent as ``X-AIOS-App-Token`` when calling its custom tools."""
 
+    run_id: str | None = None
+    """The run this call belongs to (audit rows and events carry it, DESIGN §12)."""
+    cancel: threading.Event | None = field(default=None, compare=False)
+    """Set when the user stops the run: a command in flight is killed."""
+    decisions: dict[str, str] = field(default_factory=dict, compare=False)
+    """Step id -> how it was allowed (``policy`` | ``user``), for the audit (DESIGN §12)."""
+
     def timeout(self, tool: str, requested: float | None = None) -> float:
         limit = self.timeouts.get(tool, 30.0)
         return min(limit, requested) if requested else limit
@@ -71,6 +79,14 @@ class ToolContext:
         from dataclasses import replace
 
         return replace(self, session_id=session_id)
+
+    def for_run(
+        self, run_id: str, cancel: threading.Event, decisions: dict[str, str] | None = None
+    ) -> ToolContext:
+        """The same context, for one run: its id and decisions in the audit, its cancel flag."""
+        from dataclasses import replace
+
+        return replace(self, run_id=run_id, cancel=cancel, decisions=decisions or {})
 
 
 ToolFunc = Callable[[ToolContext, Any], ToolOutput]

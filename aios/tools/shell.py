@@ -22,6 +22,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -246,6 +247,7 @@ class RunOutcome:
     truncated: bool
     timed_out: bool = False
     flooded: bool = False
+    cancelled: bool = False
     signal: int | None = None
     process_limit_hit: bool = False
 
@@ -258,7 +260,9 @@ class RunOutcome:
         }
 
 
-def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
+def run_plan(
+    plan: CommandPlan, timeout: float, cancel: threading.Event | None = None
+) -> RunOutcome:
     """Run every stage wired by pipes; capture, cap, time out, clean up."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -292,7 +296,7 @@ def run_plan(plan: CommandPlan, timeout: float) -> RunOutcome:
         raise
     for fd in ours:
         os.close(fd)
-    return _collect(plan, procs, cgroup, out_r, err_r, timeout)
+    return _collect(plan, procs, cgroup, out_r, err_r, timeout, cancel)
 
 
 def _collect(
@@ -302,6 +306,7 @@ def _collect(
     out_r: int,
     err_r: int,
     timeout: float,
+    cancel: threading.Event | None = None,
 ) -> RunOutcome:
     streams = {out_r: _Capped(plan.max_output), err_r: _Capped(plan.max_output)}
     flood_limit = plan.max_output * OUTPUT_FLOOD_FACTOR
@@ -310,13 +315,16 @@ def _collect(
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
-    timed_out = flooded = False
+    timed_out = flooded = cancelled = False
     exited_at: float | None = None
     try:
         while sel.get_map():
             now = time.monotonic()
             if now >= deadline:
                 timed_out = True
+                break
+            if cancel is not None and cancel.is_set():
+                cancelled = True  # the user stopped the run: kill it now (finally below)
                 break
             if exited_at is None and all(procgroup.has_exited(p) for p in procs):
                 exited_at = now
@@ -327,7 +335,7 @@ def _collect(
             if sum(s.total for s in streams.values()) > flood_limit:
                 flooded = True
                 break
-        if not timed_out and not flooded:
+        if not timed_out and not flooded and not cancelled:
             timed_out = not _wait_exited(procs, deadline)
     finally:
         # Leftovers and, on timeout or flood, the command itself: whole groups.
@@ -354,6 +362,7 @@ def _collect(
         truncated=out.truncated or err.truncated,
         timed_out=timed_out,
         flooded=flooded,
+        cancelled=cancelled,
         signal=sig,
         process_limit_hit=hit,
     )
@@ -424,6 +433,8 @@ def finish(plan: CommandPlan, outcome: RunOutcome, timeout: float) -> ToolOutput
     result = outcome.result()
     if outcome.process_limit_hit:
         meta["process_limit_hit"] = True
+    if outcome.cancelled:
+        raise ToolFailed("cancelled by the user; process group killed", result=result, meta=meta)
     if outcome.timed_out:
         raise ToolFailed(
             f"timed out after {timeout:g}s; process group killed", result=result, meta=meta
@@ -451,7 +462,7 @@ def run_command(
     ctx: ToolContext, plan: CommandPlan, tool: str, requested_timeout: float | None
 ) -> ToolOutput:
     timeout = ctx.timeout(tool, requested_timeout)
-    outcome = run_plan(plan, timeout)
+    outcome = run_plan(plan, timeout, ctx.cancel)
     return finish(plan, outcome, timeout)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from aios.system import System
-from aios.web import desktop_api, events, guards, pages, sys_api, voice
+from aios.web import desktop_api, events, guards, pages, runs_api, sys_api, voice
 from aios.web.request import EXTENSION
 
 
@@ -15,7 +15,15 @@ def create_app(system: System) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]  # app replies go on as sent
     app.config["MAX_CONTENT_LENGTH"] = system.config.web.max_upload_bytes
     app.extensions[EXTENSION] = system
-    for blueprint in (guards.bp, pages.bp, desktop_api.bp, sys_api.bp, voice.bp, events.bp):
+    for blueprint in (
+        guards.bp,
+        pages.bp,
+        desktop_api.bp,
+        runs_api.bp,
+        sys_api.bp,
+        voice.bp,
+        events.bp,
+    ):
         app.register_blueprint(blueprint)
     # Confined apps reach this API through their own sockets (DESIGN §11).
     system.launcher.channel_app = app

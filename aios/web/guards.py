@@ -27,7 +27,7 @@ from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from aios.confinement import CHANNEL_ENVIRON_KEY
-from aios.errors import AppError, BadRequest, PermissionDenied, StoreError
+from aios.errors import AppError, BadRequest, Conflict, NotFound, PermissionDenied, StoreError
 from aios.web import file_urls
 from aios.web.request import error, system
 
@@ -163,6 +163,16 @@ def _headers(resp: Response) -> Response:
 @bp.app_errorhandler(PermissionDenied)
 def _refused(e: BadRequest | PermissionDenied) -> Response:
     return error(e.http_status, str(e))
+
+
+@bp.app_errorhandler(NotFound)
+def _no_such(e: NotFound) -> Response:
+    return error(404, str(e))
+
+
+@bp.app_errorhandler(Conflict)
+def _conflict(e: Conflict) -> Response:
+    return error(409, str(e), current=e.current)
 
 
 @bp.app_errorhandler(AppError)

@@ -7,7 +7,6 @@ from flask import Blueprint, Response, g, jsonify
 from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
 from aios.launcher import AppRecord
 from aios.protocol import forwardable_reply
-from aios.tools import invoke
 from aios.web.request import check_progress, error, json_body, session, system
 
 bp = Blueprint("sys_api", __name__, url_prefix="/api/sys")
@@ -24,7 +23,7 @@ def sys_tool() -> Response:
     name, args = body.get("tool"), body.get("args", {})
     if not isinstance(name, str):
         raise BadRequest("field 'tool' is required")
-    result = invoke(name, args, system().tool_context(_caller().id, session(body)))
+    result = system().call_tool(_caller(), name, args, session(body))
     return jsonify(result.model_dump(mode="json", exclude_none=True))
 
 

@@ -91,6 +91,9 @@ def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0, **overrides: 
         "app_start_timeout": 20,
         "max_rounds": 4,
         "llm": {"api_key": ""},
+        # The apps' own tests see their plans run at once; asking the user (the
+        # default "smart" mode) is tested in test_runs.py and the e2e tests.
+        "approvals": {"mode": "auto"},
     }
     for k, v in overrides.items():
         raw[k] = {**raw[k], **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v

@@ -290,7 +290,8 @@ def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) ->
         ],
         source="llm",
     )
-    outcomes = ctl._run_plan(plan, "x", sid)
+    run = system_all.system.runs.start("instruction", "echo", sid, text="x")
+    outcomes = ctl._run_plan(plan, "x", sid, run)
     assert [o.response["status"] for o in outcomes] == ["error", "error", "error", "ok"]
     assert all("skipped" in o.response["message"] for o in outcomes[:3])
 

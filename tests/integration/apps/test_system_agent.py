@@ -200,7 +200,8 @@ def ops(running: Running) -> Iterator[Callable[[], list[dict[str, Any]]]]:
         while (event := sub.get(timeout=0.05)) is not None:
             if event["type"] == "ui_op":
                 assert event["by"] == APP
-                out.append({k: v for k, v in event.items() if k not in ("type", "ts", "by")})
+                envelope = ("type", "ts", "by", "seq", "epoch")
+                out.append({k: v for k, v in event.items() if k not in envelope})
         return out
 
     yield drain

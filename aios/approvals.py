@@ -1,0 +1,289 @@
+"""The user's say over a plan (DESIGN §12): policy, the plan preview, decisions, expiry.
+
+Before a plan runs, every step is *reviewed*: its risk (:mod:`aios.risk`),
+the rule that applies to it, and its text in plain words. The rule for an
+app's tool is, first found: the user's persisted choice for that app and
+tool (``never`` / ``ask`` / ``allow``, "always allow" included), an "allow
+for this session" given earlier in the same session, and the mode's
+default (``approvals.mode``: ``auto`` asks nothing, ``smart`` asks for
+``high`` steps, ``manual`` for ``medium`` and ``high``). Custom ``@tool``s
+run inside the app with its own rights and are never asked about.
+
+When any step needs a decision, one **interaction** for the whole plan is
+created (persisted, sent as an ``interaction`` event) and the run waits for
+one answer: allow once, allow for this session, always allow (persisted),
+or deny; or it expires after ``approvals.timeout`` seconds, or the run is
+cancelled. The store decides who answered first (two tabs, one card), so a
+decision is taken once and survives a restart.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from aios.errors import BadRequest, Conflict, NotFound
+from aios.risk import Risk, classify, describe
+
+if TYPE_CHECKING:
+    from aios.config import ApprovalsConfig
+    from aios.events import EventBus
+    from aios.protocol import Step
+    from aios.runstore import RunStore
+
+Rule = Literal["allow", "ask", "never"]
+RULES: tuple[Rule, ...] = ("allow", "ask", "never")
+DECISIONS = ("allow", "allow_session", "allow_always", "deny")
+ASKED_AT: dict[str, frozenset[str]] = {
+    "auto": frozenset(),
+    "smart": frozenset({"high"}),
+    "manual": frozenset({"medium", "high"}),
+}
+"""The risks each mode asks about by default."""
+WAIT_SLICE = 0.25
+"""Seconds between two looks at a waiting decision's expiry and its run's cancel flag."""
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+@dataclass(frozen=True)
+class Review:
+    """One step of a plan as the user sees it before it runs."""
+
+    step_id: str
+    tool: str
+    risk: Risk | None
+    rule: Rule
+    text: str
+
+    @property
+    def asks(self) -> bool:
+        return self.rule == "ask"
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "step_id": self.step_id,
+            "tool": self.tool,
+            "risk": self.risk,
+            "rule": self.rule,
+            "text": self.text,
+        }
+
+
+@dataclass
+class Interaction:
+    """A question to the user that a run waits on (kind ``approval``: a plan preview)."""
+
+    id: str
+    run_id: str
+    app: str
+    session_id: str
+    steps: list[Review]
+    created: float
+    expires: float
+    kind: str = "approval"
+    prompt: str = ""
+    state: str = "pending"
+    answer: dict[str, Any] | None = None
+    answered: threading.Event = field(default_factory=threading.Event)
+
+    def public(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "run_id": self.run_id,
+            "app": self.app,
+            "session_id": self.session_id,
+            "kind": self.kind,
+            "prompt": self.prompt,
+            "options": list(DECISIONS),
+            "steps": [r.public() for r in self.steps],
+            "created": self.created,
+            "expires": self.expires,
+            "state": self.state,
+        }
+        if self.answer is not None:
+            out["answer"] = self.answer
+        return out
+
+
+class Approvals:
+    """Reviews plans, asks the user, and applies the answers (one per system)."""
+
+    def __init__(
+        self,
+        runstore: RunStore,
+        bus: EventBus,
+        config: Callable[[], ApprovalsConfig],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = runstore
+        self._bus = bus
+        self._config = config
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._waiting: dict[str, Interaction] = {}
+        self._session_allows: set[tuple[str, str, str]] = set()
+        """(session id, app id, tool) allowed "for this session"."""
+
+    # ------------------------------------------------------------ the policy
+
+    def rule(self, app: str, session_id: str, tool: str, risk: Risk | None) -> Rule:
+        if risk is None:
+            return "allow"  # a custom @tool: the app's own code, its own rights
+        chosen = self._store.policy(app).get(tool)
+        for known in RULES:
+            if chosen == known:
+                return known
+        with self._lock:
+            if (session_id, app, tool) in self._session_allows:
+                return "allow"
+        return "ask" if risk in ASKED_AT[self._config().mode] else "allow"
+
+    def review(self, app: str, session_id: str, steps: Sequence[Step]) -> list[Review]:
+        out = []
+        for step in steps:
+            risk = classify(step.tool, step.args)
+            out.append(
+                Review(
+                    step_id=step.key,
+                    tool=step.tool,
+                    risk=risk,
+                    rule=self.rule(app, session_id, step.tool, risk),
+                    text=describe(step.tool, step.args),
+                )
+            )
+        return out
+
+    def policy(self, app: str) -> dict[str, str]:
+        return self._store.policy(app)
+
+    def set_policy(self, app: str, body: dict[str, Any]) -> dict[str, str]:
+        """``{tool: "allow"|"ask"|"never"|null}``; BadRequest names the first bad entry."""
+        from aios.protocol import ATOMIC_TOOLS
+
+        if not body:
+            raise BadRequest('give {"<tool>": "allow"|"ask"|"never"|null, ...}')
+        for tool, value in body.items():
+            if tool not in ATOMIC_TOOLS:
+                raise BadRequest(
+                    f"unknown tool {tool!r}: a policy names one of {', '.join(ATOMIC_TOOLS)}"
+                )
+            if value is not None and value not in RULES:
+                raise BadRequest(
+                    f"policy for {tool} must be one of {', '.join(RULES)} or null, got {value!r}"
+                )
+        for tool, value in body.items():
+            self._store.set_policy(app, tool, value)
+        return self._store.policy(app)
+
+    # --------------------------------------------------------------- asking
+
+    def ask(self, run_id: str, app: str, session_id: str, reviews: list[Review]) -> Interaction:
+        now = self._clock()
+        asked = [r for r in reviews if r.asks]
+        ia = Interaction(
+            id=new_id("ia"),
+            run_id=run_id,
+            app=app,
+            session_id=session_id,
+            steps=reviews,
+            created=now,
+            expires=now + self._config().timeout,
+            prompt=(
+                f"{app} wants to run {len(reviews)} step(s); "
+                f"{len(asked)} need(s) your approval: {', '.join(r.tool for r in asked)}"
+            ),
+        )
+        self._store.create_interaction(ia.public())
+        with self._lock:
+            self._waiting[ia.id] = ia
+        self._bus.emit("interaction", ia.public())
+        return ia
+
+    def wait(self, ia: Interaction, cancel: threading.Event) -> str:
+        """Block until the user decides: a decision, ``expired`` or ``cancelled``."""
+        try:
+            while True:
+                if ia.answered.wait(WAIT_SLICE):
+                    assert ia.answer is not None
+                    return str(ia.answer["decision"])
+                if cancel.is_set():
+                    return self._close(ia, "withdrawn", "cancelled")
+                if self._clock() >= ia.expires:
+                    return self._close(ia, "expired", "expired")
+        finally:
+            with self._lock:
+                self._waiting.pop(ia.id, None)
+
+    def _close(self, ia: Interaction, state: str, outcome: str) -> str:
+        """End a pending interaction without an answer, unless the user answered just now."""
+        if not self._store.set_interaction_state(ia.id, state):
+            row = self._store.interaction(ia.id) or {}
+            answer = row.get("answer")
+            if isinstance(answer, dict) and answer.get("decision") in DECISIONS:
+                return str(answer["decision"])
+        ia.state = state
+        self._bus.emit(
+            "interaction_done", {"id": ia.id, "run_id": ia.run_id, "app": ia.app, "answer": outcome}
+        )
+        return outcome
+
+    def answer(self, ia_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Apply a user's answer: the first one wins; the same one again is a no-op.
+
+        BadRequest for a decision that does not exist, AppNotFound for an
+        unknown interaction, Conflict (409) carrying the current state when it
+        was answered otherwise or is no longer pending.
+        """
+        decision = body.get("decision")
+        if decision not in DECISIONS:
+            raise BadRequest(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+        outcome, row = self._store.answer_interaction(ia_id, {"decision": decision})
+        if outcome == "missing":
+            raise NotFound(f"no interaction {ia_id!r}")
+        if outcome == "conflict":
+            raise Conflict(
+                f"interaction {ia_id} is {row.get('state')}"
+                + (f" (answered: {row['answer'].get('decision')})" if row.get("answer") else ""),
+                current=row,
+            )
+        if outcome == "answered":
+            self._apply(row, str(decision))
+        return row
+
+    def _apply(self, row: dict[str, Any], decision: str) -> None:
+        app, sid = str(row.get("app")), str(row.get("session_id"))
+        asked = [s for s in row.get("steps") or [] if s.get("rule") == "ask"]
+        if decision == "allow_session":
+            with self._lock:
+                self._session_allows.update((sid, app, str(s["tool"])) for s in asked)
+        elif decision == "allow_always":
+            for s in asked:
+                self._store.set_policy(app, str(s["tool"]), "allow")
+        with self._lock:
+            ia = self._waiting.get(str(row["id"]))
+        if ia is not None:
+            ia.state, ia.answer = "answered", {"decision": decision}
+            ia.answered.set()
+        self._bus.emit(
+            "interaction_done",
+            {"id": row["id"], "run_id": row.get("run_id"), "app": app, "answer": decision},
+        )
+
+    def waits_for(self, app: str) -> bool:
+        """Whether a decision the app waits on is pending now (its calls are not timed out)."""
+        with self._lock:
+            return any(ia.app == app for ia in self._waiting.values())
+
+    def pending(self, session: str | None = None) -> list[dict[str, Any]]:
+        return self._store.interactions(pending=True, session=session)
+
+    def forget_session(self, session_id: str) -> None:
+        with self._lock:
+            self._session_allows = {k for k in self._session_allows if k[0] != session_id}

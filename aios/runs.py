@@ -1,0 +1,287 @@
+"""Runs (DESIGN §12): every instruction, open and action, from start to its final view.
+
+A :class:`Run` is what the user can watch and stop: its state (``running``
+→ ``waiting`` for the user → ``running`` → ``done`` | ``failed`` |
+``cancelled`` | ``interrupted``), its steps with their risk, decision and
+status, and a cancel flag that the executor looks at before every step and
+that aborts a command in flight. :class:`Runs` keeps the active ones,
+persists every change (:class:`~aios.runstore.RunStore`) and announces it
+(``run`` and ``step`` events).
+
+An entry point (``POST /api/instruction``, ``/action``, ``/apps/<id>/open``)
+runs its work on a thread and waits until the work is finished or the run
+pauses for the user (:meth:`Run.wait_settled`); paused, it answers at once
+with ``state: "waiting"`` and the pending interaction, and the work goes on,
+ending with a ``view`` event carrying the ``run_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from aios.approvals import new_id
+from aios.errors import Conflict, NotFound, ProtocolError
+from aios.executor import stopped
+from aios.protocol import ToolResult, parse_steps
+
+if TYPE_CHECKING:
+    from aios.approvals import Approvals
+    from aios.events import EventBus
+    from aios.runstore import RunStore
+
+log = logging.getLogger(__name__)
+
+ACTIVE = ("running", "waiting")
+FINAL = ("done", "failed", "cancelled", "interrupted")
+FINISH_WAIT = 5.0
+"""Seconds a cancelled run's app gets to show its final view before the window shows
+a cancelled view instead (DESIGN §12: "briefly bounded")."""
+
+
+@dataclass
+class Run:
+    run_id: str
+    session_id: str
+    app: str
+    kind: str
+    text: str | None = None
+    state: str = "running"
+    cancel: threading.Event = field(default_factory=threading.Event)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    """Interactions this run waits on (their public form)."""
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _changed: threading.Condition = field(default_factory=threading.Condition)
+    _finished: bool = False
+    response: dict[str, Any] | None = None
+    waits: int = 0
+    """Interactions of this run pending now (tasks of one instruction ask in parallel)."""
+    paused: bool = False
+    """It waited for the user at least once: its final views go out as events."""
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "app": self.app,
+            "kind": self.kind,
+            "state": self.state,
+            "text": self.text,
+            "steps": list(self.steps.values()),
+            "pending": list(self.pending),
+        }
+
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """Until the work finished (True) or the run waits for the user (False)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._finished or self.state == "waiting", timeout)
+            return self._finished
+
+    def wait_finished(self, timeout: float | None = None) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self._finished, timeout)
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+
+class Runs:
+    """The active runs of this system, persisted and announced."""
+
+    def __init__(self, store: RunStore, bus: EventBus, clock: Callable[[], float] = time.time):
+        self._store = store
+        self._bus = bus
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.lock = threading.RLock()
+        """Held while a run's pending interactions and waiting state change together."""
+        self._active: dict[str, Run] = {}
+        self.closing = threading.Event()
+        """Set by :meth:`shutdown`: nothing more is written for the runs still at work."""
+
+    def start(self, kind: str, app: str, session_id: str, text: str | None = None) -> Run:
+        run = Run(run_id=new_id("run"), session_id=session_id, app=app, kind=kind, text=text)
+        self._store.create_run(run.run_id, session_id=session_id, app=app, kind=kind, text=text)
+        with self._lock:
+            self._active[run.run_id] = run
+        self._announce(run)
+        return run
+
+    def get(self, run_id: str) -> Run | None:
+        with self._lock:
+            return self._active.get(run_id)
+
+    def active(self, session_id: str | None = None) -> list[Run]:
+        with self._lock:
+            runs = list(self._active.values())
+        return [r for r in runs if session_id is None or r.session_id == session_id]
+
+    def shutdown(self) -> None:
+        """The system stops: its active runs end ``interrupted`` (kept for the next start)."""
+        self.closing.set()
+        with self._lock:
+            runs, self._active = list(self._active.values()), {}
+        for run in runs:
+            run.cancel.set()
+        try:
+            self._store.interrupt_unfinished_runs()
+        except Exception:  # noqa: BLE001 - the next start does it again
+            log.exception("could not mark the active runs interrupted")
+
+    def set_state(self, run: Run, state: str, response: dict[str, Any] | None = None) -> None:
+        if run.state in FINAL or self.closing.is_set():
+            return
+        run.state = state
+        if state == "waiting":
+            run.paused = True
+        if response is not None:
+            run.response = response
+        self._store.set_run_state(run.run_id, state, response=response)
+        self._announce(run)
+        run._notify()
+
+    def finish(self, run: Run, response: dict[str, Any] | None, *, failed: bool = False) -> None:
+        """The work ended: the run becomes done, failed or (if asked to stop) cancelled."""
+        state = "cancelled" if run.cancel.is_set() else ("failed" if failed else "done")
+        self.set_state(run, state, response)
+        with run._changed:
+            run._finished = True
+        run._notify()
+        with self._lock:
+            self._active.pop(run.run_id, None)
+
+    def plan(self, run: Run, entries: list[dict[str, Any]]) -> None:
+        """A new plan (one round of steps) of the run: stored after the earlier ones."""
+        for entry in entries:
+            run.steps[str(entry["step_id"])] = dict(entry)
+        if self.closing.is_set():
+            return
+        self._store.set_steps(run.run_id, entries, append=True)
+        for entry in entries:
+            self._emit_step(run, entry)
+
+    def step(self, run: Run, entry: dict[str, Any]) -> None:
+        """A step changed (started, finished, decided): store it, announce it."""
+        key = str(entry["step_id"])
+        merged = {**run.steps.get(key, {}), **entry}
+        run.steps[key] = merged
+        if self.closing.is_set():
+            return
+        fields = {k: v for k, v in entry.items() if k != "step_id"}
+        self._store.update_step(run.run_id, key, **fields)
+        self._emit_step(run, merged)
+
+    def _emit_step(self, run: Run, entry: dict[str, Any]) -> None:
+        self._bus.emit(
+            "step",
+            {"run_id": run.run_id, "app": run.app, "session_id": run.session_id, **entry},
+        )
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """Stop a run; 404 for an unknown one, 409 for one that already ended."""
+        run = self.get(run_id)
+        if run is None:
+            row = self._store.run(run_id)
+            if row is None:
+                raise NotFound(f"no run {run_id!r}")
+            raise Conflict(f"run {run_id} already ended: {row.get('state')}", current=row)
+        run.cancel.set()
+        run._notify()
+        log.info("run %s (%s) cancelled by the user", run_id, run.app)
+        return {"run_id": run_id, "state": "cancelling"}
+
+    def cancel_session(self, session_id: str) -> list[str]:
+        """Cancel the session's active runs (typed or spoken 停止 / 取消 / stop)."""
+        ids = [r.run_id for r in self.active(session_id)]
+        for run_id in ids:
+            try:
+                self.cancel(run_id)
+            except (NotFound, Conflict):
+                pass
+        return ids
+
+    def _announce(self, run: Run) -> None:
+        self._bus.emit(
+            "run",
+            {
+                "run_id": run.run_id,
+                "state": run.state,
+                "app": run.app,
+                "session_id": run.session_id,
+                "kind": run.kind,
+            },
+        )
+
+
+# ------------------------------------------------------------------ the gate
+
+
+def gate(
+    approvals: Approvals, runs: Runs, run: Run, app: str, steps: list[dict[str, Any]]
+) -> tuple[dict[str, ToolResult], dict[str, str]]:
+    """Review a plan before it runs; ask the user when a step needs it, and wait.
+
+    Returns the results of the steps that must not run (denied, expired,
+    refused by policy, cancelled) and, for the others, how each was allowed
+    (``policy`` or ``user``) for the audit log. An invalid plan is left to
+    the executor, which reports it.
+    """
+    try:
+        plan = parse_steps(steps)
+    except ProtocolError:
+        return {}, {}
+    reviews = approvals.review(app, run.session_id, plan)
+    runs.plan(run, [{**r.public(), "status": "pending"} for r in reviews])
+    presets: dict[str, ToolResult] = {
+        r.step_id: stopped(r.tool, "never") for r in reviews if r.rule == "never"
+    }
+    decisions = {r.step_id: "policy" for r in reviews if r.rule == "allow"}
+    asked = [r for r in reviews if r.asks]
+    if not asked:
+        return presets, decisions
+    ia = approvals.ask(run.run_id, app, run.session_id, reviews)
+    with runs.lock:
+        run.pending.append(ia.public())
+        run.waits += 1
+        if run.waits == 1:
+            runs.set_state(run, "waiting")
+    try:
+        decision = approvals.wait(ia, run.cancel)
+    finally:
+        with runs.lock:
+            run.pending = [p for p in run.pending if p["id"] != ia.id]
+            run.waits -= 1
+            if run.waits == 0 and not run.cancel.is_set():
+                runs.set_state(run, "running")
+    codes: dict[str, Literal["denied", "expired", "cancelled"]] = {
+        "deny": "denied",
+        "expired": "expired",
+        "cancelled": "cancelled",
+    }
+    code = codes.get(decision)
+    for r in asked:
+        if code is not None:
+            presets[r.step_id] = stopped(r.tool, code)
+        else:
+            decisions[r.step_id] = "user"
+        runs.step(run, {"step_id": r.step_id, "decision": code or decision})
+    return presets, decisions
+
+
+def waiting_view(run: Run) -> dict[str, Any]:
+    """What an entry point answers while its run waits for the user (DESIGN §12)."""
+    return {
+        "status": "ok",
+        "view_type": "text",
+        "data": {"content": "等待你的确认… / Waiting for your approval…"},
+        "actions": [],
+        "message": "等待你的确认 / waiting for your approval",
+        "run_id": run.run_id,
+        "state": "waiting",
+        "pending": list(run.pending),
+    }

@@ -1,0 +1,375 @@
+"""Runs (DESIGN §12): the user approves, watches and stops what an app's plan does.
+
+Real system, real app process (``tests/fixtures/apps_runs/planner``: the action
+``plan`` runs the steps it is given), real commands in the sandbox, real SQLite.
+Each row of §12: the three modes, the four decisions (always across a restart),
+expiry, the block list, cancel of a running command and of a waiting run, the
+409s and 400s, two tabs answering one card, recovery of a waiting run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from aios.events import Subscription
+from tests.integration.conftest import FIXTURES, Running, copy_apps, start_system
+from tests.util import wait_for
+
+APPS = FIXTURES / "apps_runs"
+APP = "planner"
+WAIT = 20.0
+
+SHELL = [{"step_id": "run", "tool": "shell_exec", "args": {"cmd": "echo hello"}}]
+WRITE = [{"step_id": "w", "tool": "file_write", "args": {"path": "out.txt", "content": "x"}}]
+READ = [{"step_id": "r", "tool": "file_list", "args": {"path": "."}}]
+
+
+@pytest.fixture
+def make(tmp_path: Path) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(data: Path | None = None, **approvals: Any) -> Running:
+        apps = tmp_path / "apps"
+        if not apps.exists():
+            copy_apps(apps, [APP], source=APPS)
+        running = start_system(
+            apps, data or tmp_path / "data", approvals={"mode": "smart", **approvals}
+        )
+        started.append(running)
+        return running
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+def plan(running: Running, steps: list[dict[str, Any]], sid: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"app": APP, "action_id": "plan", "params": {"steps": steps}}
+    if sid:
+        body["session_id"] = sid
+    r = running.post("/api/action", body)
+    assert r.status_code == 200, r.text
+    reply: dict[str, Any] = r.json()
+    return reply
+
+
+def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
+            response: dict[str, Any] = ev["response"]
+            return response
+    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
+
+
+def answer(running: Running, ia_id: str, decision: str) -> tuple[int, dict[str, Any]]:
+    r = running.post(f"/api/interactions/{ia_id}", {"decision": decision})
+    return r.status_code, r.json()
+
+
+def run_row(running: Running, run_id: str) -> dict[str, Any]:
+    r = running.get(f"/api/runs/{run_id}")
+    assert r.status_code == 200, r.text
+    row: dict[str, Any] = r.json()
+    return row
+
+
+def wait_state(running: Running, run_id: str, state: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: row if (row := run_row(running, run_id))["state"] == state else None,
+        timeout=WAIT,
+        what=f"run {run_id} to be {state}",
+    )
+
+
+# --------------------------------------------------------------------- modes
+
+
+def test_smart_mode_asks_before_a_command_and_runs_it_once_allowed(
+    make: Callable[..., Running],
+) -> None:
+    running = make()
+    sub = running.system.bus.subscribe()
+    reply = plan(running, SHELL)
+    assert reply["state"] == "waiting" and reply["run_id"].startswith("run_")
+    (card,) = reply["pending"]
+    assert card["kind"] == "approval" and card["run_id"] == reply["run_id"]
+    (step,) = card["steps"]
+    assert step["tool"] == "shell_exec" and step["risk"] == "high" and "echo hello" in step["text"]
+    pending = running.get("/api/interactions?pending=1").json()
+    assert [p["id"] for p in pending] == [card["id"]]
+    assert run_row(running, reply["run_id"])["state"] == "waiting"
+
+    status, body = answer(running, card["id"], "allow")
+    assert status == 200 and body["state"] == "answered"
+    view = final_view(sub, reply["run_id"])
+    assert "results" in view.get("data", {}), view
+    assert view["data"]["results"]["step_run"]["result"]["stdout"].strip() == "hello"
+    row = wait_state(running, reply["run_id"], "done")
+    assert [s["status"] for s in row["steps"]] == ["ok"]
+    assert running.get("/api/interactions?pending=1").json() == []
+    audit = running.get("/api/audit", params={"app": APP}).json()
+    shell = next(a for a in audit if a["tool"] == "shell_exec")
+    assert shell["run_id"] == reply["run_id"] and shell["risk"] == "high"
+    assert shell["decision"] == "user"
+
+
+def test_smart_mode_runs_reads_and_writes_at_once(make: Callable[..., Running]) -> None:
+    running = make()
+    reply = plan(running, WRITE + READ)
+    assert "state" not in reply, reply
+    assert reply["response"]["data"]["codes"] == {"step_w": None, "step_r": None}
+    assert reply["run_id"] == reply["response"]["run_id"]
+    assert run_row(running, reply["run_id"])["state"] == "done"
+
+
+def test_auto_mode_asks_nothing(make: Callable[..., Running]) -> None:
+    running = make(mode="auto")
+    reply = plan(running, SHELL)
+    assert "state" not in reply
+    assert reply["response"]["data"]["results"]["step_run"]["status"] == "ok"
+
+
+def test_manual_mode_asks_before_a_write_but_not_a_read(make: Callable[..., Running]) -> None:
+    running = make(mode="manual")
+    reply = plan(running, READ)
+    assert "state" not in reply
+    reply = plan(running, WRITE)
+    assert reply["state"] == "waiting"
+    assert reply["pending"][0]["steps"][0]["risk"] == "medium"
+
+
+# ----------------------------------------------------------------- decisions
+
+
+def test_deny_stops_the_plan_and_the_app_sees_denied(make: Callable[..., Running]) -> None:
+    running = make()
+    sub = running.system.bus.subscribe()
+    marker = Path(running.apps_dir / APP / "workspace" / "made.txt")
+    steps = [
+        {
+            "step_id": "mk",
+            "tool": "shell_exec",
+            "args": {"cmd": ["python3", "-c", "open('made.txt','w').write('x')"]},
+        }
+    ]
+    reply = plan(running, steps)
+    status, _ = answer(running, reply["pending"][0]["id"], "deny")
+    assert status == 200
+    view = final_view(sub, reply["run_id"])
+    assert view["data"]["codes"] == {"step_mk": "denied"}
+    assert view["data"]["results"]["step_mk"]["error"] == "denied by the user"
+    assert not marker.exists()
+    audit = running.get("/api/audit", params={"app": APP}).json()
+    denied = next(a for a in audit if a["tool"] == "shell_exec")
+    assert denied["status"] == "denied" and denied["decision"] == "denied"
+
+
+def test_allow_for_this_session_asks_again_only_in_another_session(
+    make: Callable[..., Running],
+) -> None:
+    running = make()
+    first = plan(running, SHELL)
+    sid = first["session_id"]
+    answer(running, first["pending"][0]["id"], "allow_session")
+    wait_state(running, first["run_id"], "done")
+    again = plan(running, SHELL, sid=sid)
+    assert "state" not in again, again
+    other = plan(running, SHELL)
+    assert other["session_id"] != sid and other["state"] == "waiting"
+
+
+def test_always_allow_survives_a_restart_and_can_be_revoked(
+    make: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = make()
+    first = plan(running, SHELL)
+    answer(running, first["pending"][0]["id"], "allow_always")
+    wait_state(running, first["run_id"], "done")
+    assert running.get(f"/api/apps/{APP}/policy").json() == {"shell_exec": "allow"}
+    running.stop()
+    again = make(data=tmp_path / "data")
+    assert "state" not in plan(again, SHELL)
+    r = again.post(f"/api/apps/{APP}/policy", {"shell_exec": None})
+    assert r.status_code == 200 and r.json() == {}
+    assert plan(again, SHELL)["state"] == "waiting"
+
+
+def test_a_never_policy_refuses_without_asking(make: Callable[..., Running]) -> None:
+    running = make(mode="auto")
+    r = running.post(f"/api/apps/{APP}/policy", {"shell_exec": "never"})
+    assert r.status_code == 200
+    reply = plan(running, SHELL)
+    assert "state" not in reply
+    assert reply["response"]["data"]["codes"] == {"step_run": "denied"}
+
+
+def test_an_unanswered_card_expires(make: Callable[..., Running]) -> None:
+    running = make(timeout=1)
+    sub = running.system.bus.subscribe()
+    reply = plan(running, SHELL)
+    view = final_view(sub, reply["run_id"])
+    assert view["data"]["codes"] == {"step_run": "expired"}
+    ia = reply["pending"][0]["id"]
+    status, body = answer(running, ia, "allow")
+    assert status == 409 and body["current"]["state"] == "expired"
+
+
+# ----------------------------------------------------------------- bad input
+
+
+def test_bad_answers_and_two_tabs(make: Callable[..., Running]) -> None:
+    running = make()
+    reply = plan(running, SHELL)
+    ia = reply["pending"][0]["id"]
+    status, body = answer(running, ia, "maybe")
+    assert status == 400 and "allow, allow_session, allow_always, deny" in body["error"]
+    assert answer(running, "ia_0000000000000000", "allow")[0] == 404
+    results: list[tuple[int, dict[str, Any]]] = []
+    tabs = [
+        threading.Thread(target=lambda d=d: results.append(answer(running, ia, d)))
+        for d in ("allow", "deny")
+    ]
+    for t in tabs:
+        t.start()
+    for t in tabs:
+        t.join()
+    codes = sorted(code for code, _ in results)
+    assert codes == [200, 409], results
+    winner = next(body for code, body in results if code == 200)["answer"]["decision"]
+    loser = next(body for code, body in results if code == 409)
+    assert loser["current"]["answer"]["decision"] == winner
+    assert answer(running, ia, winner)[0] == 200  # the same answer again is fine
+    wait_state(running, reply["run_id"], "done")
+    r = running.post(f"/api/runs/{reply['run_id']}/cancel")
+    assert r.status_code == 409 and r.json()["current"]["state"] == "done"
+    assert running.post("/api/runs/run_nope/cancel").status_code == 404
+
+
+# -------------------------------------------------------------------- cancel
+
+
+def test_cancel_kills_a_running_command_and_nothing_is_written_after(
+    make: Callable[..., Running],
+) -> None:
+    running = make(mode="auto")
+    sub = running.system.bus.subscribe()
+    after = running.apps_dir / APP / "workspace" / "after.txt"
+    code = "import time; time.sleep(30); open('after.txt', 'w').write('late')"
+    steps = [
+        {"step_id": "slow", "tool": "shell_exec", "args": {"cmd": ["python3", "-c", code]}},
+        {"step_id": "next", "tool": "file_write", "args": {"path": "next.txt", "content": "x"}},
+    ]
+    done: dict[str, Any] = {}
+    caller = threading.Thread(target=lambda: done.update(plan(running, steps)))
+    caller.start()
+
+    def sleeper() -> psutil.Process | None:
+        for p in psutil.process_iter(["cmdline"]):
+            if code in " ".join(p.info["cmdline"] or []):
+                return p
+        return None
+
+    proc = wait_for(sleeper, timeout=WAIT, what="the command to start")
+    run_id = running.get("/api/runs?active=1").json()[0]["run_id"]
+    r = running.post(f"/api/runs/{run_id}/cancel")
+    assert r.status_code == 200
+    gone = time.monotonic()
+    wait_for(lambda: not proc.is_running(), timeout=2, what="the command to be killed")
+    assert time.monotonic() - gone < 2
+    caller.join(WAIT)
+    codes = done["response"]["data"]["codes"]
+    assert codes == {"step_slow": "cancelled", "step_next": "cancelled"}, codes
+    assert wait_state(running, run_id, "cancelled")
+    assert not after.exists() and not (after.parent / "next.txt").exists()
+    del sub
+
+
+def test_cancel_of_a_waiting_run_withdraws_its_card(make: Callable[..., Running]) -> None:
+    running = make()
+    sub = running.system.bus.subscribe()
+    reply = plan(running, SHELL)
+    r = running.post(f"/api/runs/{reply['run_id']}/cancel")
+    assert r.status_code == 200
+    view = final_view(sub, reply["run_id"])
+    assert view["data"]["codes"] == {"step_run": "cancelled"}
+    wait_state(running, reply["run_id"], "cancelled")
+    assert running.get("/api/interactions?pending=1").json() == []
+
+
+def test_typing_stop_cancels_the_sessions_run(make: Callable[..., Running]) -> None:
+    running = make()
+    reply = plan(running, SHELL)
+    r = running.post("/api/instruction", {"text": "停止", "session_id": reply["session_id"]})
+    assert r.status_code == 200 and r.json()["cancelled"] == [reply["run_id"]]
+    wait_state(running, reply["run_id"], "cancelled")
+
+
+# ------------------------------------------------------------------ recovery
+
+
+def test_a_run_waiting_when_the_system_stopped_is_interrupted_after_restart(
+    make: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = make()
+    reply = plan(running, SHELL)
+    ia = reply["pending"][0]["id"]
+    running.stop()  # the next start finds it still waiting, as after a crash
+    again = make(data=tmp_path / "data")
+    row = run_row(again, reply["run_id"])
+    assert row["state"] == "interrupted"
+    assert again.get("/api/interactions?pending=1").json() == []
+    status, body = answer(again, ia, "allow")
+    assert status == 409 and body["current"]["state"] == "withdrawn"
+
+
+# ---------------------------------------------------------- synchronous calls
+
+
+def test_a_synchronous_call_waits_for_the_card_without_timing_the_app_out(
+    make: Callable[..., Running],
+) -> None:
+    running = make()  # handle_timeout is 3 s in these tests; the user takes longer
+    body = {
+        "app": APP,
+        "action_id": "call",
+        "params": {"tool": "shell_exec", "args": {"cmd": "echo synced"}},
+    }
+    got: dict[str, Any] = {}
+    caller = threading.Thread(target=lambda: got.update(running.post("/api/action", body).json()))
+    caller.start()
+    card = wait_for(
+        lambda: p[0] if (p := running.get("/api/interactions?pending=1").json()) else None,
+        timeout=WAIT,
+        what="the card for the synchronous call",
+    )
+    assert [s["tool"] for s in card["steps"]] == ["shell_exec"]
+    started = time.monotonic()
+    wait_for(
+        lambda: time.monotonic() - started > running.system.config.handle_timeout + 0.5,
+        timeout=WAIT,
+        what="longer than the handle timeout",
+    )
+    assert caller.is_alive(), "the app's call was timed out while it waited for the user"
+    assert answer(running, card["id"], "allow")[0] == 200
+    caller.join(WAIT)
+    assert got["response"]["data"]["result"]["stdout"].strip() == "synced", got
+    body["params"]["args"] = {"cmd": "echo denied"}
+    caller = threading.Thread(target=lambda: got.update(running.post("/api/action", body).json()))
+    caller.start()
+    card = wait_for(
+        lambda: p[0] if (p := running.get("/api/interactions?pending=1").json()) else None,
+        timeout=WAIT,
+        what="the second card",
+    )
+    answer(running, card["id"], "deny")
+    caller.join(WAIT)
+    assert got["response"]["data"]["error"] == "denied by the user", got
