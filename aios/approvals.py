@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from aios.errors import BadRequest, Conflict, NotFound
-from aios.risk import Risk, classify, describe
+from aios.risk import Risk, blocked, classify, describe
 
 if TYPE_CHECKING:
     from aios.config import ApprovalsConfig
     from aios.events import EventBus
     from aios.protocol import Step
     from aios.runstore import RunStore
+    from aios.sandbox import SandboxPolicy
 
 Rule = Literal["allow", "ask", "never"]
 RULES: tuple[Rule, ...] = ("allow", "ask", "never")
@@ -61,19 +62,27 @@ class Review:
     risk: Risk | None
     rule: Rule
     text: str
+    args: str = "{}"
+    """The arguments as the audit log shows them (secrets redacted, size capped)."""
+    blocked: str | None = None
+    """The block list's refusal: such a step is never asked about, the tool refuses it."""
 
     @property
     def asks(self) -> bool:
-        return self.rule == "ask"
+        return self.rule == "ask" and self.blocked is None
 
     def public(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "step_id": self.step_id,
             "tool": self.tool,
             "risk": self.risk,
-            "rule": self.rule,
+            "rule": "ask" if self.asks else ("never" if self.blocked else self.rule),
             "text": self.text,
+            "args": self.args,
         }
+        if self.blocked is not None:
+            out["blocked"] = self.blocked
+        return out
 
 
 @dataclass
@@ -145,7 +154,17 @@ class Approvals:
                 return "allow"
         return "ask" if risk in ASKED_AT[self._config().mode] else "allow"
 
-    def review(self, app: str, session_id: str, steps: Sequence[Step]) -> list[Review]:
+    def review(
+        self,
+        app: str,
+        session_id: str,
+        steps: Sequence[Step],
+        policy: SandboxPolicy | None = None,
+    ) -> list[Review]:
+        """Each step's risk, rule and plain words; with the app's sandbox ``policy``, also
+        whether the block list will refuse it (then nobody is asked about it)."""
+        from aios.tools import audit_args
+
         out = []
         for step in steps:
             risk = classify(step.tool, step.args)
@@ -156,6 +175,8 @@ class Approvals:
                     risk=risk,
                     rule=self.rule(app, session_id, step.tool, risk),
                     text=describe(step.tool, step.args),
+                    args=audit_args(step.args),
+                    blocked=blocked(policy, step.tool, step.args) if policy is not None else None,
                 )
             )
         return out

@@ -100,7 +100,7 @@ def _probe(bwrap: str, python: str) -> str | None:
             "--",
             python,
             "-c",
-            "import flask",
+            "pass",  # the interpreter and its site-packages path start; imports are the app's
         ]
         try:
             r = subprocess.run(

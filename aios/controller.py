@@ -122,7 +122,7 @@ class Controller:
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
         self.store.add_history(sid, "user", {"open": app_id}, app=app_id)
-        run = self.runs.start("open", app_id, sid)
+        run = self.runs.start("open", app_id, sid, request={"kind": "open", "app": app_id})
         return sid, self._app_run(run, record, "", None)
 
     def action(
@@ -134,7 +134,17 @@ class Controller:
         self.store.add_history(
             sid, "user", {"action": request.model_dump(exclude_none=True)}, app=app_id
         )
-        run = self.runs.start("action", app_id, sid, text=request.action_id)
+        run = self.runs.start(
+            "action",
+            app_id,
+            sid,
+            text=request.action_id,
+            request={
+                "kind": "action",
+                "app": app_id,
+                "action": request.model_dump(exclude_none=True),
+            },
+        )
         return sid, self._app_run(run, record, None, request)
 
     def _app_run(
@@ -246,7 +256,11 @@ class Controller:
                 "notes": plan.notes,
             }
         run = self.runs.start(
-            "instruction", ",".join(dict.fromkeys(t.app for t in plan.tasks)), sid, text=text
+            "instruction",
+            ",".join(dict.fromkeys(t.app for t in plan.tasks)),
+            sid,
+            text=text,
+            request={"kind": "instruction", "text": text},
         )
         done = self._settle(run, lambda: self._run_plan(plan, text, sid, run), lambda r: r)
         if done is None:
@@ -446,12 +460,15 @@ class Controller:
         self, run: Run, app: str, steps: list[dict[str, Any]], ctx: ToolContext
     ) -> dict[str, Any]:
         """One plan within a run: reviewed (maybe waiting for the user), then run, announced."""
-        presets, decisions = gate(self.approvals, self.runs, run, app, steps)
-        started: dict[str, float] = {}
+        presets, decisions = gate(self.approvals, self.runs, run, app, steps, ctx.policy)
+        current: dict[str, str] = {}
 
         def before(key: str, tool: str) -> None:
-            started[key] = time.monotonic()
+            current["key"] = key
             self.runs.step(run, {"step_id": key, "tool": tool, "status": "started"})
+
+        def progress(report: dict[str, Any]) -> None:
+            self.runs.progress(run, current.get("key", ""), report)
 
         def after(key: str, result: ToolResult) -> None:
             entry: dict[str, Any] = {
@@ -468,7 +485,7 @@ class Controller:
 
         return self.executor.run(
             steps,
-            ctx.for_run(run.run_id, run.cancel, decisions),
+            ctx.for_run(run.run_id, run.cancel, decisions, progress),
             on_step=after,
             before_step=before,
             presets=presets,

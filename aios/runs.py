@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from aios.approvals import Approvals
     from aios.events import EventBus
     from aios.runstore import RunStore
+    from aios.sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +105,19 @@ class Runs:
         self.closing = threading.Event()
         """Set by :meth:`shutdown`: nothing more is written for the runs still at work."""
 
-    def start(self, kind: str, app: str, session_id: str, text: str | None = None) -> Run:
+    def start(
+        self,
+        kind: str,
+        app: str,
+        session_id: str,
+        text: str | None = None,
+        request: dict[str, Any] | None = None,
+    ) -> Run:
+        """A new run; ``request`` is what a retry sends again (``POST /api/runs/<id>/retry``)."""
         run = Run(run_id=new_id("run"), session_id=session_id, app=app, kind=kind, text=text)
-        self._store.create_run(run.run_id, session_id=session_id, app=app, kind=kind, text=text)
+        self._store.create_run(
+            run.run_id, session_id=session_id, app=app, kind=kind, text=text, request=request
+        )
         with self._lock:
             self._active[run.run_id] = run
         self._announce(run)
@@ -176,6 +187,19 @@ class Runs:
         self._store.update_step(run.run_id, key, **fields)
         self._emit_step(run, merged)
 
+    def progress(self, run: Run, step_id: str, report: dict[str, Any]) -> None:
+        """How far a long step got: announced only (a ``progress`` event), not stored."""
+        self._bus.emit(
+            "progress",
+            {
+                "run_id": run.run_id,
+                "app": run.app,
+                "session_id": run.session_id,
+                "step_id": step_id,
+                **report,
+            },
+        )
+
     def _emit_step(self, run: Run, entry: dict[str, Any]) -> None:
         self._bus.emit(
             "step",
@@ -222,7 +246,12 @@ class Runs:
 
 
 def gate(
-    approvals: Approvals, runs: Runs, run: Run, app: str, steps: list[dict[str, Any]]
+    approvals: Approvals,
+    runs: Runs,
+    run: Run,
+    app: str,
+    steps: list[dict[str, Any]],
+    policy: SandboxPolicy | None = None,
 ) -> tuple[dict[str, ToolResult], dict[str, str]]:
     """Review a plan before it runs; ask the user when a step needs it, and wait.
 
@@ -235,12 +264,12 @@ def gate(
         plan = parse_steps(steps)
     except ProtocolError:
         return {}, {}
-    reviews = approvals.review(app, run.session_id, plan)
+    reviews = approvals.review(app, run.session_id, plan, policy)
     runs.plan(run, [{**r.public(), "status": "pending"} for r in reviews])
     presets: dict[str, ToolResult] = {
         r.step_id: stopped(r.tool, "never") for r in reviews if r.rule == "never"
     }
-    decisions = {r.step_id: "policy" for r in reviews if r.rule == "allow"}
+    decisions = {r.step_id: "policy" for r in reviews if r.rule == "allow" or r.blocked}
     asked = [r for r in reviews if r.asks]
     if not asked:
         return presets, decisions

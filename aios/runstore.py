@@ -25,7 +25,8 @@ from aios.store import Store
 if TYPE_CHECKING:
     from sqlite3 import Connection
 
-RUN_KINDS = ("instruction", "open", "action")
+RUN_KINDS = ("instruction", "open", "action", "tool")
+"""``tool``: an app's synchronous call that waited for the user outside any other run."""
 ACTIVE = ("running", "waiting")
 FINAL = ("done", "failed", "cancelled", "interrupted")
 RUN_STATES = ACTIVE + FINAL

@@ -272,7 +272,7 @@ class System:
         if run is None:
             run = self.runs.start("tool", record.id, sid, text=name)
         try:
-            presets, decisions = gate(self.approvals, self.runs, run, record.id, [step])
+            presets, decisions = gate(self.approvals, self.runs, run, record.id, [step], ctx.policy)
             ctx = ctx.for_run(run.run_id, run.cancel, decisions)
             preset = next(iter(presets.values()), None)
             if preset is not None:

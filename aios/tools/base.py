@@ -67,6 +67,8 @@ class ToolContext:
     """The run this call belongs to (audit rows and events carry it, DESIGN §12)."""
     cancel: threading.Event | None = field(default=None, compare=False)
     """Set when the user stops the run: a command in flight is killed."""
+    progress: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
+    """Reports how far a long step got (a command's output tail, bytes saved)."""
     decisions: dict[str, str] = field(default_factory=dict, compare=False)
     """Step id -> how it was allowed (``policy`` | ``user``), for the audit (DESIGN §12)."""
 
@@ -81,12 +83,19 @@ class ToolContext:
         return replace(self, session_id=session_id)
 
     def for_run(
-        self, run_id: str, cancel: threading.Event, decisions: dict[str, str] | None = None
+        self,
+        run_id: str,
+        cancel: threading.Event,
+        decisions: dict[str, str] | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> ToolContext:
-        """The same context, for one run: its id and decisions in the audit, its cancel flag."""
+        """The same context, for one run: its id and decisions in the audit, its cancel
+        flag, where its steps report progress."""
         from dataclasses import replace
 
-        return replace(self, run_id=run_id, cancel=cancel, decisions=decisions or {})
+        return replace(
+            self, run_id=run_id, cancel=cancel, decisions=decisions or {}, progress=progress
+        )
 
 
 ToolFunc = Callable[[ToolContext, Any], ToolOutput]

@@ -280,6 +280,8 @@ class _Transfer:
             raise too_big
         total = 0
         while True:
+            if self.ctx.cancel is not None and self.ctx.cancel.is_set():
+                raise ToolFailed("cancelled by the user; the download was stopped", meta=meta)
             _set_socket_timeout(resp, self.remaining())
             chunk = resp.raw.read1(CHUNK_BYTES, decode_content=True)
             if not chunk:
@@ -327,11 +329,18 @@ class _Transfer:
         size = 0
         try:
             with os.fdopen(fd, "wb") as f:
+                declared = resp.headers.get("Content-Length", "")
+                expected = int(declared) if declared.isdigit() else None
+                reported = 0.0
                 for chunk in self.stream(
                     resp, cap, "tool_sandbox.max_file_bytes", meta, "; nothing saved"
                 ):
                     f.write(chunk)
                     size += len(chunk)
+                    now = time.monotonic()
+                    if self.ctx.progress is not None and now - reported >= PROGRESS_EVERY:
+                        reported = now
+                        self.ctx.progress({"bytes": size, "total": expected, "path": shown})
                 f.flush()
                 os.fchmod(f.fileno(), SAVED_FILE_MODE)  # whatever the umask did
                 os.fsync(f.fileno())
@@ -352,6 +361,10 @@ class _Transfer:
             raise ToolFailed(_describe(e, self.url, self.timeout)) from e
         except (TimeoutError, u3.HTTPError) as e:  # from resp.raw.read1 while streaming
             raise ToolFailed(_describe(e, self.url, self.timeout)) from e
+
+
+PROGRESS_EVERY = 0.5
+"""Seconds between two progress reports (bytes saved) of a ``save_to`` download."""
 
 
 def _describe(e: BaseException, url: str, timeout: float) -> str:

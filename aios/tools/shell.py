@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,10 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 65536
 POLL_SECONDS = 0.1
+PROGRESS_EVERY = 0.5
+"""Seconds between two progress reports (the tail of the output) of a running command."""
+TAIL_LINES = 6
+TAIL_CHARS = 2000
 DRAIN_SECONDS = 0.5
 """After the command exits, how long its output may keep arriving (from
 processes it left behind) before they are killed."""
@@ -261,7 +266,10 @@ class RunOutcome:
 
 
 def run_plan(
-    plan: CommandPlan, timeout: float, cancel: threading.Event | None = None
+    plan: CommandPlan,
+    timeout: float,
+    cancel: threading.Event | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunOutcome:
     """Run every stage wired by pipes; capture, cap, time out, clean up."""
     out_r, out_w = os.pipe()
@@ -296,7 +304,7 @@ def run_plan(
         raise
     for fd in ours:
         os.close(fd)
-    return _collect(plan, procs, cgroup, out_r, err_r, timeout, cancel)
+    return _collect(plan, procs, cgroup, out_r, err_r, timeout, cancel, progress)
 
 
 def _collect(
@@ -307,8 +315,10 @@ def _collect(
     err_r: int,
     timeout: float,
     cancel: threading.Event | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunOutcome:
     streams = {out_r: _Capped(plan.max_output), err_r: _Capped(plan.max_output)}
+    reported, shown = time.monotonic(), 0
     flood_limit = plan.max_output * OUTPUT_FLOOD_FACTOR
     sel = selectors.DefaultSelector()
     for fd in streams:
@@ -332,6 +342,10 @@ def _collect(
                 break  # something the command left behind holds the pipe open
             for key, _ in sel.select(min(deadline - now, POLL_SECONDS)):
                 _read_into(sel, key.fd, streams[key.fd])
+            seen = sum(s.total for s in streams.values())
+            if progress is not None and seen != shown and now - reported >= PROGRESS_EVERY:
+                reported, shown = now, seen
+                progress({"tail": _tail(streams[out_r], streams[err_r]), "bytes": seen})
             if sum(s.total for s in streams.values()) > flood_limit:
                 flooded = True
                 break
@@ -366,6 +380,12 @@ def _collect(
         signal=sig,
         process_limit_hit=hit,
     )
+
+
+def _tail(out: _Capped, err: _Capped) -> str:
+    """The last lines a running command printed (stdout, then stderr), for its progress."""
+    text = (out.text() + err.text())[-TAIL_CHARS:]
+    return "\n".join(text.splitlines()[-TAIL_LINES:])
 
 
 def _wait_exited(procs: list[subprocess.Popen[bytes]], deadline: float) -> bool:
@@ -462,7 +482,7 @@ def run_command(
     ctx: ToolContext, plan: CommandPlan, tool: str, requested_timeout: float | None
 ) -> ToolOutput:
     timeout = ctx.timeout(tool, requested_timeout)
-    outcome = run_plan(plan, timeout, ctx.cancel)
+    outcome = run_plan(plan, timeout, ctx.cancel, ctx.progress)
     return finish(plan, outcome, timeout)
 
 

@@ -61,7 +61,7 @@ def file_grants() -> Response:
 def open_app(app_id: str) -> Response:
     body = json_body()
     sid, outcome = system().controller.open_app(app_id, session(body))
-    return jsonify(_with_run(app_id, sid, outcome.response))
+    return jsonify(with_run(app_id, sid, outcome.response))
 
 
 @bp.post("/action")
@@ -76,10 +76,10 @@ def action() -> Response:
     except ValidationError as e:
         raise BadRequest(f"invalid action: {describe_validation_error(e)}") from e
     sid, outcome = system().controller.action(app_id, req, session(body))
-    return jsonify(_with_run(app_id, sid, outcome.response))
+    return jsonify(with_run(app_id, sid, outcome.response))
 
 
-def _with_run(app_id: str, sid: str, response: dict[str, Any]) -> dict[str, Any]:
+def with_run(app_id: str, sid: str, response: dict[str, Any]) -> dict[str, Any]:
     """The reply, with its run's id (and, paused, its state and pending cards) on top."""
     out: dict[str, Any] = {"app": app_id, "session_id": sid, "response": response}
     for key in ("run_id", "state", "pending"):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from aios.errors import AppNotFound, NotFound
+from aios.errors import AppNotFound, Conflict, NotFound
+from aios.protocol import ActionRequest
+from aios.web.desktop_api import with_run
 from aios.web.request import int_arg, json_body, system
 
 bp = Blueprint("runs_api", __name__, url_prefix="/api")
@@ -45,6 +47,34 @@ def get_run(run_id: str) -> Response:
 @bp.post("/runs/<run_id>/cancel")
 def cancel_run(run_id: str) -> Response:
     return jsonify(system().runs.cancel(run_id))
+
+
+@bp.post("/runs/<run_id>/retry")
+def retry_run(run_id: str) -> Response:
+    """Send an ended run's instruction, open or action again, as a new run (DESIGN §12).
+
+    409 while the run is still active; nothing is ever re-run without this call.
+    """
+    sys_ = system()
+    row = sys_.runstore.run(run_id)
+    if row is None:
+        raise NotFound(f"no run {run_id!r}")
+    if row.get("state") in ("running", "waiting"):
+        raise Conflict(f"run {run_id} is still {row['state']}", current=row)
+    req = row.get("request")
+    if not isinstance(req, dict):
+        raise Conflict(f"run {run_id} kept nothing to send again", current=row)
+    sid = row.get("session_id")
+    ctl = sys_.controller
+    if req.get("kind") == "instruction":
+        return jsonify(ctl.instruction(str(req.get("text", "")), sid))
+    app_id = str(req.get("app", ""))
+    if req.get("kind") == "open":
+        sid, outcome = ctl.open_app(app_id, sid)
+    else:
+        action = ActionRequest.model_validate(req.get("action") or {})
+        sid, outcome = ctl.action(app_id, action, sid)
+    return jsonify(with_run(app_id, sid, outcome.response))
 
 
 @bp.get("/interactions")

@@ -337,20 +337,19 @@ def test_a_run_waiting_when_the_system_stopped_is_interrupted_after_restart(
 def test_a_synchronous_call_waits_for_the_card_without_timing_the_app_out(
     make: Callable[..., Running],
 ) -> None:
-    running = make()  # handle_timeout is 3 s in these tests; the user takes longer
+    """The app calls shell_exec itself inside /handle: the run pauses on the same card,
+    the desktop's request is answered "waiting" at once, and the app's /handle, still
+    waiting for the user, is not timed out (handle_timeout is 3 s in these tests)."""
+    running = make()
+    sub = running.system.bus.subscribe()
     body = {
         "app": APP,
         "action_id": "call",
         "params": {"tool": "shell_exec", "args": {"cmd": "echo synced"}},
     }
-    got: dict[str, Any] = {}
-    caller = threading.Thread(target=lambda: got.update(running.post("/api/action", body).json()))
-    caller.start()
-    card = wait_for(
-        lambda: p[0] if (p := running.get("/api/interactions?pending=1").json()) else None,
-        timeout=WAIT,
-        what="the card for the synchronous call",
-    )
+    reply = running.post("/api/action", body).json()
+    assert reply["state"] == "waiting", reply
+    (card,) = reply["pending"]
     assert [s["tool"] for s in card["steps"]] == ["shell_exec"]
     started = time.monotonic()
     wait_for(
@@ -358,18 +357,66 @@ def test_a_synchronous_call_waits_for_the_card_without_timing_the_app_out(
         timeout=WAIT,
         what="longer than the handle timeout",
     )
-    assert caller.is_alive(), "the app's call was timed out while it waited for the user"
+    assert run_row(running, reply["run_id"])["state"] == "waiting"
     assert answer(running, card["id"], "allow")[0] == 200
-    caller.join(WAIT)
-    assert got["response"]["data"]["result"]["stdout"].strip() == "synced", got
+    view = final_view(sub, reply["run_id"])
+    assert view["data"]["result"]["stdout"].strip() == "synced", view
     body["params"]["args"] = {"cmd": "echo denied"}
-    caller = threading.Thread(target=lambda: got.update(running.post("/api/action", body).json()))
-    caller.start()
-    card = wait_for(
-        lambda: p[0] if (p := running.get("/api/interactions?pending=1").json()) else None,
-        timeout=WAIT,
-        what="the second card",
-    )
-    answer(running, card["id"], "deny")
-    caller.join(WAIT)
-    assert got["response"]["data"]["error"] == "denied by the user", got
+    reply = running.post("/api/action", body).json()
+    answer(running, reply["pending"][0]["id"], "deny")
+    view = final_view(sub, reply["run_id"])
+    assert view["data"]["error"] == "denied by the user", view
+
+
+def test_an_interrupted_run_can_be_retried_and_nothing_reruns_by_itself(
+    make: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = make(mode="auto")
+    made = running.apps_dir / APP / "workspace" / "again.txt"
+    write = [{"step_id": "w", "tool": "file_write", "args": {"path": "again.txt", "content": "1"}}]
+    first = plan(running, write)
+    assert made.read_text() == "1"
+    made.unlink()
+    assert running.post(f"/api/runs/{first['run_id']}/retry").status_code == 200
+    assert made.read_text() == "1"  # the same action, sent again on request
+    waiting = make(data=tmp_path / "data2")  # a second system: a run left waiting
+    reply = plan(waiting, SHELL)
+    r = waiting.post(f"/api/runs/{reply['run_id']}/retry")
+    assert r.status_code == 409 and r.json()["current"]["state"] == "waiting"
+    waiting.stop()
+    again = make(data=tmp_path / "data2", mode="auto")
+    assert run_row(again, reply["run_id"])["state"] == "interrupted"
+    assert again.get("/api/runs?active=1").json() == []  # nothing re-ran at start
+    r = again.post(f"/api/runs/{reply['run_id']}/retry")
+    assert r.status_code == 200, r.text
+    assert r.json()["response"]["data"]["results"]["step_run"]["status"] == "ok"
+
+
+def test_a_long_command_reports_its_output_while_it_runs(make: Callable[..., Running]) -> None:
+    running = make(mode="auto")
+    sub = running.system.bus.subscribe()
+    code = "import sys, time\nfor i in range(40):\n print('line', i, flush=True); time.sleep(0.05)"
+    steps = [{"step_id": "p", "tool": "shell_exec", "args": {"cmd": ["python3", "-c", code]}}]
+    reply = plan(running, steps)
+    assert reply["response"]["data"]["results"]["step_p"]["status"] == "ok"
+    tails = []
+    while (ev := sub.get(timeout=0.5)) is not None:
+        if ev["type"] == "progress" and ev.get("run_id") == reply["run_id"]:
+            tails.append(ev)
+    assert tails, "no progress event while the command ran"
+    assert all(t["step_id"] == "step_p" and "line" in t["tail"] for t in tails)
+    assert tails[-1]["bytes"] > tails[0]["bytes"] or len(tails) == 1
+
+
+def test_a_blocked_step_is_shown_as_refused_and_not_asked_about(
+    make: Callable[..., Running],
+) -> None:
+    running = make()
+    steps = [
+        {"step_id": "bad", "tool": "shell_exec", "args": {"cmd": "sudo ls"}},
+        {"step_id": "ok", "tool": "shell_exec", "args": {"cmd": "echo fine"}},
+    ]
+    reply = plan(running, steps)
+    bad, ok = reply["pending"][0]["steps"]
+    assert bad["rule"] == "never" and bad["blocked"].startswith("blocked: privilege-escalation")
+    assert ok["rule"] == "ask" and "blocked" not in ok
