@@ -82,9 +82,10 @@ def action() -> Response:
 def with_run(app_id: str, sid: str, response: dict[str, Any]) -> dict[str, Any]:
     """The reply, with its run's id (and, paused, its state and pending cards) on top."""
     out: dict[str, Any] = {"app": app_id, "session_id": sid, "response": response}
-    for key in ("run_id", "state", "pending"):
-        if key in response:
-            out[key] = response[key]
+    if "run_id" in response:
+        out["run_id"] = response["run_id"]
+    if isinstance(response.get("pending"), list):  # the run waits (an app's own "state" stays)
+        out["state"], out["pending"] = "waiting", response["pending"]
     return out
 
 

@@ -420,3 +420,27 @@ def test_a_blocked_step_is_shown_as_refused_and_not_asked_about(
     bad, ok = reply["pending"][0]["steps"]
     assert bad["rule"] == "never" and bad["blocked"].startswith("blocked: privilege-escalation")
     assert ok["rule"] == "ask" and "blocked" not in ok
+
+
+def test_the_bundled_code_app_asks_once_per_session_in_smart_mode(tmp_path: Path) -> None:
+    """Deliverable 9: a bundled app keeps working in smart mode; its command asks once."""
+    apps = copy_apps(tmp_path / "apps", ["code"], source=FIXTURES.parent.parent / "apps")
+    running = start_system(apps, tmp_path / "data", approvals={"mode": "smart"})
+    try:
+        sub = running.system.bus.subscribe()
+        run_form = {"action_id": "run_form", "form_values": {"code": "print(6 * 7)", "timeout": 5}}
+        r = running.post("/api/action", {"app": "code", **run_form}).json()
+        assert r["state"] == "waiting", r
+        (card,) = r["pending"]
+        assert [s["risk"] for s in card["steps"] if s["rule"] == "ask"] == ["high"]
+        assert "print(6 * 7)" in " ".join(s["text"] + s["args"] for s in card["steps"])
+        assert answer(running, card["id"], "allow_session")[0] == 200
+        view = final_view(sub, r["run_id"])
+        assert view["data"]["stdout"] == "42\n", view
+        again = running.post(
+            "/api/action", {"app": "code", "session_id": r["session_id"], **run_form}
+        ).json()
+        assert "state" not in again, again.get("pending")
+        assert again["response"]["data"]["stdout"] == "42\n"
+    finally:
+        running.stop()
