@@ -87,6 +87,33 @@ TARGET_EVENT_REPLAY_MS = 100.0
 EVENT_REPLAY_COUNT = 1000
 REPLAY_WAIT_S = 30.0
 """Seconds the replay client waits for one message before it calls the replay stalled."""
+# Runs (DESIGN §12, issue 11).
+TARGET_DECISION_STEP_MS = 0.1
+"""What the run engine may add per step over the bare executor when nothing asks."""
+TARGET_ALLOW_TO_STEP_MS = 20.0
+TARGET_CANCEL_MS = 200.0
+PLANNER_APP = ROOT / "tests" / "fixtures" / "apps_runs" / "planner"
+RUN_STEPS = 10
+SAFE_PLAN = [
+    {"step_id": i, "tool": "cache_get", "args": {"key": "k"}}
+    if i % 2
+    else {"step_id": i, "tool": "file_read", "args": {"path": "small.txt"}}
+    for i in range(1, RUN_STEPS + 1)
+]
+SEED_PLAN = [{"step_id": 1, "tool": "cache_set", "args": {"key": "k", "value": {"n": 1}}}]
+DECISION_SERIES = ("executor", "engine", "call_app", "call_app_run", "http")
+DECISION_LABEL = {
+    "executor": "bare Executor.run, 10 steps",
+    "engine": "run engine (Controller._run_steps), 10 steps",
+    "call_app": "call_app without a run (two app rounds)",
+    "call_app_run": "call_app within a run (two app rounds)",
+    "http": "POST /api/action, the whole run",
+}
+SLEEPER = "import time; time.sleep(30)"
+RUN_WAIT_S = 30.0
+"""Seconds a run, its event or its command may take to reach what the bench waits for."""
+GONE_POLL_S = 0.001
+"""Seconds between two looks at whether a killed command has gone (the latency's grain)."""
 # What confinement may add (DESIGN §11, issue 10), confined minus unconfined, same run.
 TARGET_CONFINED_START_MS = 50.0
 TARGET_CONFINED_STEP_MS = 0.3
@@ -383,9 +410,15 @@ class Inproc:
             self.http.close()
 
 
-def build_system(apps_dir: Path, data_dir: Path, confinement: str = CONFINED) -> Inproc:
+def build_system(
+    apps_dir: Path,
+    data_dir: Path,
+    confinement: str = CONFINED,
+    extra: dict[str, Any] | None = None,
+) -> Inproc:
     """A System behind its real HTTP server, as tests/integration/conftest.py builds one;
-    ``confinement`` is ``apps.confinement`` ("auto" or "off")."""
+    ``confinement`` is ``apps.confinement`` ("auto" or "off"), ``extra`` more config
+    sections."""
     from aios.config import validate_config
     from aios.system import System
     from aios.web import ServerThread, create_app
@@ -396,6 +429,7 @@ def build_system(apps_dir: Path, data_dir: Path, confinement: str = CONFINED) ->
             "data_dir": str(data_dir),
             "llm": {"api_key": ""},
             "apps": {"confinement": confinement},
+            **(extra or {}),
         }
     )
     server = ServerThread(0)
@@ -795,6 +829,332 @@ def bench_event_replay(sys_: Inproc, repeats: int, count: int = EVENT_REPLAY_COU
     st = Stats.of(times)
     out(f"  replay of {count} events after reconnect {st.fmt()}")
     return st
+
+
+# ----------------------------------------------------------------- 10. runs
+
+
+def planner_system(tmp: Path) -> Inproc:
+    """A default ("auto" confinement) system with the planner fixture app, in smart mode."""
+    apps_dir = tmp / "apps_runs"
+    shutil.copytree(
+        PLANNER_APP,
+        apps_dir / "planner",
+        ignore=shutil.ignore_patterns("__pycache__", "workspace"),
+    )
+    (apps_dir / "planner" / "workspace").mkdir()
+    (apps_dir / "planner" / "workspace" / "small.txt").write_text("hello " * 40, encoding="utf-8")
+    sys_ = build_system(apps_dir, tmp / "data_runs", CONFINED, {"approvals": {"mode": "smart"}})
+    sys_.system.start()
+    record = sys_.system.launcher.get("planner")
+    if record is None or str(record.status) != "running":
+        sys_.stop()
+        raise RuntimeError(f"the planner app is not running: {record}")
+    return sys_
+
+
+def plan_body(steps: list[dict[str, Any]], sid: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"app": "planner", "action_id": "plan", "params": {"steps": steps}}
+    if sid:
+        body["session_id"] = sid
+    return body
+
+
+def all_ok(results: dict[str, Any]) -> bool:
+    return len(results) == RUN_STEPS and all(v.get("status") == "ok" for v in results.values())
+
+
+def per_call_ms(fn: Callable[[], Any], reps: int) -> float:
+    """ms per call of ``fn``, best of three batches of ``reps``."""
+    best = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        best.append((time.perf_counter() - t0) * 1000 / reps)
+    return min(best)
+
+
+def bench_decision_cost(sys_: Inproc, n: int) -> dict[str, Any]:
+    """The run engine on a 10-step plan of safe steps that asks nothing, against the bare
+    ``Executor.run`` of the same steps with the same ToolContext (DESIGN §12)."""
+    from aios.protocol import ActionRequest, parse_steps
+
+    system = sys_.system
+    ctl, runs = system.controller, system.runs
+    first = sys_.post("/api/action", plan_body(SEED_PLAN)).json()
+    sid = first["session_id"]
+    reply = sys_.post("/api/action", plan_body(SAFE_PLAN, sid)).json()
+    if "state" in reply or not all_ok(reply["response"]["data"].get("results") or {}):
+        raise RuntimeError(f"the safe plan did not run at once: {str(reply)[:500]}")
+    record = system.launcher.get("planner")
+    ctx = system.tool_context("planner", sid)
+    action = ActionRequest.model_validate({"action_id": "plan", "params": {"steps": SAFE_PLAN}})
+
+    def bare() -> None:
+        if not all_ok(ctl.executor.run(SAFE_PLAN, ctx)):
+            raise RuntimeError("bare executor: a safe step failed")
+
+    def engine() -> float:
+        run = runs.start("action", "planner", sid, text="plan")
+        try:
+            ms, results = timed_ms(lambda: ctl._run_steps(run, "planner", SAFE_PLAN, ctx))
+        finally:
+            runs.finish(run, None)
+        if not all_ok(results):
+            raise RuntimeError(f"run engine: a safe step failed: {results}")
+        return ms
+
+    def app_bare() -> None:
+        ctl.call_app(record, None, action, sid)
+
+    def app_run() -> float:
+        run = runs.start("action", "planner", sid, text="plan")
+        try:
+            ms, outcome = timed_ms(lambda: ctl.call_app(record, None, action, sid, run=run))
+        finally:
+            runs.finish(run, None)
+        if not all_ok(outcome.response["data"].get("results") or {}):
+            raise RuntimeError(f"call_app in a run: a safe step failed: {outcome.response}")
+        return ms
+
+    def http() -> None:
+        r = sys_.post("/api/action", plan_body(SAFE_PLAN, sid))
+        if r.status_code != 200 or "state" in r.json():
+            raise RuntimeError(f"POST /api/action did not finish at once: {r.text[:300]}")
+
+    series: dict[str, list[float]] = {k: [] for k in DECISION_SERIES}
+    for i in range(10 + n):  # the first 10 rounds warm up; interleaved against drift
+        got = {
+            "executor": timed_ms(bare)[0],
+            "engine": engine(),
+            "call_app": timed_ms(app_bare)[0],
+            "call_app_run": app_run(),
+            "http": timed_ms(http)[0],
+        }
+        if i >= 10:
+            for k, v in got.items():
+                series[k].append(v)
+    st = {k: Stats.of(v) for k, v in series.items()}
+    for k in DECISION_SERIES:
+        out(f"  {DECISION_LABEL[k]:<46} {st[k].fmt()}")
+    res: dict[str, Any] = {k: vars(v) for k, v in st.items()}
+    res["per_step_ms"] = (st["engine"].p50 - st["executor"].p50) / RUN_STEPS
+    res["per_step_call_app_ms"] = (st["call_app_run"].p50 - st["call_app"].p50) / RUN_STEPS
+    out(
+        f"  decision machinery per step: {res['per_step_ms']:.3f} ms (run engine − bare "
+        f"executor) / {RUN_STEPS}; {res['per_step_call_app_ms']:.3f} ms through call_app "
+        "with the app's two rounds"
+    )
+
+    # Where the time goes: the parts the engine adds around each step.
+    reps = 300
+    run = runs.start("action", "planner", sid, text="plan")
+    try:
+        entries = [{"step_id": f"step_{s['step_id']}", "tool": s["tool"]} for s in SAFE_PLAN]
+        runs.plan(run, [{**e, "status": "pending"} for e in entries])
+        payload = {"run_id": run.run_id, "app": "planner", "session_id": sid, **entries[0]}
+        started = {**entries[0], "status": "started"}
+        parsed = parse_steps(SAFE_PLAN)
+        parts = {
+            "runs_step": per_call_ms(lambda: runs.step(run, started), reps),
+            "update_step": per_call_ms(
+                lambda: system.runstore.update_step(run.run_id, entries[0]["step_id"], n=1), reps
+            ),
+            "emit": per_call_ms(lambda: system.bus.emit("step", payload), reps),
+            "write_tx": per_call_ms(lambda: one_write(system.store, run.run_id), reps),
+            "review_per_step": per_call_ms(
+                lambda: system.approvals.review("planner", sid, parsed), reps
+            )
+            / RUN_STEPS,
+            "plan_per_step": per_call_ms(
+                lambda: runs.plan(run, [{**e, "status": "pending"} for e in entries]), reps // 10
+            )
+            / RUN_STEPS,
+        }
+    finally:
+        runs.finish(run, None)
+    parts["per_step_sum"] = (
+        2 * parts["runs_step"] + parts["review_per_step"] + parts["plan_per_step"]
+    )
+    res["parts_ms"] = parts
+    out(
+        f"  where it goes, per step: 2 × Runs.step {parts['runs_step']:.3f} ms (of which "
+        f"RunStore.update_step {parts['update_step']:.3f} ms, the step event "
+        f"{parts['emit']:.3f} ms), review {parts['review_per_step']:.3f} ms, storing the plan "
+        f"{parts['plan_per_step']:.3f} ms; sum {parts['per_step_sum']:.3f} ms; one SQLite "
+        f"write transaction alone (floor of update_step) {parts['write_tx']:.3f} ms"
+    )
+    return res
+
+
+def one_write(store: Any, run_id: str) -> None:
+    """The cheapest write transaction on the system's store: one row's ``updated``."""
+    with store._tx() as db:
+        db.execute("UPDATE runs SET updated=? WHERE run_id=?", (time.time(), run_id))
+
+
+def next_event(sub: Any, match: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
+    deadline = time.monotonic() + RUN_WAIT_S
+    while time.monotonic() < deadline:
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if ev is not None and match(ev):
+            return dict(ev)
+    raise RuntimeError(f"no {what} within {RUN_WAIT_S:g} s")
+
+
+def bench_allow_to_step(sys_: Inproc, n: int) -> dict[str, Any]:
+    """ms from ``POST /api/interactions/<id>`` Allow to the ``step`` event "started" of the
+    plan's first step (its emit time), and the answer's own round trip."""
+    bus = sys_.system.bus
+    steps = [{"step_id": "cmd", "tool": "shell_exec", "args": {"cmd": ["true"]}}]
+    sid = sys_.post("/api/action", plan_body([])).json()["session_id"]
+    to_step: list[float] = []
+    answer: list[float] = []
+    for i in range(n + 2):  # two warm-up rounds
+        sub = bus.subscribe()
+        try:
+            reply = sys_.post("/api/action", plan_body(steps, sid)).json()
+            if reply.get("state") != "waiting":
+                raise RuntimeError(f"the command did not ask first: {str(reply)[:300]}")
+            run_id, ia = reply["run_id"], reply["pending"][0]["id"]
+            t0 = time.time()
+            ms, r = timed_ms(
+                lambda ia=ia: sys_.post(f"/api/interactions/{ia}", {"decision": "allow"})
+            )
+            if r.status_code != 200:
+                raise RuntimeError(f"Allow failed: {r.status_code} {r.text[:300]}")
+            ev = next_event(
+                sub,
+                lambda e, rid=run_id: (
+                    e.get("type") == "step"
+                    and e.get("run_id") == rid
+                    and e.get("status") == "started"
+                ),
+                "step started event",
+            )
+            next_event(
+                sub,
+                lambda e, rid=run_id: (
+                    e.get("type") == "run"
+                    and e.get("run_id") == rid
+                    and e.get("state") in ("done", "failed")
+                ),
+                "end of the run",
+            )
+        finally:
+            sub.close()
+        if i >= 2:
+            to_step.append((float(ev["ts"]) - t0) * 1000)
+            answer.append(ms)
+    st, sa = Stats.of(to_step), Stats.of(answer)
+    out(f"  Allow → first step started    {st.fmt()}")
+    out(f"  POST /api/interactions round trip {sa.fmt()}")
+    return {"to_step": vars(st), "answer_http": vars(sa)}
+
+
+def gone(procs: list[psutil.Process]) -> bool:
+    """Every process has exited (a zombie waiting for its parent's wait() has too)."""
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            continue
+    return True
+
+
+def wait_gone(procs: list[psutil.Process], what: str) -> None:
+    deadline = time.monotonic() + RUN_WAIT_S
+    while not gone(procs):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} still running after {RUN_WAIT_S:g} s")
+        time.sleep(GONE_POLL_S)
+
+
+def sleepers(code: str) -> list[psutil.Process]:
+    """The host processes of a command whose line carries ``code``, once its Python runs."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "name"]):
+        if code in " ".join(p.info["cmdline"] or []):
+            found.append(p)
+    has_python = any((p.info["name"] or "").startswith("python") for p in found)
+    return found if has_python else []
+
+
+def bench_cancel(sys_: Inproc, n: int) -> dict[str, Any]:
+    """ms from ``POST /api/runs/<id>/cancel`` to a running ``time.sleep(30)`` command's
+    processes being gone; the floor kills such a process directly."""
+    r = sys_.post("/api/apps/planner/policy", {"shell_exec": "allow"})
+    if r.status_code != 200:
+        raise RuntimeError(f"could not allow shell_exec for the bench: {r.text[:300]}")
+    system = sys_.system
+    sid = sys_.post("/api/action", plan_body([])).json()["session_id"]
+    latency: list[float] = []
+    request: list[float] = []
+    floor: list[float] = []
+    for i in range(n + 1):  # one warm-up round
+        code = f"{SLEEPER}  # bench {i}"
+        steps = [
+            {"step_id": "slow", "tool": "shell_exec", "args": {"cmd": ["python3", "-c", code]}}
+        ]
+        done: dict[str, Any] = {}
+        caller = threading.Thread(
+            target=lambda s=steps, d=done: d.update(
+                sys_.post("/api/action", plan_body(s, sid)).json()
+            )
+        )
+        caller.start()
+        deadline = time.monotonic() + RUN_WAIT_S
+        while not (procs := sleepers(code)):
+            if time.monotonic() > deadline or not caller.is_alive():
+                raise RuntimeError(f"the command did not start: {done}")
+            time.sleep(GONE_POLL_S)
+        (run,) = [x for x in system.runs.active(sid) if x.app == "planner"]
+        t0 = time.perf_counter()
+        r = sys_.post(f"/api/runs/{run.run_id}/cancel", {})
+        sent = time.perf_counter()
+        if r.status_code != 200:
+            raise RuntimeError(f"cancel failed: {r.status_code} {r.text[:300]}")
+        wait_gone(procs, "the cancelled command")
+        t1 = time.perf_counter()
+        caller.join(RUN_WAIT_S)
+        codes = (done.get("response") or {}).get("data", {}).get("codes")
+        if codes != {"step_slow": "cancelled"}:
+            raise RuntimeError(f"the cancelled step did not say cancelled: {codes}")
+        # The floor: the same command started and killed directly, gone by the same test.
+        proc = subprocess.Popen([sys.executable, "-c", code], env=clean_env())
+        ps = psutil.Process(proc.pid)
+        f0 = time.perf_counter()
+        proc.kill()
+        wait_gone([ps], "the directly killed command")
+        f1 = time.perf_counter()
+        proc.wait(timeout=RUN_WAIT_S)
+        if i >= 1:
+            latency.append((t1 - t0) * 1000)
+            request.append((sent - t0) * 1000)
+            floor.append((f1 - f0) * 1000)
+    st, sr, sf = Stats.of(latency), Stats.of(request), Stats.of(floor)
+    out(f"  cancel → command gone         {st.fmt()}")
+    out(f"  POST /api/runs/<id>/cancel    {sr.fmt()}")
+    out(f"  floor: kill() → process gone  {sf.fmt()}")
+    return {"latency": vars(st), "request_http": vars(sr), "floor_kill": vars(sf)}
+
+
+def bench_runs(tmp: Path, n_plan: int, n_allow: int, n_cancel: int) -> dict[str, Any]:
+    sys_ = planner_system(tmp)
+    try:
+        res: dict[str, Any] = {"confined": confined_apps(sys_.http, sys_.url)}
+        say_confined("planner system", res["confined"])
+        out(f"(a) a {RUN_STEPS}-step plan of safe steps, asks nothing (n={n_plan}, interleaved)")
+        res["decision"] = bench_decision_cost(sys_, n_plan)
+        out(f"(b) Allow on a waiting command, to its step starting (n={n_allow})")
+        res["allow"] = bench_allow_to_step(sys_, n_allow)
+        out(f"(c) cancel of a running python3 -c '{SLEEPER}' (n={n_cancel})")
+        res["cancel"] = bench_cancel(sys_, n_cancel)
+    finally:
+        sys_.stop()
+    return res
 
 
 def write_minimal_apps(apps_dir: Path, count: int) -> None:
@@ -1212,6 +1572,12 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
             for s in systems.values():
                 s.stop()
 
+        n_plan, n_allow, n_cancel = (30, 5, 3) if quick else (150, 20, 10)
+        section(
+            f"10. runs: what approval and cancel cost ({CONFINED!r} system, approvals.mode 'smart')"
+        )
+        r["runs"] = bench_runs(tmp, n_plan, n_allow, n_cancel)
+
         section(f"5a. start of one minimal SDK app, alone ({n_one_app} per mode, alternating)")
         r["app_start"] = bench_app_start(tmp, n_one_app, MODES)
 
@@ -1359,6 +1725,7 @@ def summarize(rep: Report) -> None:
         "floor: bare Flask round trip p50 / p95", f"{fl:.2f} / {r['floor_http_ms']['p95']:.2f} ms"
     )
     compare = confinement_rows(r)
+    runs = runs_rows(r)
 
     section(
         f"summary ({r['machine']['cpus']} CPUs, load average "
@@ -1387,6 +1754,83 @@ def summarize(rep: Report) -> None:
     r["confinement_summary"] = [
         dict(zip(("metric", "unconfined", "confined", "cost", "target", "met"), row, strict=True))
         for row in compare
+    ]
+    out()
+    out("Runs (DESIGN §12), same run:")
+    out()
+    out("| metric | value | floor | target | met? |")
+    out("|---|---|---|---|---|")
+    for row in runs:
+        out("| " + " | ".join(row) + " |")
+    r["runs_summary"] = [
+        dict(zip(("metric", "value", "floor", "target", "met"), row, strict=True)) for row in runs
+    ]
+
+
+def runs_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """The Runs table: (metric, value, floor, target, met?)."""
+    ru = r["runs"]
+    dc, al, ca = ru["decision"], ru["allow"], ru["cancel"]
+    parts = dc["parts_ms"]
+    fl = r["floor_http_ms"]["p50"]
+    ev = r["event_replay_ms"]
+
+    def verdict(met: bool) -> str:
+        return "yes" if met else "**no**"
+
+    return [
+        (
+            f"decision machinery on a {RUN_STEPS}-step safe plan that asks nothing, per step "
+            "(run engine − bare executor, p50)",
+            f"{dc['per_step_ms']:.3f} ms",
+            f"{dc['executor']['p50'] / RUN_STEPS:.3f} ms/step (bare Executor.run)",
+            f"≤ {TARGET_DECISION_STEP_MS:g} ms",
+            verdict(dc["per_step_ms"] <= TARGET_DECISION_STEP_MS),
+        ),
+        (
+            "the same through call_app (two app rounds), per step",
+            f"{dc['per_step_call_app_ms']:.3f} ms",
+            f"{dc['call_app']['p50']:.2f} ms (call_app without a run)",
+            "—",
+            "—",
+        ),
+        (
+            "of which per step: 2 × Runs.step (RunStore.update_step + step event), review, "
+            "storing the plan",
+            f"2 × {parts['runs_step']:.3f} ({parts['update_step']:.3f} + {parts['emit']:.3f}) "
+            f"+ {parts['review_per_step']:.3f} + {parts['plan_per_step']:.3f} ms",
+            f"{parts['write_tx']:.3f} ms (one SQLite write transaction)",
+            "—",
+            "—",
+        ),
+        (
+            f"POST /api/action, the whole {RUN_STEPS}-step run, p50",
+            f"{dc['http']['p50']:.2f} ms",
+            f"{fl:.2f} ms (bare Flask round trip)",
+            "—",
+            "—",
+        ),
+        (
+            "Allow → first step started, p50 / p95",
+            f"{al['to_step']['p50']:.1f} / {al['to_step']['p95']:.1f} ms",
+            f"{fl:.2f} ms (bare Flask round trip)",
+            f"≤ {TARGET_ALLOW_TO_STEP_MS:g} ms",
+            verdict(al["to_step"]["p50"] <= TARGET_ALLOW_TO_STEP_MS),
+        ),
+        (
+            "cancel → a running command's processes gone, p50 / p95",
+            f"{ca['latency']['p50']:.1f} / {ca['latency']['p95']:.1f} ms",
+            f"{ca['floor_kill']['p50']:.1f} ms (kill() → gone, directly)",
+            f"≤ {TARGET_CANCEL_MS:g} ms",
+            verdict(ca["latency"]["p50"] <= TARGET_CANCEL_MS),
+        ),
+        (
+            f"event replay of {EVENT_REPLAY_COUNT} events after reconnect, p50 / p95",
+            f"{ev['p50']:.1f} / {ev['p95']:.1f} ms",
+            "—",
+            f"≤ {TARGET_EVENT_REPLAY_MS:g} ms",
+            verdict(ev["p50"] <= TARGET_EVENT_REPLAY_MS),
+        ),
     ]
 
 
