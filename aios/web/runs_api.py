@@ -6,10 +6,13 @@ app which tools run without asking, ask first, or never run.
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, jsonify, request
 
 from aios.errors import AppNotFound, Conflict, NotFound
 from aios.protocol import ActionRequest
+from aios.runstore import SUMMARY_STEP_KEYS
 from aios.web.desktop_api import with_run
 from aios.web.request import int_arg, json_body, system
 
@@ -24,16 +27,30 @@ def _flag(name: str) -> bool:
     return request.args.get(name, "") in ("1", "true", "yes")
 
 
+def _live(row: dict[str, Any], *, summary: bool) -> dict[str, Any]:
+    """A stored run, with the live step statuses of a run still at work ("started")."""
+    run = system().runs.get(str(row.get("run_id")))
+    if run is None:
+        return row
+    stored = {str(s.get("step_id")): s for s in row.get("steps") or []}
+    steps = []
+    for key, live in run.steps.items():
+        merged = {**stored.get(key, {}), **live}
+        steps.append(
+            {k: merged[k] for k in SUMMARY_STEP_KEYS if k in merged} if summary else merged
+        )
+    return {**row, "steps": steps, "pending": list(run.pending)}
+
+
 @bp.get("/runs")
 def list_runs() -> Response:
     store = system().runstore
-    return jsonify(
-        store.runs(
-            session=request.args.get("session") or None,
-            active=_flag("active"),
-            limit=int_arg("limit", 1, RUNS_PAGE_MAX, RUNS_PAGE),
-        )
+    rows = store.runs(
+        session=request.args.get("session") or None,
+        active=_flag("active"),
+        limit=int_arg("limit", 1, RUNS_PAGE_MAX, RUNS_PAGE),
     )
+    return jsonify([_live(r, summary=True) for r in rows])
 
 
 @bp.get("/runs/<run_id>")
@@ -41,7 +58,7 @@ def get_run(run_id: str) -> Response:
     row = system().runstore.run(run_id)
     if row is None:
         raise NotFound(f"no run {run_id!r}")
-    return jsonify(row)
+    return jsonify(_live(row, summary=False))
 
 
 @bp.post("/runs/<run_id>/cancel")
