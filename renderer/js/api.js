@@ -183,6 +183,10 @@ export const api = {
   saveConfig: (updates) => request('POST', '/api/config', { json: { updates } }),
   /** change: {grant?: [...], revoke?: [...]} -> {app, permissions: {requested, granted}} */
   setPermissions: (app, change) => request('POST', `/api/apps/${encodeURIComponent(app)}/permissions`, { json: change }),
+  /** The user's rules for an app's tools (DESIGN §12): {tool: 'allow'|'ask'|'never'}. */
+  policy: (app) => request('GET', `/api/apps/${encodeURIComponent(app)}/policy`),
+  /** change: {tool: 'allow'|'ask'|'never'|null} (null clears) -> the app's rules after it */
+  setPolicy: (app, change) => request('POST', `/api/apps/${encodeURIComponent(app)}/policy`, { json: change }),
   audit: ({ app = '', session = '', limit = DEFAULTS.auditLimit } = {}) => {
     const q = new URLSearchParams();
     if (app) q.set('app', app);

@@ -1,12 +1,13 @@
-// The settings window (win_settings), two pages behind a tab list: "General" (language, voice,
+// The settings window (win_settings), three pages behind a tab list: "General" (language, voice,
 // LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
-// server found; the read-only block list, ./blocklist.js) and "App permissions"
-// (./permissions.js).
+// server found; the read-only block list, ./blocklist.js), "App permissions"
+// (./permissions.js) and "Approvals" (./approvals.js: the mode and each app's tool rules).
 import { api } from '../api.js';
 import { emit } from '../bus.js';
 import { LANGUAGES, t } from '../i18n.js';
 import { toast } from '../notify.js';
+import * as approvals from './approvals.js';
 import * as blocklist from './blocklist.js';
 import * as permissions from './permissions.js';
 import { renderResponse } from '../render.js';
@@ -16,7 +17,7 @@ import * as wm from '../wm.js';
 
 export const WIN_ID = 'settings';
 const VOICES = ['zh-CN', 'en-US'];
-const PAGES = ['general', 'permissions'];
+const PAGES = ['general', 'permissions', 'approvals'];
 let page = 'general';
 
 /** Remember a GET/POST /api/config reply and tell the desktop. */
@@ -68,6 +69,7 @@ function panel(w, content) {
 function show(w, name) {
   page = PAGES.includes(name) ? name : 'general';
   if (page === 'permissions') panel(w, permissions.render());
+  else if (page === 'approvals') panel(w, approvals.render(state.config || {}, { adoptConfig }));
   else renderForm(w);
 }
 
@@ -138,7 +140,7 @@ function renderForm(w) {
   panel(w, form);
 }
 
-/** Open the window; ``{page: 'permissions'}`` opens Settings → App permissions. */
+/** Open the window; ``{page: 'permissions'|'approvals'}`` opens that page of Settings. */
 export async function open(detail) {
   if (isObject(detail) && PAGES.includes(detail.page)) page = detail.page;
   const w = wm.open(WIN_ID, { title: t('settings.title'), icon: 'settings', system: true, width: 600, height: 620 });
