@@ -98,6 +98,11 @@ class Interaction:
     expires: float
     kind: str = "approval"
     prompt: str = ""
+    options: list[Any] = field(default_factory=lambda: list(DECISIONS))
+    default: Any = None
+    placeholder: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """An ask's step: ``{step_id, tool: "ask", default, placeholder}`` (stored with it)."""
     state: str = "pending"
     answer: dict[str, Any] | None = None
     answered: threading.Event = field(default_factory=threading.Event)
@@ -110,12 +115,15 @@ class Interaction:
             "session_id": self.session_id,
             "kind": self.kind,
             "prompt": self.prompt,
-            "options": list(DECISIONS),
-            "steps": [r.public() for r in self.steps],
+            "options": list(self.options),
+            "steps": [r.public() for r in self.steps] if self.kind == "approval" else [self.detail],
             "created": self.created,
             "expires": self.expires,
             "state": self.state,
         }
+        if self.kind != "approval":
+            out["default"] = self.default
+            out["placeholder"] = self.placeholder
         if self.answer is not None:
             out["answer"] = self.answer
         return out
@@ -227,13 +235,51 @@ class Approvals:
         self._bus.emit("interaction", ia.public())
         return ia
 
+    def ask_user(
+        self, run_id: str, app: str, session_id: str, step_id: str, args: dict[str, Any]
+    ) -> Interaction:
+        """A ``choice`` / ``confirm`` / ``input`` question from a plan's ``ask`` step
+        (DESIGN §13); BadRequest names what is wrong with its arguments."""
+        kind, options = check_ask(args)
+        now = self._clock()
+        ia = Interaction(
+            id=new_id("ia"),
+            run_id=run_id,
+            app=app,
+            session_id=session_id,
+            steps=[],
+            created=now,
+            expires=now + self._config().timeout,
+            kind=kind,
+            prompt=str(args["prompt"]),
+            options=options,
+            default=args.get("default"),
+            placeholder=str(args.get("placeholder") or ""),
+        )
+        ia.detail = {
+            "step_id": step_id,
+            "tool": "ask",
+            "default": ia.default,
+            "placeholder": ia.placeholder,
+        }
+        self._store.create_interaction(ia.public())
+        with self._lock:
+            self._waiting[ia.id] = ia
+        self._bus.emit("interaction", ia.public())
+        return ia
+
     def wait(self, ia: Interaction, cancel: threading.Event) -> str:
         """Block until the user decides: a decision, ``expired`` or ``cancelled``."""
+        got = self.wait_answer(ia, cancel)
+        return got if isinstance(got, str) else str(got.get("decision"))
+
+    def wait_answer(self, ia: Interaction, cancel: threading.Event) -> dict[str, Any] | str:
+        """Block until the user answers: the answer, or ``expired`` / ``cancelled``."""
         try:
             while True:
                 if ia.answered.wait(WAIT_SLICE):
                     assert ia.answer is not None
-                    return str(ia.answer["decision"])
+                    return ia.answer
                 if cancel.is_set():
                     return self._close(ia, "withdrawn", "cancelled")
                 if self._clock() >= ia.expires:
@@ -242,13 +288,13 @@ class Approvals:
             with self._lock:
                 self._waiting.pop(ia.id, None)
 
-    def _close(self, ia: Interaction, state: str, outcome: str) -> str:
+    def _close(self, ia: Interaction, state: str, outcome: str) -> dict[str, Any] | str:
         """End a pending interaction without an answer, unless the user answered just now."""
         if not self._store.set_interaction_state(ia.id, state):
             row = self._store.interaction(ia.id) or {}
             answer = row.get("answer")
-            if isinstance(answer, dict) and answer.get("decision") in DECISIONS:
-                return str(answer["decision"])
+            if isinstance(answer, dict):
+                return answer
         ia.state = state
         self._bus.emit(
             "interaction_done", {"id": ia.id, "run_id": ia.run_id, "app": ia.app, "answer": outcome}
@@ -262,10 +308,20 @@ class Approvals:
         unknown interaction, Conflict (409) carrying the current state when it
         was answered otherwise or is no longer pending.
         """
-        decision = body.get("decision")
-        if decision not in DECISIONS:
-            raise BadRequest(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-        outcome, row = self._store.answer_interaction(ia_id, {"decision": decision})
+        current = self._store.interaction(ia_id)
+        if current is None:
+            raise NotFound(f"no interaction {ia_id!r}")
+        kind = str(current.get("kind") or "approval")
+        if kind == "approval":
+            decision = body.get("decision")
+            if decision not in DECISIONS:
+                raise BadRequest(
+                    f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}"
+                )
+            given: dict[str, Any] = {"decision": decision}
+        else:
+            given = {"value": check_value(kind, current.get("options") or [], body)}
+        outcome, row = self._store.answer_interaction(ia_id, given)
         if outcome == "missing":
             raise NotFound(f"no interaction {ia_id!r}")
         if outcome == "conflict":
@@ -275,8 +331,22 @@ class Approvals:
                 current=row,
             )
         if outcome == "answered":
-            self._apply(row, str(decision))
+            if kind == "approval":
+                self._apply(row, str(given["decision"]))
+            else:
+                self._answered(row, given)
         return row
+
+    def _answered(self, row: dict[str, Any], given: dict[str, Any]) -> None:
+        with self._lock:
+            ia = self._waiting.get(str(row["id"]))
+        if ia is not None:
+            ia.state, ia.answer = "answered", given
+            ia.answered.set()
+        self._bus.emit(
+            "interaction_done",
+            {"id": row["id"], "run_id": row.get("run_id"), "app": row.get("app"), "answer": given},
+        )
 
     def _apply(self, row: dict[str, Any], decision: str) -> None:
         app, sid = str(row.get("app")), str(row.get("session_id"))
@@ -308,3 +378,56 @@ class Approvals:
     def forget_session(self, session_id: str) -> None:
         with self._lock:
             self._session_allows = {k for k in self._session_allows if k[0] != session_id}
+
+
+ASK_KINDS = ("choice", "confirm", "input")
+ASK_PROMPT_MAX = 500
+ASK_OPTIONS_MAX = 20
+INPUT_MAX = 2000
+"""Characters of an ``input`` answer."""
+
+
+def _option_value(option: Any) -> Any:
+    return option.get("value") if isinstance(option, dict) else option
+
+
+def check_ask(args: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The kind and options of an ``ask`` step; BadRequest naming the first problem."""
+    kind = args.get("kind")
+    if kind not in ASK_KINDS:
+        raise BadRequest(f"ask: kind must be one of {', '.join(ASK_KINDS)}, got {kind!r}")
+    prompt = args.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise BadRequest("ask: a prompt (the question, a non-empty string) is required")
+    if len(prompt) > ASK_PROMPT_MAX:
+        raise BadRequest(f"ask: the prompt is longer than {ASK_PROMPT_MAX} characters")
+    options = args.get("options")
+    if kind == "choice":
+        if not isinstance(options, list) or not options:
+            raise BadRequest("ask: a choice needs options (a non-empty list)")
+        if len(options) > ASK_OPTIONS_MAX:
+            raise BadRequest(f"ask: at most {ASK_OPTIONS_MAX} options")
+        for o in options:
+            if isinstance(o, dict) and "value" not in o:
+                raise BadRequest(f"ask: an option object needs a value, got {o!r}")
+        return kind, list(options)
+    return str(kind), [True, False] if kind == "confirm" else []
+
+
+def check_value(kind: str, options: list[Any], body: dict[str, Any]) -> Any:
+    """The user's answer to an ask card; BadRequest naming what is allowed."""
+    if "value" not in body:
+        raise BadRequest('give {"value": ...}: the answer to this question')
+    value = body["value"]
+    if kind == "confirm":
+        if not isinstance(value, bool):
+            raise BadRequest(f"a confirm is answered with true or false, got {value!r}")
+        return value
+    if kind == "choice":
+        allowed = [_option_value(o) for o in options]
+        if value not in allowed:
+            raise BadRequest(f"value must be one of {allowed!r}, got {value!r}")
+        return value
+    if not isinstance(value, str) or len(value) > INPUT_MAX:
+        raise BadRequest(f"an input is answered with text of at most {INPUT_MAX} characters")
+    return value

@@ -33,11 +33,11 @@ from aios.errors import (
     AppUnavailable,
     ProtocolError,
 )
-from aios.executor import Executor
+from aios.executor import ASK_TOOL, Executor
 from aios.planner import Plan, Task, plan_instruction, summarize_history
 from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, forwardable_reply
 from aios.router import AppProfile, OfflineRouter
-from aios.runs import Run, gate, waiting_view
+from aios.runs import Run, ask_step, gate, waiting_view
 
 if TYPE_CHECKING:
     from aios.approvals import Approvals
@@ -485,7 +485,13 @@ class Controller:
 
         return self.executor.run(
             steps,
-            ctx.for_run(run.run_id, run.cancel, decisions, progress),
+            ctx.for_run(
+                run.run_id,
+                run.cancel,
+                decisions,
+                progress,
+                lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
+            ),
             on_step=after,
             before_step=before,
             presets=presets,
@@ -605,7 +611,7 @@ class Controller:
                 "files": _list_files(record.workdir),
                 **(state if isinstance(state, dict) else {"state": state}),
             },
-            "available_tools": [*ATOMIC_TOOLS, *self._custom_tools(record.id)],
+            "available_tools": [*ATOMIC_TOOLS, ASK_TOOL, *self._custom_tools(record.id)],
             "session_id": sid,
             "history_summary": self.history_summary(sid),
             "tool_results": {},

@@ -130,7 +130,24 @@ class Executor:
             return result
         if step.tool in ATOMIC_TOOLS:
             return toolbox.invoke(step.tool, args, ctx, step_id=step.key, timeout=step.timeout)
+        if step.tool == ASK_TOOL:
+            return self._ask(step, args, ctx)
         return self._custom_tool(step, args, ctx)
+
+    def _ask(self, step: Step, args: Any, ctx: ToolContext) -> ToolResult:
+        """The system primitive ``ask`` (DESIGN §13): the user answers a question card."""
+        if ctx.ask is None:
+            result = ToolResult(
+                tool=ASK_TOOL,
+                status="error",
+                error="ask needs the desktop: it is answered by the user, in a run",
+            )
+        elif not isinstance(args, dict):
+            result = ToolResult(tool=ASK_TOOL, status="error", error="ask: args must be an object")
+        else:
+            result = ctx.ask(step.key, args)
+        toolbox.record(ctx, ASK_TOOL, args, result, step_id=step.key)
+        return result
 
     # -------------------------------------------------------- custom tools
 
@@ -237,6 +254,8 @@ def _read_tool_reply(
 # ---------------------------------------------------------------- templates
 
 
+ASK_TOOL = "ask"
+"""The system primitive that asks the user (choice / confirm / input), besides the ten tools."""
 STOPPED_MESSAGES = {
     "denied": "denied by the user",
     "expired": "the request for approval expired",

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from aios.approvals import new_id
-from aios.errors import Conflict, NotFound, ProtocolError
-from aios.executor import stopped
+from aios.errors import BadRequest, Conflict, NotFound, ProtocolError
+from aios.executor import ASK_TOOL, stopped
 from aios.protocol import ToolResult, parse_steps
 
 if TYPE_CHECKING:
-    from aios.approvals import Approvals
+    from aios.approvals import Approvals, Interaction
     from aios.events import EventBus
     from aios.runstore import RunStore
     from aios.sandbox import SandboxPolicy
@@ -280,19 +280,8 @@ def gate(
     if not asked:
         return presets, decisions
     ia = approvals.ask(run.run_id, app, run.session_id, reviews)
-    with runs.lock:
-        run.pending.append(ia.public())
-        run.waits += 1
-        if run.waits == 1:
-            runs.set_state(run, "waiting")
-    try:
-        decision = approvals.wait(ia, run.cancel)
-    finally:
-        with runs.lock:
-            run.pending = [p for p in run.pending if p["id"] != ia.id]
-            run.waits -= 1
-            if run.waits == 0 and not run.cancel.is_set():
-                runs.set_state(run, "running")
+    got = _wait_on(approvals, runs, run, ia)
+    decision = got if isinstance(got, str) else str(got.get("decision"))
     codes: dict[str, Literal["denied", "expired", "cancelled"]] = {
         "deny": "denied",
         "expired": "expired",
@@ -320,3 +309,37 @@ def waiting_view(run: Run) -> dict[str, Any]:
         "state": "waiting",
         "pending": list(run.pending),
     }
+
+
+def _wait_on(approvals: Approvals, runs: Runs, run: Run, ia: Interaction) -> dict[str, Any] | str:
+    """The run waits (state ``waiting``) until ``ia`` is answered, expires or is cancelled."""
+    with runs.lock:
+        run.pending.append(ia.public())
+        run.waits += 1
+        if run.waits == 1:
+            runs.set_state(run, "waiting")
+    try:
+        return approvals.wait_answer(ia, run.cancel)
+    finally:
+        with runs.lock:
+            run.pending = [p for p in run.pending if p["id"] != ia.id]
+            run.waits -= 1
+            if run.waits == 0 and not run.cancel.is_set():
+                runs.set_state(run, "running")
+
+
+def ask_step(
+    approvals: Approvals, runs: Runs, run: Run, app: str, step_id: str, args: dict[str, Any]
+) -> ToolResult:
+    """A plan's ``ask`` step (DESIGN §13): a question card, and the user's answer as its
+    result ``{"value": ...}``; expired or cancelled like an approval."""
+    try:
+        ia = approvals.ask_user(run.run_id, app, run.session_id, step_id, args)
+    except BadRequest as e:
+        return ToolResult(tool=ASK_TOOL, status="error", error=str(e))
+    got = _wait_on(approvals, runs, run, ia)
+    if got == "expired":
+        return stopped(ASK_TOOL, "expired")
+    if isinstance(got, str):
+        return stopped(ASK_TOOL, "cancelled")
+    return ToolResult(tool=ASK_TOOL, status="ok", result={"value": got.get("value")})

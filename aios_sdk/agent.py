@@ -285,6 +285,32 @@ class AIOSAgent:
 
     # ------------------------------------------------------ spec §8.3
 
+    def ask(
+        self,
+        kind: str,
+        prompt: str,
+        *,
+        options: list[Any] | None = None,
+        default: Any = None,
+        placeholder: str | None = None,
+        step_id: str = "ask",
+    ) -> dict[str, Any]:
+        """A plan step that asks the user (DESIGN §13): ``choice``, ``confirm`` or ``input``.
+
+        Return it in ``steps``; the run waits for the answer, and the next round's
+        ``tool_results["step_<step_id>"]["result"]`` is ``{"value": ...}`` (confirm:
+        true/false; choice: the option's value; input: the text), or an error with
+        ``code`` ``expired`` / ``cancelled``.
+        """
+        args: dict[str, Any] = {"kind": kind, "prompt": prompt}
+        if options is not None:
+            args["options"] = options
+        if default is not None:
+            args["default"] = default
+        if placeholder is not None:
+            args["placeholder"] = placeholder
+        return {"step_id": step_id, "tool": "ask", "args": args}
+
     def call_tool(self, tool_name: str, /, **args: Any) -> Any:
         """Run one tool now and return its ``result``.
 

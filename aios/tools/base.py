@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from aios.processes import ProcessTable
+    from aios.protocol import ToolResult
     from aios.sandbox import SandboxPolicy
     from aios.store import Store
 
@@ -67,6 +68,8 @@ class ToolContext:
     """The run this call belongs to (audit rows and events carry it, DESIGN §12)."""
     cancel: threading.Event | None = field(default=None, compare=False)
     """Set when the user stops the run: a command in flight is killed."""
+    ask: Callable[[str, dict[str, Any]], ToolResult] | None = field(default=None, compare=False)
+    """Answers a plan's ``ask`` step (step id, arguments) through the user, in a run."""
     progress: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
     """Reports how far a long step got (a command's output tail, bytes saved)."""
     decisions: dict[str, str] = field(default_factory=dict, compare=False)
@@ -88,13 +91,19 @@ class ToolContext:
         cancel: threading.Event,
         decisions: dict[str, str] | None = None,
         progress: Callable[[dict[str, Any]], None] | None = None,
+        ask: Callable[[str, dict[str, Any]], ToolResult] | None = None,
     ) -> ToolContext:
         """The same context, for one run: its id and decisions in the audit, its cancel
         flag, where its steps report progress."""
         from dataclasses import replace
 
         return replace(
-            self, run_id=run_id, cancel=cancel, decisions=decisions or {}, progress=progress
+            self,
+            run_id=run_id,
+            cancel=cancel,
+            decisions=decisions or {},
+            progress=progress,
+            ask=ask,
         )
 
 

@@ -444,3 +444,81 @@ def test_the_bundled_code_app_asks_once_per_session_in_smart_mode(tmp_path: Path
         assert again["response"]["data"]["stdout"] == "42\n"
     finally:
         running.stop()
+
+
+# ------------------------------------------------------------------- ask
+
+
+def ask_plan(**args: Any) -> list[dict[str, Any]]:
+    return [{"step_id": "q", "tool": "ask", "args": args}]
+
+
+def test_a_plan_asks_the_user_a_choice_and_gets_the_value(make: Callable[..., Running]) -> None:
+    running = make()
+    sub = running.system.bus.subscribe()
+    options = [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}]
+    reply = plan(running, ask_plan(kind="choice", prompt="Which one?", options=options))
+    (card,) = reply["pending"]
+    assert card["kind"] == "choice" and card["prompt"] == "Which one?"
+    assert card["options"] == options
+    status, body = running.post(f"/api/interactions/{card['id']}", {"value": "c"}).status_code, {}
+    assert status == 400
+    r = running.post(f"/api/interactions/{card['id']}", {"value": "b"})
+    assert r.status_code == 200 and r.json()["answer"] == {"value": "b"}
+    view = final_view(sub, reply["run_id"])
+    assert view["data"]["results"]["step_q"]["result"] == {"value": "b"}
+    # answered: it stays in the record but can no longer be operated
+    again = running.post(f"/api/interactions/{card['id']}", {"value": "a"})
+    assert again.status_code == 409 and again.json()["current"]["answer"] == {"value": "b"}
+    del body
+
+
+def test_confirm_and_input_and_their_bad_answers(make: Callable[..., Running]) -> None:
+    running = make()
+    sub = running.system.bus.subscribe()
+    reply = plan(running, ask_plan(kind="confirm", prompt="Delete it?"))
+    ia = reply["pending"][0]["id"]
+    bad = running.post(f"/api/interactions/{ia}", {"value": "yes"})
+    assert bad.status_code == 400 and "true or false" in bad.json()["error"]
+    running.post(f"/api/interactions/{ia}", {"value": False})
+    assert final_view(sub, reply["run_id"])["data"]["results"]["step_q"]["result"] == {
+        "value": False
+    }
+    reply = plan(running, ask_plan(kind="input", prompt="Name?", placeholder="a name"))
+    card = reply["pending"][0]
+    assert card["steps"][0]["placeholder"] == "a name"
+    running.post(f"/api/interactions/{card['id']}", {"value": "小明"})
+    assert final_view(sub, reply["run_id"])["data"]["results"]["step_q"]["result"] == {
+        "value": "小明"
+    }
+
+
+def test_a_bad_ask_is_a_step_error_naming_the_problem(make: Callable[..., Running]) -> None:
+    running = make()
+    for args, words in (
+        ({"kind": "choice", "prompt": "Which?"}, "a choice needs options"),
+        ({"kind": "confirm"}, "a prompt"),
+        ({"kind": "poll", "prompt": "?"}, "kind must be one of choice, confirm, input"),
+    ):
+        reply = plan(running, ask_plan(**args))
+        assert "state" not in reply, reply
+        result = reply["response"]["data"]["results"]["step_q"]
+        assert result["status"] == "error" and words in result["error"], result
+
+
+def test_an_unanswered_question_expires_and_a_cancelled_one_is_withdrawn(
+    make: Callable[..., Running],
+) -> None:
+    running = make(timeout=1)
+    sub = running.system.bus.subscribe()
+    reply = plan(running, ask_plan(kind="confirm", prompt="Sure?"))
+    assert final_view(sub, reply["run_id"])["data"]["codes"] == {"step_q": "expired"}
+    reply = plan(running, ask_plan(kind="input", prompt="Name?"))
+    running.post(f"/api/runs/{reply['run_id']}/cancel")
+    assert final_view(sub, reply["run_id"])["data"]["codes"] == {"step_q": "cancelled"}
+    assert (
+        "ask"
+        in running.system.controller.build_context(
+            running.system.launcher.get(APP), reply["session_id"]
+        )["available_tools"]
+    )
