@@ -20,6 +20,23 @@ export const state = {
   health: 'unknown',
 };
 
+// The session outlives a reload and a restart of the system (DESIGN §13: the conversation
+// and the layout are the stored session's): its id is kept in this origin's localStorage.
+const SESSION_KEY = 'aios.session';
+
+/** Use session ``id`` from now on (and after a reload). */
 export function rememberSession(id) {
-  if (typeof id === 'string' && id) state.sessionId = id;
+  if (typeof id !== 'string' || !id || id === state.sessionId) return;
+  state.sessionId = id;
+  try {
+    localStorage.setItem(SESSION_KEY, id);
+  } catch {
+    // storage disabled: the session lives in memory only
+  }
+}
+
+try {
+  state.sessionId = localStorage.getItem(SESSION_KEY) || null;
+} catch {
+  // storage disabled
 }
