@@ -566,6 +566,31 @@ class Store:
     def session_exists(self, session_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM sessions WHERE id=?", (session_id,)))
 
+    def sessions_overview(self, limit: int) -> list[dict[str, Any]]:
+        """Sessions most recently updated first: ``{session_id, created, updated, title,
+        turns}``, where ``title`` is the first typed or spoken text (None when there is
+        none yet) and ``turns`` the number of such texts."""
+        rows = self._query(
+            "SELECT s.id, s.created, s.updated,"
+            " (SELECT json_extract(h.content, '$.text') FROM history h WHERE h.session_id=s.id"
+            "  AND h.role='user' AND json_extract(h.content, '$.text') IS NOT NULL"
+            "  ORDER BY h.id LIMIT 1) AS title,"
+            " (SELECT COUNT(*) FROM history h WHERE h.session_id=s.id AND h.role='user'"
+            "  AND json_extract(h.content, '$.text') IS NOT NULL) AS turns"
+            " FROM sessions s ORDER BY s.updated DESC, s.rowid DESC LIMIT ?",
+            (limit,),
+        )
+        return [
+            {
+                "session_id": r["id"],
+                "created": r["created"],
+                "updated": r["updated"],
+                "title": r["title"],
+                "turns": r["turns"],
+            }
+            for r in rows
+        ]
+
     def set_context_var(self, session_id: str, name: str, value: Any) -> None:
         with self._tx() as db:  # one transaction, not two: this runs on every request
             _ensure_session(db, session_id)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from flask import Flask
 
 from aios.system import System
-from aios.web import desktop_api, events, guards, pages, runs_api, sys_api, voice
+from aios.web import (
+    conversation_api,
+    desktop_api,
+    events,
+    guards,
+    pages,
+    runs_api,
+    sys_api,
+    voice,
+)
 from aios.web.request import EXTENSION
 
 
@@ -20,6 +29,7 @@ def create_app(system: System) -> Flask:
         pages.bp,
         desktop_api.bp,
         runs_api.bp,
+        conversation_api.bp,
         sys_api.bp,
         voice.bp,
         events.bp,
