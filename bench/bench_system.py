@@ -26,6 +26,12 @@ same run (so a busy machine moves both):
 8. Ten concurrent clients doing actions against the echo app.
 9. Event replay: 1,000 events emitted while a client was away, from its
    ``/api/events?since=&epoch=`` handshake to the last one received.
+10. Runs (DESIGN §12), on a system with the planner fixture app in
+    ``approvals.mode`` "smart": (a) the decision machinery on a 10-step plan of
+    safe steps that asks nothing, against the bare ``Executor.run`` of the same
+    steps with the same ToolContext, and where its time goes; (b) Allow on a
+    waiting command to its ``step`` event "started"; (c) cancel of a running
+    ``time.sleep(30)`` command to its processes gone, against a direct kill.
 
 Confinement (DESIGN §11): 3, 4, 5, 6 and 7 run twice in the same run, with
 ``apps.confinement`` "auto" (apps inside bubblewrap where it works: what a
@@ -33,9 +39,10 @@ user gets) and "off" (unconfined), interleaved where the measurement allows
 it, so drift on a shared machine lands on both alike. 2 and 8 run on the
 default ("auto") system only.
 
-Ends with two Markdown tables: the figures against their floors (metric,
-value, floor, ratio, target, met?), and confined next to unconfined (metric,
-unconfined, confined, cost, target, met?).
+Ends with three Markdown tables: the figures against their floors (metric,
+value, floor, ratio, target, met?), confined next to unconfined (metric,
+unconfined, confined, cost, target, met?), and the runs (metric, value, floor,
+target, met?).
 """
 
 from __future__ import annotations
