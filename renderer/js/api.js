@@ -99,8 +99,11 @@ function refused(res, msg) {
   if (res.status === 401) onUnauthorized(msg);
 }
 
-async function request(method, path, { json, body, headers = {}, timeout = DEFAULTS.requestTimeoutMs } = {}) {
-  const init = { method, credentials: 'omit', headers: { Accept: 'application/json', ...headers } };
+// keepalive: the request outlives the page (sent from pagehide; unlike sendBeacon it can
+// carry the Authorization header).
+async function request(method, path, { json, body, headers = {}, timeout = DEFAULTS.requestTimeoutMs,
+  keepalive = false } = {}) {
+  const init = { method, credentials: 'omit', keepalive, headers: { Accept: 'application/json', ...headers } };
   if (token) init.headers.Authorization = `Bearer ${token}`;
   if (json !== undefined) {
     init.headers['Content-Type'] = 'application/json';
@@ -207,6 +210,10 @@ export const api = {
   answerInteraction: (id, decision) => request('POST', `/api/interactions/${encodeURIComponent(id)}`,
     { json: { decision } }),
   cancelRun: (runId) => request('POST', `/api/runs/${encodeURIComponent(runId)}/cancel`, { json: {} }),
+  /** The session's saved windows (DESIGN §13): {windows: [{app, x, y, w, h, z, minimized, maximized}], updated}. */
+  layout: (sessionId) => request('GET', `/api/sessions/${encodeURIComponent(sessionId)}/layout`),
+  saveLayout: (sessionId, windows, { keepalive = false } = {}) => request('PUT',
+    `/api/sessions/${encodeURIComponent(sessionId)}/layout`, { json: { windows }, keepalive }),
 };
 
 // ------------------------------------------------------------------ events

@@ -30,6 +30,9 @@ export const DEFAULTS = Object.freeze({
   windowMinWidth: 260,
   windowMinHeight: 160,
   cascadeStep: 28,
+  /** The layout is saved this long after a move, resize, raise, minimise or close ends
+   * (DESIGN §13): a burst of changes (a restore, a cascade of raises) is one request. */
+  layoutSaveDebounceMs: 300,
   /** ui_op change_text limit (DESIGN §10). */
   uiTextMax: 200,
   /** JSON tree: deeper or longer structures are cut with a "… n more" line. */

@@ -4,6 +4,7 @@ import { api, connectEvents, initAuth, refreshFileGrants, setErrorText, setUnaut
 import { on } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { applyStatic, setLang, statusText, t } from './i18n.js';
+import * as layout from './layout.js';
 import * as modal from './modal.js';
 import * as notify from './notify.js';
 import { applyPush, renderResponse, setActionHandler, showBanner } from './render.js';
@@ -96,6 +97,7 @@ async function loadApps({ announce = false } = {}) {
       }
     }
     taskbar.renderApps();
+    layout.restore({ openWindow: reopenWindow, known: (id) => SYSTEM_WINDOWS.has(id) || state.apps.has(id) });
     if (announce) notify.toast(t('apps.refreshed'), { level: 'success' });
   } catch (err) {
     notify.toast(t('apps.failed', { error: err.message }), { level: 'error' });
@@ -117,6 +119,13 @@ async function openApp(id) {
       w.openFailed = true;
     }
   }
+}
+
+/** A window of a saved layout (layout.js): a system panel or an app's window, filled. */
+function reopenWindow(id) {
+  if (id === settings.WIN_ID) settings.open();
+  else if (id === audit.WIN_ID) audit.open();
+  else openApp(id);
 }
 
 function activateApp({ id, fromTaskbar }) {
@@ -364,6 +373,8 @@ function onSocketState(s, isReconnect) {
 
 function wire() {
   on('layout:changed', snapshot.schedule);
+  on('layout:changed', layout.schedule);
+  on('wm:changed', layout.schedule);
   on('app:activate', activateApp);
   on('command:submit', runInstruction);
   on('voice:listen', voice.listen);
@@ -413,6 +424,7 @@ function boot() {
   taskbar.init();
   tray.init();
   runs.init({ openWindow: ensureWindow });
+  layout.init();
   wire();
   loadConfig().then(() => pollHealth());
   loadApps();

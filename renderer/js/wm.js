@@ -260,6 +260,57 @@ function clampIntoView(w) {
   w.el.style.top = `${Math.round(Math.min(Math.max(top, 0), Math.max(0, dh - 40)))}px`;
 }
 
+// ------------------------------------------------------------ layout (DESIGN §13)
+
+const px = (value) => Math.round((parseFloat(value) || 0) * 100) / 100;
+
+/**
+ * Where the windows are, bottom first: [{app, x, y, w, h, z, minimized, maximized}].
+ * x/y/w/h are the normal (not maximised) rectangle; z is the rank in the stack from 1, so
+ * the stored numbers stay small however often windows were raised.
+ */
+export function layout() {
+  return [...windows.values()]
+    .map((w) => ({ w, z: Number(w.el.style.zIndex) || 0 }))
+    .sort((a, b) => a.z - b.z)
+    .map(({ w }, i) => ({
+      app: w.id,
+      x: px(w.el.style.left),
+      y: px(w.el.style.top),
+      w: px(w.el.style.width),
+      h: px(w.el.style.height),
+      z: i + 1,
+      minimized: w.minimized,
+      maximized: w.maximized,
+    }));
+}
+
+/**
+ * Put the open window `id` where a saved layout had it and raise it (call bottom first), then
+ * minimise or maximise it as saved. The limits of dragging apply: a window the desktop has
+ * become too small for is pulled back until its title bar can be reached.
+ */
+export function place(id, rect) {
+  const w = windows.get(id);
+  if (!w) return;
+  Object.assign(w.el.style, {
+    left: `${rect.x}px`,
+    top: `${rect.y}px`,
+    width: `${Math.max(DEFAULTS.windowMinWidth, rect.w)}px`,
+    height: `${Math.max(DEFAULTS.windowMinHeight, rect.h)}px`,
+  });
+  clampIntoView(w);
+  if (!!rect.maximized !== w.maximized) toggleMaximize(id);
+  if (rect.minimized) {
+    raise(id);
+    minimize(id);
+  } else if (w.minimized) {
+    restore(id);
+  } else {
+    raise(id);
+  }
+}
+
 // ------------------------------------------------------------ pointer handling
 
 function winOf(target) {
