@@ -173,3 +173,27 @@ def test_a_window_off_screen_comes_back_into_view_and_gone_apps_are_skipped(
     assert desktop["y"] <= shown["y"] < desktop["y"] + desktop["height"] - 20
     expect(desk.page.locator("#win_gone_app")).to_have_count(0)
     desk.shot("pulled_back")
+
+
+def test_a_change_just_before_leaving_is_saved_and_maximised_comes_back(desk: Desk) -> None:
+    desk.open_app("gallery")
+    bar = box(desk, "#win_gallery .win-titlebar")
+    drag(desk, bar["x"] + 80, bar["y"] + bar["height"] / 2, 91, -23)
+    normal = window_state(desk, "gallery")
+    wait_until(
+        lambda: matches(saved_layout(desk).get("gallery") or {"x": None}, normal),
+        "the moved window saved",
+    )
+    # maximised and gone at once: the debounced save cannot have run, pagehide's must
+    desk.win("gallery").locator(".win-max").click()
+    expect(desk.win("gallery")).to_have_class(re.compile(r"\bmaximized\b"))
+    desk.page.reload()
+    expect(desk.page.locator("#tray_net")).to_have_attribute("data-state", "open")
+    expect(desk.win("gallery")).to_have_class(re.compile(r"\bmaximized\b"))
+    assert saved_layout(desk)["gallery"]["maximized"] is True
+    # un-maximised, it is where it was moved to
+    desk.win("gallery").locator(".win-max").click()
+    expect(desk.win("gallery")).not_to_have_class(re.compile(r"\bmaximized\b"))
+    after = window_state(desk, "gallery")
+    for key in ("left", "top", "width", "height"):
+        assert after[key] == normal[key], (key, after, normal)
