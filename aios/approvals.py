@@ -150,10 +150,18 @@ class Approvals:
 
     # ------------------------------------------------------------ the policy
 
-    def rule(self, app: str, session_id: str, tool: str, risk: Risk | None) -> Rule:
+    def rule(
+        self,
+        app: str,
+        session_id: str,
+        tool: str,
+        risk: Risk | None,
+        policy: dict[str, str] | None = None,
+    ) -> Rule:
+        """The rule for one call; ``policy`` is the app's, when the caller read it already."""
         if risk is None:
             return "allow"  # a custom @tool: the app's own code, its own rights
-        chosen = self._store.policy(app).get(tool)
+        chosen = (self._store.policy(app) if policy is None else policy).get(tool)
         for known in RULES:
             if chosen == known:
                 return known
@@ -174,6 +182,7 @@ class Approvals:
         from aios.tools import audit_args
 
         out = []
+        chosen = self._store.policy(app)  # once per plan
         for step in steps:
             risk = classify(step.tool, step.args)
             out.append(
@@ -181,7 +190,7 @@ class Approvals:
                     step_id=step.key,
                     tool=step.tool,
                     risk=risk,
-                    rule=self.rule(app, session_id, step.tool, risk),
+                    rule=self.rule(app, session_id, step.tool, risk, chosen),
                     text=describe(step.tool, step.args),
                     args=audit_args(step.args),
                     blocked=blocked(policy, step.tool, step.args) if policy is not None else None,

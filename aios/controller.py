@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+ROUTE_CHOICES = "route_choices"
+"""Session variable: which app the user chose when the router could not tell (rivals -> app)."""
 STOP_WORDS = frozenset({"停止", "取消", "stop", "cancel", "停"})
 """A typed or spoken instruction that is one of these cancels the session's active runs."""
 
@@ -296,7 +298,53 @@ class Controller:
 
     # ----------------------------------------------------------------- the DAG
 
+    def _clarify(self, plan: Plan, sid: str, run: Run) -> bool:
+        """Ask the user which app a task is for when the router could not tell (DESIGN §13).
+
+        The answer routes the task and is remembered for the session: the same
+        rivals are not asked about again. False when the run was cancelled.
+        """
+        remembered: dict[str, str] = dict(self.store.context_vars(sid).get(ROUTE_CHOICES) or {})
+        names = {p.id: p.name for p in self.profiles()}
+        for task in plan.tasks:
+            if not task.alternatives:
+                continue
+            rivals = [task.app, *task.alternatives]
+            key = "|".join(sorted(rivals))
+            if remembered.get(key) in rivals:
+                task.app = remembered[key]
+                continue
+            shown = [names.get(a, a) for a in rivals]
+            prompt = (
+                f"你是想用 {' 还是 '.join(shown)}？ / Did you mean {' or '.join(shown)}? "
+                f"({task.instruction[:80]})"
+            )
+            options = [{"value": a, "label": names.get(a, a)} for a in rivals]
+            result = ask_step(
+                self.approvals,
+                self.runs,
+                run,
+                "",
+                f"route_{task.id}",
+                {"kind": "choice", "prompt": prompt, "options": options},
+            )
+            if run.cancel.is_set():
+                return False
+            chosen = (result.result or {}).get("value") if result.status == "ok" else None
+            if chosen in rivals:
+                task.app = str(chosen)
+                remembered[key] = task.app
+                self.store.set_context_var(sid, ROUTE_CHOICES, remembered)
+            # expired or unanswered: the router's best guess stands
+        run.app = ",".join(dict.fromkeys(t.app for t in plan.tasks))
+        return True
+
     def _run_plan(self, plan: Plan, text: str, sid: str, run: Run) -> list[Outcome]:
+        if not self._clarify(plan, sid, run):
+            return [
+                Outcome(t.app, error_response("cancelled by the user", title=t.app))
+                for t in plan.tasks
+            ]
         tasks = {t.id: t for t in plan.tasks}
         key = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per plan
         for t in plan.tasks:
@@ -483,19 +531,22 @@ class Controller:
                 entry["error"] = result.error
             self.runs.step(run, entry)
 
-        return self.executor.run(
-            steps,
-            ctx.for_run(
-                run.run_id,
-                run.cancel,
-                decisions,
-                progress,
-                lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
-            ),
-            on_step=after,
-            before_step=before,
-            presets=presets,
-        )
+        try:
+            return self.executor.run(
+                steps,
+                ctx.for_run(
+                    run.run_id,
+                    run.cancel,
+                    decisions,
+                    progress,
+                    lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
+                ),
+                on_step=after,
+                before_step=before,
+                presets=presets,
+            )
+        finally:
+            self.runs.flush(run)
 
     def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
         if record.status != "running" or record.port is None or record.manifest is None:

@@ -47,6 +47,9 @@ class Task(BaseModel):
     app: str = Field(min_length=1)
     instruction: str = Field(min_length=1)
     depends_on: list[str] = Field(default_factory=list)
+    alternatives: list[str] = Field(default_factory=list, exclude=True)
+    """Other apps the offline router found too close to call: the controller asks the user
+    to choose between ``app`` and these before the task runs (DESIGN §13)."""
 
 
 NEAR_TIE = 0.9
@@ -155,6 +158,8 @@ _WORD = re.compile(r"[a-z0-9]+(?:[+#][a-z0-9+#]*)?", re.IGNORECASE)
 
 UNIGRAM_WEIGHT = 0.3
 FIELD_WEIGHTS = {"name": 1.0, "keywords": 1.0, "id": 1.0, "description": 0.6, "role": 0.4}
+MAX_CHOICES = 3
+"""At most this many apps are offered when the router cannot tell which one is meant."""
 MIN_SCORE = 0.08
 """Below this share of the clause's weight an app is not a match."""
 NAME_BONUS = 0.5
@@ -399,6 +404,29 @@ class OfflineRouter:
             return None
         return app_id, score
 
+    def close_call(self, clause: str) -> list[str]:
+        """Apps that score too close to the best one for ``clause`` to call (best excluded).
+
+        Nothing when the clause names its app, when the session's last app
+        decided a near-tie, or when the rivals share the best one's display
+        name (then the app installed first keeps it, DESIGN §11).
+        """
+        if self._opened_app(clause) or self._addressed_app(clause):
+            return []
+        pick = self.best(clause)
+        if pick is None or pick[0] == self.prefer:
+            return []
+        scores = self.score(clause)
+        top = dict(scores).get(pick[0], 0.0)
+        names = {a.id: _norm_name(a.name) for a in self.apps}
+        return [
+            app_id
+            for app_id, score in scores
+            if app_id != pick[0]
+            and score >= max(MIN_SCORE, top * NEAR_TIE)
+            and names.get(app_id) != names.get(pick[0])
+        ][: MAX_CHOICES - 1]
+
     def route(self, text: str) -> list[Task]:
         """Tasks for ``text``: one per run of clauses routed to the same app, in order.
 
@@ -430,8 +458,15 @@ class OfflineRouter:
         tasks: list[Task] = []
         for i, (s, e, app_id) in enumerate(groups, start=1):
             deps = [tasks[-1].id] if tasks else []
+            clause = text[s:e].strip()
             tasks.append(
-                Task(id=f"t{i}", app=app_id, instruction=text[s:e].strip(), depends_on=deps)
+                Task(
+                    id=f"t{i}",
+                    app=app_id,
+                    instruction=clause,
+                    depends_on=deps,
+                    alternatives=self.close_call(clause),
+                )
             )
         logger.debug("offline route %r -> %s", text, [(t.id, t.app) for t in tasks])
         return tasks

@@ -59,6 +59,8 @@ class Run:
     _changed: threading.Condition = field(default_factory=threading.Condition)
     _finished: bool = False
     response: dict[str, Any] | None = None
+    unsaved: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """Step changes announced but not stored yet (see :meth:`Runs.step`)."""
     waits: int = 0
     """Interactions of this run pending now (tasks of one instruction ask in parallel)."""
     paused: bool = False
@@ -159,6 +161,7 @@ class Runs:
     def finish(self, run: Run, response: dict[str, Any] | None, *, failed: bool = False) -> None:
         """The work ended: the run becomes done, failed or (if asked to stop) cancelled."""
         state = "cancelled" if run.cancel.is_set() else ("failed" if failed else "done")
+        self.flush(run)
         self.set_state(run, state, response)
         with run._changed:
             run._finished = True
@@ -177,21 +180,36 @@ class Runs:
             self._emit_step(run, entry)
 
     def step(self, run: Run, entry: dict[str, Any]) -> None:
-        """A step changed (started, finished, decided): announce it; store what lasts.
+        """A step changed (started, finished, decided): announce it at once; store it.
 
-        "started" is only announced: after a crash the step a run stopped at is
-        the first one without a result either way, and one write per step less
-        keeps the run engine's cost per step small (bench).
+        A step that acts (``medium``/``high``: writes, commands) is stored as it
+        starts and ends, so after a crash the run says which one may have half
+        run. The quiet steps (``safe``/``low``) are stored in one transaction
+        with the next write of the run, or when the plan ends (:meth:`flush`):
+        a plan of reads costs no database write per step (bench).
         """
         key = str(entry["step_id"])
         merged = {**run.steps.get(key, {}), **entry}
         run.steps[key] = merged
         if self.closing.is_set():
             return
-        if entry.get("status") != "started":
-            fields = {k: v for k, v in entry.items() if k != "step_id"}
-            self._store.update_step(run.run_id, key, **fields)
+        fields = {k: v for k, v in entry.items() if k != "step_id"}
+        acts = merged.get("risk") in ("medium", "high")
+        if acts or "decision" in entry:
+            run.unsaved.append((key, fields))
+            self._write_steps(run)
+        elif entry.get("status") != "started":
+            run.unsaved.append((key, fields))
         self._emit_step(run, merged)
+
+    def flush(self, run: Run) -> None:
+        """Store the quiet steps' statuses not written yet (a plan ended)."""
+        if run.unsaved and not self.closing.is_set():
+            self._write_steps(run)
+
+    def _write_steps(self, run: Run) -> None:
+        updates, run.unsaved = run.unsaved, []
+        self._store.update_steps(run.run_id, updates)
 
     def progress(self, run: Run, step_id: str, report: dict[str, Any]) -> None:
         """How far a long step got: announced only (a ``progress`` event), not stored."""

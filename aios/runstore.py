@@ -265,6 +265,26 @@ class RunStore:
             )
             db.execute("UPDATE runs SET updated=? WHERE run_id=?", (self.store.clock(), run_id))
 
+    def update_steps(self, run_id: str, updates: list[tuple[str, dict[str, Any]]]) -> None:
+        """Several :meth:`update_step` merges in one transaction (a plan's quiet steps)."""
+        if not updates:
+            return
+        with self.store._tx() as db:
+            for step_id, fields in updates:
+                row = db.execute(
+                    "SELECT pos, data FROM run_steps WHERE run_id=? AND step_id=?"
+                    " ORDER BY pos DESC LIMIT 1",
+                    (run_id, step_id),
+                ).fetchone()
+                if row is None:
+                    continue
+                step = {**json.loads(row["data"]), **fields, "step_id": step_id}
+                db.execute(
+                    "UPDATE run_steps SET data=? WHERE run_id=? AND pos=?",
+                    (_dumps(step), run_id, row["pos"]),
+                )
+            db.execute("UPDATE runs SET updated=? WHERE run_id=?", (self.store.clock(), run_id))
+
     def update_step(self, run_id: str, step_id: str, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` into a step (the latest with that id) and return the step."""
         with self.store._tx() as db:

@@ -522,3 +522,55 @@ def test_an_unanswered_question_expires_and_a_cancelled_one_is_withdrawn(
             running.system.launcher.get(APP), reply["session_id"]
         )["available_tools"]
     )
+
+
+# --------------------------------------------------- the router's clarifying choice
+
+
+def look_alike_apps(root: Path) -> Path:
+    """Two apps the offline router cannot tell apart by their words (names differ)."""
+    import json
+    import shutil
+
+    for app_id, name in (("jotter", "Jotter 记录本"), ("memo", "Memo 备忘")):
+        shutil.copytree(APPS / APP, root / app_id)
+        manifest = {
+            "name": name,
+            "entry": "main.py",
+            "description": "write down notes and lists 记录 笔记",
+            "keywords": ["记录", "笔记", "note", "list"],
+            "role_prompt": "You keep notes.",
+        }
+        (root / app_id / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False))
+    return root
+
+
+def test_the_router_asks_when_two_apps_are_too_close_and_remembers(tmp_path: Path) -> None:
+    apps = look_alike_apps(tmp_path / "apps")
+    running = start_system(apps, tmp_path / "data", approvals={"mode": "smart"})
+    try:
+        sub = running.system.bus.subscribe()
+        r = running.post("/api/instruction", {"text": "记录 买牛奶"}).json()
+        assert r["state"] == "waiting", r
+        (card,) = r["pending"]
+        assert card["kind"] == "choice"
+        assert sorted(o["value"] for o in card["options"]) == ["jotter", "memo"]
+        assert "Jotter" in card["prompt"] and "Memo" in card["prompt"]
+        assert running.post(f"/api/interactions/{card['id']}", {"value": "memo"}).ok
+        view = final_view(sub, r["run_id"])
+        assert view["status"] == "ok"
+        assert run_row(running, r["run_id"])["state"] == "done"
+        calls = (apps / "memo" / "workspace" / "calls.log").read_text()
+        assert calls.strip(), "the chosen app was not called"
+        assert not (apps / "jotter" / "workspace" / "calls.log").exists()
+        # the same question in the same session is not asked again
+        again = running.post(
+            "/api/instruction", {"text": "记录 买面包", "session_id": r["session_id"]}
+        ).json()
+        assert "state" not in again, again
+        assert [x["app"] for x in again["results"]] == ["memo"]
+        # a clause that names its app is never asked about
+        named = running.post("/api/instruction", {"text": "打开 Jotter 记录本"}).json()
+        assert "state" not in named and [x["app"] for x in named["results"]] == ["jotter"]
+    finally:
+        running.stop()
