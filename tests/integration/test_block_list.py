@@ -20,7 +20,7 @@ def test_get_config_shows_the_block_list_with_its_defaults(
     r = running.get("/api/config")
     assert r.status_code == 200
     approvals = r.json()["config"]["approvals"]
-    assert approvals["mode"] == "smart"
+    assert approvals["timeout"] == 600  # the section comes whole, defaults included
     assert approvals["block_list"] == {
         **{rule: list(words) for rule, words in DEFAULT_BLOCK_LIST.items()},
         "privilege-escalation": EXTRA,
