@@ -209,6 +209,9 @@ export const api = {
   /** decision: allow | allow_session | allow_always | deny; a 409 carries body.current. */
   answerInteraction: (id, decision) => request('POST', `/api/interactions/${encodeURIComponent(id)}`,
     { json: { decision } }),
+  /** The answer to a choice / confirm / input card (DESIGN §13): {value}. */
+  answerQuestion: (id, value) => request('POST', `/api/interactions/${encodeURIComponent(id)}`,
+    { json: { value } }),
   cancelRun: (runId) => request('POST', `/api/runs/${encodeURIComponent(runId)}/cancel`, { json: {} }),
   /** The session's saved windows (DESIGN §13): {windows: [{app, x, y, w, h, z, minimized, maximized}], updated}. */
   layout: (sessionId) => request('GET', `/api/sessions/${encodeURIComponent(sessionId)}/layout`),

@@ -1,5 +1,6 @@
 // Runs on the desktop (DESIGN §12): the plan preview card an app's window shows while its
-// run waits for the user, the stop buttons of active runs, and the progress line of a run.
+// run waits for the user, the question cards of a plan's `ask` steps (choice / confirm /
+// input, DESIGN §13), the stop buttons of active runs, and the progress line of a run.
 // State comes from the run/step/progress/interaction events, from the replies that pause
 // (their `pending`), and from GET /api/interactions?pending=1 + /api/runs?active=1 at start,
 // after a reload or a resync (the `aios:runs-state` DOM event main.js dispatches).
@@ -19,11 +20,22 @@ const RISKS = new Set(['safe', 'low', 'medium', 'high']);
 const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
 /** Outcomes of a card that the window keeps saying until the app's next run starts. */
 const LASTING = new Set(['deny', 'denied', 'expired', 'cancelled', 'withdrawn']);
+/** Interaction kinds that are questions of a plan's `ask` step, answered with {value}. */
+const QUESTIONS = new Set(['choice', 'confirm', 'input']);
 
 /** id -> interaction (pending ones only). */
 const cards = new Map();
 /** Interactions that ended: a late listing must not bring their card back. */
 const closedCards = new Set();
+/**
+ * id -> {ia, state: answered | expired | withdrawn, value?, elsewhere}: question cards that
+ * ended but stay in the window's record, disabled, until the app's next view replaces it.
+ */
+const settled = new Map();
+/** Question cards whose answer this tab is sending. */
+const answering = new Set();
+/** Question cards the app's next view has replaced: an answer arriving late draws nothing. */
+const dismissed = new Set();
 /** run_id -> {run_id, app, apps, kind, session_id, state, since, plan: [step_id], steps: Map, current, progress} */
 const runs = new Map();
 /** Runs that ended: a late listing must not bring them back. */
@@ -123,9 +135,17 @@ export function onEvent(msg) {
     case 'interaction':
       addCard(msg);
       return true;
-    case 'interaction_done':
-      closeCard(toText(msg.id), toText(msg.answer), msg.app);
+    case 'interaction_done': {
+      const id = toText(msg.id);
+      const known = cards.get(id);
+      if ((known && isQuestion(known)) || settled.has(id) || (isObject(msg.answer) && 'value' in msg.answer)) {
+        // Not this tab's own answer in flight: someone answered elsewhere first.
+        settle(id, msg.answer, msg.app, { elsewhere: isObject(msg.answer) && !answering.has(id) });
+      } else {
+        closeCard(id, toText(msg.answer), msg.app);
+      }
       return true;
+    }
     default:
       return false;
   }
@@ -293,7 +313,8 @@ function drawProgress(run) {
     line.setAttribute('role', 'status');
     const parts = [];
     if (run.state === 'waiting') {
-      parts.push(t('runs.waiting'));
+      const asks = [...cards.values()].some((ia) => ia.run_id === run.run_id && isQuestion(ia));
+      parts.push(t(asks ? 'ask.waiting' : 'runs.waiting'));
     } else if (run.current && run.steps.has(run.current)) {
       const s = run.steps.get(run.current);
       const i = run.plan.indexOf(run.current) + 1;
@@ -470,25 +491,44 @@ function drawCountdown(id) {
 function drawCards(app) {
   const w = wm.get(app);
   if (!w) return;
-  const mine = [...cards.values()].filter((ia) => toText(ia.app) === app);
+  const mine = [...cards.values(), ...[...settled.values()].map((s) => s.ia)]
+    .filter((ia) => toText(ia.app) === app);
   if (!mine.length) {
     removePart(w, '.run-cards');
     return;
   }
   const layer = part(w, 'run-cards', w.body);
-  const shown = new Set([...layer.querySelectorAll(':scope > .run-card')].map((n) => n.dataset.interaction));
-  for (const node of layer.querySelectorAll(':scope > .run-card')) {
-    if (!cards.has(node.dataset.interaction)) node.remove();
+  // Only ended questions left: they stay said without covering the window's content.
+  layer.toggleAttribute('data-settled', !mine.some((ia) => cards.has(ia.id)));
+  const shown = new Map([...layer.querySelectorAll(':scope > .run-card')].map((n) => [n.dataset.interaction, n]));
+  for (const [id, node] of shown) {
+    if (!cards.has(id) && !settled.has(id)) {
+      node.remove();
+      shown.delete(id);
+    }
   }
   let first = null;
   for (const ia of mine) {
-    if (shown.has(ia.id)) continue;
-    const card = renderCard(ia);
-    layer.appendChild(card);
-    first = first || card;
+    const node = shown.get(ia.id);
+    const done = settled.get(ia.id);
+    const want = done ? done.state : 'pending';
+    if (node && (node.dataset.state || 'pending') === want) continue;
+    const card = isQuestion(ia) ? renderQuestion(ia, done) : renderCard(ia);
+    if (node) {
+      node.replaceWith(card);
+    } else {
+      layer.appendChild(card);
+      if (!done) first = first || card;
+    }
     drawCountdown(ia.id);
   }
-  if (first && !typing()) first.focus({ preventScroll: true });
+  if (first && !typing()) focusCard(first);
+}
+
+/** A new card takes the keyboard: an input card's text field, any other card itself. */
+function focusCard(card) {
+  const field = card.querySelector('.ask-input:not(:disabled)');
+  (field || card).focus({ preventScroll: true });
 }
 
 /** The user is typing somewhere: a card that appears must not take the keyboard away. */
@@ -520,4 +560,174 @@ async function decide(ia, decision, card) {
     box.textContent = t('runs.answer_failed', { error: err.message });
     box.hidden = false;
   }
+}
+
+// ------------------------------------------------------------------ question cards (DESIGN §13)
+
+function isQuestion(ia) {
+  return isObject(ia) && QUESTIONS.has(ia.kind);
+}
+
+function optionValue(option) {
+  return isObject(option) && 'value' in option ? option.value : option;
+}
+
+function optionLabel(option) {
+  if (isObject(option) && option.label !== undefined && option.label !== null) return toText(option.label);
+  return toText(optionValue(option));
+}
+
+/** A choice's options, a confirm's yes and no, as {value, label}. */
+function choicesOf(ia) {
+  if (ia.kind === 'confirm') return [{ value: true, label: t('ask.yes') }, { value: false, label: t('ask.no') }];
+  const options = Array.isArray(ia.options) ? ia.options : [];
+  return options.map((o) => ({ value: optionValue(o), label: optionLabel(o) }));
+}
+
+/** The same value as the one given (JSON equality: values may be objects). */
+function sameValue(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** How an ended question card says its outcome, in the page's language. */
+function outcomeText(ia, done) {
+  if (done.state !== 'answered') return t(`ask.${done.state}`);
+  if (ia.kind === 'confirm') return t(done.value === true ? 'ask.confirmed' : 'ask.declined');
+  if (ia.kind === 'choice') {
+    const chosen = choicesOf(ia).find((c) => sameValue(c.value, done.value));
+    return t('ask.chose', { choice: chosen ? chosen.label : toText(done.value) });
+  }
+  return t('ask.entered', { text: toText(done.value) });
+}
+
+function renderQuestion(ia, done) {
+  const titleId = `iatitle_${ia.id}`;
+  const promptId = `iaprompt_${ia.id}`;
+  const controls = ia.kind === 'input' ? inputForm(ia, done, promptId) : choiceButtons(ia, done);
+  const card = el('section', {
+    class: ['run-card', 'ask-card'], tabIndex: -1,
+    dataset: { interaction: ia.id, runId: toText(ia.run_id), kind: ia.kind, state: done ? done.state : 'pending' },
+    attrs: { role: done ? 'group' : 'alertdialog', 'aria-labelledby': titleId, 'aria-describedby': promptId },
+  },
+  el('h3', { class: 'run-card-title', id: titleId, text: t(`ask.title_${ia.kind}`) }),
+  el('p', { class: 'ask-prompt', id: promptId, text: toText(ia.prompt) }),
+  controls,
+  done
+    ? el('p', { class: 'ask-outcome', dataset: { state: done.state }, attrs: { role: 'status' } },
+      el('span', { class: 'ask-outcome-text', text: outcomeText(ia, done) }),
+      done.elsewhere ? el('span', { class: 'ask-elsewhere muted', text: t('ask.elsewhere') }) : null)
+    : el('p', { class: 'run-card-expires muted', attrs: { 'aria-live': 'off' } }),
+  el('p', { class: 'run-card-error', hidden: true, attrs: { role: 'alert' } }));
+  if (done) {
+    lockCard(card, true);
+    return card;
+  }
+  card.addEventListener('click', (ev) => {
+    const btn = ev.target.closest('[data-value]');
+    if (btn && !btn.disabled) send(ia, JSON.parse(btn.dataset.value), card);
+  });
+  card.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const field = card.querySelector('.ask-input');
+    if (field && !field.disabled) send(ia, field.value, card);
+  });
+  return card;
+}
+
+function choiceButtons(ia, done) {
+  const chosen = (c) => !!done && done.state === 'answered' && sameValue(c.value, done.value);
+  return el('div', { class: 'run-card-buttons' }, choicesOf(ia).map((c) => el('button', {
+    type: 'button', class: ['run-card-btn', 'ask-option', chosen(c) ? 'is-chosen' : ''],
+    dataset: { value: JSON.stringify(c.value) }, text: c.label,
+    attrs: chosen(c) ? { 'aria-current': 'true' } : null,
+  })));
+}
+
+function inputForm(ia, done, promptId) {
+  const answered = !!done && done.state === 'answered';
+  const start = ia.default === undefined || ia.default === null ? '' : toText(ia.default);
+  const field = el('input', {
+    type: 'text', class: 'ask-input', value: answered ? toText(done.value) : start,
+    placeholder: toText(ia.placeholder), attrs: { 'aria-labelledby': promptId },
+  });
+  return el('form', { class: 'ask-form' }, field,
+    el('button', { type: 'submit', class: ['run-card-btn', 'ask-submit'], text: t('ask.submit') }));
+}
+
+/** Disable (or enable again) everything a card can be operated with. */
+function lockCard(card, locked) {
+  for (const c of card.querySelectorAll('button, input')) {
+    c.disabled = locked;
+    if (locked) c.setAttribute('aria-disabled', 'true');
+    else c.removeAttribute('aria-disabled');
+  }
+}
+
+async function send(ia, value, card) {
+  const app = toText(ia.app);
+  answering.add(ia.id);
+  lockCard(card, true);
+  card.setAttribute('aria-busy', 'true');
+  // The answer lets the run go on: its next view may come before this reply does.
+  wm.addCleanup(app, () => dropSettled(ia.id, app));
+  try {
+    const reply = await api.answerQuestion(ia.id, value);
+    settle(ia.id, isObject(reply) && isObject(reply.answer) ? reply.answer : { value }, app);
+  } catch (err) {
+    const current = isObject(err.body) && isObject(err.body.current) ? err.body.current : null;
+    if (err.status === 409 && current) {
+      // Answered first in another tab (or it expired): show that answer, quietly.
+      settle(ia.id, isObject(current.answer) ? current.answer : toText(current.state), app, { elsewhere: true });
+      return;
+    }
+    answering.delete(ia.id);
+    dismissed.delete(ia.id); // still pending: a view that came meanwhile did not replace it
+    if (!card.isConnected) return;
+    lockCard(card, false);
+    card.removeAttribute('aria-busy');
+    const box = card.querySelector('.run-card-error');
+    box.textContent = t('ask.failed', { error: err.message });
+    box.hidden = false;
+  }
+}
+
+/** A question ended: answered ({value}), `expired`, or `cancelled`/`withdrawn`. The first outcome stays. */
+function settle(id, answer, app, { elsewhere = false } = {}) {
+  closedCards.add(id);
+  const wasSending = answering.delete(id);
+  const ia = cards.get(id) || (settled.get(id) || {}).ia;
+  cards.delete(id);
+  const where = ia ? toText(ia.app) : toText(app);
+  const w = wm.get(where);
+  if (ia && w && !settled.has(id) && !dismissed.has(id)) {
+    const outcome = isObject(answer)
+      ? { state: 'answered', value: answer.value }
+      : { state: answer === 'expired' ? 'expired' : 'withdrawn' };
+    settled.set(id, { ia, ...outcome, elsewhere: elsewhere && outcome.state === 'answered' });
+    if (!wasSending) wm.addCleanup(where, () => dropSettled(id, where));
+  }
+  if (!w) return;
+  const hadFocus = cardHasFocus(w, id);
+  redraw(where);
+  if (hadFocus) {
+    const again = w.el.querySelector(`.run-card[data-interaction="${CSS.escape(id)}"]`);
+    (again || w.body).focus({ preventScroll: true });
+  }
+}
+
+function cardHasFocus(w, id) {
+  const node = w.el.querySelector(`.run-card[data-interaction="${CSS.escape(id)}"]`);
+  return !!node && node.contains(document.activeElement);
+}
+
+/** The app's next view replaced the window's content: its ended question cards go with it. */
+function dropSettled(id, app) {
+  if (!settled.has(id) && !answering.has(id)) return;
+  dismissed.add(id);
+  settled.delete(id);
+  const w = wm.get(app);
+  if (!w) return;
+  const hadFocus = cardHasFocus(w, id);
+  drawCards(app);
+  if (hadFocus) w.body.focus({ preventScroll: true });
 }
