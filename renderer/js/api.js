@@ -217,6 +217,17 @@ export const api = {
   layout: (sessionId) => request('GET', `/api/sessions/${encodeURIComponent(sessionId)}/layout`),
   saveLayout: (sessionId, windows, { keepalive = false } = {}) => request('PUT',
     `/api/sessions/${encodeURIComponent(sessionId)}/layout`, { json: { windows }, keepalive }),
+  /** Send an ended run's instruction, open or action again (a new run). */
+  retryRun: (runId) => request('POST', `/api/runs/${encodeURIComponent(runId)}/retry`, { json: {}, timeout: long }),
+  /** The conversations, most recently used first (DESIGN §13). */
+  sessions: (limit) => request('GET', `/api/sessions?limit=${encodeURIComponent(limit)}`),
+  newSession: () => request('POST', '/api/sessions', { json: {} }),
+  /** One page of a session's timeline, oldest first: {entries, has_more, next_before}. */
+  timeline: (sid, { before = null, limit } = {}) => {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (before) q.set('before', before);
+    return request('GET', `/api/sessions/${encodeURIComponent(sid)}/timeline?${q}`);
+  },
 };
 
 // ------------------------------------------------------------------ events

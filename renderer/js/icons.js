@@ -27,6 +27,7 @@ const SHAPES = {
   settings: [['circle', { cx: 12, cy: 12, r: 3 }], ['path', { d: 'M12 2v3M12 19v3M2 12h3M19 12h3M4.9 4.9l2.1 2.1M17 17l2.1 2.1M4.9 19.1L7 17M17 7l2.1-2.1' }]],
   log: [['path', { d: 'M5 4h14v16H5z' }], ['path', { d: 'M8 8h8M8 12h8M8 16h5' }]],
   send: [['path', { d: 'M4 12l16-8-6 16-2-7z' }]],
+  chat: [['path', { d: 'M4 5h16v11H10l-5 4v-4H4z' }], ['path', { d: 'M8 9.5h8M8 12.5h5' }]],
   stop: [['rect', { x: 6.5, y: 6.5, width: 11, height: 11, rx: 2 }]],
 };
 

@@ -2,6 +2,7 @@
 // This is the only module that knows all the others; each of them only draws or reports.
 import { api, connectEvents, initAuth, refreshFileGrants, setErrorText, setUnauthorizedHandler } from './api.js';
 import { on } from './bus.js';
+import * as conversation from './conversation.js';
 import { DEFAULTS } from './defaults.js';
 import { applyStatic, setLang, statusText, t } from './i18n.js';
 import * as layout from './layout.js';
@@ -98,6 +99,7 @@ async function loadApps({ announce = false } = {}) {
     }
     taskbar.renderApps();
     layout.restore({ openWindow: reopenWindow, known: (id) => SYSTEM_WINDOWS.has(id) || state.apps.has(id) });
+    conversation.relabel(); // the entries name apps: now with their display names
     if (announce) notify.toast(t('apps.refreshed'), { level: 'success' });
   } catch (err) {
     notify.toast(t('apps.failed', { error: err.message }), { level: 'error' });
@@ -186,6 +188,7 @@ async function runInstruction({ text }) {
     notify.toast(t('command.failed', { error: err.message }), { level: 'error' });
   } finally {
     taskbar.setCommandBusy(false);
+    conversation.refresh();
   }
 }
 
@@ -267,6 +270,7 @@ async function pollHealth() {
 // ------------------------------------------------------------------ server events
 
 function onEvent(msg) {
+  conversation.onEvent(msg);
   if (runs.onEvent(msg)) return;
   switch (msg.type) {
     case 'app_status': {
@@ -345,6 +349,7 @@ async function reloadRunsState(reason = 'load') {
   ]);
   const detail = { interactions, runs: active, reason };
   document.dispatchEvent(new CustomEvent('aios:runs-state', { detail }));
+  conversation.refresh();
 }
 
 /** The server refused this page's token (it restarted with a new one): say so once, offer a reload. */
@@ -390,6 +395,7 @@ function wire() {
     settings.refresh();
     audit.refresh();
     for (const w of wm.list()) if (!SYSTEM_WINDOWS.has(w.id)) statusLine(w.id);
+    conversation.relabel();
   });
   on('runs:error', ({ message }) => notify.toast(message, { level: 'error' }));
   setActionHandler(runAction);
@@ -425,6 +431,7 @@ function boot() {
   tray.init();
   runs.init({ openWindow: ensureWindow });
   layout.init();
+  conversation.init();
   wire();
   loadConfig().then(() => pollHealth());
   loadApps();

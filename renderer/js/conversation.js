@@ -1,0 +1,525 @@
+// The conversation panel (#conversation, DESIGN §13): the session's timeline — what the user
+// typed or said, what the system and the apps answered (with a link that raises the app's
+// window), the approval and question cards (answerable here too; once answered they show the
+// answer and are disabled), runs in progress and their outcomes (interrupted ones can be sent
+// again). Everything comes from GET /api/sessions/<sid>/timeline, so a reload or a restart of
+// the system shows the same; server events only say "look again". A session menu starts a
+// new conversation or switches to another one.
+import { api } from './api.js';
+import { emit } from './bus.js';
+import { t } from './i18n.js';
+import { icon } from './icons.js';
+import { el, isObject, toText } from './safe.js';
+import { rememberSession, state } from './state.js';
+
+/** Timeline entries read per request. */
+const PAGE = 50;
+/** Events arrive in bursts (a run's state, its card, its views): one read after the burst. */
+const REFRESH_DELAY_MS = 120;
+/** Scrolled this close to the top (or bottom), the panel loads older entries (or follows). */
+const SCROLL_TOP_PX = 24;
+/** Sessions the switcher lists. */
+const SESSIONS_SHOWN = 30;
+const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
+const LIVE_EVENTS = new Set(['run', 'interaction', 'interaction_done', 'view']);
+/** Whether the panel was open, kept for this tab so that a reload shows it again. */
+const OPEN_KEY = 'aios.conversation.open';
+
+const ui = {};
+/** entry id -> {entry, node}, in timeline order. */
+let shown = new Map();
+let olderCursor = null;
+let loadingOlder = false;
+let refreshTimer = null;
+let stale = true;
+/** Bumped on every session switch, so a late reply of the previous session is dropped. */
+let generation = 0;
+
+export function init() {
+  ui.toggle = document.getElementById('conversation_button');
+  ui.toggle.appendChild(icon('chat'));
+  ui.list = el('ol', { class: 'conv-list', tabIndex: -1, attrs: { 'aria-live': 'polite' } });
+  ui.empty = el('p', { class: 'conv-empty muted', text: t('conv.empty') });
+  ui.older = el('p', { class: 'conv-older muted', hidden: true, text: t('conv.loading_older') });
+  ui.error = el('p', { class: 'conv-error', hidden: true, attrs: { role: 'alert' } });
+  ui.sessions = el('select', { class: 'conv-sessions', attrs: { 'aria-label': t('conv.sessions') } });
+  ui.newBtn = el('button', { type: 'button', class: 'conv-new', dataset: { action: 'new-conversation' }, text: t('conv.new') });
+  ui.close = el('button', { type: 'button', class: 'conv-close', attrs: { 'aria-label': t('conv.close') }, text: '×' });
+  ui.title = el('h2', { class: 'conv-title', id: 'conversation_title', text: t('conv.title') });
+  ui.body = el('div', { class: 'conv-body' }, ui.older, ui.empty, ui.list);
+  ui.panel = el('section', {
+    id: 'conversation', class: 'conv-panel', hidden: true,
+    attrs: { role: 'region', 'aria-labelledby': 'conversation_title' },
+  },
+  el('header', { class: 'conv-head' }, ui.title, ui.close),
+  el('div', { class: 'conv-bar' }, ui.sessions, ui.newBtn),
+  ui.error,
+  ui.body);
+  document.body.appendChild(ui.panel);
+
+  ui.toggle.addEventListener('click', () => toggle());
+  ui.close.addEventListener('click', () => toggle(false));
+  ui.newBtn.addEventListener('click', newConversation);
+  ui.sessions.addEventListener('change', () => switchTo(ui.sessions.value));
+  ui.body.addEventListener('scroll', () => {
+    if (ui.body.scrollTop <= SCROLL_TOP_PX) loadOlder();
+  });
+  // One listener for every entry's buttons (links to windows, retry, card answers).
+  ui.list.addEventListener('click', onListClick);
+  ui.list.addEventListener('submit', onInputSubmit);
+  ui.panel.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') {
+      ev.stopPropagation();
+      toggle(false);
+    }
+  });
+  document.addEventListener('keydown', (ev) => {
+    if (ev.ctrlKey && !ev.altKey && !ev.metaKey && ev.key === '.') {
+      ev.preventDefault();
+      toggle();
+    }
+  });
+  if (storedOpen()) toggle(true);
+}
+
+function storedOpen() {
+  try {
+    return sessionStorage.getItem(OPEN_KEY) === '1';
+  } catch {
+    return false;
+  }
+}
+
+function storeOpen(open) {
+  try {
+    sessionStorage.setItem(OPEN_KEY, open ? '1' : '0');
+  } catch {
+    // storage disabled: a reload starts with the panel closed
+  }
+}
+
+export function isOpen() {
+  return !!ui.panel && !ui.panel.hidden;
+}
+
+/** Show or hide the panel (flip when ``show`` is omitted). */
+export function toggle(show = !isOpen()) {
+  ui.panel.hidden = !show;
+  ui.toggle.setAttribute('aria-expanded', String(show));
+  ui.toggle.classList.toggle('is-active', show);
+  storeOpen(show);
+  if (show) {
+    ui.list.focus({ preventScroll: true });
+    loadSessions();
+    if (stale) reload();
+  } else if (ui.panel.contains(document.activeElement) || document.activeElement === document.body) {
+    ui.toggle.focus();
+  }
+}
+
+/** Something the timeline shows may have changed: read it again soon (now if shown). */
+export function refresh() {
+  stale = true;
+  if (!isOpen()) return;
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(loadNewest, REFRESH_DELAY_MS);
+}
+
+/** Server events: runs, cards and views of this session change the timeline. */
+export function onEvent(msg) {
+  if (!isObject(msg) || !LIVE_EVENTS.has(msg.type)) return;
+  if (typeof msg.session_id === 'string' && state.sessionId && msg.session_id !== state.sessionId) return;
+  refresh();
+}
+
+/** The page's language changed: static texts and the entries are drawn again. */
+export function relabel() {
+  if (!ui.panel) return;
+  ui.title.textContent = t('conv.title');
+  ui.empty.textContent = t('conv.empty');
+  ui.older.textContent = t('conv.loading_older');
+  ui.newBtn.textContent = t('conv.new');
+  ui.close.setAttribute('aria-label', t('conv.close'));
+  ui.sessions.setAttribute('aria-label', t('conv.sessions'));
+  for (const item of shown.values()) {
+    const node = render(item.entry);
+    item.node.replaceWith(node);
+    item.node = node;
+  }
+  if (isOpen()) loadSessions();
+}
+
+// ------------------------------------------------------------------ loading
+
+function showError(err) {
+  ui.error.textContent = err ? t('conv.failed', { error: err.message }) : '';
+  ui.error.hidden = !err;
+}
+
+async function fetchPage(before) {
+  const sid = state.sessionId;
+  if (!sid) return { entries: [], has_more: false, next_before: null };
+  try {
+    return await api.timeline(sid, { before, limit: PAGE });
+  } catch (err) {
+    // A session this data dir never had (a fresh install, another data dir): nothing yet.
+    if (err.status === 404) return { entries: [], has_more: false, next_before: null };
+    throw err;
+  }
+}
+
+async function reload() {
+  const mine = ++generation;
+  stale = false;
+  try {
+    const page = await fetchPage(null);
+    if (mine !== generation) return;
+    shown = new Map();
+    ui.list.replaceChildren();
+    place(page.entries, 'end');
+    olderCursor = page.has_more ? page.next_before : null;
+    showError(null);
+    drawEmpty();
+    ui.body.scrollTop = ui.body.scrollHeight;
+  } catch (err) {
+    if (mine === generation) showError(err);
+  }
+}
+
+/** The newest page, merged in: known entries are drawn again, new ones appended. */
+async function loadNewest() {
+  const mine = generation;
+  stale = false;
+  try {
+    const page = await fetchPage(null);
+    if (mine !== generation) return;
+    const entries = Array.isArray(page.entries) ? page.entries.filter(isObject) : [];
+    if (shown.size && entries.length && page.has_more && !shown.has(entries[0].id)) {
+      // More happened than one page holds: start again from the newest.
+      await reload();
+      return;
+    }
+    const atBottom = ui.body.scrollHeight - ui.body.scrollTop - ui.body.clientHeight < SCROLL_TOP_PX;
+    const fresh = [];
+    for (const entry of entries) {
+      const known = shown.get(entry.id);
+      if (!known) {
+        fresh.push(entry);
+        continue;
+      }
+      if (JSON.stringify(known.entry) === JSON.stringify(entry)) continue;
+      const node = render(entry);
+      const hadFocus = known.node.contains(document.activeElement);
+      known.node.replaceWith(node);
+      shown.set(entry.id, { entry, node });
+      if (hadFocus) ui.list.focus({ preventScroll: true });
+    }
+    place(fresh, 'end');
+    if (!shown.size) olderCursor = null;
+    showError(null);
+    drawEmpty();
+    if (atBottom || fresh.length) ui.body.scrollTop = ui.body.scrollHeight;
+  } catch (err) {
+    if (mine === generation) showError(err);
+  }
+}
+
+async function loadOlder() {
+  if (!olderCursor || loadingOlder) return;
+  const mine = generation;
+  loadingOlder = true;
+  ui.older.hidden = false;
+  try {
+    const page = await fetchPage(olderCursor);
+    if (mine !== generation) return;
+    const before = ui.body.scrollHeight;
+    place(page.entries, 'start');
+    olderCursor = page.has_more ? page.next_before : null;
+    // Keep what the user was looking at in place while older entries appear above it.
+    ui.body.scrollTop += ui.body.scrollHeight - before;
+  } catch (err) {
+    showError(err);
+  } finally {
+    loadingOlder = false;
+    ui.older.hidden = true;
+  }
+}
+
+function place(entries, where) {
+  const list = Array.isArray(entries) ? entries.filter((e) => isObject(e) && typeof e.id === 'string') : [];
+  const nodes = [];
+  const items = [];
+  for (const entry of list) {
+    if (shown.has(entry.id)) continue;
+    const node = render(entry);
+    nodes.push(node);
+    items.push([entry.id, { entry, node }]);
+  }
+  if (where === 'start') {
+    ui.list.prepend(...nodes);
+    shown = new Map([...items, ...shown]);
+  } else {
+    ui.list.append(...nodes);
+    for (const [id, item] of items) shown.set(id, item);
+  }
+}
+
+function drawEmpty() {
+  ui.empty.hidden = shown.size > 0;
+}
+
+// ------------------------------------------------------------------ sessions
+
+async function loadSessions() {
+  let list;
+  try {
+    list = await api.sessions(SESSIONS_SHOWN);
+  } catch (err) {
+    showError(err);
+    return;
+  }
+  const sessions = Array.isArray(list) ? list.filter((s) => isObject(s) && typeof s.session_id === 'string') : [];
+  const current = state.sessionId;
+  if (current && !sessions.some((s) => s.session_id === current)) {
+    sessions.unshift({ session_id: current, title: null, turns: 0, updated: Date.now() / 1000 });
+  }
+  ui.sessions.replaceChildren(...sessions.map((s) => el('option', {
+    value: s.session_id, selected: s.session_id === current, text: sessionLabel(s),
+  })));
+  if (!current) ui.sessions.prepend(el('option', { value: '', selected: true, text: t('conv.untitled') }));
+}
+
+function sessionLabel(s) {
+  const when = typeof s.updated === 'number' ? new Date(s.updated * 1000).toLocaleString(state.lang) : '';
+  const title = typeof s.title === 'string' && s.title ? s.title : t('conv.untitled');
+  return when ? `${title} · ${when}` : title;
+}
+
+async function newConversation() {
+  ui.newBtn.disabled = true;
+  try {
+    const reply = await api.newSession();
+    switchTo(toText(reply && reply.session_id));
+  } catch (err) {
+    showError(err);
+  } finally {
+    ui.newBtn.disabled = false;
+  }
+}
+
+function switchTo(sid) {
+  if (!sid || sid === state.sessionId) return;
+  rememberSession(sid);
+  olderCursor = null;
+  shown = new Map();
+  ui.list.replaceChildren();
+  drawEmpty();
+  emit('session:changed', { session_id: sid });
+  reload();
+  loadSessions();
+}
+
+// ------------------------------------------------------------------ drawing
+
+function appName(id) {
+  const app = state.apps.get(id);
+  return app ? toText(app.name) : id;
+}
+
+function appLink(id) {
+  return el('button', { type: 'button', class: 'conv-app', dataset: { app: id }, text: appName(id),
+    title: t('conv.raise', { app: appName(id) }) });
+}
+
+function time(ts) {
+  const d = new Date(Number(ts) * 1000);
+  return el('time', { class: 'conv-time', dateTime: d.toISOString(), text: d.toLocaleTimeString(state.lang, { hour: '2-digit', minute: '2-digit' }) });
+}
+
+function render(entry) {
+  const kind = toText(entry.kind);
+  const body = kind === 'user' ? userBody(entry)
+    : kind === 'reply' ? replyBody(entry)
+      : kind === 'run' ? runBody(entry)
+        : kind === 'interaction' ? cardBody(entry.interaction)
+          : null;
+  const extra = kind === 'run' ? { runId: toText(entry.run_id), state: toText(entry.state) }
+    : kind === 'interaction' && isObject(entry.interaction)
+      ? { interaction: toText(entry.interaction.id), state: toText(entry.interaction.state), cardKind: toText(entry.interaction.kind) }
+      : {};
+  return el('li', { class: ['conv-entry', `conv-${kind}`], dataset: { entry: entry.id, kind, ...extra } },
+    time(entry.ts), body);
+}
+
+function userBody(entry) {
+  if (typeof entry.text === 'string') {
+    return el('div', { class: 'conv-bubble' },
+      entry.spoken ? el('span', { class: 'conv-spoken', text: t('conv.spoken') }) : null,
+      el('span', { class: 'conv-text', text: entry.text }));
+  }
+  if (typeof entry.open === 'string') {
+    return el('p', { class: 'conv-note muted' }, t('conv.opened'), ' ', appLink(entry.open));
+  }
+  return el('p', { class: 'conv-note muted' },
+    t('conv.action', { action: toText(entry.action) }), ' ', entry.app ? appLink(toText(entry.app)) : null);
+}
+
+function replyBody(entry) {
+  const apps = Array.isArray(entry.apps) ? entry.apps.map(toText).filter(Boolean) : [];
+  const message = toText(entry.message);
+  return el('div', { class: ['conv-bubble', entry.status === 'error' ? 'is-error' : ''] },
+    apps.length ? el('div', { class: 'conv-apps' }, apps.map(appLink)) : el('div', { class: 'conv-apps muted', text: t('conv.system') }),
+    el('p', { class: 'conv-text', text: message || t('conv.no_message') }));
+}
+
+function runBody(entry) {
+  const st = toText(entry.state);
+  const apps = Array.isArray(entry.apps) ? entry.apps.map(toText).filter(Boolean) : [];
+  return el('div', { class: 'conv-run-line' },
+    el('span', { class: ['conv-badge', `state-${st}`], text: t(`conv.run_${st}`) === `conv.run_${st}` ? st : t(`conv.run_${st}`) }),
+    el('span', { class: 'conv-run-text', text: toText(entry.text) || apps.map(appName).join(', ') }),
+    apps.length ? el('span', { class: 'conv-apps' }, apps.map(appLink)) : null,
+    entry.retryable ? el('button', { type: 'button', class: 'conv-retry', dataset: { retry: toText(entry.run_id) }, text: t('conv.retry') }) : null);
+}
+
+function optionValue(option) {
+  return isObject(option) && 'value' in option ? option.value : option;
+}
+
+function optionLabel(option) {
+  return isObject(option) && option.label !== undefined ? toText(option.label) : toText(optionValue(option));
+}
+
+function answerText(ia) {
+  if (ia.state === 'expired') return t('conv.expired');
+  if (ia.state === 'withdrawn') return t('conv.withdrawn');
+  const answer = isObject(ia.answer) ? ia.answer : {};
+  if (ia.kind === 'approval') {
+    const d = toText(answer.decision);
+    const text = t(`conv.decided_${d}`);
+    return text === `conv.decided_${d}` ? d : text;
+  }
+  if (ia.kind === 'confirm') return answer.value === true ? t('conv.confirmed') : t('conv.declined');
+  if (ia.kind === 'choice') {
+    const options = Array.isArray(ia.options) ? ia.options : [];
+    const picked = options.find((o) => JSON.stringify(optionValue(o)) === JSON.stringify(answer.value));
+    return t('conv.chose', { value: picked !== undefined ? optionLabel(picked) : toText(answer.value) });
+  }
+  return t('conv.entered', { value: toText(answer.value) });
+}
+
+function cardButtons(ia, open) {
+  const disabled = !open;
+  const button = (props, text) => el('button', { type: 'button', class: 'conv-card-btn', disabled,
+    attrs: { 'aria-disabled': String(disabled) }, ...props, text });
+  if (ia.kind === 'approval') {
+    const options = Array.isArray(ia.options) ? DECISIONS.filter((d) => ia.options.includes(d)) : DECISIONS;
+    return options.map((d) => button({ dataset: { decision: d } }, t(`runs.decision_${d}`)));
+  }
+  if (ia.kind === 'confirm') {
+    return [button({ dataset: { value: 'true' } }, t('conv.yes')), button({ dataset: { value: 'false' } }, t('conv.no'))];
+  }
+  if (ia.kind === 'choice') {
+    const options = Array.isArray(ia.options) ? ia.options : [];
+    return options.map((o) => button({ dataset: { value: JSON.stringify(optionValue(o)) } }, optionLabel(o)));
+  }
+  const step = Array.isArray(ia.steps) && isObject(ia.steps[0]) ? ia.steps[0] : {};
+  const field = el('input', { type: 'text', class: 'conv-card-input', disabled,
+    placeholder: toText(step.placeholder ?? ia.placeholder),
+    value: toText(isObject(ia.answer) ? ia.answer.value : (step.default ?? ia.default ?? '')),
+    attrs: { 'aria-label': toText(ia.prompt) } });
+  return [el('form', { class: 'conv-card-form' }, field,
+    el('button', { type: 'submit', class: 'conv-card-btn', disabled, attrs: { 'aria-disabled': String(disabled) }, text: t('conv.submit') }))];
+}
+
+function cardBody(ia) {
+  if (!isObject(ia)) return null;
+  const open = ia.state === 'pending';
+  const app = toText(ia.app);
+  const prompt = ia.kind === 'approval'
+    ? t('conv.approval', { app: appName(app), n: Array.isArray(ia.steps) ? ia.steps.length : 0 })
+    : toText(ia.prompt);
+  return el('div', { class: ['conv-card', open ? 'is-open' : 'is-closed'] },
+    el('div', { class: 'conv-apps' }, app ? appLink(app) : null),
+    el('p', { class: 'conv-card-prompt', text: prompt }),
+    el('div', { class: 'conv-card-buttons' }, cardButtons(ia, open)),
+    open ? null : el('p', { class: 'conv-card-answer', text: answerText(ia) }),
+    el('p', { class: 'conv-card-error', hidden: true, attrs: { role: 'alert' } }));
+}
+
+// ------------------------------------------------------------------ acting
+
+function entryOf(node) {
+  const li = node.closest('[data-entry]');
+  return li ? shown.get(li.dataset.entry) : null;
+}
+
+function onListClick(ev) {
+  const link = ev.target.closest('[data-app]');
+  if (link) {
+    emit('app:activate', { id: link.dataset.app });
+    return;
+  }
+  const retry = ev.target.closest('[data-retry]');
+  if (retry && !retry.disabled) {
+    retryRun(retry);
+    return;
+  }
+  const btn = ev.target.closest('.conv-card-btn[data-decision], .conv-card-btn[data-value]');
+  if (!btn || btn.disabled) return;
+  const item = entryOf(btn);
+  if (!item) return;
+  if (btn.dataset.decision) answer(item, btn, () => api.answerInteraction(item.entry.interaction.id, btn.dataset.decision));
+  else answer(item, btn, () => api.answerQuestion(item.entry.interaction.id, JSON.parse(btn.dataset.value)));
+}
+
+function onInputSubmit(ev) {
+  ev.preventDefault();
+  const item = entryOf(ev.target);
+  const field = ev.target.querySelector('.conv-card-input');
+  if (!item || !field || field.disabled) return;
+  answer(item, field, () => api.answerQuestion(item.entry.interaction.id, field.value));
+}
+
+async function answer(item, control, send) {
+  const card = item.node;
+  const controls = [...card.querySelectorAll('button, input')];
+  for (const c of controls) c.disabled = true;
+  card.setAttribute('aria-busy', 'true');
+  try {
+    const reply = await send();
+    if (isObject(reply)) redrawCard(item, reply);
+  } catch (err) {
+    const current = isObject(err.body) && isObject(err.body.current) ? err.body.current : null;
+    if (err.status === 409 && current) {
+      redrawCard(item, current); // answered elsewhere first (or expired): show the first answer
+      return;
+    }
+    for (const c of controls) c.disabled = false;
+    card.removeAttribute('aria-busy');
+    const box = card.querySelector('.conv-card-error');
+    box.textContent = t('conv.answer_failed', { error: err.message });
+    box.hidden = false;
+    control.focus();
+  }
+  refresh();
+}
+
+function redrawCard(item, ia) {
+  const entry = { ...item.entry, interaction: { ...item.entry.interaction, ...ia } };
+  const node = render(entry);
+  item.node.replaceWith(node);
+  shown.set(entry.id, { entry, node });
+  ui.list.focus({ preventScroll: true });
+}
+
+async function retryRun(button) {
+  button.disabled = true;
+  try {
+    await api.retryRun(button.dataset.retry);
+  } catch (err) {
+    button.disabled = false;
+    showError(err);
+  }
+  refresh();
+}
