@@ -20,7 +20,7 @@ from playwright.sync_api import Locator, expect
 
 from aios.approvals import INPUT_MAX
 from tests.conftest import ROOT
-from tests.e2e.conftest import Desk, start_e2e_system
+from tests.e2e.conftest import Desk, start_e2e_system, wait_until
 from tests.e2e.test_runs_ui import drop_events
 from tests.integration.conftest import Running, copy_apps
 
@@ -210,6 +210,23 @@ def test_a_reload_shows_the_pending_question_card_again(desk: Desk) -> None:
     expect_disabled(again)
     release(desk.running, "go_reload")
     expect_next_view(desk, again, "water")
+
+
+def test_a_cancelled_run_withdraws_its_question_and_the_card_says_so(desk: Desk) -> None:
+    # The app's next view would replace the card at once: this page does not get it.
+    desk.page.route_web_socket(re.compile(r"/api/events"), drop_events("view"))
+    desk.page.reload()
+    expect(desk.page.locator("#tray_net")).to_have_attribute("data-state", "open")
+    reply = ask(desk, "go_cancel", kind="input", prompt="Your name?")
+    card = card_of(desk, reply)
+    desk.win(APP).locator('.win-titlebar [data-action="stop-run"]').click()
+    expect(card).to_have_attribute("data-state", "withdrawn")
+    expect(card.locator(".ask-outcome")).to_have_text("Withdrawn: the run was cancelled")
+    expect_disabled(card)
+    wait_until(
+        lambda: desk.api("GET", f"/api/runs/{reply['run_id']}")["state"] == "cancelled",
+        what="the run to be cancelled",
+    )
 
 
 @pytest.fixture
