@@ -334,9 +334,11 @@ class Approvals:
         if outcome == "missing":
             raise NotFound(f"no interaction {ia_id!r}")
         if outcome == "conflict":
+            first = row.get("answer") or {}
+            shown = first.get("decision", first.get("value")) if isinstance(first, dict) else first
             raise Conflict(
                 f"interaction {ia_id} is {row.get('state')}"
-                + (f" (answered: {row['answer'].get('decision')})" if row.get("answer") else ""),
+                + (f" (answered: {shown!r})" if row.get("answer") else ""),
                 current=row,
             )
         if outcome == "answered":

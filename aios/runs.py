@@ -60,6 +60,8 @@ class Run:
     _finished: bool = False
     response: dict[str, Any] | None = None
     unsaved: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    unsaved_plan: list[dict[str, Any]] = field(default_factory=list)
+    """A quiet plan (see :meth:`Runs.plan`) stored only when it ends."""
     """Step changes announced but not stored yet (see :meth:`Runs.step`)."""
     waits: int = 0
     """Interactions of this run pending now (tasks of one instruction ask in parallel)."""
@@ -170,12 +172,22 @@ class Runs:
             self._active.pop(run.run_id, None)
 
     def plan(self, run: Run, entries: list[dict[str, Any]]) -> None:
-        """A new plan (one round of steps) of the run: stored after the earlier ones."""
+        """A new plan (one round of steps) of the run: stored after the earlier ones.
+
+        A plan of quiet steps only (nothing that acts, nothing to ask) is
+        stored when it ends, with its results, in one transaction (:meth:`flush`).
+        """
         for entry in entries:
             run.steps[str(entry["step_id"])] = dict(entry)
         if self.closing.is_set():
             return
-        self._store.set_steps(run.run_id, entries, append=True)
+        quiet = all(
+            e.get("risk") not in ("medium", "high") and e.get("rule") == "allow" for e in entries
+        )
+        if quiet:
+            run.unsaved_plan = [dict(e) for e in entries]
+        else:
+            self._store.set_steps(run.run_id, entries, append=True)
         for entry in entries:
             self._emit_step(run, entry)
 
@@ -204,7 +216,20 @@ class Runs:
 
     def flush(self, run: Run) -> None:
         """Store the quiet steps' statuses not written yet (a plan ended)."""
-        if run.unsaved and not self.closing.is_set():
+        if self.closing.is_set():
+            return
+        if run.unsaved_plan:
+            plan, run.unsaved_plan = run.unsaved_plan, []
+            changes: dict[str, dict[str, Any]] = {}
+            for key, fields in run.unsaved:
+                changes.setdefault(key, {}).update(fields)
+            run.unsaved = [u for u in run.unsaved if u[0] not in {str(e["step_id"]) for e in plan}]
+            self._store.set_steps(
+                run.run_id,
+                [{**e, **changes.get(str(e["step_id"]), {})} for e in plan],
+                append=True,
+            )
+        if run.unsaved:
             self._write_steps(run)
 
     def _write_steps(self, run: Run) -> None:
