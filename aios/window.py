@@ -60,6 +60,10 @@ def open_window(url: str, config: Config, stop: threading.Event, *, selftest: bo
     return False
 
 
+WEBVIEW_STORAGE = "webview"
+"""Folder of the data dir where the desktop window keeps its web storage."""
+
+
 def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool) -> None:
     import webview
 
@@ -97,5 +101,11 @@ def _run_webview(url: str, config: Config, stop: threading.Event, selftest: bool
         "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) "
         f"{WINDOW_UA_MARK}1"
     )
-    webview.start(after_start, gui=gui, user_agent=agent)
+    # Not private: the page keeps its session (and so its conversation and window
+    # layout, DESIGN §13) in localStorage, which must outlive the window.
+    storage = config.data_path / WEBVIEW_STORAGE
+    storage.mkdir(parents=True, exist_ok=True, mode=0o700)
+    webview.start(
+        after_start, gui=gui, user_agent=agent, private_mode=False, storage_path=str(storage)
+    )
     stop.set()
