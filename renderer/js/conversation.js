@@ -128,6 +128,7 @@ export function refresh() {
 /** Server events: runs, cards and views of this session change the timeline. */
 export function onEvent(msg) {
   if (!isObject(msg) || !LIVE_EVENTS.has(msg.type)) return;
+  if (msg.type === 'view' && (msg.pushed === true || msg.interim === true)) return; // not in the history
   if (typeof msg.session_id === 'string' && state.sessionId && msg.session_id !== state.sessionId) return;
   refresh();
 }

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from tests.conftest import ROOT
 from tests.e2e.conftest import RESULTS, Desk, start_e2e_system, wait_until
-from tests.integration.conftest import Running
+from tests.integration.conftest import Running, copy_apps
 
 SYSTEM_APPS = ["e2e_runs", "gallery"]
+PLANNER = "planner"
+"""tests/fixtures/apps_runs/planner: its action ``plan`` runs the steps it is given."""
+GATE = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]):\n    time.sleep(0.02)\n"
+"""A plan's last step: a command that ends once the test writes its gate file, so an
+answered card can be looked at before the app's next view replaces it."""
 RUNS = "e2e_runs"
 GALLERY_REPLY = "Which view? Here are all of them."
 """The gallery's reply to a typed "gallery" (in English)."""
@@ -29,9 +37,9 @@ SHOTS = RESULTS.parent
 
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    system = start_e2e_system(
-        tmp_path_factory.mktemp("e2e"), SYSTEM_APPS, approvals={"mode": "smart"}
-    )
+    tmp = tmp_path_factory.mktemp("e2e")
+    copy_apps(tmp / "apps", [PLANNER], source=ROOT / "tests" / "fixtures" / "apps_runs")
+    system = start_e2e_system(tmp, SYSTEM_APPS, approvals={"mode": "smart"})
     yield system
     system.stop()
 
@@ -190,3 +198,67 @@ def test_screenshots_of_the_panel_in_both_languages(desk: Desk) -> None:
             page.screenshot(path=str(SHOTS / f"conversation-{short}.png"))
     finally:
         desk.api("POST", "/api/config", {"updates": {"language": "en"}})
+
+
+def ask(desk: Desk, sid: str, gate: str, **args: Any) -> str:
+    """In session ``sid``, a plan that asks ``args`` and then waits for ``gate``; the card's id."""
+    steps = [
+        {"step_id": "q", "tool": "ask", "args": args},
+        {"step_id": "gate", "tool": "shell_exec", "args": {"cmd": ["python3", "-c", GATE, gate]}},
+    ]
+    body = {"app": PLANNER, "action_id": "plan", "params": {"steps": steps}, "session_id": sid}
+    reply = desk.api("POST", "/api/action", body)
+    (approval,) = reply["pending"]  # smart mode: the gate's command is approved first
+    assert approval["kind"] == "approval", reply
+    desk.api("POST", f"/api/interactions/{approval['id']}", {"decision": "allow"})
+
+    def question() -> str | None:
+        pending = desk.api("GET", f"/api/interactions?pending=1&session={sid}")
+        return next((p["id"] for p in pending if p["kind"] == args["kind"]), None)
+
+    ia_id: str = wait_until(question, what=f"the {args['kind']} card")
+    return ia_id
+
+
+def release(running: Running, gate: str) -> None:
+    (Path(running.apps_dir) / PLANNER / "workspace" / gate).write_text("go")
+
+
+def test_question_cards_answered_in_the_window_or_the_panel_are_disabled_in_both(
+    desk: Desk,
+) -> None:
+    page = desk.page
+    conv = open_panel(page)
+    say(page, "gallery")  # the page's session, which the plans below belong to
+    expect(conv.locator(".conv-reply")).to_have_count(1)
+    sid = page.evaluate("() => localStorage.getItem('aios.session')")
+    drinks = [{"value": "tea", "label": "Tea"}, "water"]
+    ia_id = ask(desk, sid, "go_choice", kind="choice", prompt="Which drink?", options=drinks)
+    card = card_in_panel(page, ia_id)
+    expect(card.locator(".conv-card-prompt")).to_have_text("Which drink?")
+    expect(card.locator(".conv-card-btn")).to_have_text(["Tea", "water"])
+    in_window = desk.win(PLANNER).locator(f'[data-interaction="{ia_id}"]')
+    in_window.locator("[data-value='\"tea\"']").click()
+    expect(card).to_have_attribute("data-state", "answered")
+    expect(card.locator(".conv-card-answer")).to_have_text("You chose Tea")
+    expect(card.locator(".conv-card-btn:not([disabled])")).to_have_count(0)
+    release(desk.running, "go_choice")
+
+    ia_id = ask(desk, sid, "go_input", kind="input", prompt="Your name?", placeholder="name")
+    card = card_in_panel(page, ia_id)
+    field = card.locator(".conv-card-input")
+    expect(field).to_have_attribute("placeholder", "name")
+    field.fill("Ada")
+    field.press("Enter")
+    expect(card).to_have_attribute("data-state", "answered")
+    expect(card.locator(".conv-card-answer")).to_have_text("You entered: Ada")
+    expect(field).to_be_disabled()
+    in_window = desk.win(PLANNER).locator(f'[data-interaction="{ia_id}"]')
+    expect(in_window).to_have_attribute("data-state", "answered")
+    expect(in_window.locator("button:not([disabled]), input:not([disabled])")).to_have_count(0)
+    release(desk.running, "go_input")
+    row = desk.api("GET", f"/api/interactions?session={sid}")
+    assert [ia["answer"] for ia in row if ia["kind"] in ("choice", "input")] == [
+        {"value": "tea"},
+        {"value": "Ada"},
+    ]
