@@ -182,6 +182,8 @@ async function reload() {
     showError(null);
     drawEmpty();
     ui.body.scrollTop = ui.body.scrollHeight;
+    // A first page shorter than the panel cannot be scrolled up: fetch older ones at once.
+    if (olderCursor && ui.body.scrollHeight <= ui.body.clientHeight) loadOlder();
   } catch (err) {
     if (mine === generation) showError(err);
   }
