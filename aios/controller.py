@@ -33,7 +33,7 @@ from aios.errors import (
     AppUnavailable,
     ProtocolError,
 )
-from aios.executor import ASK_TOOL, Executor
+from aios.executor import ASK_TOOL, LAUNCH_TOOL, Executor, stopped
 from aios.planner import Plan, Task, plan_instruction, summarize_history
 from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, forwardable_reply
 from aios.router import AppProfile, OfflineRouter
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from aios.approvals import Approvals
     from aios.config import Config
     from aios.events import EventBus
+    from aios.instances import Instances
     from aios.launcher import AppRecord, Launcher
     from aios.llm import LLMClient
     from aios.protocol import ToolResult
@@ -90,6 +91,7 @@ class Controller:
         custom_tools: Callable[[str], list[str]],
         runs: Runs,
         approvals: Approvals,
+        instances: Instances,
     ):
         self.config = config
         self.store = store
@@ -99,6 +101,7 @@ class Controller:
         self.executor = Executor(mount=launcher.mount)
         self.runs = runs
         self.approvals = approvals
+        self.instances = instances
         self._tool_context = tool_context
         self._custom_tools = custom_tools
         self._http = requests.Session()
@@ -124,6 +127,7 @@ class Controller:
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
         self.store.add_history(sid, "user", {"open": app_id}, app=app_id)
+        self.instances.open(app_id, sid)
         run = self.runs.start("open", app_id, sid, request={"kind": "open", "app": app_id})
         return sid, self._app_run(run, record, "", None)
 
@@ -161,6 +165,7 @@ class Controller:
         def work() -> Outcome:
             outcome = self.call_app(record, instruction, action, run.session_id, run=run)
             self._remember(run.session_id, outcome)
+            self.instances.reply(record.id, run.session_id, outcome.response)
             return outcome
 
         done = self._settle(run, work, lambda o: [o])
@@ -409,6 +414,7 @@ class Controller:
         )
         try:
             record = self._record(task.app)
+            self.instances.open(task.app, sid)
             outcome = self.call_app(record, task.instruction, None, sid, upstream=upstream, run=run)
         except AppError as e:
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
@@ -540,6 +546,7 @@ class Controller:
                     decisions,
                     progress,
                     lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
+                    lambda key, args: self._launch(run, app, args),
                 ),
                 on_step=after,
                 before_step=before,
@@ -547,6 +554,82 @@ class Controller:
             )
         finally:
             self.runs.flush(run)
+
+    def _launch(self, run: Run, parent_app: str, args: dict[str, Any]) -> ToolResult:
+        """A plan's ``launch`` step (DESIGN §13): open another app as a child instance.
+
+        The child's window comes to the front with its reply to ``instruction``;
+        with ``await_result`` the plan waits until the child's reply carries
+        ``result``, the user closes its window, or it fails; then the focus
+        returns to the parent. The wait expires like an approval.
+        """
+        from aios.protocol import ToolResult
+
+        def error(message: str) -> ToolResult:
+            return ToolResult(tool=LAUNCH_TOOL, status="error", error=message)
+
+        target = args.get("app")
+        if not isinstance(target, str) or not target:
+            return error("launch: give the app to open (its id)")
+        if target == parent_app:
+            return error(f"launch: {parent_app} cannot launch itself")
+        record = self.launcher.get(target)
+        if record is None:
+            return error(f"launch: no app {target!r}")
+        if record.status != "running":
+            return error(
+                f"launch: app {target!r} is {record.status}"
+                + (f": {record.error}" if record.error else "")
+            )
+        instruction = args.get("instruction", "")
+        if not isinstance(instruction, str):
+            return error("launch: instruction must be text")
+        sid = run.session_id
+        parent = self.instances.current(parent_app, sid) or self.instances.open(parent_app, sid)
+        child = self.instances.open(target, sid, parent=parent)
+        child.awaited = bool(args.get("await_result"))
+        try:
+            outcome = self.call_app(record, instruction, None, sid, run=run)
+        except AppError as e:
+            self.instances.fail(target, str(e))
+            return error(f"launch: {target} failed: {e}")
+        self.bus.emit(
+            "view",
+            {
+                "app": target,
+                "session_id": sid,
+                "run_id": run.run_id,
+                "response": outcome.response,
+                "launched_by": parent_app,
+            },
+        )
+        if not child.awaited:
+            return ToolResult(
+                tool=LAUNCH_TOOL,
+                status="ok",
+                result={"instance_id": child.instance_id, "app": target},
+            )
+        self.instances.reply(target, sid, outcome.response)
+        with self.runs.lock:
+            run.waits += 1
+            if run.waits == 1:
+                self.runs.set_state(run, "waiting")
+        try:
+            got = self.instances.await_child(
+                child, run.cancel, time.time() + self.config.approvals.timeout
+            )
+        finally:
+            with self.runs.lock:
+                run.waits -= 1
+                if run.waits == 0 and not run.cancel.is_set():
+                    self.runs.set_state(run, "running")
+        if got == "expired":
+            return stopped(LAUNCH_TOOL, "expired")
+        if isinstance(got, str):
+            return stopped(LAUNCH_TOOL, "cancelled")
+        if "error" in got:
+            return error(f"launch: {target} failed: {got['error']}")
+        return ToolResult(tool=LAUNCH_TOOL, status="ok", result=got)
 
     def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
         if record.status != "running" or record.port is None or record.manifest is None:
@@ -662,7 +745,12 @@ class Controller:
                 "files": _list_files(record.workdir),
                 **(state if isinstance(state, dict) else {"state": state}),
             },
-            "available_tools": [*ATOMIC_TOOLS, ASK_TOOL, *self._custom_tools(record.id)],
+            "available_tools": [
+                *ATOMIC_TOOLS,
+                ASK_TOOL,
+                LAUNCH_TOOL,
+                *self._custom_tools(record.id),
+            ],
             "session_id": sid,
             "history_summary": self.history_summary(sid),
             "tool_results": {},

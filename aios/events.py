@@ -43,6 +43,8 @@ EVENT_TYPES = frozenset(
         "progress",
         "interaction",
         "interaction_done",
+        "instance",
+        "focus",
     }
 )
 RESYNC = "resync"

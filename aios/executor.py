@@ -132,7 +132,24 @@ class Executor:
             return toolbox.invoke(step.tool, args, ctx, step_id=step.key, timeout=step.timeout)
         if step.tool == ASK_TOOL:
             return self._ask(step, args, ctx)
+        if step.tool == LAUNCH_TOOL:
+            return self._launch(step, args, ctx)
         return self._custom_tool(step, args, ctx)
+
+    def _launch(self, step: Step, args: Any, ctx: ToolContext) -> ToolResult:
+        """The system primitive ``launch`` (DESIGN §13): another app, for a result."""
+        if ctx.launch is None:
+            result = ToolResult(
+                tool=LAUNCH_TOOL, status="error", error="launch needs the desktop, in a run"
+            )
+        elif not isinstance(args, dict):
+            result = ToolResult(
+                tool=LAUNCH_TOOL, status="error", error="launch: args must be an object"
+            )
+        else:
+            result = ctx.launch(step.key, args)
+        toolbox.record(ctx, LAUNCH_TOOL, args, result, step_id=step.key)
+        return result
 
     def _ask(self, step: Step, args: Any, ctx: ToolContext) -> ToolResult:
         """The system primitive ``ask`` (DESIGN §13): the user answers a question card."""
@@ -254,6 +271,8 @@ def _read_tool_reply(
 # ---------------------------------------------------------------- templates
 
 
+LAUNCH_TOOL = "launch"
+"""The system primitive that opens another app as a child instance, maybe for a result."""
 ASK_TOOL = "ask"
 """The system primitive that asks the user (choice / confirm / input), besides the ten tools."""
 STOPPED_MESSAGES = {

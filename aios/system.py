@@ -21,6 +21,7 @@ from aios.controller import Controller
 from aios.errors import AppError, AppNotFound, BadRequest, ProtocolError
 from aios.events import EventBus
 from aios.hostprocs import host_disks, host_processes
+from aios.instances import Instances
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, AppStatus, Launcher
 from aios.llm import LLMClient
@@ -78,6 +79,7 @@ class System:
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
         self.runs = Runs(self.runstore, self.bus)
+        self.instances = Instances(self.bus)
         self.approvals = Approvals(self.runstore, self.bus, lambda: self.config.approvals)
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
@@ -113,6 +115,7 @@ class System:
             custom_tools=self.custom_tools,
             runs=self.runs,
             approvals=self.approvals,
+            instances=self.instances,
         )
         self.recognizer = Recognizer(config)
         self._stopped = False
@@ -430,6 +433,9 @@ class System:
         self.bus.emit(
             "app_status", {"app": record.id, "status": str(record.status), "error": record.error}
         )
+        if record.status in (AppStatus.FAILED, AppStatus.RESTARTING):
+            # its open instances fail; a parent waiting on one of them learns why
+            self.instances.fail(record.id, record.error or str(record.status))
 
 
 def _requested(record: AppRecord) -> list[str]:

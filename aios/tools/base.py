@@ -69,6 +69,8 @@ class ToolContext:
     cancel: threading.Event | None = field(default=None, compare=False)
     """Set when the user stops the run: a command in flight is killed."""
     ask: Callable[[str, dict[str, Any]], ToolResult] | None = field(default=None, compare=False)
+    launch: Callable[[str, dict[str, Any]], ToolResult] | None = field(default=None, compare=False)
+    """Runs a plan's ``launch`` step (step id, arguments): another app as a child."""
     """Answers a plan's ``ask`` step (step id, arguments) through the user, in a run."""
     progress: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
     """Reports how far a long step got (a command's output tail, bytes saved)."""
@@ -92,6 +94,7 @@ class ToolContext:
         decisions: dict[str, str] | None = None,
         progress: Callable[[dict[str, Any]], None] | None = None,
         ask: Callable[[str, dict[str, Any]], ToolResult] | None = None,
+        launch: Callable[[str, dict[str, Any]], ToolResult] | None = None,
     ) -> ToolContext:
         """The same context, for one run: its id and decisions in the audit, its cancel
         flag, where its steps report progress."""
@@ -104,6 +107,7 @@ class ToolContext:
             decisions=decisions or {},
             progress=progress,
             ask=ask,
+            launch=launch,
         )
 
 
