@@ -220,10 +220,12 @@ class Controller:
             return None
         return fut.result()
 
-    def instruction(self, text: str, session_id: str | None = None) -> dict[str, Any]:
+    def instruction(
+        self, text: str, session_id: str | None = None, *, spoken: bool = False
+    ) -> dict[str, Any]:
         """Route a typed or spoken instruction and run its task DAG."""
         sid = self.store.ensure_session(session_id)
-        self.store.add_history(sid, "user", {"text": text})
+        self.store.add_history(sid, "user", {"text": text, **({"spoken": True} if spoken else {})})
         if text.strip().casefold() in STOP_WORDS:
             stopped_runs = self.runs.cancel_session(sid)
             message = (

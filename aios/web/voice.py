@@ -27,7 +27,7 @@ def _voice_session() -> str | None:
 def _heard(text: str, sid: str | None) -> Response:
     out: dict[str, Any] = {"text": text}
     if request.args.get("run") in _RUN_FLAGS:
-        out["result"] = system().controller.instruction(text, sid)
+        out["result"] = system().controller.instruction(text, sid, spoken=True)
     return jsonify(out)
 
 

@@ -57,6 +57,9 @@ def test_spoken_command_is_transcribed_and_reaches_the_app(
     assert body["text"] == phrase
     assert [t["app"] for t in body["result"]["plan"]] == [app]
     assert body["result"]["results"][0]["response"]["status"] == "ok"
+    # the conversation keeps it as a spoken turn
+    turns = voice_system.system.store.history(body["result"]["session_id"])
+    assert {"text": phrase, "spoken": True} in [t["content"] for t in turns]
 
 
 def test_phrase_outside_the_grammar_is_clearly_not_recognised(
