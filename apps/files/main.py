@@ -12,9 +12,11 @@ the interpreter to the workdir. Text files are renamed as read + write +
 delete (spec: compose atomic tools); anything that would not survive that
 byte for byte (binary files, folders) is moved by the same helper instead.
 
-Deleting asks twice: the button carries a ``confirm`` question for the
-desktop, and the app itself answers with a confirmation view; only its
-``confirm_delete`` action deletes.
+Deleting asks the user first (DESIGN §13): ``delete`` (the button, or
+"删除 a.txt") answers with an ``ask`` step, a ``confirm`` card in the window
+and the conversation panel; only the next round, with the answer ``true`` in
+``tool_results``, deletes. No, an expired or a cancelled question deletes
+nothing and says so.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ RENAME_TEXT_MAX = 2_000_000
 CREATE_MAX_CHARS = 1_000_000
 MAX_ROWS_WITH_CONTROLS = 60
 """Entries that get their own buttons; more are listed without (the view stays usable)."""
+CONFIRM_STEP = "confirm_delete"
+"""The ``step_id`` of the question before a delete; its answer is ``step_confirm_delete``."""
 
 ACTIONS = (
     "open_folder",
@@ -66,7 +70,6 @@ ACTIONS = (
     "rename",
     "do_rename",
     "delete",
-    "confirm_delete",
     "create",
     "refresh",
     "open_link",
@@ -97,6 +100,8 @@ class Ctx:
             self.folder = fl.clean_rel(folder, allow_root=True)
         except BadPath:
             self.folder = ""
+        results = context.get("tool_results")
+        self.results: dict[str, Any] = results if isinstance(results, dict) else {}
 
     def t(self, zh: str, en: str) -> str:
         return tr(self.lang, zh, en)
@@ -170,7 +175,6 @@ class FilesAgent(AIOSAgent):
             "preview": self._preview,
             "rename": self._rename_form,
             "delete": self._ask_delete,
-            "confirm_delete": self._delete,
         }[action_id](c, path)
 
     def _instruction(self, c: Ctx, text: str | None) -> dict[str, Any]:
@@ -316,12 +320,7 @@ class FilesAgent(AIOSAgent):
             else:
                 per_row.append(self._btn(c.t("预览", "Preview"), "preview", rel))
             per_row.append(self._btn(c.t("重命名", "Rename"), "rename", rel))
-            per_row.append(
-                {
-                    **self._btn(c.t("删除", "Delete"), "delete", rel),
-                    "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?"),
-                }
-            )
+            per_row.append(self._btn(c.t("删除", "Delete"), "delete", rel))
         crumbs = [self._btn(f"📁 {c.wd}", "open_folder", "")]
         parts = folder.split("/") if folder else []
         for i, part in enumerate(parts):
@@ -393,10 +392,7 @@ class FilesAgent(AIOSAgent):
                 "href": url,
             },
             self._btn(c.t("重命名", "Rename"), "rename", rel),
-            {
-                **self._btn(c.t("删除", "Delete"), "delete", rel),
-                "confirm": c.t(f"确定删除「{rel}」吗？", f"Delete {rel!r}?"),
-            },
+            self._btn(c.t("删除", "Delete"), "delete", rel),
         ]
 
     def _preview(self, c: Ctx, rel: str) -> dict[str, Any]:
@@ -519,28 +515,49 @@ class FilesAgent(AIOSAgent):
         return True
 
     def _ask_delete(self, c: Ctx, rel: str) -> dict[str, Any]:
+        """Round one asks (a ``confirm`` step); the round with the answer deletes or not."""
+        answer = c.results.get(f"step_{CONFIRM_STEP}")
+        if isinstance(answer, dict):
+            return self._after_confirm(c, rel, answer)
         entry = self._must_exist(c, rel)
         what = c.t("文件夹", "folder") if entry.get("type") == "dir" else c.t("文件", "file")
-        return self._reply(
-            "text",
-            {
-                "title": c.t("确认删除", "Confirm delete"),
-                "content": c.t(
+        reply = self._browse(
+            c,
+            fl.parent_of(rel),
+            c.t(f"请确认是否删除「{rel}」", f"Please confirm deleting {rel!r}"),
+        )
+        reply["steps"] = [
+            self.ask(
+                "confirm",
+                c.t(
                     f"确定要删除{what}「{rel}」吗？删除后无法恢复。",
                     f"Really delete the {what} {rel!r}? This cannot be undone.",
                 ),
-                "path": rel,
-            },
-            [
-                {
-                    "type": "button",
-                    "label": c.t("确认删除", "Delete"),
-                    "action_id": "confirm_delete",
-                    "params": {"path": rel},
-                },
-                self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel)),
-            ],
-            c.t(f"请确认是否删除「{rel}」", f"Please confirm deleting {rel!r}"),
+                default=False,
+                step_id=CONFIRM_STEP,
+            )
+        ]
+        return reply
+
+    def _after_confirm(self, c: Ctx, rel: str, answer: dict[str, Any]) -> dict[str, Any]:
+        result = answer.get("result")
+        if (
+            answer.get("status") == "ok"
+            and isinstance(result, dict)
+            and result.get("value") is True
+        ):
+            return self._delete(c, rel)
+        if answer.get("status") == "ok":
+            why = c.t("你选择了不删除", "you chose not to delete it")
+        elif answer.get("code") == "expired":
+            why = c.t("确认已过期", "the question expired unanswered")
+        elif answer.get("code") == "cancelled":
+            why = c.t("已取消", "it was cancelled")
+        else:
+            why = c.t(f"没能确认：{answer.get('error')}", f"no answer: {answer.get('error')}")
+        folder = fl.parent_of(rel)
+        return self._browse(
+            c, folder, c.t(f"没有删除「{rel}」：{why}", f"Not deleted {rel!r}: {why}")
         )
 
     def _delete(self, c: Ctx, rel: str) -> dict[str, Any]:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aios.events import Subscription
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps
 
 APP = "files"
+WAIT = 20.0
+"""Seconds a test waits for the final view of a run that asked the user."""
 PNG = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00"
     b"\x00\x90wS\xde\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe"
@@ -35,6 +39,43 @@ def act(system: Running, payload: dict[str, Any], sid: str | None = None) -> dic
 
 def row_ids(resp: dict[str, Any]) -> list[str]:
     return [r["id"] for r in resp["data"]["rows"]]
+
+
+@pytest.fixture
+def views(files: Running) -> Iterator[Subscription]:
+    """The desktop's event stream: where the final view of a run that waited arrives."""
+    sub = files.system.bus.subscribe()
+    yield sub
+    sub.close()
+
+
+def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
+            response: dict[str, Any] = ev["response"]
+            return response
+    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
+
+
+def ask_delete(system: Running, path: str, sid: str | None = None) -> dict[str, Any]:
+    """Click Delete: the run waits on a confirm card; the whole reply (state, pending)."""
+    body: dict[str, Any] = {"app": APP, "action_id": "delete", "params": {"path": path}}
+    if sid:
+        body["session_id"] = sid
+    r = system.post("/api/action", body)
+    assert r.status_code == 200, r.text
+    reply: dict[str, Any] = r.json()
+    assert reply.get("state") == "waiting", reply
+    return reply
+
+
+def answer(system: Running, sub: Subscription, waiting: dict[str, Any], value: Any) -> Any:
+    (card,) = waiting["pending"]
+    r = system.post(f"/api/interactions/{card['id']}", {"value": value})
+    assert r.status_code == 200 and r.json()["answer"] == {"value": value}, r.text
+    return final_view(sub, waiting["run_id"])
 
 
 def buttons_for(resp: dict[str, Any], path: str) -> dict[str, dict[str, Any]]:
@@ -66,7 +107,7 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     assert row["name"] == "购物.txt" and row["size"] == "14 B" and row["type"] == "文本"
     mine = buttons_for(resp, "购物.txt")
     assert set(mine) == {"preview", "rename", "delete"}
-    assert "购物.txt" in mine["delete"]["confirm"]
+    assert "confirm" not in mine["delete"]  # the app asks itself, with a card
 
     resp = act(
         files,
@@ -173,47 +214,91 @@ def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
     assert not (files.apps_dir / APP / "escaped.txt").exists()
 
 
-def test_delete_needs_a_second_confirmation(files: Running) -> None:
+def test_delete_asks_a_confirm_card_and_only_yes_deletes(
+    files: Running, views: Subscription
+) -> None:
     (ws(files) / "gone.txt").write_text("bye")
-    (ws(files) / "full").mkdir()
-    (ws(files) / "full" / "keep.txt").write_text("keep")
-    (ws(files) / "empty").mkdir()
-    ask = act(files, {"action_id": "delete", "params": {"path": "gone.txt"}})
-    assert ask["view_type"] == "text" and "gone.txt" in ask["data"]["content"]
-    labels = {a["label"]: a for a in ask["actions"]}
-    assert labels["确认删除"]["action_id"] == "confirm_delete"
-    assert labels["确认删除"]["params"] == {"path": "gone.txt"}
-    assert labels["取消"]["action_id"] == "open_folder"
+    waiting = ask_delete(files, "gone.txt")
+    (card,) = waiting["pending"]
+    assert card["kind"] == "confirm" and card["app"] == APP
+    assert "gone.txt" in card["prompt"] and "无法恢复" in card["prompt"]
+    assert card["options"] == [True, False]
     assert (ws(files) / "gone.txt").exists()  # asking deletes nothing
-    assert act(files, {"action_id": "open_folder", "params": {"path": ""}})["status"] == "ok"
-    assert (ws(files) / "gone.txt").exists()  # cancel deletes nothing
-    done = act(files, {"action_id": "confirm_delete", "params": {"path": "gone.txt"}})
-    assert done["status"] == "ok" and "已删除" in done["message"]
+    done = answer(files, views, waiting, True)
+    assert done["status"] == "ok" and done["message"] == "已删除「gone.txt」"
     assert not (ws(files) / "gone.txt").exists()
     assert "gone.txt" not in row_ids(done)
     rows = files.get(f"/api/audit?app={APP}").json()
     assert any(
         r["tool"] == "shell_exec" and "gone.txt" in r["args"] and r["status"] == "ok" for r in rows
     )
+    assert any(r["tool"] == "ask" and r["step_id"] == "step_confirm_delete" for r in rows)
+    # answered: the card stays answered; another answer is refused, naming the first
+    again = files.post(f"/api/interactions/{card['id']}", {"value": False})
+    assert again.status_code == 409 and again.json()["current"]["answer"] == {"value": True}
 
-    full = act(files, {"action_id": "confirm_delete", "params": {"path": "full"}})
+
+def test_delete_answered_no_keeps_the_file_and_says_so(files: Running, views: Subscription) -> None:
+    (ws(files) / "keep.txt").write_text("still here")
+    kept = answer(files, views, ask_delete(files, "keep.txt"), False)
+    assert kept["status"] == "ok" and kept["view_type"] == "table"
+    assert kept["message"] == "没有删除「keep.txt」：你选择了不删除"
+    assert row_ids(kept) == ["keep.txt"]
+    assert (ws(files) / "keep.txt").read_text() == "still here"
+    rows = files.get(f"/api/audit?app={APP}").json()
+    assert not any(r["tool"] == "shell_exec" for r in rows)
+
+
+def test_delete_of_folders_and_of_a_missing_file(files: Running, views: Subscription) -> None:
+    (ws(files) / "full").mkdir()
+    (ws(files) / "full" / "keep.txt").write_text("keep")
+    (ws(files) / "empty").mkdir()
+    waiting = ask_delete(files, "full")
+    assert "文件夹「full」" in waiting["pending"][0]["prompt"]
+    full = answer(files, views, waiting, True)
     assert full["status"] == "error" and "不是空的" in full["message"]
     assert (ws(files) / "full" / "keep.txt").read_text() == "keep"
-    assert (
-        act(files, {"action_id": "confirm_delete", "params": {"path": "empty"}})["status"] == "ok"
+    empty = answer(files, views, ask_delete(files, "empty"), True)
+    assert empty["status"] == "ok" and not (ws(files) / "empty").exists()
+    # nothing to delete: a clear error at once, no question
+    r = files.post("/api/action", {"app": APP, "action_id": "delete", "params": {"path": "x"}})
+    assert "state" not in r.json() and "找不到" in r.json()["response"]["message"]
+
+
+def test_an_unanswered_delete_expires_and_deletes_nothing(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    system = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
+        approvals={"timeout": 1},
+        language="en",
     )
-    assert not (ws(files) / "empty").exists()
-    again = act(files, {"action_id": "confirm_delete", "params": {"path": "gone.txt"}})
-    assert again["status"] == "error" and "找不到" in again["message"]
+    (ws(system) / "a.txt").write_text("keep")
+    sub = system.system.bus.subscribe()
+    try:
+        waiting = ask_delete(system, "a.txt")
+        assert waiting["pending"][0]["prompt"].startswith("Really delete the file 'a.txt'?")
+        view = final_view(sub, waiting["run_id"])
+        assert view["message"] == "Not deleted 'a.txt': the question expired unanswered"
+        # cancelled (the run's Stop button): the same, nothing deleted
+        waiting = ask_delete(system, "a.txt")
+        assert system.post(f"/api/runs/{waiting['run_id']}/cancel").ok
+        view = final_view(sub, waiting["run_id"])
+        assert view["message"] == "Not deleted 'a.txt': it was cancelled"
+    finally:
+        sub.close()
+    assert (ws(system) / "a.txt").read_text() == "keep"
+    rows = system.get(f"/api/audit?app={APP}").json()
+    assert not any(r["tool"] == "shell_exec" for r in rows)
 
 
 def test_paths_outside_the_workspace_are_refused_and_nothing_changes(
-    files: Running, tmp_path: Path
+    files: Running, views: Subscription, tmp_path: Path
 ) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
     os.symlink(secret, ws(files) / "link.txt")
-    for action in ("preview", "rename", "delete", "confirm_delete"):
+    for action in ("preview", "rename", "delete"):
         for path in ("../../../secret.txt", "/etc/passwd", "~/x", ".aios/tmp"):
             resp = act(files, {"action_id": action, "params": {"path": path}})
             assert resp["status"] == "error" and resp["view_type"] == "error", (action, path)
@@ -221,7 +306,8 @@ def test_paths_outside_the_workspace_are_refused_and_nothing_changes(
     # a symlink pointing outside: listed, but neither read nor deleted through it
     resp = act(files, {"action_id": "preview", "params": {"path": "link.txt"}})
     assert resp["status"] == "error" and "top secret" not in str(resp)
-    resp = act(files, {"action_id": "confirm_delete", "params": {"path": "link.txt"}})
+    waiting = ask_delete(files, "link.txt")
+    resp = answer(files, views, waiting, True)
     assert resp["status"] == "error"
     assert secret.read_text() == "top secret" and (ws(files) / "link.txt").is_symlink()
     resp = act(
@@ -243,7 +329,7 @@ def test_paths_outside_the_workspace_are_refused_and_nothing_changes(
     assert not list(tmp_path.rglob("evil.txt"))
 
 
-def test_instructions_in_chinese_and_english(files: Running) -> None:
+def test_instructions_in_chinese_and_english(files: Running, views: Subscription) -> None:
     out = files.instruct("文件管理 新建 hello.txt 你好世界")
     [res] = out["results"]
     assert res["app"] == APP and res["response"]["status"] == "ok"
@@ -253,11 +339,17 @@ def test_instructions_in_chinese_and_english(files: Running) -> None:
     assert prev["view_type"] == "text" and prev["data"]["content"] == "你好世界"
     files.instruct("文件管理 重命名 hello.txt 为 hi.txt", sid)
     assert (ws(files) / "hi.txt").read_text(encoding="utf-8") == "你好世界"
-    ask = files.instruct("files delete hi.txt", sid)["results"][0]["response"]
-    assert ask["view_type"] == "text" and "确认删除" in [a["label"] for a in ask["actions"]]
-    assert (ws(files) / "hi.txt").exists()  # an instruction never deletes without a click
+    waiting = files.instruct("files delete hi.txt", sid)
+    assert waiting["state"] == "waiting" and waiting["results"] == []
+    (card,) = waiting["pending"]
+    assert card["kind"] == "confirm" and "hi.txt" in card["prompt"]
+    assert (ws(files) / "hi.txt").exists()  # an instruction never deletes without a yes
+    assert answer(files, views, waiting, False)["message"].startswith("没有删除「hi.txt」")
     home = files.instruct("打开文件管理", sid)["results"][0]["response"]
     assert home["view_type"] == "table" and row_ids(home) == ["hi.txt"]
+    waiting = files.instruct("文件管理 删除 hi.txt", sid)
+    assert answer(files, views, waiting, True)["message"] == "已删除「hi.txt」"
+    assert not (ws(files) / "hi.txt").exists()
 
 
 GARBAGE: list[dict[str, Any]] = [
@@ -271,7 +363,7 @@ GARBAGE: list[dict[str, Any]] = [
     {"action_id": "do_rename", "form_values": {"path": "a.txt"}},
     {"action_id": "do_rename", "form_values": {"path": 1, "new_name": 2}},
     {"action_id": "delete", "params": {"path": "missing.txt"}},
-    {"action_id": "confirm_delete", "params": {}},
+    {"action_id": "confirm_delete", "params": {"path": "a.txt"}},  # gone: only a yes deletes
     {"action_id": "create", "form_values": {"name": "", "content": "x"}},
     {"action_id": "create", "form_values": {"name": "b.txt", "content": {"no": 1}}},
     {"action_id": "create", "params": {"name": "b.txt"}},
