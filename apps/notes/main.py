@@ -5,7 +5,9 @@ restart of the system. The table is created on first use. Views: a list of
 notes (done ones ticked) with a search input, a tag filter, an add form,
 one toggle per note (done / not done) and one delete button per note.
 The current search and tag filter are kept in the session state, so an
-action on a filtered list keeps the filter.
+action on a filtered list keeps the filter. Deleting asks first (DESIGN §13):
+``delete`` answers with an ``ask`` step (a ``confirm`` card); only the next
+round, with the answer ``true``, deletes the note.
 
 Offline the app understands "记一下明天买牛奶" / "add note buy milk",
 "搜索 牛奶" / "search milk" and "打开记事本" / "open notes"; with an LLM it
@@ -38,6 +40,8 @@ LIST_LIMIT = 200
 CONTROLS_LIMIT = 30
 """Notes that get their own toggle and delete button."""
 TOGGLE_PREFIX = "done."
+CONFIRM_STEP = "confirm_delete"
+"""The ``step_id`` of the question before a delete; its answer is ``step_confirm_delete``."""
 ACTIONS = ("add", "search", "filter_tag", "delete", "show_all", "refresh")
 
 
@@ -66,10 +70,12 @@ class NotesAgent(AIOSAgent):
         state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
         query = state.get("query") if isinstance(state.get("query"), str) else ""
         tag = state.get("tag") if state.get("tag") in nl.TAGS else ""
+        results = context.get("tool_results")
+        results = results if isinstance(results, dict) else {}
         try:
             self._db(SCHEMA)
             if action_request is not None:
-                return self._action(lang, action_request, query, tag)
+                return self._action(lang, action_request, query, tag, results)
             return self._instruction(lang, instruction)
         except (Problem, BadInput) as e:
             return self._error(lang, tr(lang, e.zh, e.en))
@@ -92,7 +98,9 @@ class NotesAgent(AIOSAgent):
             )
         return reply
 
-    def _action(self, lang: Lang, req: Any, query: str, tag: str) -> dict[str, Any]:
+    def _action(
+        self, lang: Lang, req: Any, query: str, tag: str, results: dict[str, Any]
+    ) -> dict[str, Any]:
         if not isinstance(req, dict):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
@@ -116,7 +124,7 @@ class NotesAgent(AIOSAgent):
             return reply
         if action_id == "delete":
             params = req.get("params") if isinstance(req.get("params"), dict) else {}
-            return self._delete(lang, params.get("id"), query, tag)
+            return self._delete(lang, params.get("id"), query, tag, results)
         if action_id in ("show_all", "refresh"):
             return self._list(
                 lang,
@@ -178,11 +186,49 @@ class NotesAgent(AIOSAgent):
             ),
         )
 
-    def _delete(self, lang: Lang, raw_id: Any, query: str, tag: str) -> dict[str, Any]:
+    def _delete(
+        self, lang: Lang, raw_id: Any, query: str, tag: str, results: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Round one asks (a ``confirm`` step); the round with the answer deletes or not."""
         note_id = nl.check_id(raw_id)
         title = self._title(note_id)
-        self._db("DELETE FROM notes WHERE id = ?", [note_id])
-        return self._list(lang, query, tag, tr(lang, f"已删除：{title}", f"Deleted: {title}"))
+        answer = results.get(f"step_{CONFIRM_STEP}")
+        if not isinstance(answer, dict):
+            reply = self._list(
+                lang,
+                query,
+                tag,
+                tr(lang, f"请确认是否删除：{title}", f"Please confirm deleting: {title}"),
+            )
+            prompt = tr(
+                lang,
+                f"删除笔记「{title[:60]}」？删除后无法恢复。",
+                f"Delete the note {title[:60]!r}? This cannot be undone.",
+            )
+            reply["steps"] = [self.ask("confirm", prompt, default=False, step_id=CONFIRM_STEP)]
+            return reply
+        result = answer.get("result")
+        if (
+            answer.get("status") == "ok"
+            and isinstance(result, dict)
+            and result.get("value") is True
+        ):
+            self._db("DELETE FROM notes WHERE id = ?", [note_id])
+            return self._list(lang, query, tag, tr(lang, f"已删除：{title}", f"Deleted: {title}"))
+        if answer.get("status") == "ok":
+            why = tr(lang, "你选择了不删除", "you chose not to delete it")
+        elif answer.get("code") == "expired":
+            why = tr(lang, "确认已过期", "the question expired unanswered")
+        elif answer.get("code") == "cancelled":
+            why = tr(lang, "已取消", "it was cancelled")
+        else:
+            why = tr(lang, f"没能确认：{answer.get('error')}", f"no answer: {answer.get('error')}")
+        return self._list(
+            lang,
+            query,
+            tag,
+            tr(lang, f"没有删除：{title}（{why}）", f"Not deleted: {title} ({why})"),
+        )
 
     def _title(self, note_id: int) -> str:
         rows = self._db("SELECT title FROM notes WHERE id = ?", [note_id])["rows"]
@@ -241,9 +287,6 @@ class NotesAgent(AIOSAgent):
                         "label": tr(lang, "删除", "Delete"),
                         "action_id": "delete",
                         "params": {"id": note_id},
-                        "confirm": tr(
-                            lang, f"删除笔记「{title[:30]}」？", f"Delete the note {title[:30]!r}?"
-                        ),
                     }
                 )
         tag_options = [{"label": tr(lang, "全部标签", "All tags"), "value": "all"}] + [

@@ -3,21 +3,62 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aios.events import Subscription
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps
 
 APP = "notes"
+WAIT = 20.0
+"""Seconds a test waits for the final view of a run that asked the user."""
 
 
 @pytest.fixture
 def notes(make_system: Callable[..., Running], tmp_path: Path) -> Running:
     return make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
+
+
+@pytest.fixture
+def views(notes: Running) -> Iterator[Subscription]:
+    """The desktop's event stream: where the final view of a run that waited arrives."""
+    sub = notes.system.bus.subscribe()
+    yield sub
+    sub.close()
+
+
+def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
+            response: dict[str, Any] = ev["response"]
+            return response
+    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
+
+
+def ask_delete(system: Running, note_id: int, sid: str | None = None) -> dict[str, Any]:
+    """Click a note's Delete: the run waits on a confirm card; the whole reply."""
+    body: dict[str, Any] = {"app": APP, "action_id": "delete", "params": {"id": note_id}}
+    if sid:
+        body["session_id"] = sid
+    r = system.post("/api/action", body)
+    assert r.status_code == 200, r.text
+    reply: dict[str, Any] = r.json()
+    assert reply.get("state") == "waiting", reply
+    return reply
+
+
+def answer(system: Running, sub: Subscription, waiting: dict[str, Any], value: Any) -> Any:
+    (card,) = waiting["pending"]
+    r = system.post(f"/api/interactions/{card['id']}", {"value": value})
+    assert r.status_code == 200 and r.json()["answer"] == {"value": value}, r.text
+    return final_view(sub, waiting["run_id"])
 
 
 def db_rows(system: Running) -> list[tuple[Any, ...]]:
@@ -64,7 +105,7 @@ def test_first_open_creates_the_table_and_shows_an_empty_list(notes: Running) ->
     assert any("CREATE TABLE" in r["args"] for r in audit)
 
 
-def test_add_toggle_filter_search_and_delete(notes: Running) -> None:
+def test_add_toggle_filter_search_and_delete(notes: Running, views: Subscription) -> None:
     sid = notes.open(APP)["session_id"]
     resp = add(notes, "买牛奶", "两盒，低脂", "shopping", sid)
     assert resp["status"] == "ok" and "买牛奶" in resp["message"]
@@ -81,7 +122,7 @@ def test_add_toggle_filter_search_and_delete(notes: Running) -> None:
     assert toggles["done.1"]["value"] is False
     deletes = [a for a in resp["actions"] if a["action_id"] == "delete"]
     assert sorted(a["params"]["id"] for a in deletes) == [1, 2, 3]
-    assert all(a["confirm"] for a in deletes)
+    assert not any("confirm" in a for a in deletes)  # the app asks itself, with a card
 
     resp = act(notes, {"action_id": "done.1", "on": True}, sid)
     assert "已完成" in resp["message"]
@@ -108,9 +149,52 @@ def test_add_toggle_filter_search_and_delete(notes: Running) -> None:
     resp = act(notes, {"action_id": "show_all"}, sid)
     assert len(resp["data"]["items"]) == 3
 
-    resp = act(notes, {"action_id": "delete", "params": {"id": 3}}, sid)
-    assert "已删除" in resp["message"] and "⬜ Read SICP" not in titles(resp)
+    waiting = ask_delete(notes, 3, sid)
+    (card,) = waiting["pending"]
+    assert card["kind"] == "confirm" and card["prompt"] == "删除笔记「Read SICP」？删除后无法恢复。"
+    assert [r[0] for r in db_rows(notes)] == [1, 2, 3]  # asking deletes nothing
+    resp = answer(notes, views, waiting, True)
+    assert resp["message"] == "已删除：Read SICP" and "⬜ Read SICP" not in titles(resp)
     assert [r[0] for r in db_rows(notes)] == [1, 2]
+    again = notes.post(f"/api/interactions/{card['id']}", {"value": False})
+    assert again.status_code == 409 and again.json()["current"]["answer"] == {"value": True}
+
+
+def test_delete_answered_no_keeps_the_note(notes: Running, views: Subscription) -> None:
+    add(notes, "keep me")
+    waiting = ask_delete(notes, 1)
+    resp = answer(notes, views, waiting, False)
+    assert resp["status"] == "ok" and resp["message"] == "没有删除：keep me（你选择了不删除）"
+    assert titles(resp) == ["⬜ keep me"]
+    assert db_rows(notes) == [(1, "keep me", "", "other", 0)]
+    audit = notes.get(f"/api/audit?app={APP}").json()
+    assert not any("DELETE" in r["args"] for r in audit if r["tool"] == "db_query")
+
+
+def test_an_unanswered_delete_expires_and_a_cancelled_one_deletes_nothing(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    system = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
+        approvals={"timeout": 1},
+        language="en",
+    )
+    add(system, "keep me")
+    sub = system.system.bus.subscribe()
+    try:
+        waiting = ask_delete(system, 1)
+        assert (
+            waiting["pending"][0]["prompt"] == "Delete the note 'keep me'? This cannot be undone."
+        )
+        view = final_view(sub, waiting["run_id"])
+        assert view["message"] == "Not deleted: keep me (the question expired unanswered)"
+        waiting = ask_delete(system, 1)
+        assert system.post(f"/api/runs/{waiting['run_id']}/cancel").ok
+        view = final_view(sub, waiting["run_id"])
+        assert view["message"] == "Not deleted: keep me (it was cancelled)"
+    finally:
+        sub.close()
+    assert db_rows(system) == [(1, "keep me", "", "other", 0)]
 
 
 @pytest.mark.parametrize(
