@@ -35,7 +35,14 @@ from aios.errors import (
 )
 from aios.executor import ASK_TOOL, LAUNCH_TOOL, Executor, stopped
 from aios.planner import Plan, Task, plan_instruction, summarize_history
-from aios.protocol import ATOMIC_TOOLS, ActionRequest, error_response, forwardable_reply
+from aios.protocol import (
+    ATOMIC_TOOLS,
+    ActionRequest,
+    Step,
+    error_response,
+    forwardable_reply,
+    parse_steps,
+)
 from aios.router import AppProfile, OfflineRouter
 from aios.runs import Run, ask_step, gate, waiting_view
 
@@ -516,7 +523,11 @@ class Controller:
         self, run: Run, app: str, steps: list[dict[str, Any]], ctx: ToolContext
     ) -> dict[str, Any]:
         """One plan within a run: reviewed (maybe waiting for the user), then run, announced."""
-        presets, decisions = gate(self.approvals, self.runs, run, app, steps, ctx.policy)
+        try:
+            parsed: list[Step] | list[dict[str, Any]] = parse_steps(steps)  # once, for both
+        except ProtocolError:
+            parsed = steps  # the executor reports what is wrong with it
+        presets, decisions = gate(self.approvals, self.runs, run, app, parsed, ctx.policy)
         current: dict[str, str] = {}
 
         def before(key: str, tool: str) -> None:
@@ -541,7 +552,7 @@ class Controller:
 
         try:
             return self.executor.run(
-                steps,
+                parsed,
                 ctx.for_run(
                     run.run_id,
                     run.cancel,

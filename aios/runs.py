@@ -20,14 +20,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from aios.approvals import new_id
 from aios.errors import BadRequest, Conflict, NotFound, ProtocolError
 from aios.executor import ASK_TOOL, stopped
-from aios.protocol import ToolResult, parse_steps
+from aios.protocol import Step, ToolResult, parse_steps
 
 if TYPE_CHECKING:
     from aios.approvals import Approvals, Interaction
@@ -299,7 +299,7 @@ def gate(
     runs: Runs,
     run: Run,
     app: str,
-    steps: list[dict[str, Any]],
+    steps: Sequence[Step] | Sequence[dict[str, Any]],
     policy: SandboxPolicy | None = None,
 ) -> tuple[dict[str, ToolResult], dict[str, str]]:
     """Review a plan before it runs; ask the user when a step needs it, and wait.
@@ -309,10 +309,12 @@ def gate(
     (``policy`` or ``user``) for the audit log. An invalid plan is left to
     the executor, which reports it.
     """
-    try:
-        plan = parse_steps(steps)
-    except ProtocolError:
-        return {}, {}
+    plan = [x for x in steps if isinstance(x, Step)]
+    if len(plan) != len(steps):
+        try:
+            plan = parse_steps(steps)
+        except ProtocolError:
+            return {}, {}
     reviews = approvals.review(app, run.session_id, plan, policy)
     runs.plan(run, [{**r.public(), "status": "pending"} for r in reviews])
     presets: dict[str, ToolResult] = {
