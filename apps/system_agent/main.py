@@ -8,8 +8,12 @@ command is understood offline (:mod:`command_parser`), the element it names is
 found in the snapshot (:mod:`element_finder`), and the validated operation
 goes to the desktop through the SDK's ``self.ui`` (the system relays it as a
 ``ui_op`` event). Replies say what was done, with an undo button and quick
-actions; two equally good matches get a clarifying choice, and the pending
-operation waits in the session state until the user picks one.
+actions. A name that matches several elements ("the button") is not
+guessed: the app asks (DESIGN §13) with one ``choice`` step per ambiguous
+command (the options are the candidates, ``{value: element key, label}``),
+and the round with the answers applies every operation at once; nothing is
+sent before the user has chosen, and an expired or cancelled question
+changes nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ SNAPSHOT_STEP = "snapshot"
 STATE_MAP_MAX = 50
 """Remembered colours/texts/rotations per session (for undo), newest kept."""
 CHOICES_MAX = 12
+PICK_STEP = "pick_target_"
+"""``step_id`` prefix of the question for the ambiguous command number ``i`` (1-based)."""
 EXAMPLES = {
     "zh": ["把时钟变成红色", "旋转 45 度", "隐藏时钟", "显示时钟", "把开始按钮移到右上角"],
     "en": [
@@ -82,10 +88,11 @@ T: dict[str, tuple[str, str]] = {
         'Which element? Name it, for example "make the clock red".',
     ),
     "ambiguous": ("有 {n} 个“{name}”，要操作哪一个？", 'There are {n} "{name}" — which one?'),
-    "choose": ("选择元素", "Choose the element"),
-    "cancel": ("取消", "Cancel"),
     "cancelled": ("已取消，没有做任何修改。", "Cancelled; nothing was changed."),
-    "nothing_pending": ("没有等待选择的操作。", "There is no operation waiting for a choice."),
+    "expired": (
+        "选择已过期，没有做任何修改。",
+        "The question expired unanswered; nothing was changed.",
+    ),
     "stale_choice": (
         "“{key}”不在候选列表中，请重新下达指令。",
         '"{key}" is not one of the choices; please give the command again.',
@@ -125,7 +132,7 @@ T: dict[str, tuple[str, str]] = {
     "hidden": ("隐藏", "hidden"),
     "window": ("窗口", "window"),
 }
-ACTIONS = ("command", "run", "apply", "undo", "choose_target", "cancel", "refresh", "home")
+ACTIONS = ("command", "run", "apply", "undo", "refresh", "home")
 
 
 t = Messages(T)
@@ -137,6 +144,10 @@ class SnapshotFailed(Exception):
 
 class Failure(Exception):
     """A user-facing failure: the message is the reply."""
+
+
+class NotChosen(Exception):
+    """The user's choice did not come (expired, cancelled): nothing is done, no error."""
 
 
 class SystemAgent(AIOSAgent):
@@ -164,7 +175,9 @@ class SystemAgent(AIOSAgent):
                 return self._fetch_snapshot(lang)
             if not text:
                 return self._home(snap, state, lang)
-            return self._commands(split_commands(text) or [text], snap, state, lang, done=[])
+            return self._commands(split_commands(text) or [text], snap, state, lang, context)
+        except NotChosen as e:
+            return _text_view(str(e), lang, state, self._command_actions(lang))
         except SnapshotFailed as e:
             return _error_view(t("snapshot_failed", lang, error=str(e)), lang, state)
         except Failure as e:
@@ -183,6 +196,11 @@ class SystemAgent(AIOSAgent):
         """The snapshot read by this round's step; None = not read yet (return the step)."""
         results = context.get("tool_results")
         results = results if isinstance(results, dict) else {}
+        for key, answer in results.items():
+            # A question not answered stops the run, and the snapshot step after it with it.
+            if key.startswith(f"step_{PICK_STEP}") and isinstance(answer, dict):
+                if answer.get("code") in ("expired", "cancelled"):
+                    raise NotChosen(t(str(answer["code"]), locale_of(context)))
         entry = results.get(f"step_{SNAPSHOT_STEP}")
         if not isinstance(entry, dict):
             if not results:
@@ -220,10 +238,7 @@ class SystemAgent(AIOSAgent):
         if action not in ACTIONS:
             raise Failure(t("unknown_action", lang, action=action, known=", ".join(ACTIONS)))
         params = req.get("params") if isinstance(req.get("params"), dict) else {}
-        if action == "cancel":
-            state.pending = None
-            return _text_view(t("cancelled", lang), lang, state, self._command_actions(lang))
-        # Everything else looks at the screen first.
+        # Every action looks at the screen first.
         snap = self._snapshot(context)
         if snap is None:
             return self._fetch_snapshot(lang)
@@ -243,10 +258,8 @@ class SystemAgent(AIOSAgent):
                     )
                 )
             text = _strip_routing(text[:1000])
-            return self._commands(split_commands(text) or [text], snap, state, lang, done=[])
-        if action in ("apply", "undo"):
-            return self._apply_action(action, params, snap, state, lang)
-        return self._choose(req, params, snap, state, lang)
+            return self._commands(split_commands(text) or [text], snap, state, lang, context)
+        return self._apply_action(action, params, snap, state, lang)
 
     def _apply_action(
         self, action: str, params: dict[str, Any], snap: Snapshot, state: _State, lang: str
@@ -284,34 +297,25 @@ class SystemAgent(AIOSAgent):
             state.remember(element, op)
         return self._send(done, snap, state, lang, undo=action == "undo")
 
-    def _choose(
-        self, req: dict[str, Any], params: dict[str, Any], snap: Snapshot, state: _State, lang: str
-    ) -> dict[str, Any]:
-        pending = state.pending
-        if not pending:
-            raise Failure(t("nothing_pending", lang))
-        key = req.get("selected", params.get("target"))
-        if not isinstance(key, str) or key not in pending.get("candidates", []):
-            raise Failure(t("stale_choice", lang, key=str(key)[:80]))
-        cmd = Command.from_dict(pending.get("command"))
-        element = snap.get(key)
-        if cmd is None or element is None:
-            state.pending = None
-            raise Failure(t("gone", lang, key=key))
-        state.pending = None
-        rest = [p for p in pending.get("rest", []) if isinstance(p, str)]
-        done = [self._prepare(cmd, element, snap, state, lang, said=pending.get("text", ""))]
-        return self._commands(rest, snap, state, lang, done=done)
-
     # --------------------------------------------------------- commands
 
     def _commands(
-        self, parts: list[str], snap: Snapshot, state: _State, lang: str, done: list[_Done]
+        self, parts: list[str], snap: Snapshot, state: _State, lang: str, context: dict[str, Any]
     ) -> dict[str, Any]:
-        """Understand each part, find its element, then send every operation at once."""
+        """Understand each part, find its element, then send every operation at once.
+
+        A part naming several elements becomes a ``choice`` step (asked all in one
+        plan); until answered its first candidate stands in, so later parts ("然后
+        旋转它") are checked now and point at the chosen element in the answer round.
+        """
         if not snap:
             raise Failure(t("no_snapshot", lang))
+        results = context.get("tool_results")
+        results = results if isinstance(results, dict) else {}
         many = len(parts) > 1
+        done: list[_Done] = []
+        questions: list[dict[str, Any]] = []
+        first_asked: list[Element] = []
         for i, part in enumerate(parts, 1):
             try:
                 cmd = parse(part)
@@ -341,14 +345,15 @@ class SystemAgent(AIOSAgent):
                 state.remember(element, op)
                 continue
             found = self._resolve(cmd, snap, state, lang, part)
-            if isinstance(found, list):  # ambiguous: ask, run what is already clear
-                state.pending = {
-                    "command": cmd.to_dict(),
-                    "text": part,
-                    "candidates": [e.key for e in found],
-                    "rest": parts[i:],
-                }
-                return self._clarify(found, cmd, part, snap, state, lang, done)
+            if isinstance(found, list):  # ambiguous: the user picks, nothing is guessed
+                step_id = f"{PICK_STEP}{i}"
+                answer = results.get(f"step_{step_id}")
+                if isinstance(answer, dict):
+                    found = _picked(answer, found, lang)
+                else:
+                    questions.append(self._question(found, part, snap, lang, step_id, many))
+                    first_asked = first_asked or found
+                    found = found[0]
             if isinstance(found, tuple):  # the model understood it better
                 element, op = found
                 done.append(
@@ -365,7 +370,19 @@ class SystemAgent(AIOSAgent):
                 done.append(self._prepare(cmd, found, snap, state, lang, said=part))
             except ParseError as e:
                 raise Failure(_part(e.text(lang), i, part, many, lang)) from e
+        if questions:
+            return self._clarify(first_asked, questions, snap, state, lang)
         return self._send(done, snap, state, lang)
+
+    def _question(
+        self, found: list[Element], part: str, snap: Snapshot, lang: str, step_id: str, many: bool
+    ) -> dict[str, Any]:
+        """The ``choice`` step for one ambiguous command: its candidates as options."""
+        question = t("ambiguous", lang, n=len(found), name=_name_of(found, snap, lang))
+        if many:
+            question = f"“{part}”：{question}" if lang == "zh" else f'"{part}": {question}'
+        options = [{"value": e.key, "label": snap.choice_label(e, lang)} for e in found]
+        return self.ask("choice", question, options=options, step_id=step_id)
 
     def _resolve(
         self, cmd: Command, snap: Snapshot, state: _State, lang: str, part: str
@@ -576,38 +593,28 @@ class SystemAgent(AIOSAgent):
     def _clarify(
         self,
         found: list[Element],
-        cmd: Command,
-        part: str,
+        questions: list[dict[str, Any]],
         snap: Snapshot,
         state: _State,
         lang: str,
-        done: list[_Done],
     ) -> dict[str, Any]:
-        prefix = ""
-        if done:  # what was clear goes out now; the rest waits for the choice
-            sent = self._send(done, snap, state, lang)
-            prefix = sent["message"] + ("。" if lang == "zh" else ". ")
-        name = _name_of(found, snap, lang)
-        question = t("ambiguous", lang, n=len(found), name=name)
-        options = [{"label": snap.choice_label(e, lang), "value": e.key} for e in found]
+        """While the run waits for the choices: the first question's candidates, described."""
+        question = str(questions[0]["args"]["prompt"])
         items = [
             {"title": snap.display(e, lang), "sub": _describe_place(e, snap, lang)} for e in found
         ]
+        # The screen is read again after the answers: the choice applies to what is there then.
+        again = self.plan_steps(
+            [{"step_id": SNAPSHOT_STEP, "tool": "cache_get", "args": {"key": SNAPSHOT_KEY}}]
+        )
         return {
             "status": "ok",
             "view_type": "list",
             "data": {"title": question, "items": items},
-            "actions": [
-                {
-                    "type": "radio",
-                    "label": t("choose", lang),
-                    "action_id": "choose_target",
-                    "options": options,
-                },
-                {"type": "button", "label": t("cancel", lang), "action_id": "cancel"},
-            ],
-            "message": prefix + question,
+            "actions": self._command_actions(lang),
+            "message": question,
             "state": state.dump(),
+            "steps": [*questions, *again],
         }
 
     def _home(self, snap: Snapshot, state: _State, lang: str) -> dict[str, Any]:
@@ -707,8 +714,6 @@ class _State:
         raw = raw if isinstance(raw, dict) else {}
         last = raw.get("last")
         self.last: dict[str, Any] | None = last if isinstance(last, dict) else None
-        pending = raw.get("pending")
-        self.pending: dict[str, Any] | None = pending if isinstance(pending, dict) else None
         self.maps: dict[str, dict[str, Any]] = {}
         for name in ("colors", "texts", "rotation", "visible"):
             value = raw.get(name)
@@ -760,7 +765,7 @@ class _State:
         self._staged = []
 
     def dump(self) -> dict[str, Any]:
-        return {"last": self.last, "pending": self.pending, **self.maps}
+        return {"last": self.last, **self.maps}
 
 
 _MAP_OF = {
@@ -833,6 +838,21 @@ def describe(
             f"已将{name}旋转 {op['degrees']:g} 度" if op["degrees"] else f"已将{name}转回原来的方向"
         ),
     }[kind]()
+
+
+def _picked(answer: dict[str, Any], found: list[Element], lang: str) -> Element:
+    """The candidate the user chose; NotChosen when the question expired or was cancelled."""
+    if answer.get("status") != "ok":
+        code = answer.get("code")
+        if code in ("expired", "cancelled"):
+            raise NotChosen(t(str(code), lang))
+        raise Failure(t("failed", lang, error=str(answer.get("error") or "no answer")))
+    result = answer.get("result")
+    key = result.get("value") if isinstance(result, dict) else None
+    chosen = next((e for e in found if e.key == key), None)
+    if chosen is None:  # the screen changed between the question and the answer
+        raise Failure(t("stale_choice", lang, key=str(key)[:80]))
+    return chosen
 
 
 def _describe_place(e: Element, snap: Snapshot, lang: str) -> str:

@@ -5,6 +5,7 @@ receive (in-process bus subscription, and once through the real WebSocket)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,14 @@ from typing import Any
 import pytest
 import simple_websocket
 
+from aios.events import Subscription
 from tests.conftest import ROOT
 from tests.integration.conftest import TOKEN, Running, copy_apps
 
 APP = "system_agent"
 VIEWPORT = {"width": 1280, "height": 800}
+WAIT = 20.0
+"""Seconds a test waits for the final view of a run that asked the user."""
 
 
 def desktop_elements() -> list[dict[str, Any]]:
@@ -225,6 +229,13 @@ class Session:
         assert [r["app"] for r in out["results"]] == [APP], out
         return out["results"][0]["response"]
 
+    def ask(self, text: str) -> dict[str, Any]:
+        """An instruction the app answers with a question: the run waits on the card(s)."""
+        out = self.running.instruct(text, self.sid)
+        self.sid = out["session_id"]
+        assert out.get("state") == "waiting" and out["results"] == [], out
+        return out
+
     def act(self, action_id: str, **payload: Any) -> dict[str, Any]:
         body = {"app": APP, "action_id": action_id, **payload}
         if self.sid:
@@ -233,6 +244,16 @@ class Session:
         assert r.status_code == 200, r.text
         self.sid = r.json()["session_id"]
         return r.json()["response"]
+
+
+def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
+            response: dict[str, Any] = ev["response"]
+            return response
+    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
 
 
 def button(reply: dict[str, Any], action_id: str, index: int = 0) -> dict[str, Any]:
@@ -353,38 +374,90 @@ def test_compound_command_sends_every_op_and_undo_reverses_them(running: Running
     assert ops() == [{"op": "hide", "id": "clock"}]
 
 
-def test_ambiguous_name_asks_and_the_choice_applies_the_pending_op(
+def test_ambiguous_name_asks_a_choice_and_the_answer_applies_the_op(
     running: Running, ops: Any
 ) -> None:
     post_snapshot(running, with_video_window())
-    s = Session(running)
-    reply = s.say("把播放按钮移到左上角")
-    assert reply["view_type"] == "list"
-    assert "2" in reply["data"]["title"] and "播放按钮" in reply["data"]["title"]
-    choice = button(reply, "choose_target")
-    assert choice["type"] == "radio"
-    values = [o["value"] for o in choice["options"]]
-    assert values == ["btn_play@music", "btn_play@video"]
-    assert any("视频" in o["label"] for o in choice["options"])
-    assert ops() == []  # nothing moves before the user chooses
+    views = running.system.bus.subscribe()
+    try:
+        s = Session(running)
+        waiting = s.ask("把播放按钮移到左上角")
+        (card,) = waiting["pending"]
+        assert card["kind"] == "choice" and card["app"] == APP
+        assert card["prompt"] == "有 2 个“播放按钮”，要操作哪一个？"
+        assert [o["value"] for o in card["options"]] == ["btn_play@music", "btn_play@video"]
+        assert any("视频" in o["label"] for o in card["options"])
+        assert ops() == []  # nothing moves before the user chooses
+        bad = running.post(f"/api/interactions/{card['id']}", {"value": "clock"})
+        assert bad.status_code == 400 and "btn_play@video" in bad.json()["error"]
 
-    done = s.act("choose_target", selected="btn_play@video")
-    assert done["status"] == "ok"
-    assert done["message"] == "已将播放按钮移到左上角"
-    assert ops() == [{"op": "move", "id": "btn_play", "window": "video", "x": 20, "y": 20}]
-    # the choice is used up: choosing again is a clear error, not a second move
-    again = s.act("choose_target", selected="btn_play@video")
-    assert again["status"] == "error" and "没有等待选择的操作" in again["message"]
-    assert ops() == []
+        r = running.post(f"/api/interactions/{card['id']}", {"value": "btn_play@video"})
+        assert r.status_code == 200, r.text
+        done = final_view(views, waiting["run_id"])
+        assert done["status"] == "ok"
+        assert done["message"] == "已将播放按钮移到左上角"
+        assert ops() == [{"op": "move", "id": "btn_play", "window": "video", "x": 20, "y": 20}]
+        undo = button(done, "undo")
+        assert undo["params"]["ops"][0]["window"] == "video"
+        # the choice is used up: another answer is refused, nothing moves again
+        again = running.post(f"/api/interactions/{card['id']}", {"value": "btn_play@music"})
+        assert again.status_code == 409
+        assert again.json()["current"]["answer"] == {"value": "btn_play@video"}
+        assert ops() == []
 
-    # a window named in the command is not ambiguous
-    s.say("把视频窗口的播放按钮变成绿色")
-    assert ops() == [{"op": "change_color", "id": "btn_play", "window": "video", "color": "green"}]
-    # cancel drops the pending op
-    s.say("hide the play button")
-    assert s.act("cancel")["message"].startswith("已取消")
-    assert s.act("choose_target", selected="btn_play@music")["status"] == "error"
-    assert ops() == []
+        # a window named in the command is not ambiguous
+        s.say("把视频窗口的播放按钮变成绿色")
+        assert ops() == [
+            {"op": "change_color", "id": "btn_play", "window": "video", "color": "green"}
+        ]
+        # a compound command: the clear part waits too, and "它" is the chosen element
+        waiting = s.ask("把时钟变成红色然后隐藏播放按钮然后旋转它 30 度")
+        (card,) = waiting["pending"]
+        assert card["prompt"].startswith("“隐藏播放按钮”：有 2 个")
+        assert ops() == []
+        running.post(f"/api/interactions/{card['id']}", {"value": "btn_play@music"})
+        final_view(views, waiting["run_id"])
+        assert ops() == [
+            {"op": "change_color", "id": "clock", "color": "red"},
+            {"op": "hide", "id": "btn_play", "window": "music"},
+            {"op": "rotate", "id": "btn_play", "window": "music", "degrees": 30},
+        ]
+        # cancelling the question (the run's Stop) changes nothing
+        waiting = s.ask("hide the play button")
+        assert running.post(f"/api/runs/{waiting['run_id']}/cancel").ok
+        stopped = final_view(views, waiting["run_id"])
+        assert stopped["status"] == "ok" and stopped["message"] == "已取消，没有做任何修改。"
+        assert ops() == []
+    finally:
+        views.close()
+
+
+def test_an_unanswered_choice_expires_and_changes_nothing(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    running = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
+        approvals={"timeout": 1},
+        language="en",
+    )
+    post_snapshot(running, with_video_window())
+    views = running.system.bus.subscribe()
+    try:
+        waiting = Session(running).ask("move the play button to the top left")
+        (card,) = waiting["pending"]
+        assert card["prompt"] == 'There are 2 "the play button" — which one?'
+        view = final_view(views, waiting["run_id"])
+        assert view["message"] == "The question expired unanswered; nothing was changed."
+        assert not [e for e in _drain(views) if e["type"] == "ui_op"]
+    finally:
+        views.close()
+
+
+def _drain(sub: Subscription) -> list[dict[str, Any]]:
+    out = []
+    while (event := sub.get(timeout=0.05)) is not None:
+        out.append(event)
+    return out
 
 
 def test_unknown_element_or_command_is_a_clear_message_and_no_event(
@@ -440,13 +513,11 @@ GARBAGE: list[dict[str, Any]] = [
         "params": {"ops": [{"op": "resize", "id": "clock", "width": -5, "height": 3}]},
     },
     {"action_id": "undo", "params": {"ops": [None, 3]}},
-    {"action_id": "choose_target", "selected": "btn_play@music"},
-    {"action_id": "choose_target", "selected": 42},
+    {"action_id": "choose_target", "selected": "btn_play@music"},  # gone: the app asks itself
     {"action_id": "command"},
     {"action_id": "command", "value": ["list"]},
     {"action_id": "command", "value": "   "},
     {"action_id": "run", "params": {"command": {"x": 1}}},
-    {"action_id": "cancel", "params": {"x": [1, 2]}},
     {"action_id": "refresh", "checked": [1, "a"], "on": True},
 ]
 
@@ -460,7 +531,7 @@ def test_garbage_actions_get_error_views_and_the_app_keeps_working(
         reply = s.act(**payload)
         assert reply["view_type"] in ("text", "list"), (payload, reply)
         assert reply["message"], payload
-        if payload["action_id"] not in ("cancel", "refresh"):
+        if payload["action_id"] != "refresh":
             assert reply["status"] == "error", (payload, reply)
     unknown = s.act("nope")
     assert "nope" in unknown["message"] and "apply" in unknown["message"]
