@@ -431,23 +431,6 @@ class Command:
     """``target`` before the operation's own words were removed: a label such as
     "移除" contains "移", so names are looked up in both."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "target": self.target,
-            "spec": dict(self.spec),
-            "raw_target": self.raw_target,
-        }
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> Command | None:
-        if not isinstance(raw, dict) or raw.get("op") not in OPS:
-            return None
-        spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
-        target = raw.get("target") if isinstance(raw.get("target"), str) else ""
-        raw_target = raw.get("raw_target") if isinstance(raw.get("raw_target"), str) else ""
-        return cls(raw["op"], target, dict(spec), raw_target)
-
 
 class ParseError(ValueError):
     """The command was understood as far as an op, but something it needs is missing/bad."""
