@@ -217,6 +217,14 @@ export const api = {
   layout: (sessionId) => request('GET', `/api/sessions/${encodeURIComponent(sessionId)}/layout`),
   saveLayout: (sessionId, windows, { keepalive = false } = {}) => request('PUT',
     `/api/sessions/${encodeURIComponent(sessionId)}/layout`, { json: { windows }, keepalive }),
+  /** The session's app instances (DESIGN §13): [{instance_id, app, state, parent_instance_id, …}]. */
+  instances: (sessionId) => request('GET', `/api/instances?session=${encodeURIComponent(sessionId)}`),
+  /** The user brought this instance's window to the front; 404 for another session's. */
+  focusInstance: (id, sessionId) => request('POST', `/api/instances/${encodeURIComponent(id)}/focus`,
+    { json: { session_id: sessionId } }),
+  /** The user closed this instance's window (a waiting parent goes on with closed_by_user). */
+  closeInstance: (id, sessionId) => request('POST', `/api/instances/${encodeURIComponent(id)}/close`,
+    { json: { session_id: sessionId } }),
   /** Send an ended run's instruction, open or action again (a new run). */
   retryRun: (runId) => request('POST', `/api/runs/${encodeURIComponent(runId)}/retry`, { json: {}, timeout: long }),
   /** The conversations, most recently used first (DESIGN §13). */

@@ -33,6 +33,9 @@ export const DEFAULTS = Object.freeze({
   /** The layout is saved this long after a move, resize, raise, minimise or close ends
    * (DESIGN §13): a burst of changes (a restore, a cascade of raises) is one request. */
   layoutSaveDebounceMs: 300,
+  /** The window the user brought to the front is reported this long after the raises settle
+   * (DESIGN §13 focus): a restored layout's cascade of raises is one report, of the top one. */
+  focusReportDebounceMs: 150,
   /** ui_op change_text limit (DESIGN §10). */
   uiTextMax: 200,
   /** JSON tree: deeper or longer structures are cut with a "… n more" line. */

@@ -5,6 +5,7 @@ import { on } from './bus.js';
 import * as conversation from './conversation.js';
 import { DEFAULTS } from './defaults.js';
 import { applyStatic, setLang, statusText, t } from './i18n.js';
+import * as instances from './instances.js';
 import * as layout from './layout.js';
 import * as modal from './modal.js';
 import * as notify from './notify.js';
@@ -109,7 +110,7 @@ async function loadApps({ announce = false } = {}) {
 async function openApp(id) {
   ensureWindow(id);
   try {
-    const reply = await tracked(id, () => api.open(id, state.sessionId));
+    const reply = await instances.own(id, () => tracked(id, () => api.open(id, state.sessionId)));
     rememberSession(reply && reply.session_id);
     runs.adoptReply(reply);
     if (wm.get(id)) renderResponse(id, reply && reply.response);
@@ -272,6 +273,7 @@ async function pollHealth() {
 function onEvent(msg) {
   conversation.onEvent(msg);
   if (runs.onEvent(msg)) return;
+  if (instances.onEvent(msg)) return;
   switch (msg.type) {
     case 'app_status': {
       const app = state.apps.get(msg.app);
@@ -431,6 +433,7 @@ function boot() {
   tray.init();
   runs.init({ openWindow: ensureWindow });
   layout.init();
+  instances.init({ openWindow: ensureWindow, name: (id) => appMeta(id).title });
   conversation.init();
   wire();
   loadConfig().then(() => pollHealth());

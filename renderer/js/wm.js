@@ -84,7 +84,8 @@ export function open(id, opts = {}) {
   const iconEl = el('span', { class: 'win-icon' });
   const titleEl = el('span', { class: 'win-title ui-label', text: opts.title || id });
   const statusEl = el('span', { class: 'win-status' });
-  const bar = el('header', { class: 'win-titlebar' }, iconEl, titleEl, statusEl,
+  const openerEl = el('span', { class: 'win-opener', hidden: true });
+  const bar = el('header', { class: 'win-titlebar' }, iconEl, titleEl, openerEl, statusEl,
     el('span', { class: 'win-buttons' },
       stopButton(),
       titleButton('min', 'minimize', 'win.minimize'),
@@ -101,7 +102,7 @@ export function open(id, opts = {}) {
 
   const rect = initialRect(opts.width, opts.height);
   Object.assign(frame.style, { left: `${rect.x}px`, top: `${rect.y}px`, width: `${rect.w}px`, height: `${rect.h}px` });
-  w = { id, el: frame, body, banner, titleEl, iconEl, statusEl, minimized: false, maximized: false,
+  w = { id, el: frame, body, banner, titleEl, iconEl, statusEl, openerEl, minimized: false, maximized: false,
     cleanups: [], system: !!opts.system, response: null };
   windows.set(id, w);
   setTitle(id, '', opts.icon || '');
@@ -150,6 +151,14 @@ export function setStatus(id, text, level = '') {
   w.statusEl.textContent = text || '';
   w.statusEl.dataset.level = level;
   w.statusEl.title = text || '';
+}
+
+/** Which app opened this window's app (a launched child, DESIGN §13); empty hides the line. */
+export function setOpener(id, text) {
+  const w = windows.get(id);
+  if (!w) return;
+  w.openerEl.textContent = text || '';
+  w.openerEl.hidden = !text;
 }
 
 export function raise(id) {
