@@ -29,6 +29,7 @@ from typing import Any, Literal
 import requests
 
 from aios import app_secret, tools as toolbox
+from aios.names import SYSTEM_PRIMITIVES
 from aios.protocol import ATOMIC_TOOLS, Step, ToolResult, parse_steps
 from aios.tools import ToolContext
 
@@ -271,10 +272,7 @@ def _read_tool_reply(
 # ---------------------------------------------------------------- templates
 
 
-LAUNCH_TOOL = "launch"
-"""The system primitive that opens another app as a child instance, maybe for a result."""
-ASK_TOOL = "ask"
-"""The system primitive that asks the user (choice / confirm / input), besides the ten tools."""
+ASK_TOOL, LAUNCH_TOOL = SYSTEM_PRIMITIVES
 STOPPED_MESSAGES = {
     "denied": "denied by the user",
     "expired": "the request for approval expired",

@@ -59,6 +59,13 @@ ATOMIC_TOOLS: tuple[str, ...] = (
 )
 """The ten atomic tools of spec §7.2."""
 
+ASK_TOOL = "ask"
+"""The system primitive that asks the user (choice / confirm / input), DESIGN §13."""
+LAUNCH_TOOL = "launch"
+"""The system primitive that opens another app as a child instance, maybe for a result."""
+SYSTEM_PRIMITIVES: tuple[str, ...] = (ASK_TOOL, LAUNCH_TOOL)
+"""Plan steps the system itself answers, besides the ten atomic tools."""
+
 ACTION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 """An atomic tool, an app's ``@tool``, a step id that is not a number."""

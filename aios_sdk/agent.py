@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from aios.errors import ProtocolError
-from aios.names import ATOMIC_TOOLS, TOOL_NAME_PATTERN
+from aios.names import ATOMIC_TOOLS, SYSTEM_PRIMITIVES, TOOL_NAME_PATTERN
 from aios_sdk import boot
 from aios_sdk._session import current_session_id
 from aios_sdk.boot import APP_SOCKET_ENV
@@ -344,11 +344,13 @@ class AIOSAgent:
 
         parsed = parse_steps(numbered)
         for step in parsed:
-            if step.tool not in ATOMIC_TOOLS and step.tool not in self._aios_tools:
+            known = step.tool in ATOMIC_TOOLS or step.tool in SYSTEM_PRIMITIVES
+            if not known and step.tool not in self._aios_tools:
                 mine = ", ".join(self._aios_tools) or "none"
                 raise ProtocolError(
                     f"invalid steps: step {step.step_id!r} uses unknown tool "
-                    f"{step.tool!r} (atomic tools: {', '.join(ATOMIC_TOOLS)}; "
+                    f"{step.tool!r} (atomic tools: {', '.join(ATOMIC_TOOLS)}; system "
+                    f"primitives: {', '.join(SYSTEM_PRIMITIVES)}; "
                     f"this app's custom tools: {mine})"
                 )
         return [_step_dict(s) for s in parsed]
