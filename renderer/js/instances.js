@@ -38,7 +38,8 @@ export function init({ openWindow: open, name }) {
   openWindow = open;
   appName = name;
   on('wm:changed', onWindow);
-  on('session:changed', reload);
+  // A first reply brings the session (its events came before it), a switch another one.
+  on('session:remembered', reload);
   on('lang:changed', () => { for (const w of wm.list()) labelOpener(w.id); });
   // After a load and after a gap in the event stream the listing is read again.
   document.addEventListener('aios:runs-state', reload);

@@ -1,4 +1,5 @@
 // The desktop's shared state. Plain data; modules change it and emit an event.
+import { emit } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 
 export const state = {
@@ -24,10 +25,11 @@ export const state = {
 // and the layout are the stored session's): its id is kept in this origin's localStorage.
 const SESSION_KEY = 'aios.session';
 
-/** Use session ``id`` from now on (and after a reload). */
+/** Use session ``id`` from now on (and after a reload); emits "session:remembered" {session_id}. */
 export function rememberSession(id) {
   if (typeof id !== 'string' || !id || id === state.sessionId) return;
   state.sessionId = id;
+  emit('session:remembered', { session_id: id });
   try {
     localStorage.setItem(SESSION_KEY, id);
   } catch {

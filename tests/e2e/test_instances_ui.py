@@ -147,3 +147,17 @@ def test_the_window_the_user_raises_is_reported_as_the_focus(desk: Desk) -> None
     assert wait_until(
         lambda: instance_states(desk, sid)["parent"] == "stopped", what="the parent closed"
     )
+
+
+def test_the_first_window_of_a_new_session_is_known_and_its_close_reported(desk: Desk) -> None:
+    # the open's events come before its reply, which is what brings the page its session
+    desk.open_app("child")
+    sid = session_of(desk)
+    assert wait_until(
+        lambda: instance_states(desk, sid) == {"child": "foreground"}, what="the child open"
+    )
+    desk.win("child").locator(".win-close").click()
+    expect(desk.win("child")).to_have_count(0)
+    assert wait_until(
+        lambda: instance_states(desk, sid) == {"child": "stopped"}, what="the child closed"
+    )
