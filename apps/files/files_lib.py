@@ -185,6 +185,13 @@ _APP_WORDS = re.compile(
     re.IGNORECASE,
 )
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # another app launched us to choose a file (DESIGN §13): "选一个文件" / "pick a file"
+    (
+        "pick",
+        re.compile(
+            r"^(?:选(?:一个|择)?文件|选择一个文件|pick(?: a)? file|choose(?: a)? file)", re.I
+        ),
+    ),
     (
         "rename",
         re.compile(

@@ -74,6 +74,7 @@ ACTIONS = (
     "refresh",
     "open_link",
     "download",
+    "pick",
 )
 
 
@@ -167,7 +168,12 @@ class FilesAgent(AIOSAgent):
         if action_id == "refresh":
             return self._browse(c, fl.clean_rel(params.get("path", c.folder), allow_root=True))
         if action_id == "open_folder":
-            return self._browse(c, fl.clean_rel(params.get("path"), allow_root=True))
+            picking = bool(params.get("picking"))
+            return self._browse(
+                c, fl.clean_rel(params.get("path"), allow_root=True), picking=picking
+            )
+        if action_id == "pick":
+            return self._pick(c, fl.clean_rel(params.get("path")))
         if "path" not in params:
             raise Problem(f"{action_id} 需要参数 path", f"{action_id} needs the param path")
         path = fl.clean_rel(params.get("path"))
@@ -183,6 +189,8 @@ class FilesAgent(AIOSAgent):
             intent, args = self._llm_intent(c, args[0])
         if intent == "home":
             return self._browse(c, "")
+        if intent == "pick":
+            return self._browse(c, "", picking=True)
         if intent == "list":
             return self._browse(c, fl.clean_rel(args[0], allow_root=True))
         if intent == "create":
@@ -296,7 +304,20 @@ class FilesAgent(AIOSAgent):
 
     # ------------------------------------------------------------- views
 
-    def _browse(self, c: Ctx, folder: str, message: str | None = None) -> dict[str, Any]:
+    def _pick(self, c: Ctx, path: str) -> dict[str, Any]:
+        """The user chose a file for the app that launched us: answer with it as the result."""
+        entry = self._entry(c, path)
+        if entry is None or entry.get("type") == "dir":
+            raise Problem(f"没有文件「{path}」", f"no file {path!r}", fl.parent_of(path))
+        reply = self._browse(c, fl.parent_of(path))
+        name = fl.base_of(path)
+        reply["message"] = c.t(f"已选择「{name}」", f"picked {name}")
+        reply["result"] = {"path": path, "name": name, "size": entry.get("size")}
+        return reply
+
+    def _browse(
+        self, c: Ctx, folder: str, message: str | None = None, *, picking: bool = False
+    ) -> dict[str, Any]:
         entries = self._listing(c, folder)
         entries.sort(key=lambda e: (e.get("type") != "dir", str(e.get("name")).lower()))
         rows: list[dict[str, Any]] = []
@@ -316,8 +337,13 @@ class FilesAgent(AIOSAgent):
             if i >= MAX_ROWS_WITH_CONTROLS:
                 continue
             if kind.key == "dir":
-                per_row.append(self._btn(c.t("打开", "Open"), "open_folder", rel))
+                opener = self._btn(c.t("打开", "Open"), "open_folder", rel)
+                if picking:
+                    opener["params"]["picking"] = True
+                per_row.append(opener)
             else:
+                if picking:
+                    per_row.append(self._btn(c.t("选择", "Pick"), "pick", rel))
                 per_row.append(self._btn(c.t("预览", "Preview"), "preview", rel))
             per_row.append(self._btn(c.t("重命名", "Rename"), "rename", rel))
             per_row.append(self._btn(c.t("删除", "Delete"), "delete", rel))

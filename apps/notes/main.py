@@ -42,7 +42,9 @@ CONTROLS_LIMIT = 30
 TOGGLE_PREFIX = "done."
 CONFIRM_STEP = "confirm_delete"
 """The ``step_id`` of the question before a delete; its answer is ``step_confirm_delete``."""
-ACTIONS = ("add", "search", "filter_tag", "delete", "show_all", "refresh")
+ACTIONS = ("add", "search", "filter_tag", "delete", "show_all", "refresh", "attach")
+PICK_STEP = "pick_file"
+"""The ``step_id`` of the launch that asks the files app for a file (DESIGN §13)."""
 
 
 class Problem(Exception):
@@ -125,6 +127,8 @@ class NotesAgent(AIOSAgent):
         if action_id == "delete":
             params = req.get("params") if isinstance(req.get("params"), dict) else {}
             return self._delete(lang, params.get("id"), query, tag, results)
+        if action_id == "attach":
+            return self._attach(lang, results)
         if action_id in ("show_all", "refresh"):
             return self._list(
                 lang,
@@ -137,6 +141,43 @@ class NotesAgent(AIOSAgent):
         )
 
     # ------------------------------------------------------------ commands
+
+    def _attach(self, lang: Lang, results: dict[str, Any]) -> dict[str, Any]:
+        """ "Attach a file": the files app is launched for the user to pick one (DESIGN §13);
+        the pick becomes a note pointing at it."""
+        got = results.get(f"step_{PICK_STEP}")
+        if got is None:
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {},
+                "actions": [],
+                "message": tr(lang, "请在文件管理里选一个文件", "pick a file in Files"),
+                "steps": [
+                    {
+                        "step_id": PICK_STEP,
+                        "tool": "launch",
+                        "args": {
+                            "app": "files",
+                            "instruction": "选一个文件",
+                            "await_result": True,
+                        },
+                    }
+                ],
+            }
+        picked = (got.get("result") or {}) if got.get("status") == "ok" else {}
+        chosen = picked.get("result") if isinstance(picked.get("result"), dict) else None
+        if chosen is None or not isinstance(chosen.get("path"), str):
+            why = (
+                tr(lang, "你关闭了文件管理", "you closed Files")
+                if picked.get("closed_by_user")
+                else str(got.get("error") or got.get("code") or "")
+            )
+            return self._list(
+                lang, "", "", tr(lang, f"没有附加文件（{why}）", f"no file attached ({why})")
+            )
+        name = str(chosen.get("name") or chosen["path"])
+        return self._add(lang, f"📎 {name}"[: nl.MAX_TITLE], f"files: {chosen['path']}", None)
 
     def _add(self, lang: Lang, title: Any, body: Any, tag: str | None) -> dict[str, Any]:
         title = nl.check_text(title, "title", "标题", nl.MAX_TITLE * 50, required=True)
@@ -306,6 +347,11 @@ class NotesAgent(AIOSAgent):
                 "action_id": "filter_tag",
                 "options": tag_options,
                 "value": tag or "all",
+            },
+            {
+                "type": "button",
+                "label": tr(lang, "📎 附加文件", "📎 Attach a file"),
+                "action_id": "attach",
             },
             {
                 "type": "submit_form",

@@ -154,3 +154,46 @@ def test_bad_launches_are_step_errors_naming_the_problem(running: Running) -> No
         reply = launch(running, **args)
         result = reply["response"]["data"]["results"]["step_kid"]
         assert result["status"] == "error" and words in result["error"], result
+
+
+def test_notes_asks_the_files_app_for_a_file_and_keeps_the_pick(tmp_path: Path) -> None:
+    """The bundled example: notes launches files for a result; the user's pick there
+    becomes a note, and the focus goes back to notes."""
+    root = Path(__file__).resolve().parent.parent.parent
+    apps = tmp_path / "apps"
+    for app_id in ("notes", "files"):
+        shutil.copytree(root / "apps" / app_id, apps / app_id)
+    (apps / "files" / "workspace" / "report.txt").write_text("hello")
+    r = start_system(apps, tmp_path / "data")
+    try:
+        sub = r.system.bus.subscribe()
+        reply = r.post("/api/action", {"app": "notes", "action_id": "attach"}).json()
+        assert reply["state"] == "waiting", reply
+        sid = reply["session_id"]
+        files = wait_for(
+            lambda: (
+                f if (f := instances(r, sid).get("files")) and f["state"] == "foreground" else None
+            ),
+            timeout=WAIT,
+            what="the files app in front",
+        )
+        assert files["parent_instance_id"] == instances(r, sid)["notes"]["instance_id"]
+        pick = {
+            "app": "files",
+            "action_id": "pick",
+            "params": {"path": "report.txt"},
+            "session_id": sid,
+        }
+        assert r.post("/api/action", pick).json()["response"]["result"]["path"] == "report.txt"
+        deadline = time.monotonic() + WAIT
+        view: dict[str, Any] | None = None
+        while view is None and time.monotonic() < deadline:
+            ev = sub.get(timeout=0.5)
+            if ev and ev.get("type") == "view" and ev.get("run_id") == reply["run_id"]:
+                view = ev["response"] if ev["app"] == "notes" else None
+        assert view is not None and "report.txt" in view["message"], view
+        assert instances(r, sid)["notes"]["state"] == "foreground"
+        listed = r.open("notes", session_id=sid)["response"]["data"]["items"]
+        assert any("report.txt" in str(item) for item in listed)
+    finally:
+        r.stop()
