@@ -4,6 +4,7 @@ launcher from a temporary apps dir, the real HTTP server on 127.0.0.1."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import requests
 
 from aios.config import validate_config
+from aios.events import Subscription
 from aios.system import System
 from aios.web import ServerThread, create_app
 
@@ -74,6 +76,24 @@ class Running:
         self.server.shutdown()
         self.system.stop()
         self.http.close()
+
+
+FINAL_VIEW_WAIT = 20.0
+"""Seconds a test waits for the final view of a run that waited for the user."""
+
+
+def final_view(
+    sub: Subscription, run_id: str, app: str | None = None, wait: float = FINAL_VIEW_WAIT
+) -> dict[str, Any]:
+    """The ``view`` event a run that waited ends with (DESIGN §12); of ``app`` if given."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
+            if app is None or ev.get("app") == app:
+                response: dict[str, Any] = ev["response"]
+                return response
+    raise AssertionError(f"no final view for {run_id} within {wait}s")
 
 
 def copy_apps(dest: Path, names: list[str], source: Path = SYSTEM_APPS) -> Path:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from aios.events import Subscription
-from tests.integration.conftest import FIXTURES, Running, start_system
+from tests.integration.conftest import FIXTURES, Running, final_view, start_system
 from tests.util import wait_for
 
 PLANNER = FIXTURES / "apps_runs" / "planner"
@@ -45,14 +45,8 @@ def launch(running: Running, **args: Any) -> dict[str, Any]:
     return reply
 
 
-def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id and ev["app"] == "parent":
-            response: dict[str, Any] = ev["response"]
-            return response
-    raise AssertionError(f"no final view of the parent for {run_id}")
+def parent_view(sub: Subscription, run_id: str) -> dict[str, Any]:
+    return final_view(sub, run_id, app="parent")
 
 
 def instances(running: Running, sid: str) -> dict[str, dict[str, Any]]:
@@ -77,7 +71,7 @@ def test_opening_apps_makes_instances_and_one_is_in_front(running: Running) -> N
 def test_a_launched_child_that_answers_at_once_gives_its_result(running: Running) -> None:
     sub = running.system.bus.subscribe()
     reply = launch(running, app="child", instruction='give {"file": "a.txt"}', await_result=True)
-    view = reply.get("response") if "state" not in reply else final_view(sub, reply["run_id"])
+    view = reply.get("response") if "state" not in reply else parent_view(sub, reply["run_id"])
     assert view is not None
     result = view["data"]["results"]["step_kid"]
     assert result["status"] == "ok"
@@ -108,7 +102,7 @@ def test_a_child_the_user_answers_later_or_closes(running: Running) -> None:
         },
     )
     assert picked.status_code == 200
-    view = final_view(sub, reply["run_id"])
+    view = parent_view(sub, reply["run_id"])
     assert view["data"]["results"]["step_kid"]["result"] == {
         "result": {"picked": "A"},
         "closed_by_user": False,
@@ -128,7 +122,7 @@ def test_a_child_the_user_answers_later_or_closes(running: Running) -> None:
     )
     r = running.post(f"/api/instances/{child['instance_id']}/close", {"session_id": sid})
     assert r.status_code == 200
-    view = final_view(sub, reply["run_id"])
+    view = parent_view(sub, reply["run_id"])
     assert view["data"]["results"]["step_kid"]["result"] == {
         "result": None,
         "closed_by_user": True,
@@ -138,7 +132,7 @@ def test_a_child_the_user_answers_later_or_closes(running: Running) -> None:
 def test_a_child_that_crashes_is_an_error_for_the_parent(running: Running) -> None:
     sub = running.system.bus.subscribe()
     reply = launch(running, app="child", instruction="crash", await_result=True)
-    view = reply.get("response") if "state" not in reply else final_view(sub, reply["run_id"])
+    view = reply.get("response") if "state" not in reply else parent_view(sub, reply["run_id"])
     assert view is not None
     result = view["data"]["results"]["step_kid"]
     assert result["status"] == "error" and "child" in result["error"], result

@@ -18,8 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from aios.events import Subscription
-from tests.integration.conftest import FIXTURES, Running, copy_apps, start_system
+from tests.integration.conftest import FIXTURES, Running, copy_apps, final_view, start_system
 from tests.util import wait_for
 
 APPS = FIXTURES / "apps_runs"
@@ -58,16 +57,6 @@ def plan(running: Running, steps: list[dict[str, Any]], sid: str | None = None) 
     assert r.status_code == 200, r.text
     reply: dict[str, Any] = r.json()
     return reply
-
-
-def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
-            response: dict[str, Any] = ev["response"]
-            return response
-    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
 
 
 def answer(running: Running, ia_id: str, decision: str) -> tuple[int, dict[str, Any]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import pytest
 
 from aios.events import Subscription
 from tests.conftest import ROOT
-from tests.integration.conftest import Running, copy_apps
+from tests.integration.conftest import Running, copy_apps, final_view
 
 APP = "files"
 WAIT = 20.0
@@ -47,16 +46,6 @@ def views(files: Running) -> Iterator[Subscription]:
     sub = files.system.bus.subscribe()
     yield sub
     sub.close()
-
-
-def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
-            response: dict[str, Any] = ev["response"]
-            return response
-    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
 
 
 def ask_delete(system: Running, path: str, sid: str | None = None) -> dict[str, Any]:

@@ -5,7 +5,6 @@ receive (in-process bus subscription, and once through the real WebSocket)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import simple_websocket
 
 from aios.events import Subscription
 from tests.conftest import ROOT
-from tests.integration.conftest import TOKEN, Running, copy_apps
+from tests.integration.conftest import TOKEN, Running, copy_apps, final_view
 
 APP = "system_agent"
 VIEWPORT = {"width": 1280, "height": 800}
@@ -244,16 +243,6 @@ class Session:
         assert r.status_code == 200, r.text
         self.sid = r.json()["session_id"]
         return r.json()["response"]
-
-
-def final_view(sub: Subscription, run_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
-        if ev and ev.get("type") == "view" and ev.get("run_id") == run_id:
-            response: dict[str, Any] = ev["response"]
-            return response
-    raise AssertionError(f"no final view for {run_id} within {WAIT}s")
 
 
 def button(reply: dict[str, Any], action_id: str, index: int = 0) -> dict[str, Any]:
