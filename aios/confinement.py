@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from aios import os_sandbox
+from aios import os_sandbox, procgroup
 from aios.config import PROJECT_ROOT
 from aios.os_sandbox import BWRAP_EXTRA_TASKS, SANE_PATH, PidsCgroup
 from aios_sdk.boot import APP_SOCKET_ENV, SYSTEM_SOCKET_ENV
@@ -198,7 +198,7 @@ class Sandbox:
 
     def preexec(self) -> Callable[[], None]:
         """Run in the child before bwrap: join the cgroup, cap open files. Syscalls only."""
-        procs = str(self.cgroup.procs_file) if self.cgroup is not None else None
+        join = self.cgroup.preexec_join() if self.cgroup is not None else None
         # never above the system's own hard limit: raising it would fail in the child
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         nofile = (
@@ -208,12 +208,8 @@ class Sandbox:
         )
 
         def preexec() -> None:
-            if procs is not None:
-                fd = os.open(procs, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")
-                finally:
-                    os.close(fd)
+            if join is not None:
+                join()
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -247,13 +243,8 @@ class Sandbox:
 
 def _most_fds(pid: int) -> int:
     """The most open files any process of the tree under ``pid`` holds (0 if unknown)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except (OSError, psutil.Error):
-        return 0
     most = 0
-    for p in procs:
+    for p in procgroup.process_tree(pid):
         try:
             most = max(most, p.num_fds())
         except (OSError, psutil.Error):

@@ -368,18 +368,14 @@ def make_preexec(
     when the thread that started it ends, so a crash of the system does not
     leave commands running.
     """
-    procs = str(cgroup.procs_file) if cgroup is not None else None
+    join = cgroup.preexec_join() if cgroup is not None else None
     mem = limits.memory_mb * 1024 * 1024
 
     def preexec() -> None:
         if die_with_parent:
             _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if procs is not None:
-            fd = os.open(procs, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
+        if join is not None:
+            join()
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
@@ -435,6 +431,19 @@ class PidsCgroup:
             log.warning("could not create pids cgroup %s: %s", path, problem)
             return None
         return cls(path)
+
+    def preexec_join(self) -> Callable[[], None]:
+        """For a ``preexec_fn``: move the forked child into this cgroup (syscalls only)."""
+        procs = str(self.procs_file)
+
+        def join() -> None:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+
+        return join
 
     def pids(self) -> list[int]:
         try:

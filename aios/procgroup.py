@@ -73,6 +73,15 @@ def popen(argv: list[str], cls: type[P], **kwargs: Any) -> P:
     return proc
 
 
+def process_tree(pid: int) -> list[psutil.Process]:
+    """A process and all its descendants ([] when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except (OSError, psutil.Error):
+        return []
+
+
 def signal_group(pgid: int, sig: int) -> None:
     """Send ``sig`` to a process group; a group that is gone (or not ours) is ignored."""
     try:

@@ -271,36 +271,16 @@ class RunStore:
             return
         with self.store._tx() as db:
             for step_id, fields in updates:
-                row = db.execute(
-                    "SELECT pos, data FROM run_steps WHERE run_id=? AND step_id=?"
-                    " ORDER BY pos DESC LIMIT 1",
-                    (run_id, step_id),
-                ).fetchone()
-                if row is None:
-                    continue
-                step = {**json.loads(row["data"]), **fields, "step_id": step_id}
-                db.execute(
-                    "UPDATE run_steps SET data=? WHERE run_id=? AND pos=?",
-                    (_dumps(step), run_id, row["pos"]),
-                )
+                _merge_step(db, run_id, step_id, fields)
             db.execute("UPDATE runs SET updated=? WHERE run_id=?", (self.store.clock(), run_id))
 
     def update_step(self, run_id: str, step_id: str, **fields: Any) -> dict[str, Any]:
         """Merge ``fields`` into a step (the latest with that id) and return the step."""
         with self.store._tx() as db:
-            row = db.execute(
-                "SELECT pos, data FROM run_steps WHERE run_id=? AND step_id=?"
-                " ORDER BY pos DESC LIMIT 1",
-                (run_id, step_id),
-            ).fetchone()
-            if row is None:
+            step = _merge_step(db, run_id, step_id, fields)
+            if step is None:
                 self._require_run(db, run_id)
                 raise NotFound(f"run {run_id} has no step {step_id!r}")
-            step = {**json.loads(row["data"]), **fields, "step_id": step_id}
-            db.execute(
-                "UPDATE run_steps SET data=? WHERE run_id=? AND pos=?",
-                (_dumps(step), run_id, row["pos"]),
-            )
             db.execute("UPDATE runs SET updated=? WHERE run_id=?", (self.store.clock(), run_id))
             return step
 
@@ -550,6 +530,24 @@ def _run_row(d: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
     d["response"] = _loads(d["response"])
     d["steps"] = steps
     return d
+
+
+def _merge_step(
+    db: Connection, run_id: str, step_id: str, fields: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Merge ``fields`` into the latest step ``step_id`` of a run; None when it has none."""
+    row = db.execute(
+        "SELECT pos, data FROM run_steps WHERE run_id=? AND step_id=? ORDER BY pos DESC LIMIT 1",
+        (run_id, step_id),
+    ).fetchone()
+    if row is None:
+        return None
+    step: dict[str, Any] = {**json.loads(row["data"]), **fields, "step_id": step_id}
+    db.execute(
+        "UPDATE run_steps SET data=? WHERE run_id=? AND pos=?",
+        (_dumps(step), run_id, row["pos"]),
+    )
+    return step
 
 
 def _interaction_row(d: dict[str, Any]) -> dict[str, Any]:

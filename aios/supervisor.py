@@ -278,13 +278,8 @@ def answers_http(
 
 def tree_rss(pid: int) -> int:
     """Resident bytes of a process and all its descendants (0 when it is gone)."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except (OSError, psutil.Error):
-        return 0
     total = 0
-    for p in procs:
+    for p in procgroup.process_tree(pid):
         try:
             total += p.memory_info().rss
         except (OSError, psutil.Error):
