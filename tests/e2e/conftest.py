@@ -367,3 +367,19 @@ def open_desk(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Cal
 def desk(open_desk: Callable[..., Desk], running: Running) -> Desk:
     """The desktop of the module's shared system, muted (replies are not spoken)."""
     return open_desk(running)
+
+
+TOP_WINDOW = """() => {
+  const open = [...document.querySelectorAll('#desktop .window:not(.minimized)')];
+  open.sort((a, b) => Number(b.style.zIndex) - Number(a.style.zIndex));
+  return open.length ? open[0].dataset.winId : null;
+}"""
+"""The id of the window drawn on top of the others (highest z-index)."""
+ACTIVE = re.compile(r"(^|\s)active(\s|$)")
+"""The class list of the window that has the focus."""
+
+
+def expect_in_front(desk: Desk, app: str) -> None:
+    """``app``'s window is the active one and drawn on top of the others."""
+    expect(desk.win(app)).to_have_class(ACTIVE)
+    desk.page.wait_for_function(f"() => ({TOP_WINDOW})() === {json.dumps(app)}")

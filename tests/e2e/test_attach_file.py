@@ -7,8 +7,6 @@ notes is in front again and shows the new note pointing at the file.
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,16 +15,10 @@ import pytest
 from playwright.sync_api import expect
 
 from aios.config import DEFAULT_GRANTS
-from tests.e2e.conftest import Desk
+from tests.e2e.conftest import Desk, expect_in_front
 from tests.integration.conftest import Running, start_system
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-TOP_WINDOW = """() => {
-  const open = [...document.querySelectorAll('#desktop .window:not(.minimized)')];
-  open.sort((a, b) => Number(b.style.zIndex) - Number(a.style.zIndex));
-  return open.length ? open[0].dataset.winId : null;
-}"""
-ACTIVE = re.compile(r"(^|\s)active(\s|$)")
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +40,13 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     system.stop()
 
 
-def in_front(desk: Desk, app: str) -> None:
-    expect(desk.win(app)).to_have_class(ACTIVE)
-    desk.page.wait_for_function(f"() => ({TOP_WINDOW})() === {json.dumps(app)}")
-
-
 def test_notes_launches_files_to_pick_a_file_and_gets_it_back(desk: Desk) -> None:
     desk.open_app("notes")
-    in_front(desk, "notes")
+    expect_in_front(desk, "notes")
     desk.control("notes", "attach").click()
     # the files app opens in front, in its pick mode, saying who opened it
     expect(desk.control("files", "pick")).to_be_visible()
-    in_front(desk, "files")
+    expect_in_front(desk, "files")
     expect(desk.win("files").locator(".win-opener")).to_contain_text("记事本")  # its name
     desk.shot("files_picking_for_notes")
     # by keyboard: in the small launched window the table's scroll area overlaps the
@@ -68,5 +55,5 @@ def test_notes_launches_files_to_pick_a_file_and_gets_it_back(desk: Desk) -> Non
     desk.page.keyboard.press("Enter")
     # notes is in front again with a note pointing at the file
     expect(desk.body("notes")).to_contain_text("report.txt")
-    in_front(desk, "notes")
+    expect_in_front(desk, "notes")
     desk.shot("notes_with_the_pick")

@@ -11,7 +11,6 @@ goes on with ``closed_by_user``).
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -20,19 +19,11 @@ import pytest
 from playwright.sync_api import expect
 
 from aios.config import DEFAULT_GRANTS
-from tests.e2e.conftest import Desk, wait_until
+from tests.e2e.conftest import Desk, expect_in_front, wait_until
 from tests.integration.conftest import FIXTURES, Running, start_system
 
 PLANNER = FIXTURES / "apps_runs" / "planner"
 APPS = ("parent", "child")
-
-TOP_WINDOW = """() => {
-  const open = [...document.querySelectorAll('#desktop .window:not(.minimized)')];
-  open.sort((a, b) => Number(b.style.zIndex) - Number(a.style.zIndex));
-  return open.length ? open[0].dataset.winId : null;
-}"""
-"""The id of the window drawn on top of the others (highest z-index)."""
-ACTIVE = re.compile(r"(^|\s)active(\s|$)")
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +66,6 @@ def launch_child(desk: Desk, sid: str) -> str:
     reply: dict[str, Any] = desk.api("POST", "/api/action", body)
     assert reply.get("state") == "waiting", reply
     return str(reply["run_id"])
-
-
-def expect_in_front(desk: Desk, app: str) -> None:
-    expect(desk.win(app)).to_have_class(ACTIVE)
-    desk.page.wait_for_function(f"() => ({TOP_WINDOW})() === {json.dumps(app)}")
 
 
 def instance_states(desk: Desk, sid: str) -> dict[str, str]:
