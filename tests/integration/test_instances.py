@@ -191,3 +191,19 @@ def test_notes_asks_the_files_app_for_a_file_and_keeps_the_pick(tmp_path: Path) 
         assert any("report.txt" in str(item) for item in listed)
     finally:
         r.stop()
+
+
+def test_a_child_that_never_answers_expires_like_an_approval(tmp_path: Path) -> None:
+    apps = tmp_path / "apps"
+    for app_id in ("parent", "child"):
+        shutil.copytree(PLANNER, apps / app_id)
+    r = start_system(apps, tmp_path / "data", approvals={"timeout": 1})
+    try:
+        sub = r.system.bus.subscribe()
+        reply = launch(r, app="child", instruction="wait", await_result=True)
+        assert reply["state"] == "waiting", reply
+        view = parent_view(sub, reply["run_id"])
+        assert view["data"]["codes"] == {"step_kid": "expired"}
+        assert instances(r, reply["session_id"])["child"]["state"] == "stopped"
+    finally:
+        r.stop()
