@@ -259,9 +259,15 @@ class Desk:
         return body
 
     def open_app(self, app: str) -> Locator:
-        """Open the app from its taskbar icon and wait until its first view is drawn."""
-        self.page.locator(f"#icon_{app}").click()
+        """Open the app from its taskbar icon and wait until its first view is drawn.
+
+        After a reload the saved layout may already have brought the window back
+        (DESIGN §13): then it is not clicked again (that would minimise it).
+        """
+        self.page.locator("html[data-layout=restored]").wait_for(state="attached")
         body = self.body(app)
+        if not body.is_visible():
+            self.page.locator(f"#icon_{app}").click()
         expect(body).to_be_visible()
         expect(body).not_to_have_attribute("data-view-type", "loading")
         return body
