@@ -105,6 +105,11 @@ class VoiceConfig(_Section):
     tts_engine: Literal["auto", "browser", "pyttsx3", "none"] = "auto"
     mandarin_voice: str = "sit/cmn-latn-pinyin"
     welcome: bool = True
+    speak_replies: Literal["voice", "always", "never"] = "voice"
+    """When the desktop reads a reply aloud: ``voice`` only for an instruction spoken into
+    the microphone (a typed one is answered silently), ``always``, or ``never``."""
+    volume: float = Field(default=1.0, ge=0, le=1)
+    """The tray's volume slider: speech and the desktop's audio/video elements (0..1)."""
 
 
 class DesktopConfig(_Section):

@@ -58,6 +58,37 @@ class VoiceError(AIOSError):
     """A speech failure, worded for the user (one line)."""
 
 
+NO_MICROPHONE = {
+    "zh-CN": "没有找到麦克风：请连接一个麦克风，或直接输入指令",
+    "en": "No microphone found — connect one or type your instruction",
+}
+"""What the user reads when the machine has no usable microphone, instead of the audio
+library's own words (PortAudio's "No Default Input Device Available", "Invalid input
+device", a missing PyAudio)."""
+
+
+def no_microphone(config: Config) -> VoiceError:
+    """The friendly "no microphone" error in the UI language (``config.language``)."""
+    return VoiceError(NO_MICROPHONE["en" if config.language == "en" else "zh-CN"])
+
+
+def speaks_reply(config: Config, *, spoken: bool) -> bool:
+    """Whether the reply to an instruction is read aloud (``voice.speak_replies``):
+    ``voice`` only when the instruction came from the microphone, else always or never."""
+    policy = config.voice.speak_replies
+    return policy == "always" or (policy == "voice" and spoken)
+
+
+def speech_language(text: str, asked: str) -> str:
+    """The voice's language for ``text``: Mandarin whenever the text has Han characters,
+    English for a text without any, whatever the UI language (``asked`` otherwise)."""
+    if _HAN.search(text):
+        return "zh-CN"
+    if any(c.isalpha() for c in text):
+        return "en-US"
+    return asked
+
+
 @dataclass(frozen=True)
 class GrammarSource:
     """What the grammar is built from: (app id, name, keywords) per app."""
@@ -260,12 +291,9 @@ class Recognizer:
         sr = _speech_recognition()
         try:
             mic = sr.Microphone()
-        except (ImportError, AttributeError) as e:
-            raise VoiceError(
-                "没有检测到麦克风（缺少 PyAudio） / no microphone support (PyAudio missing)"
-            ) from e
-        except OSError as e:
-            raise VoiceError(f"没有检测到麦克风 / no microphone: {e}") from e
+        except (ImportError, AttributeError, OSError) as e:
+            log.info("no microphone: %s", e)  # PortAudio's words, for whoever reads the log
+            raise no_microphone(self.config) from e
         rec = sr.Recognizer()
         try:
             with mic as src:
@@ -274,7 +302,8 @@ class Recognizer:
         except sr.WaitTimeoutError as e:
             raise VoiceError("没有听到声音 / heard nothing") from e
         except (OSError, AttributeError) as e:
-            raise VoiceError(f"没有检测到麦克风 / no microphone: {e}") from e
+            log.info("no microphone: %s", e)
+            raise no_microphone(self.config) from e
         return self.transcribe(audio.get_wav_data(), source, language=language)
 
 

@@ -6,7 +6,14 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from aios.voice import VoiceError, grammar_source, grammar_words, synthesize
+from aios.voice import (
+    VoiceError,
+    grammar_source,
+    grammar_words,
+    speaks_reply,
+    speech_language,
+    synthesize,
+)
 from aios.web.request import error, json_body, session, system, text_field
 
 bp = Blueprint("voice", __name__, url_prefix="/api/voice")
@@ -25,9 +32,10 @@ def _voice_session() -> str | None:
 
 
 def _heard(text: str, sid: str | None) -> Response:
-    out: dict[str, Any] = {"text": text}
+    sys_ = system()
+    out: dict[str, Any] = {"text": text, "speak": speaks_reply(sys_.config, spoken=True)}
     if request.args.get("run") in _RUN_FLAGS:
-        out["result"] = system().controller.instruction(text, sid, spoken=True)
+        out["result"] = sys_.controller.instruction(text, sid, spoken=True)
     return jsonify(out)
 
 
@@ -63,8 +71,9 @@ def voice_listen() -> Response:
 def voice_speak() -> Response:
     body = json_body()
     text = text_field(body, "text", "")
+    language = speech_language(text, _language(body.get("lang")))
     try:
-        wav = synthesize(text, language=_language(body.get("lang")), config=system().config)
+        wav = synthesize(text, language=language, config=system().config)
     except VoiceError as e:
         return error(VOICE_ERROR_STATUS, str(e))
     return Response(wav, mimetype="audio/wav")
@@ -83,5 +92,6 @@ def voice_status() -> Response:
                 "voice": sys_.config.voice.mandarin_voice,
             },
             "welcome": sys_.config.voice.welcome,
+            "speak_replies": sys_.config.voice.speak_replies,
         }
     )

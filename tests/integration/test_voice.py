@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from aios.voice import wav_seconds
+from aios.config import Config
+from aios.voice import NO_MICROPHONE, speaks_reply, speech_language, wav_seconds
 from tests.integration.conftest import SYSTEM_APPS, Running
 
 pytestmark = pytest.mark.skipif(
@@ -90,9 +91,37 @@ def test_grammar_follows_the_installed_apps(voice_system: Running) -> None:
 
 
 def test_listen_without_a_microphone_says_so(voice_system: Running) -> None:
+    """A friendly sentence in the UI language, never PortAudio's own words."""
     r = voice_system.post("/api/voice/listen", {})
     assert r.status_code == 422
-    assert "microphone" in r.json()["error"]
+    assert r.json()["error"] == NO_MICROPHONE["zh-CN"]
+    assert voice_system.post("/api/config", {"updates": {"language": "en"}}).status_code == 200
+    r = voice_system.post("/api/voice/listen", {})
+    assert r.status_code == 422
+    error = r.json()["error"]
+    assert error == "No microphone found — connect one or type your instruction"
+    assert "Default Input Device" not in error and "PyAudio" not in error
+
+
+def test_speak_replies_is_a_setting_voice_by_default(voice_system: Running) -> None:
+    """Typed instructions are answered silently unless the setting says always."""
+    assert voice_system.get("/api/config").json()["config"]["voice"]["speak_replies"] == "voice"
+    assert voice_system.get("/api/voice/status").json()["speak_replies"] == "voice"
+    config = voice_system.system.config
+    assert speaks_reply(config, spoken=True) and not speaks_reply(config, spoken=False)
+    bad = voice_system.post("/api/config", {"updates": {"voice": {"speak_replies": "loud"}}})
+    assert bad.status_code == 400 and "speak_replies" in bad.json()["error"], bad.text
+    ok = voice_system.post("/api/config", {"updates": {"voice": {"speak_replies": "never"}}})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["config"]["voice"]["speak_replies"] == "never"
+    assert not speaks_reply(voice_system.system.config, spoken=True)
+    assert speaks_reply(Config(voice={"speak_replies": "always"}), spoken=False)
+
+
+def test_chinese_text_gets_the_chinese_voice_whatever_the_ui_language() -> None:
+    assert speech_language("已为你打开音乐", "en-US") == "zh-CN"
+    assert speech_language("Opened Music", "zh-CN") == "en-US"
+    assert speech_language("123", "zh-CN") == "zh-CN"
 
 
 def test_mandarin_reply_is_rendered_to_speech(voice_system: Running) -> None:
