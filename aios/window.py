@@ -7,8 +7,11 @@ EdgeChromium (WebView2) on Windows, Cocoa/WKWebView on macOS.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import webbrowser
@@ -19,6 +22,25 @@ from aios.config import Config
 log = logging.getLogger(__name__)
 
 SELFTEST_TIMEOUT = 30.0
+NOTIFY_TIMEOUT = 5.0
+"""Seconds ``notify-send`` may take to hand the notification to the desktop."""
+
+
+NO_DISPLAY = "no display (DISPLAY/WAYLAND_DISPLAY unset)"
+
+INSTALL_HINTS: dict[str, str] = {
+    "display": "start it from a desktop session, or run `triton-aios --headless` and open "
+    "the URL below in a browser",
+    "pywebview": "install the window's Python packages: pip install 'triton-aios[desktop]' "
+    "(scripts/install does it)",
+    "linux": "install the GTK WebKit backend: sudo apt-get install gir1.2-webkit2-4.1 "
+    "gir1.2-gtk-3.0 libgirepository1.0-dev libcairo2-dev, then pip install "
+    "'triton-aios[desktop]' (scripts/install does both)",
+    "win32": "install Microsoft Edge WebView2 (https://developer.microsoft.com/microsoft-edge/"
+    "webview2/) and pip install 'triton-aios[desktop]'",
+    "darwin": "pip install 'triton-aios[desktop]' (pyobjc); macOS has WKWebView built in",
+}
+"""What to install, by cause: no display, no pywebview, or no GUI backend on this platform."""
 
 
 def gui_problem() -> str | None:
@@ -26,12 +48,41 @@ def gui_problem() -> str | None:
     if sys.platform.startswith("linux") and not (
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
     ):
-        return "no display (DISPLAY/WAYLAND_DISPLAY unset)"
+        return NO_DISPLAY
     try:
         import webview  # noqa: F401
     except ImportError as e:
         return f"pywebview is not installed ({e})"
     return None
+
+
+def no_window_hint(problem: str) -> str:
+    """One line for a start without a window: why, and what to install or do."""
+    if problem == NO_DISPLAY:
+        cause = "display"
+    elif problem.startswith("pywebview is not installed"):
+        cause = "pywebview"
+    else:
+        cause = "linux" if sys.platform.startswith("linux") else sys.platform
+    hint = INSTALL_HINTS.get(cause, INSTALL_HINTS["pywebview"])
+    return f"no desktop window: {problem}. To get the window: {hint}"
+
+
+def tell_user(message: str) -> None:
+    """Say ``message`` where a user who double-clicked the icon (no terminal) sees it.
+
+    Dialog-free: a desktop notification through ``notify-send`` when a display and the
+    tool exist (the terminal gets the same line on stdout either way).
+    """
+    if not shutil.which("notify-send") or gui_problem() == NO_DISPLAY:
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            ["notify-send", "--app-name=Triton AIOS", "Triton AIOS", message],
+            capture_output=True,
+            timeout=NOTIFY_TIMEOUT,
+            check=False,
+        )
 
 
 def open_window(url: str, config: Config, stop: threading.Event, *, selftest: bool = False) -> bool:
@@ -47,7 +98,9 @@ def open_window(url: str, config: Config, stop: threading.Event, *, selftest: bo
             return True
         except Exception as e:  # noqa: BLE001 - any backend failure falls back to the browser
             problem = f"pywebview could not start a GUI backend: {e}"
-    print(f"AIOS: no desktop window: {problem}; serving at {url}", flush=True)
+    hint = no_window_hint(problem)
+    print(f"AIOS: {hint}; serving at {url}", flush=True)
+    tell_user(f"{hint}. The desktop opens in your browser meanwhile.")
     if selftest:
         return False
     try:
