@@ -822,6 +822,8 @@ class Controller:
                 keywords=list(r.manifest.keywords),
                 role_prompt=r.role_prompt,
                 installed=r.installed,
+                other_names=tuple(r.display_names.values()),
+                other_descriptions=tuple(r.manifest.descriptions.values()),
             )
             for r in self.launcher.apps()
             if r.manifest is not None and r.status in ("running", "starting", "restarting")

@@ -19,7 +19,7 @@ from typing import Any
 
 from aios.errors import ProtocolError
 from aios.names import APP_ID_PATTERN
-from aios.protocol import Manifest, parse_manifest
+from aios.protocol import DEFAULT_LOCALE, LOCALES, Manifest, parse_manifest
 from aios.supervisor import AppStatus
 
 APP_ID_RE = re.compile(APP_ID_PATTERN)
@@ -66,19 +66,32 @@ class AppRecord:
     display_name: str = ""
     """The name the desktop shows: the manifest's, or ``Name (id)`` when an app found
     earlier already has that name (an app cannot pose as another)."""
+    display_names: dict[str, str] = field(default_factory=dict)
+    """:attr:`display_name` per locale (each locale's names are compared on their own)."""
 
     @property
     def shown_name(self) -> str:
         return self.display_name or (self.manifest.name if self.manifest else self.id)
 
-    def public(self) -> dict[str, Any]:
-        """What the desktop may see (never the token)."""
+    def name_in(self, locale: str | None) -> str:
+        """The name the desktop shows in ``locale`` (see :attr:`display_name`)."""
+        return self.display_names.get(locale or "") or self.shown_name
+
+    def public(self, locale: str | None = None) -> dict[str, Any]:
+        """What the desktop may see (never the token); names and texts in ``locale``.
+
+        ``name`` / ``description`` / ``examples`` are the UI language's; ``names`` and
+        ``descriptions`` hold every locale's, so the page can switch without asking.
+        """
         m = self.manifest
         out: dict[str, Any] = {
             "id": self.id,
-            "name": self.shown_name,
+            "name": self.name_in(locale),
+            "names": {loc: self.name_in(loc) for loc in LOCALES},
             "icon": m.icon if m else "",
-            "description": m.description if m else "",
+            "description": m.description_in(locale) if m else "",
+            "descriptions": m.descriptions if m else {},
+            "examples": m.examples_in(locale) if m else [],
             "status": str(self.status),
             "port": self.port,
             "endpoint": m.handle_endpoint if m else None,
@@ -93,15 +106,19 @@ class AppRecord:
 
 def assign_display_names(records: list[AppRecord]) -> None:
     """Give each record its ``display_name``: the first found keeps a shared name."""
-    taken: set[str] = set()
+    taken: dict[str, set[str]] = {loc: set() for loc in LOCALES}
     for rec in sorted(records, key=lambda r: (r.installed, r.id)):
         if rec.manifest is None:
-            rec.display_name = ""
+            rec.display_name, rec.display_names = "", {}
             continue
-        name = rec.manifest.name
-        key = name.strip().casefold()
-        rec.display_name = f"{name} ({rec.id})" if key in taken else name
-        taken.add(key)
+        shown = {}
+        for loc in LOCALES:
+            name = rec.manifest.name_in(loc)
+            key = name.strip().casefold()
+            shown[loc] = f"{name} ({rec.id})" if key in taken[loc] else name
+            taken[loc].add(key)
+        rec.display_names = shown
+        rec.display_name = shown[DEFAULT_LOCALE]
 
 
 def _inside(child: Path, parent: Path) -> bool:

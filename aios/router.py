@@ -67,6 +67,13 @@ class AppProfile:
     role_prompt: str = ""
     installed: int = 0
     """Install order: on a tie (same score, same name) the app installed first wins."""
+    other_names: tuple[str, ...] = ()
+    other_descriptions: tuple[str, ...] = ()
+    """The other UI languages' name and description (manifests per locale): scored too."""
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for n in (self.name, *self.other_names) if n))
 
     @classmethod
     def from_manifest(
@@ -79,6 +86,8 @@ class AppProfile:
             description=manifest.description or "",
             keywords=list(manifest.keywords or []),
             role_prompt=role_prompt or manifest.role_prompt or "",
+            other_names=tuple(getattr(manifest, "names", {}).values()),
+            other_descriptions=tuple(getattr(manifest, "descriptions", {}).values()),
         )
 
 
@@ -297,9 +306,9 @@ class OfflineRouter:
     def _app_terms(app: AppProfile) -> dict[str, float]:
         fields = [
             ("id", app.id.replace("_", " ")),
-            ("name", app.name),
+            ("name", " ".join(app.all_names)),
             ("keywords", " ".join(app.keywords)),
-            ("description", app.description),
+            ("description", " ".join(dict.fromkeys((app.description, *app.other_descriptions)))),
             ("role", app.role_prompt),
         ]
         out: dict[str, float] = {}
@@ -311,7 +320,7 @@ class OfflineRouter:
 
     @staticmethod
     def _app_names(app: AppProfile) -> set[str]:
-        names = {_norm_name(app.id), _norm_name(app.name)}
+        names = {_norm_name(app.id), *(_norm_name(n) for n in app.all_names)}
         names.update(
             _norm_name(p) for p in app.id.split("_") if len(p) > 2 and p not in ("app", "agent")
         )
@@ -329,7 +338,7 @@ class OfflineRouter:
         target = _norm_name(m.group(1))
         stemmed = _norm_name(" ".join(_stem(w) for w in m.group(1).split()))
         for app in self.apps:  # names and ids first, then keywords
-            primary = {_norm_name(app.id), _norm_name(app.name)}
+            primary = {_norm_name(app.id), *(_norm_name(n) for n in app.all_names)}
             if (
                 target in primary
                 or stemmed in primary
@@ -347,7 +356,7 @@ class OfflineRouter:
         text = clause.strip().strip(_CLAUSE_PUNCT).lower()
         best: tuple[int, str] | None = None
         for app in self.apps:
-            for name in {app.id.lower(), app.name.lower()}:
+            for name in {app.id.lower(), *(n.lower() for n in app.all_names)}:
                 if len(name) < 2 or not text.startswith(name):
                     continue
                 rest = text[len(name) : len(name) + 1]
@@ -373,7 +382,8 @@ class OfflineRouter:
                 if t in terms
             )
             score = matched / total
-            if any(len(n) >= 2 and n in flat for n in (_norm_name(app.name), _norm_name(app.id))):
+            names = (*(_norm_name(n) for n in app.all_names), _norm_name(app.id))
+            if any(len(n) >= 2 and n in flat for n in names):
                 score += NAME_BONUS
             if score > 0:
                 scores.append((app.id, round(score, 4)))

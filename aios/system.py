@@ -214,7 +214,8 @@ class System:
     def public_apps(self) -> list[dict[str, Any]]:
         """Every app as the desktop sees it (``GET /api/apps``, the events ``hello``)."""
         return [
-            {**r.public(), "permissions": self.app_permissions(r)} for r in self.launcher.apps()
+            {**r.public(self.config.language), "permissions": self.app_permissions(r)}
+            for r in self.launcher.apps()
         ]
 
     def change_permissions(self, app_id: str, body: dict[str, Any]) -> dict[str, list[str]]:

@@ -29,10 +29,13 @@ class Song:
     source: str = "local"
     folder: str = ""
 
-    def item(self) -> dict[str, Any]:
-        """A list-view row; ``id`` lets the desktop draw the row's own play button."""
+    def item(self, online: str = "online") -> dict[str, Any]:
+        """A list-view row; ``id`` lets the desktop draw the row's own play button.
+
+        ``online`` is the word that marks an online result, in the user's language.
+        """
         sub = " · ".join(
-            x for x in (self.artist, self.folder, "在线" if self.source == "online" else "") if x
+            x for x in (self.artist, self.folder, online if self.source == "online" else "") if x
         )
         return {"id": self.id, "title": self.title, "sub": sub}
 
@@ -63,11 +66,17 @@ def is_audio(name: str) -> bool:
 
 
 def local_song(path: str, app_id: str) -> Song:
-    """A song from its path in the workdir: "周杰伦 - 七里香.wav", "周杰伦/七里香.mp3"."""
+    """A song from its path in the workdir: "周杰伦 - 七里香.wav", "周杰伦/七里香.mp3".
+
+    Underscores read as spaces ("second_song.wav" is the title "second song"); a hyphen
+    without spaces around it is part of the title ("a-ha.wav").
+    """
     folder, _, name = path.rpartition("/")
     stem = name.rsplit(".", 1)[0]
+    # "second_song" is one title, "second song": only " - " separates an artist from a title
+    stem = re.sub(r"\s+", " ", stem.replace("_", " ")).strip() or stem
     artist, title = "", stem
-    m = re.match(r"^(.+?)\s+[-–—]\s+(.+)$", stem) or re.match(r"^(.+?)[-–—_](.+)$", stem)
+    m = re.match(r"^(.+?)\s+[-–—]\s+(.+)$", stem)
     if m:
         artist, title = m.group(1).strip(), m.group(2).strip()
     elif folder:
@@ -180,6 +189,11 @@ _PREV = re.compile(
     r"(?:previous|prev|last)(?:\s+(?:song|track|one))?$|^go\s+back$",
     re.I,
 )
+_RESUME = re.compile(
+    r"^(?:继续|接着|恢复)(?:播放|放|听)(?:音乐|歌曲?)?$|^继续$"
+    r"|^(?:resume|continue|unpause)(?:\s+(?:playing|playback|the\s+music|music|the\s+song))?$",
+    re.I,
+)
 _PAUSE = re.compile(r"^(?:暂停|停止|停|别放了|pause|stop)(?:播放|音乐|一下|music|playback)?$", re.I)
 _VOLUME = re.compile(r"(?:音量|volume)\D{0,6}?(\d{1,3})", re.IGNORECASE)
 _LOUDER = re.compile(r"大声|调大|音量加|增大音量|louder|volume\s+up|turn\s+it\s+up", re.I)
@@ -236,7 +250,7 @@ def clean_query(q: str) -> str:
 def parse_command(text: str) -> tuple[str, Any]:
     """(kind, argument) for one instruction.
 
-    kinds: home, play (query or ""), search (query), next, prev, pause,
+    kinds: home, play (query or ""), search (query), next, prev, pause, resume,
     volume (absolute number), volume_step (+/-), unknown (text).
     """
     t = strip_routing(text)
@@ -248,6 +262,8 @@ def parse_command(text: str) -> tuple[str, Any]:
         return "prev", None
     if _PAUSE.match(t):
         return "pause", None
+    if _RESUME.match(t):
+        return "resume", None
     if _MUTE.search(t) and len(t) <= 12:
         return "volume", 0
     m = _VOLUME.search(t)

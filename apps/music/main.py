@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +32,7 @@ from library import (
     online_results,
     parse_command,
 )
+from samples import ensure_samples
 
 from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of, text_view
 
@@ -45,6 +48,8 @@ SEARCH_KEY = "last_search"
 DEFAULT_VOLUME = 80
 SEARCH_TIMEOUT = 10
 SEARCH_STEP = "search"
+END_ACTION = "ended"
+"""The action the desktop sends when a track plays to its end (the media view's ``on_end``)."""
 
 T: dict[str, tuple[str, str]] = {
     "title": ("音乐", "Music"),
@@ -119,6 +124,11 @@ T: dict[str, tuple[str, str]] = {
     "search_ph": ("歌名或歌手", "Title or artist"),
     "playlist": ("播放列表", "Playlist"),
     "playlist_title": ("播放列表（{n} 首）", "Playlist ({n} songs)"),
+    "online": ("在线", "online"),
+    "finished": (
+        "播放列表已播完。点“▶ 继续”从第一首重新开始。",
+        "The playlist has finished. Press ▶ Resume to start again from the first song.",
+    ),
 }
 ACTIONS = (
     "play",
@@ -127,6 +137,7 @@ ACTIONS = (
     "prev",
     "pause",
     "resume",
+    "ended",
     "volume",
     "search",
     "library",
@@ -195,6 +206,8 @@ class Music(AIOSAgent):
             return self._step(-1, call)
         if kind == "pause":
             return self._pause(call)
+        if kind == "resume":
+            return self._resume(call)
         if kind == "volume":
             return self._set_volume(arg, call)
         if kind == "volume_step":
@@ -232,7 +245,9 @@ class Music(AIOSAgent):
         if action == "pause":
             return self._pause(call)
         if action == "resume":
-            return self._play_query("", call)
+            return self._resume(call)
+        if action == END_ACTION:
+            return self._ended(params.get("id"), call)
         if action == "volume":
             return self._set_volume(req.get("value"), call)
         if action == "search":
@@ -292,7 +307,10 @@ class Music(AIOSAgent):
         return {
             "status": "ok",
             "view_type": "list",
-            "data": {"title": t("library", lang, n=len(songs)), "items": [s.item() for s in songs]},
+            "data": {
+                "title": t("library", lang, n=len(songs)),
+                "items": [s.item(t("online", lang)) for s in songs],
+            },
             "actions": actions,
             "message": message,
             "state": self._state(call),
@@ -357,42 +375,82 @@ class Music(AIOSAgent):
             return self._text(t("nothing", call.lang), call)
         return self._media(songs, index, call, autoplay=False)
 
+    def _resume(self, call: _Call) -> dict[str, Any]:
+        """Go on where the current song was paused (no ``start``: the desktop keeps its place)."""
+        songs, index = self._playlist()
+        if not songs:
+            return self._play_query("", call)
+        return self._media(songs, index, call, autoplay=True)
+
+    def _ended(self, song_id: Any, call: _Call) -> dict[str, Any]:
+        """The song ``song_id`` played to its end: the next one of the playlist starts.
+
+        After the last song the playlist stops on its first song; an end reported for a song
+        that is no longer the current one (a late event) leaves the current song alone.
+        """
+        songs, index = self._playlist()
+        if not songs:
+            return self._library_view(call)
+        if isinstance(song_id, str) and song_id and songs[index].id != song_id:
+            return self._media(songs, index, call, autoplay=None)
+        if index + 1 < len(songs):
+            return self._play_at(songs, index + 1, call)
+        self._save_playlist(songs, 0)
+        return self._media(songs, 0, call, autoplay=False, start=0, note=t("finished", call.lang))
+
     def _play_at(self, songs: list[Song], index: int, call: _Call) -> dict[str, Any]:
+        """Song ``index`` of ``songs`` from its beginning; ``songs`` becomes the playlist."""
         index = max(0, min(index, len(songs) - 1))
         self._save_playlist(songs, index)
-        return self._media(songs, index, call)
+        return self._media(songs, index, call, start=0)
 
     def _media(
-        self, songs: list[Song], index: int, call: _Call, *, autoplay: bool = True, note: str = ""
+        self,
+        songs: list[Song],
+        index: int,
+        call: _Call,
+        *,
+        autoplay: bool | None = True,
+        start: float | None = None,
+        note: str = "",
     ) -> dict[str, Any]:
+        """The player. ``start`` 0 plays from the beginning (a new track); without it the
+        desktop keeps the track's place (pause, resume, a volume change). ``autoplay`` None
+        keeps the desktop's playing or paused state."""
         song = songs[index]
         lang = call.lang
         volume = self._volume(call)
         call.state["now"] = {"id": song.id, "title": song.title}
         name = f"{song.title} - {song.artist}" if song.artist else song.title
-        message = note or t("playing" if autoplay else "paused", lang, title=name)
+        message = note or t("paused" if autoplay is False else "playing", lang, title=name)
         actions = [
             {"type": "button", "label": t("prev", lang), "action_id": "prev"},
-            {"type": "button", "label": t("pause", lang), "action_id": "pause"}
-            if autoplay
-            else {"type": "button", "label": t("resume", lang), "action_id": "resume"},
+            {"type": "button", "label": t("resume", lang), "action_id": "resume"}
+            if autoplay is False
+            else {"type": "button", "label": t("pause", lang), "action_id": "pause"},
             {"type": "button", "label": t("next", lang), "action_id": "next"},
             {"type": "button", "label": t("playlist", lang), "action_id": "playlist"},
         ] + self._common_actions(call)
+        data: dict[str, Any] = {
+            "id": song.id,
+            "url": song.url,
+            "type": "audio",
+            "title": song.title,
+            "artist": song.artist,
+            "volume": volume,
+            "index": index + 1,
+            "count": len(songs),
+            "source": song.source,
+            "on_end": END_ACTION,
+        }
+        if autoplay is not None:
+            data["autoplay"] = autoplay
+        if start is not None:
+            data["start"] = start
         return {
             "status": "ok",
             "view_type": "media",
-            "data": {
-                "url": song.url,
-                "type": "audio",
-                "title": song.title,
-                "artist": song.artist,
-                "volume": volume,
-                "autoplay": autoplay,
-                "index": index + 1,
-                "count": len(songs),
-                "source": song.source,
-            },
+            "data": data,
             "actions": actions,
             "message": message,
             "state": self._state(call),
@@ -401,7 +459,10 @@ class Music(AIOSAgent):
     def _playlist_view(self, call: _Call) -> dict[str, Any]:
         songs, index = self._playlist()
         lang = call.lang
-        items = [{**s.item(), "status": "▶" if i == index else ""} for i, s in enumerate(songs)]
+        items = [
+            {**s.item(t("online", lang)), "status": "▶" if i == index else ""}
+            for i, s in enumerate(songs)
+        ]
         actions = [
             {
                 "type": "button",
@@ -451,8 +512,8 @@ class Music(AIOSAgent):
         call.state["volume"] = volume
         note = t("volume", call.lang, v=volume)
         songs, index = self._playlist()
-        if songs:
-            return self._media(songs, index, call, note=note)
+        if songs:  # the song goes on where it is, playing or paused
+            return self._media(songs, index, call, autoplay=None, note=note)
         return self._text(note, call)
 
     # ------------------------------------------------------------ search
@@ -553,7 +614,10 @@ class Music(AIOSAgent):
         return {
             "status": "ok",
             "view_type": "list",
-            "data": {"title": t("results", lang, q=query), "items": [s.item() for s in songs]},
+            "data": {
+                "title": t("results", lang, q=query),
+                "items": [s.item(t("online", lang)) for s in songs],
+            },
             "actions": actions,
             "message": ("" if lang == "zh" else " ").join(notes),
             "state": self._state(call),
@@ -709,5 +773,12 @@ class Music(AIOSAgent):
         )
 
 
+def workdir() -> Path:
+    """The workdir the system gives the app (``AIOS_WORKDIR``), else the manifest's default."""
+    env = os.environ.get("AIOS_WORKDIR")
+    return Path(env) if env else Path(__file__).resolve().parent / "workspace"
+
+
 if __name__ == "__main__":
+    ensure_samples(workdir())  # a fresh install plays something on "播放音乐"
     Music().run()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import socket
 import struct
+import sys
 import threading
 import wave
 from collections.abc import Callable, Iterator
@@ -186,6 +188,103 @@ def test_play_next_previous_and_the_file_is_served(running: Running) -> None:
     # the play button of a list row
     reply = act(running, "play", params={"id": "Beyond/海阔天空.wav"})
     assert reply["data"]["title"] == "海阔天空"
+
+
+def test_a_new_track_starts_from_its_beginning_only_resume_and_volume_keep_its_place(
+    running: Running,
+) -> None:
+    """``start: 0`` tells the desktop to play from the beginning; without it the desktop
+    keeps the track's place (and, without ``autoplay``, its playing or paused state)."""
+    first = say(running, "播放七里香")["data"]
+    assert first["start"] == 0 and first["autoplay"] is True
+    assert first["id"] == "周杰伦 - 七里香.wav"
+    for step in (lambda: say(running, "下一首"), lambda: act(running, "prev")):
+        data = step()["data"]
+        assert data["start"] == 0 and data["autoplay"] is True, data
+    assert act(running, "play", params={"id": "周杰伦 - 晴天.wav"})["data"]["start"] == 0
+    paused = act(running, "pause")["data"]
+    assert paused["autoplay"] is False and "start" not in paused
+    for reply in (act(running, "resume"), say(running, "继续播放"), say(running, "resume")):
+        assert reply["data"]["title"] == "晴天" and reply["data"]["autoplay"] is True
+        assert "start" not in reply["data"], reply["data"]
+        assert [a["action_id"] for a in reply["actions"]][:3] == ["prev", "pause", "next"]
+    volume = act(running, "volume", value=40)["data"]
+    assert volume["title"] == "晴天" and "start" not in volume and "autoplay" not in volume
+
+
+def test_the_end_of_a_track_plays_the_next_and_the_playlist_stops_after_the_last(
+    running: Running,
+) -> None:
+    reply = say(running, "播放周杰伦的歌")
+    assert reply["data"]["on_end"] == "ended" and reply["data"]["count"] == 2
+    reply = act(running, "ended", params={"id": "周杰伦 - 七里香.wav"})
+    assert reply["data"]["title"] == "晴天" and reply["data"]["start"] == 0
+    assert reply["data"]["autoplay"] is True and reply["message"] == "正在播放：晴天 - 周杰伦"
+    # a late end of the song before does not skip the one now playing
+    late = act(running, "ended", params={"id": "周杰伦 - 七里香.wav"})["data"]
+    assert late["title"] == "晴天" and "start" not in late and "autoplay" not in late
+    done = act(running, "ended", params={"id": "周杰伦 - 晴天.wav"})
+    assert done["data"]["title"] == "七里香" and done["data"]["autoplay"] is False
+    assert done["message"].startswith("播放列表已播完")
+    assert running.system.store.cache_get(APP, "playlist")["index"] == 0
+
+
+def test_titles_come_from_the_file_name_and_only_a_spaced_dash_names_the_artist() -> None:
+    sys.path.insert(0, str(ROOT / "apps" / APP))
+    try:
+        from library import local_song
+    finally:
+        sys.path.remove(str(ROOT / "apps" / APP))
+    cases = {
+        "second_song.wav": ("second song", ""),
+        "周杰伦 - 七里香.wav": ("七里香", "周杰伦"),
+        "Queen – Bohemian_Rhapsody.mp3": ("Bohemian Rhapsody", "Queen"),
+        "a-ha.ogg": ("a-ha", ""),
+        "Beyond/海阔天空.flac": ("海阔天空", "Beyond"),
+        "__.wav": ("__", ""),
+    }
+    for path, expected in cases.items():
+        song = local_song(path, APP)
+        assert (song.title, song.artist) == expected, path
+
+
+def test_a_fresh_install_gets_free_sample_tracks_and_play_music_plays_the_first(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    apps = copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps")
+    ws = apps / APP / "workspace"
+    shutil.rmtree(ws)  # what a fresh clone has (a developer's run may have filled the copy)
+    ws.mkdir()
+    running = make_system(apps_dir=apps)
+    samples = sorted((ws / "samples").glob("*.wav"))
+    assert len(samples) == 3
+    for path in samples:
+        assert path.stat().st_size <= 300_000, path
+        with wave.open(str(path)) as w:
+            assert 2 <= w.getnframes() / w.getframerate() <= 10, path
+    assert "CC0" in (ws / "samples" / "LICENSE.txt").read_text()
+
+    reply = say(running, "播放音乐")
+    assert reply["view_type"] == "media" and reply["data"]["start"] == 0
+    assert reply["data"]["url"] == file_url(f"samples/{samples[0].name}")
+    assert reply["message"] == f"正在播放：{reply['data']['title']} - Triton AIOS"
+    assert running.get(reply["data"]["url"]).content == samples[0].read_bytes()
+
+    # English UI: the app answers in English only
+    assert running.post("/api/config", {"updates": {"language": "en"}}).status_code == 200
+    reply = say(running, "play music")
+    assert reply["message"] == f"Now playing: {reply['data']['title']} - Triton AIOS"
+    labels = [a["label"] for a in reply["actions"]]
+    assert labels[:4] == ["⏮ Previous", "⏸ Pause", "⏭ Next", "Playlist"]
+    home = running.open(APP)["response"]
+    assert home["data"]["title"] == "Local library (3 songs)"
+    assert home["message"] == "3 songs in the local library."
+    assert not any("\u4e00" <= c <= "\u9fff" for c in json.dumps(home, ensure_ascii=False))
+    # deleted samples are the user's choice: a restart does not write them again
+    shutil.rmtree(ws / "samples")
+    running.system.launcher.restart(APP)
+    reply = running.open(APP)["response"]
+    assert reply["data"]["items"] == [] and not (ws / "samples").exists()
 
 
 def test_volume_slider_is_kept_and_sent_with_the_media(running: Running) -> None:
