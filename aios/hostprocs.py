@@ -1,16 +1,29 @@
 """The host's process table and disks as apps granted ``system.processes`` may see them (§11.7).
 
-Read-only and narrow on purpose: pid, name, user, CPU, memory and start time.
-Never the command line or the environment, which carry other programs'
-secrets; an app never reads the host's ``/proc`` itself.
+Narrow on purpose: pid, name, user, CPU, memory and start time. Never the
+command line or the environment, which carry other programs' secrets; an app
+never reads the host's ``/proc`` itself. The one write is :func:`end_host_process`
+("end task"), which refuses anything the system itself depends on.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 import psutil
 
+from aios.errors import NotFound, PermissionDenied
+
+END_GRACE_SECONDS = 3.0
+"""Seconds an ended process has after SIGTERM before it gets SIGKILL."""
+END_POLL_SECONDS = 0.05
+"""How often :func:`end_host_process` looks whether the process has gone."""
+PF_KTHREAD = 0x00200000
+"""The per-process flag (``/proc/<pid>/stat`` field 9) of a kernel thread."""
+KTHREADD_PID = 2
+"""The kernel thread daemon, parent of every kernel thread."""
 MAX_DISKS = 8
 SKIPPED_MOUNTS = ("/snap", "/boot/efi")
 FIELDS = ("pid", "name", "username", "cpu_percent", "memory_info", "memory_percent", "create_time")
@@ -70,3 +83,76 @@ def host_disks() -> list[dict[str, Any]]:
         if len(out) >= MAX_DISKS:
             break
     return out
+
+
+def end_host_process(pid: int, grace: float = END_GRACE_SECONDS) -> dict[str, Any]:
+    """End one host process ("end task"): SIGTERM, then SIGKILL after ``grace`` seconds.
+
+    Refused (:class:`PermissionDenied`, one line naming why) for pid 1, kernel threads,
+    this system's own process, its ancestors and everything it started (app sandboxes,
+    tool processes: its process tree), and another user's processes;
+    :class:`NotFound` when there is no such process. Returns ``{pid, name, ended: True}``.
+    """
+    if pid == 1:
+        raise PermissionDenied("pid 1 (init) cannot be ended: the whole machine depends on it")
+    try:
+        proc = psutil.Process(pid)
+        name = proc.name()
+    except psutil.NoSuchProcess:
+        raise NotFound(f"no process with pid {pid}") from None
+    except psutil.Error as e:
+        raise PermissionDenied(f"process {pid} cannot be inspected: {e}") from None
+    if pid == KTHREADD_PID or _is_kernel_thread(pid):
+        raise PermissionDenied(f"process {pid} ({name}) is a kernel thread and cannot be ended")
+    me = psutil.Process(os.getpid())
+    if pid == me.pid or pid in {p.pid for p in me.parents()}:
+        raise PermissionDenied(
+            f"process {pid} ({name}) runs the AIOS system itself and cannot be ended from an app"
+        )
+    if pid in {p.pid for p in me.children(recursive=True)}:
+        raise PermissionDenied(
+            f"process {pid} ({name}) belongs to the AIOS system (an app or tool process); "
+            "close or restart the app instead"
+        )
+    try:
+        if proc.uids().real != os.getuid():
+            raise PermissionDenied(
+                f"process {pid} ({name}) belongs to another user and cannot be ended"
+            )
+        proc.terminate()
+        if not _gone(proc, grace):
+            proc.kill()
+            _gone(proc, grace)
+    except psutil.NoSuchProcess:
+        pass  # it ended on its own meanwhile
+    except psutil.AccessDenied as e:
+        raise PermissionDenied(f"process {pid} ({name}) cannot be ended: {e}") from None
+    return {"pid": pid, "name": name, "ended": True}
+
+
+def _is_kernel_thread(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return False  # not Linux, or gone: psutil answers for it
+    fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state is field 3
+    try:
+        flags = int(fields[9 - 3])
+    except (IndexError, ValueError):
+        return False
+    return bool(flags & PF_KTHREAD)
+
+
+def _gone(proc: psutil.Process, within: float) -> bool:
+    """Whether ``proc`` exits (or is a zombie nobody reaped yet) within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(END_POLL_SECONDS)

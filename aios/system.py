@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,9 @@ from aios import app_secret, os_sandbox
 from aios.approvals import Approvals
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
-from aios.errors import AppError, AppNotFound, BadRequest, ProtocolError
+from aios.errors import AIOSError, AppError, AppNotFound, BadRequest, ProtocolError
 from aios.events import EventBus
-from aios.hostprocs import host_disks, host_processes
+from aios.hostprocs import end_host_process, host_disks, host_processes
 from aios.instances import Instances
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, AppStatus, Launcher
@@ -310,6 +311,38 @@ class System:
 
     def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
         """Check an app's UI operations (spec §9.4), audit them and send them to the desktop.
+    def end_process(
+        self, record: AppRecord, pid: Any, session_id: str | None = None
+    ) -> dict[str, Any]:
+        """End one host process for an app granted ``system.processes`` ("end task"),
+        audited whether it ended or was refused. The app asks the user first."""
+        self.require_permission(record, SYSTEM_PROCESSES)
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+            raise BadRequest(f"pid must be a positive whole number, got {pid!r}")
+        started = time.monotonic()
+        try:
+            ended = end_host_process(pid)
+        except AIOSError as e:
+            self.store.audit(
+                app=record.id,
+                tool="end_process",
+                args=audit_args({"pid": pid}),
+                status="denied",
+                session_id=session_id,
+                duration_ms=(time.monotonic() - started) * 1000,
+                error=str(e),
+            )
+            raise
+        self.store.audit(
+            app=record.id,
+            tool="end_process",
+            args=audit_args({"pid": pid, "name": ended["name"]}),
+            status="ok",
+            session_id=session_id,
+            duration_ms=(time.monotonic() - started) * 1000,
+        )
+        return ended
+
 
         ``body`` is one operation or ``{"ops": [...]}``. All are checked first:
         one bad operation sends none and is audited as ``denied`` (BadRequest

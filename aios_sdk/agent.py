@@ -204,6 +204,8 @@ class Backend(Protocol):
 
     def disks(self) -> list[dict[str, Any]]: ...
 
+    def end_process(self, pid: int, session_id: str | None) -> dict[str, Any]: ...
+
 
 def _make_backend(agent: AIOSAgent) -> Backend:
     url = os.environ.get("AIOS_SYSTEM_URL", "").strip()
@@ -422,6 +424,16 @@ class AIOSAgent:
         from aios_sdk.serving import create_app
 
         return create_app(self)
+    def end_process(self, pid: int) -> dict[str, Any]:
+        """End one host process ("end task"); needs ``system.processes``. Ask the user first
+        (``self.ask("confirm", ...)``): this ends a program the app did not start.
+
+        SIGTERM, then SIGKILL after a grace period; returns ``{pid, name, ended: True}``.
+        Raises :class:`~aios.errors.ToolRefused` with the system's one-line reason for pid 1,
+        kernel threads, the system's own processes and other users' processes.
+        """
+        return self._backend().end_process(pid, current_session_id())
+
 
     def run(self, host: str = "127.0.0.1", port: int | None = None) -> None:
         """Serve ``/handle``, ``/tools/<name>``, ``/tools`` and ``/health`` on ``APP_PORT``."""

@@ -149,6 +149,21 @@ class SystemClient:
     def disks(self) -> list[dict[str, Any]]:
         return self._host_list("disks")
 
+    def end_process(self, pid: int, session_id: str | None) -> dict[str, Any]:
+        what = f"end process {pid}"
+        try:
+            resp = self._post(f"/api/sys/processes/{int(pid)}/end", {"session_id": session_id})
+        except requests.RequestException as e:
+            raise ToolFailed(
+                f"{what}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
+            ) from e
+        reply = _json(resp)
+        if resp.status_code != 200 or not isinstance(reply, dict):
+            message = _error_text(resp, reply)
+            cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
+            raise cls(f"{what}: {message}")
+        return reply
+
     def _host_list(self, what: str) -> list[dict[str, Any]]:
         """``GET /api/sys/<what>`` -> its list (the host's processes or disks)."""
         try:

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from aios.config import Config
-from aios.errors import LLMUnavailable, ManifestError, ProtocolError, ToolFailed
+from aios.errors import (
+    AIOSError,
+    LLMUnavailable,
+    ManifestError,
+    ProtocolError,
+    ToolFailed,
+    ToolRefused,
+)
 from aios.protocol import ATOMIC_TOOLS, Manifest, ToolResult, parse_manifest
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
@@ -165,6 +172,14 @@ class StandaloneRuntime:
         from aios.hostprocs import host_disks
 
         return host_disks()
+
+    def end_process(self, pid: int, session_id: str | None) -> dict[str, Any]:
+        from aios.hostprocs import end_host_process
+
+        try:
+            return end_host_process(pid)
+        except AIOSError as e:
+            raise ToolRefused(f"end process {pid}: {e}") from e
 
 
 def _unwrap(result: ToolResult) -> Any:

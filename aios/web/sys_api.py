@@ -76,6 +76,15 @@ def sys_processes() -> Response:
     return jsonify({"processes": system().process_list(_caller())})
 
 
+@bp.post("/processes/<int:pid>/end")
+def sys_end_process(pid: int) -> Response:
+    """End one host process ("end task": SIGTERM, then SIGKILL); needs ``system.processes``,
+    audited; refuses pid 1, kernel threads, the system's own process tree and other users'
+    processes -> ``{pid, name, ended: true}``."""
+    body = json_body()
+    return jsonify(system().end_process(_caller(), pid, session(body)))
+
+
 @bp.get("/disks")
 def sys_disks() -> Response:
     """The host's disks (mount, total, used, free, percent); needs ``system.processes``."""

@@ -8,11 +8,16 @@ tool. CPU and memory totals come from psutil; the process table and the
 disks come from the system (``self.processes()``, ``self.disks()``, which
 need the ``system.processes`` permission): the app runs confined, sees only
 its sandbox's mounts and never reads other processes' ``/proc`` entries.
-The dashboard (charts + process table) is refreshed live: the first look
-starts one background thread that pushes a new dashboard every few seconds
-(``self.push``) while someone has looked at the monitor in the last minute,
-and stops after that. A short history for the
+The page the user is on (the dashboard, or the list of all processes) is
+refreshed live: the first look starts one background thread that pushes a new
+view of that same page every few seconds (``self.push``; the desktop keeps the
+scroll position when the view type stays) while someone has looked at the
+monitor in the last minute, and stops after that. A short history for the
 line chart lives in the app's cache (``cache_get``/``cache_set``).
+
+"End task": each row of the process list has a red button; the app asks the
+user to confirm (an ``ask`` step) and then asks the system to end the process
+(``self.end_process``), which refuses what the system depends on.
 """
 
 from __future__ import annotations
@@ -42,10 +47,13 @@ INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 1, 10, 2
 TOP_DEFAULT, TOP_MAX = 10, 50
 SORTS = ("cpu", "mem")
 READ_STEP = "read"
+CONFIRM_STEP = "confirm_end"
+PAGES = ("dashboard", "processes")
 GB = 1024**3
 
 T: dict[str, tuple[str, str]] = {
     "title": ("系统监控", "System monitor"),
+    "overview": ("概览", "Overview"),
     "cpu_cores": ("CPU 每核占用 (%)", "CPU per core (%)"),
     "history": ("最近占用 (%)", "Recent usage (%)"),
     "memory": ("内存 (GB)", "Memory (GB)"),
@@ -87,10 +95,31 @@ T: dict[str, tuple[str, str]] = {
     ),
     "read_failed": ("读取系统状态失败：{error}", "Could not read the system status: {error}"),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
-    "proc_title": ("进程列表（前 {n} 个，按{sort}）", "Processes (top {n} by {sort})"),
+    "proc_title": ("全部进程（{n} 个，按{sort}排序）", "All processes ({n}, by {sort})"),
+    "end": ("结束任务", "End task"),
+    "end_prompt": (
+        "结束进程 {name}（PID {pid}）？它未保存的数据会丢失。",
+        "End the process {name} (PID {pid})? Its unsaved data will be lost.",
+    ),
+    "end_asking": ("请确认是否结束 {name}（PID {pid}）。", "Confirm ending {name} (PID {pid})."),
+    "ended": ("已结束进程 {name}（PID {pid}）。", "Ended the process {name} (PID {pid})."),
+    "kept": ("没有结束 {name}（PID {pid}）：{why}。", "Did not end {name} (PID {pid}): {why}."),
+    "kept_no": ("你选择了不结束", "you chose not to"),
+    "kept_expired": ("确认已过期", "the question expired unanswered"),
+    "kept_cancelled": ("已取消", "it was cancelled"),
+    "end_failed": (
+        "无法结束进程 {pid}：{error}",
+        "Could not end the process {pid}: {error}",
+    ),
+    "bad_pid": (
+        "进程号必须是正整数（收到 {pid!r}）",
+        "the process id must be a positive whole number (got {pid!r})",
+    ),
     "analysis": ("分析", "Analysis"),
 }
-ACTIONS = ("live", "interval", "sort", "refresh", "processes", "dashboard")
+COLUMNS = ("pid", "name", "cpu", "memory", "user")
+"""The process table's columns (keys of each row), labelled by T["columns"]."""
+ACTIONS = ("live", "interval", "sort", "refresh", "processes", "dashboard", "end_task")
 
 
 t = Messages(T)
@@ -117,6 +146,8 @@ class Monitor(AIOSAgent):
         self._lang = "zh"
         self._settings: dict[str, Any] | None = None
         self._cpu_primed = False
+        self._page = "dashboard"
+        """The page the user is on (one of PAGES): what a live update refreshes."""
         self._pushed = 0
         """Live updates pushed so far (changed under ``_push_lock``): a reply's
         ``data.live.pushed`` says how many came before it."""
@@ -125,15 +156,22 @@ class Monitor(AIOSAgent):
 
     @tool(
         name="read_system",
-        desc="Read CPU (total and per core), memory, disks and the top processes of this machine.",
+        desc="Read CPU (total and per core), memory, disks and the top processes of this machine "
+        "(every process with all_processes=true).",
     )
-    def read_system(self, top: int = TOP_DEFAULT, sort: str = "cpu") -> dict[str, Any]:
+    def read_system(
+        self, top: int = TOP_DEFAULT, sort: str = "cpu", all_processes: bool = False
+    ) -> dict[str, Any]:
         if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= TOP_MAX:
             raise ToolError(
                 f"read_system: top must be a whole number from 1 to {TOP_MAX}, got {top!r}"
             )
         if sort not in SORTS:
             raise ToolError(f"read_system: sort must be one of {', '.join(SORTS)}, got {sort!r}")
+        if not isinstance(all_processes, bool):
+            raise ToolError(
+                f"read_system: all_processes must be true or false, got {all_processes!r}"
+            )
         if self._cpu_primed:
             per_core = psutil.cpu_percent(interval=None, percpu=True)  # since the last reading
         else:
@@ -167,7 +205,7 @@ class Monitor(AIOSAgent):
                 "percent": round(mem.percent, 1),
             },
             "disks": self.disks(),
-            "processes": procs[:top],
+            "processes": procs if all_processes else procs[:top],
             "process_count": len(procs),
             "boot_time": psutil.boot_time(),
             "sort": sort,
@@ -187,12 +225,24 @@ class Monitor(AIOSAgent):
         try:
             settings = self._load_settings()
             note = ""
-            view = "dashboard"
+            page: str | None = "dashboard"
             if action_request is not None:
-                note, view = self._action(action_request, settings, lang)
+                if (
+                    isinstance(action_request, dict)
+                    and action_request.get("action_id") == "end_task"
+                ):
+                    reply = self._end_task(action_request, context, settings, lang)
+                    self._seen()
+                    return reply
+                note, page = self._action(action_request, settings, lang)
             else:
-                note, view = self._instruction(instruction, settings, lang)
+                note, page = self._instruction(instruction, settings, lang)
+            with self._lock:
+                if page is None:  # a setting changed: stay on the page the user is on
+                    page = self._page
+                self._page = page
             self._seen()
+            view = page
             reading = self._reading(context, settings, view)
             if isinstance(reading, list):  # not read yet: the steps that read it
                 return {
@@ -228,19 +278,11 @@ class Monitor(AIOSAgent):
         results = context.get("tool_results")
         results = results if isinstance(results, dict) else {}
         entry = results.get(f"step_{READ_STEP}")
-        top = TOP_MAX if view == "processes" else TOP_DEFAULT
+        args = {"top": TOP_DEFAULT, "sort": settings["sort"], "all_processes": view == "processes"}
         if not isinstance(entry, dict):
             if results:  # someone else's results: read directly rather than loop
-                return self.read_system(top=top, sort=settings["sort"])
-            return self.plan_steps(
-                [
-                    {
-                        "step_id": READ_STEP,
-                        "tool": "read_system",
-                        "args": {"top": top, "sort": settings["sort"]},
-                    }
-                ]
-            )
+                return self.read_system(**args)
+            return self.plan_steps([{"step_id": READ_STEP, "tool": "read_system", "args": args}])
         if entry.get("status") != "ok" or not isinstance(entry.get("result"), dict):
             raise Failure(
                 t("read_failed", self._lang, error=str(entry.get("error") or "no result"))
@@ -249,7 +291,8 @@ class Monitor(AIOSAgent):
 
     # ----------------------------------------------------------- controls
 
-    def _action(self, req: Any, settings: dict[str, Any], lang: str) -> tuple[str, str]:
+    def _action(self, req: Any, settings: dict[str, Any], lang: str) -> tuple[str, str | None]:
+        """``(note, page)``: page None keeps the page the user is on."""
         if not isinstance(req, dict) or not isinstance(req.get("action_id"), str):
             raise Failure(t("bad_action", lang, action="?", error="action_id is missing"))
         action = req["action_id"]
@@ -268,28 +311,31 @@ class Monitor(AIOSAgent):
                         else f"on must be true or false (got {on!r})",
                     )
                 )
-            return self._set_live(on, settings, lang), "dashboard"
+            return self._set_live(on, settings, lang), None
         if action == "interval":
-            return self._set_interval(req.get("value"), settings, lang), "dashboard"
+            return self._set_interval(req.get("value"), settings, lang), None
         if action == "sort":
-            return self._set_sort(req.get("selected"), settings, lang), "dashboard"
-        return "", "processes" if action == "processes" else "dashboard"
+            return self._set_sort(req.get("selected"), settings, lang), None
+        if action == "refresh":
+            return "", None
+        return "", action
 
     def _instruction(
         self, instruction: Any, settings: dict[str, Any], lang: str
-    ) -> tuple[str, str]:
+    ) -> tuple[str, str | None]:
+        """``(note, page)``: page None keeps the page the user is on."""
         text = instruction.strip().lower() if isinstance(instruction, str) else ""
         if not text:
             return "", "dashboard"
         if re.search(r"暂停|停止刷新|别刷新|pause|stop (?:live|refresh|updat)", text):
-            return self._set_live(False, settings, lang), "dashboard"
+            return self._set_live(False, settings, lang), None
         if re.search(
             r"继续|恢复|开启实时|开始刷新|resume|start (?:live|refresh|updat)|live on", text
         ):
-            return self._set_live(True, settings, lang), "dashboard"
+            return self._set_live(True, settings, lang), None
         m = re.search(r"(\d+)\s*(?:秒|s\b|sec|second)", text)
         if m and re.search(r"刷新|间隔|interval|every|refresh", text):
-            return self._set_interval(int(m.group(1)), settings, lang), "dashboard"
+            return self._set_interval(int(m.group(1)), settings, lang), None
         note = ""
         if re.search(r"按内存|内存排序|by mem|sort.*mem", text):
             note = self._set_sort("mem", settings, lang)
@@ -298,6 +344,56 @@ class Monitor(AIOSAgent):
         if re.search(r"进程|process|task", text):
             return note, "processes"
         return note, "dashboard"
+
+    def _end_task(
+        self, req: dict[str, Any], context: dict[str, Any], settings: dict[str, Any], lang: str
+    ) -> dict[str, Any]:
+        """A row's "End task": the round without an answer asks (a ``confirm`` step), the
+        round with it ends the process through the system, or keeps it."""
+        params = req.get("params")
+        pid = params.get("id") if isinstance(params, dict) else None
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+            raise Failure(t("bad_pid", lang, pid=pid))
+        with self._lock:
+            self._page = "processes"
+        results = context.get("tool_results")
+        answer = results.get(f"step_{CONFIRM_STEP}") if isinstance(results, dict) else None
+        sort = settings["sort"]
+        if not isinstance(answer, dict):
+            reading = self.read_system(top=TOP_DEFAULT, sort=sort, all_processes=True)
+            name = _name_of(reading, pid)
+            reply = self._process_view(
+                reading, settings, lang, t("end_asking", lang, name=name, pid=pid)
+            )
+            prompt = t("end_prompt", lang, name=name, pid=pid)
+            reply["steps"] = [self.ask("confirm", prompt, default=False, step_id=CONFIRM_STEP)]
+            return reply
+        result = answer.get("result")
+        status = "ok"
+        if (
+            answer.get("status") == "ok"
+            and isinstance(result, dict)
+            and result.get("value") is True
+        ):
+            try:
+                ended = self.end_process(pid)
+                note = t("ended", lang, name=ended.get("name") or "?", pid=pid)
+            except ToolError as e:
+                note, status = t("end_failed", lang, pid=pid, error=e.error), "error"
+            reading = self.read_system(top=TOP_DEFAULT, sort=sort, all_processes=True)
+        else:
+            reading = self.read_system(top=TOP_DEFAULT, sort=sort, all_processes=True)
+            code = answer.get("code") if answer.get("status") != "ok" else "no"
+            why = (
+                t(f"kept_{code}", lang)
+                if code in ("no", "expired", "cancelled")
+                else str(answer.get("error") or "?")
+            )
+            note = t("kept", lang, name=_name_of(reading, pid), pid=pid, why=why)
+        reply = self._process_view(reading, settings, lang, note)
+        reply["status"] = status
+        reply["message"] = note
+        return reply
 
     def _set_live(self, on: bool, settings: dict[str, Any], lang: str) -> str:
         with self._push_lock, self._lock:
@@ -439,11 +535,19 @@ class Monitor(AIOSAgent):
                 log.exception("live update failed")
 
     def _push_once(self, settings: dict[str, Any]) -> None:
-        """One live update; the caller holds ``_push_lock``."""
-        reading = self.read_system(top=TOP_DEFAULT, sort=settings.get("sort", "cpu"))
+        """One live update of the page the user is on (the same view type, so the desktop
+        keeps its scroll position); the caller holds ``_push_lock``."""
+        with self._lock:
+            page = self._page
+        reading = self.read_system(
+            top=TOP_DEFAULT, sort=settings.get("sort", "cpu"), all_processes=page == "processes"
+        )
         history = self._add_history(reading)
         self._pushed += 1
-        view = self.dashboard(reading, history, settings, self._lang)
+        if page == "processes":
+            view = self._process_view(reading, settings, self._lang, "")
+        else:
+            view = self.dashboard(reading, history, settings, self._lang)
         view.pop("message", None)  # a pushed refresh is shown, not spoken
         self.push(view)
 
@@ -459,7 +563,7 @@ class Monitor(AIOSAgent):
         widgets: list[dict[str, Any]] = [
             {
                 "type": "text",
-                "title": t("title", lang),
+                "title": t("overview", lang),
                 "span": "full",
                 "content": _summary(r, lang),
             },
@@ -508,8 +612,7 @@ class Monitor(AIOSAgent):
         return {
             "status": "ok",
             "view_type": "dashboard",
-            "data": {
-                "title": t("title", lang),
+            "data": {  # no title: the window's title bar already says 系统监控 / System monitor
                 "widgets": widgets,
                 "time": r["time"],
                 "live": {
@@ -528,13 +631,39 @@ class Monitor(AIOSAgent):
         procs = r.get("processes") or []
         sort = t(settings["sort"], lang)
         title = t("proc_title", lang, n=len(procs), sort=sort)
+        labels = t("columns", lang).split("|")
+        end = t("end", lang)
         return {
             "status": "ok",
             "view_type": "table",
             "data": {
                 "title": title,
-                "columns": t("columns", lang).split("|"),
-                "rows": [_row(p) for p in procs],
+                "columns": [
+                    {"key": k, "label": label} for k, label in zip(COLUMNS, labels, strict=True)
+                ],
+                "rows": [
+                    {
+                        **{k: p.get(k) for k in COLUMNS},
+                        "id": p.get("pid"),
+                        "actions": [
+                            {
+                                "type": "button",
+                                "label": end,
+                                "action_id": "end_task",
+                                "variant": "danger",
+                                "params": {"id": p.get("pid")},
+                            }
+                        ],
+                    }
+                    for p in procs
+                ],
+                "process_count": r.get("process_count", len(procs)),
+                "time": r["time"],
+                "live": {
+                    "on": settings["live"],
+                    "interval": settings["interval"],
+                    "pushed": self._pushed,
+                },
             },
             "actions": self._controls(settings, lang, "processes"),
             "message": (note + " " if note else "") + title,
@@ -622,6 +751,13 @@ def _process(p: dict[str, Any]) -> dict[str, Any]:
         "memory": round(p.get("memory_percent") or 0.0, 1),
         "user": p.get("user") or "",
     }
+
+
+def _name_of(reading: dict[str, Any], pid: int) -> str:
+    """The name of process ``pid`` in a reading ("?" when it is not there)."""
+    return next(
+        (str(p.get("name")) for p in reading.get("processes") or [] if p.get("pid") == pid), "?"
+    )
 
 
 def _row(p: dict[str, Any]) -> list[Any]:

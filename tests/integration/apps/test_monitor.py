@@ -3,7 +3,10 @@ own read_system tool run as a step, live refresh through pushed views on the eve
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -17,12 +20,16 @@ import pytest
 from aios.app_secret import LAUNCH_SECRET_HEADER
 from aios.events import Subscription
 from tests.conftest import ROOT
-from tests.integration.conftest import Running, copy_apps
+from tests.integration.conftest import Running, copy_apps, final_view
 from tests.util import wait_for
 
 APP = "monitor"
 BUSY_CPU_SECONDS = 0.3
 """CPU time the busy child has used before the monitor is opened."""
+TOP_MAX = 50
+"""The most processes the dashboard's tool lists (the processes page lists all)."""
+SLEEPERS = TOP_MAX + 5
+"""Extra processes a test starts so that the machine has more than TOP_MAX."""
 
 
 @pytest.fixture
@@ -79,6 +86,8 @@ def test_open_shows_a_dashboard_read_through_the_custom_tool(running: Running) -
     pids = {row[0] for row in table["rows"]}
     assert pids & {p.pid for p in psutil.process_iter()}
     assert "CPU" in reply["message"] and "内存" in reply["message"]
+    # the window's title bar says 系统监控; the view does not repeat it
+    assert "系统监控" not in json.dumps(reply["data"], ensure_ascii=False)
     kinds = {a["action_id"]: a["type"] for a in reply["actions"]}
     assert kinds == {
         "live": "toggle",
@@ -174,6 +183,9 @@ def test_first_reading_sees_a_busy_cpu(running: Running) -> None:
     cores = widget(reply, "chart", "bar")["values"]
     assert sum(cores) > 0, cores
     assert re.search(r"CPU 占用 [1-9]", reply["message"]), reply["message"]
+    # the process table was primed too: the busy loop shows its CPU, not psutil's first 0.0
+    rows = {row[0]: row for row in widget(reply, "table")["rows"]}
+    assert busy.pid in rows and rows[busy.pid][2] > 0, rows
 
 
 def test_sort_and_process_list(running: Running) -> None:
@@ -184,11 +196,125 @@ def test_sort_and_process_list(running: Running) -> None:
     assert mem == sorted(mem, reverse=True) and mem[0] > 0
     procs = act(running, "processes")
     assert procs["view_type"] == "table"
-    assert 10 < len(procs["data"]["rows"]) <= 50
     assert [a["action_id"] for a in procs["actions"]][-1] == "dashboard"
     back = act(running, "dashboard")
     assert back["view_type"] == "dashboard"
     act(running, "live", on=False)
+
+
+@pytest.fixture
+def sleepers() -> Iterator[list[int]]:
+    """More processes than the dashboard's top list holds."""
+    procs = [subprocess.Popen(["sleep", "120"]) for _ in range(SLEEPERS)]
+    yield [p.pid for p in procs]
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_all_processes_are_listed_and_survive_a_live_refresh(
+    running: Running, events: Subscription, sleepers: list[int]
+) -> None:
+    act(running, "interval", value=1)
+    procs = act(running, "processes")
+    assert procs["view_type"] == "table" and procs["status"] == "ok"
+    rows = procs["data"]["rows"]
+    assert len(rows) == procs["data"]["process_count"] > TOP_MAX
+    assert set(sleepers) <= {row["pid"] for row in rows}
+    assert [c["key"] for c in procs["data"]["columns"]] == ["pid", "name", "cpu", "memory", "user"]
+    # every row has its own red "End task" button naming the process
+    row = next(r for r in rows if r["pid"] == sleepers[0])
+    assert row["id"] == sleepers[0] and row["name"] == "sleep"
+    [end] = row["actions"]
+    assert (end["action_id"], end["variant"], end["label"]) == ("end_task", "danger", "结束任务")
+    # the live refresh pushes the page the user is on, not the dashboard
+    pushed = live_pushes_until(events, lambda v: pushed_count(v) > pushed_count(procs))
+    assert all(v["view_type"] == "table" for v in pushed), [v["view_type"] for v in pushed]
+    assert len(pushed[-1]["data"]["rows"]) > TOP_MAX
+    # changing a setting there stays there too
+    assert act(running, "sort", selected="mem")["view_type"] == "table"
+    assert act(running, "dashboard")["view_type"] == "dashboard"
+    act(running, "live", on=False)
+
+
+def detached_sleep() -> int:
+    """A ``sleep`` outside the system's process tree (the system runs in this test process,
+    so a plain child would be one of its own): started by a shell that exits at once."""
+    out = subprocess.run(
+        ["sh", "-c", "sleep 120 >/dev/null 2>&1 & echo $!"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout)
+
+
+def ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def ask_end(running: Running, pid: int) -> dict[str, Any]:
+    r = running.post("/api/action", {"app": APP, "action_id": "end_task", "params": {"id": pid}})
+    assert r.status_code == 200, r.text
+    reply: dict[str, Any] = r.json()
+    assert reply.get("state") == "waiting", reply
+    return reply
+
+
+def answer(running: Running, events: Subscription, waiting: dict[str, Any], value: bool) -> Any:
+    (card,) = waiting["pending"]
+    assert card["kind"] == "confirm" and "sleep" in card["prompt"], card
+    r = running.post(f"/api/interactions/{card['id']}", {"value": value})
+    assert r.status_code == 200, r.text
+    return final_view(events, waiting["run_id"], APP)
+
+
+def test_end_task_asks_then_ends_or_keeps_the_process(
+    running: Running, events: Subscription
+) -> None:
+    act(running, "live", on=False)
+    pid = detached_sleep()
+    try:
+        kept = answer(running, events, ask_end(running, pid), False)
+        assert kept["view_type"] == "table" and not ended(pid)
+        assert kept["message"] == f"没有结束 sleep（PID {pid}）：你选择了不结束。"
+        done = answer(running, events, ask_end(running, pid), True)
+        assert done["status"] == "ok" and done["message"] == f"已结束进程 sleep（PID {pid}）。"
+        assert ended(pid)
+        assert pid not in {r["pid"] for r in done["data"]["rows"]} or ended(pid)
+        rows = running.get(f"/api/audit?app={APP}").json()
+        assert any(r["tool"] == "end_process" and r["status"] == "ok" for r in rows)
+    finally:
+        if not ended(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_system_refuses_to_end_what_it_depends_on(running: Running) -> None:
+    record = running.system.launcher.get(APP)
+    assert record is not None
+    http = running.app_session()
+    http.headers["Authorization"] = f"Bearer {record.token}"
+
+    def end(pid: int) -> tuple[int, str]:
+        r = http.post(f"{running.url}/api/sys/processes/{pid}/end", timeout=10)
+        return r.status_code, str(r.json().get("error"))
+
+    assert end(1) == (403, "pid 1 (init) cannot be ended: the whole machine depends on it")
+    code, why = end(os.getpid())  # the system runs in this test process
+    assert code == 403 and "runs the AIOS system itself" in why, why
+    child = subprocess.Popen(["sleep", "120"])  # started by the system's process: its own
+    try:
+        code, why = end(child.pid)
+        assert code == 403 and "belongs to the AIOS system" in why, why
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+    rows = running.get(f"/api/audit?app={APP}").json()
+    assert sum(r["tool"] == "end_process" and r["status"] == "denied" for r in rows) == 3
 
 
 def test_instructions_in_chinese_and_english(running: Running) -> None:
