@@ -247,6 +247,9 @@ class WebConfig(_Section):
     """Characters of one instruction (``POST /api/instruction``)."""
     snapshot_max_elements: int = Field(default=5000, ge=1)
     """Elements in one desktop UI snapshot (``POST /api/ui/snapshot``)."""
+    ui_ops_max: int = Field(default=200, ge=1)
+    """UI changes the system remembers (``GET /api/ui/ops``, re-applied on load, taken back
+    by ``undo``/``reset``); beyond it the oldest are forgotten (they stay on screen)."""
     max_json_depth: int = Field(default=64, ge=2, le=500)
     """Nesting levels of a JSON body (and of an app's reply); deeper is a 400 naming it."""
     request_timeout: float = Field(default=30, gt=0)

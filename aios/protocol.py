@@ -615,13 +615,44 @@ class RotateOp(_UIOpBase):
     degrees: _Number
 
 
+class UndoOp(BaseModel):
+    """Take back the last change still applied (the system keeps the log of changes)."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    op: Literal["undo"]
+
+
+class ResetOp(BaseModel):
+    """Take back every change, or every change of one element (``id``, ``window``)."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    op: Literal["reset"]
+    id: str | None = Field(default=None, min_length=1, max_length=UI_ID_MAX)
+    window: str | None = Field(default=None, max_length=UI_ID_MAX)
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, v: Any) -> Any:
+        return v if isinstance(v, str) and v else None
+
+
 UIOp = Annotated[
-    MoveOp | ResizeOp | HideOp | ShowOp | ChangeColorOp | ChangeTextOp | RotateOp,
+    MoveOp
+    | ResizeOp
+    | HideOp
+    | ShowOp
+    | ChangeColorOp
+    | ChangeTextOp
+    | RotateOp
+    | UndoOp
+    | ResetOp,
     Field(discriminator="op"),
 ]
 """One UI operation of spec §9.4, told apart by ``op``."""
 
-UI_OPS: tuple[str, ...] = (
+UI_CHANGES: tuple[str, ...] = (
     "move",
     "resize",
     "hide",
@@ -630,7 +661,9 @@ UI_OPS: tuple[str, ...] = (
     "change_text",
     "rotate",
 )
-"""The ``op`` names of :data:`UIOp`, in spec order."""
+"""The ops that change an element (spec §9.4 order); the system keeps them in its log."""
+UI_OPS: tuple[str, ...] = (*UI_CHANGES, "undo", "reset")
+"""The ``op`` names of :data:`UIOp`: the changes, then ``undo`` and ``reset`` of the log."""
 
 
 @functools.cache

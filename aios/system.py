@@ -38,6 +38,7 @@ from aios.store import Store
 from aios.tools import audit_args, invoke, record as record_call
 from aios.tools.base import ToolContext
 from aios.tools.notify import NotifyLimiter
+from aios.ui_log import UILog
 from aios.voice import Recognizer
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class System:
             log.info("%d run(s) left running or waiting marked interrupted", len(stopped))
         self.pruner = Pruner(self.store, lambda: self.config.retention)
         self.bus = EventBus(config.events)
+        self.ui_log = UILog(self.store, lambda: self.config.web.ui_ops_max)
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
         self.runs = Runs(self.runstore, self.bus)
@@ -309,8 +311,6 @@ class System:
         self.require_permission(record, SYSTEM_PROCESSES)
         return host_disks()
 
-    def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
-        """Check an app's UI operations (spec §9.4), audit them and send them to the desktop.
     def end_process(
         self, record: AppRecord, pid: Any, session_id: str | None = None
     ) -> dict[str, Any]:
@@ -343,10 +343,15 @@ class System:
         )
         return ended
 
+    def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
+        """Check an app's UI operations (spec §9.4), audit them, log them and send them to
+        the desktop.
 
         ``body`` is one operation or ``{"ops": [...]}``. All are checked first:
-        one bad operation sends none and is audited as ``denied`` (BadRequest
-        naming it). Returns how many were sent.
+        one bad operation sends none, leaves the log as it was and is audited as
+        ``denied`` (BadRequest naming it). The log (:class:`~aios.ui_log.UILog`)
+        keeps the changes for a reload and takes them back on ``undo``/``reset``.
+        Returns how many were sent.
         """
         self.require_ui_permission(record)
         listed = body.get("ops")
@@ -363,7 +368,7 @@ class System:
                 error=str(e),
             )
             raise BadRequest(str(e)) from e
-        for op in checked:
+        for op in self.ui_log.apply(checked):
             self.bus.emit("ui_op", {**op, "by": record.id})
             self.store.audit(
                 app=record.id, tool="ui_op", args=audit_args(op), status="ok", duration_ms=0.0

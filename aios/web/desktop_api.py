@@ -105,6 +105,12 @@ def ui_snapshot() -> Response:
     return jsonify({"ok": True, "elements": kept})
 
 
+@bp.get("/ui/ops")
+def ui_ops() -> Response:
+    """The UI changes still applied, oldest first: the desktop re-applies them on load."""
+    return jsonify({"ops": system().ui_log.ops()})
+
+
 @bp.get("/audit")
 def audit() -> Response:
     try:

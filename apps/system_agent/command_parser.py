@@ -19,7 +19,7 @@ from typing import Any
 
 import aios_sdk
 
-OPS = ("move", "resize", "hide", "show", "change_color", "change_text", "rotate")
+OPS = ("move", "resize", "hide", "show", "change_color", "change_text", "rotate", "undo", "reset")
 TEXT_MAX = 200
 """The system accepts text and colours of 1-200 characters (the SDK's ``parse_ui_op``)."""
 
@@ -336,6 +336,8 @@ OP_WORDS: dict[str, re.Pattern[str]] = {
         r"show|unhide|reveal|display|visible|again",
     ),
     "change_text": re.compile(r"(?!x)x"),  # nothing: the new text is cut out already
+    "undo": re.compile(r"(?!x)x"),
+    "reset": re.compile(r"(?!x)x"),  # the restore words are cut out already
 }
 _HIDE = re.compile(r"隐藏|藏起|隐去|不要显示|不显示|\bhide\b|\bconceal\b|\binvisible\b", re.I)
 _SHOW = re.compile(
@@ -418,6 +420,38 @@ could would kindly now again also with in up my our thing one
 PRONOUNS = frozenset({"它", "它的", "这个", "那个", "it", "this", "that", "this one", "that one"})
 
 
+# "撤销" / "undo": take back the last change; the whole sentence is the command.
+_UNDO = re.compile(
+    r"^(?:请|帮我|麻烦)?\s*(?:撤销|撤消|撤回)(?:一下)?\s*(?:上一步|上一个|上一次|刚才|最后一步|最后一次)?"
+    r"(?:的)?(?:操作|修改|更改|改动|变化)?(?:吧)?$"
+    r"|^(?:please\s+)?undo(?:\s+(?:that|it|this|(?:the\s+)?last(?:\s+(?:change|one|step))?))?"
+    r"(?:\s+please)?$",
+    re.IGNORECASE,
+)
+# "恢复默认" / "reset" / "把时钟放回原来的位置": take back every change (of one element, when
+# one is named). Not "恢复显示" (show) nor a rotation back ("转回来", handled as rotate 0).
+_RESTORE = re.compile(
+    r"恢复(?:成|到|为)?(?:默认|原样|原状|原来的?(?:样子|位置|外观)?|出厂设置|初始状态?)"
+    r"(?:设置|样子|外观|状态)?|放回(?:到)?(?:原来的?(?:位置|地方)|原位|原处|去)|"
+    r"(?:回|移回|挪回|放回)(?:到)?原来的?(?:位置|地方)|回到原位|恢复|还原|复原|重置|"
+    r"(?<![a-z])(?:reset|restore|revert)(?![a-z])(?:\s+(?:to\s+)?(?:the\s+)?defaults?)?"
+    r"|(?<![a-z])(?:put|move|set)\s+(?P<target>.+?)\s+back(?:\s+(?:where\s+it\s+was|"
+    r"to\s+(?:its|the)\s+(?:original\s+)?(?:place|position|default)s?|to\s+normal))?"
+    r"|(?:back\s+)?to\s+(?:its\s+|the\s+)?(?:defaults?|normal|original(?:\s+look)?)",
+    re.IGNORECASE,
+)
+_NOT_RESTORE = re.compile(
+    r"恢复显示|转|旋转|\brotat|\bspin\b|\bshow\b|\bunhide\b|显示出来", re.IGNORECASE
+)
+_RESTORE_COLOR = re.compile(r"颜色|背景|\bcolou?rs?\b|\bbackground\b", re.IGNORECASE)
+_EVERYTHING = re.compile(
+    r"全部|所有的?(?:修改|改动|设置|东西)?|一切|整个|界面|默认|"
+    r"(?<![a-z])(?:everything|all(?:\s+changes)?|the\s+ui|ui|layout|defaults?|normal|go|back)"
+    r"(?![a-z])",
+    re.IGNORECASE,
+)
+
+
 @dataclass
 class Command:
     """One understood command. ``target`` is the text that names the element ("" = none)."""
@@ -490,6 +524,9 @@ def parse(raw: str) -> Command | None:
     if cmd is not None:
         return cmd
     text = normalize(original)
+    cmd = _parse_restore(text)
+    if cmd is not None:
+        return cmd
     for parser in (
         _parse_rotate,
         _parse_move,
@@ -502,6 +539,22 @@ def parse(raw: str) -> Command | None:
         if cmd is not None:
             return _finish(cmd)
     return None
+
+
+def _parse_restore(text: str) -> Command | None:
+    """undo; reset (target "" = every change); "恢复时钟的颜色" = its own colour again."""
+    bare = re.sub(r"[。.!！?？~～]+$", "", text).strip()
+    if _UNDO.match(bare):
+        return Command("undo")
+    m = _RESTORE.search(bare)
+    if not m or _NOT_RESTORE.search(bare):
+        return None
+    target = m.group("target") or _cut(bare, m.span())
+    if _RESTORE_COLOR.search(target):
+        rest = _RESTORE_COLOR.sub(" ", target)
+        return _finish(Command("change_color", rest, {"color": "revert-layer", "said": ""}))
+    rest = clean_target(_EVERYTHING.sub(" ", target))
+    return Command("reset", rest, {}, raw_target=clean_target(target))
 
 
 def _finish(cmd: Command) -> Command:

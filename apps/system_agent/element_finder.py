@@ -20,6 +20,11 @@ from typing import Any
 DEFAULT_VIEWPORT = (1280, 800)
 MARGIN = 20
 """Distance from the screen edge for named positions ("左上角" → (20, 20), spec §12.3)."""
+SEARCH_STEP = 8
+"""Pixels between the spots tried when a named position is taken by another element."""
+CONTAINERS = frozenset({"taskbar", "tray", "start_menu", "calendar", "notifications"})
+"""Desktop ids that hold other elements: a moved element may lie over them, not over what
+they hold (the start button, a taskbar icon, the clock)."""
 
 DESKTOP_NAMES: dict[str, tuple[list[str], list[str], str, str]] = {
     # id: (Chinese aliases, English aliases, Chinese display name, English display name)
@@ -284,6 +289,44 @@ class Snapshot:
         return f"{name} {where}" if lang == "en" else f"{name}（{where}）"
 
     # ---------------------------------------------------------- geometry
+
+    def free_position(self, e: Element, where: str) -> tuple[float, float]:
+        """Like :meth:`position`, moved to the nearest spot where ``e`` covers no other
+        element of the desktop (a taskbar icon, the start button…): a place named by
+        the user must leave the rest usable. The screen's own spot when none is free."""
+        want = self.position(e, where)
+        obstacles = [
+            (o.x, o.y, o.x + o.width, o.y + o.height)
+            for o in self.elements
+            if o.visible
+            and o.key != e.key
+            and o.width > 0
+            and o.height > 0
+            and o.window is None
+            and o.kind in ("desktop", "icon", "button", "control", "input")
+            and o.id not in CONTAINERS
+        ]
+        vw, vh = self.viewport
+        w, h = min(e.width, vw), min(e.height, vh)
+
+        def free(x: float, y: float) -> bool:
+            return all(
+                x >= right or x + w <= left or y >= bottom or y + h <= top
+                for left, top, right, bottom in obstacles
+            )
+
+        if free(*want):
+            return want
+        spots = (
+            (float(x), float(y))
+            for x in range(MARGIN, int(vw - w - MARGIN) + 1, SEARCH_STEP)
+            for y in range(MARGIN, int(vh - h - MARGIN) + 1, SEARCH_STEP)
+        )
+        return min(
+            (s for s in spots if free(*s)),
+            key=lambda s: (s[0] - want[0]) ** 2 + (s[1] - want[1]) ** 2,
+            default=want,
+        )
 
     def position(self, e: Element, where: str) -> tuple[float, float]:
         """Top-left corner that puts ``e`` at a named place, inside the screen."""

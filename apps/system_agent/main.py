@@ -105,6 +105,13 @@ T: dict[str, tuple[str, str]] = {
     ),
     "undo": ("撤销", "Undo"),
     "undone": ("已撤销：{what}", "Undone: {what}"),
+    "undone_last": ("已撤销上一处修改", "Took back the last change"),
+    "undone_n": ("已撤销最近 {n} 处修改", "Took back the last {n} changes"),
+    "reset_all": ("已把桌面恢复默认", "Put the desktop back to its defaults"),
+    "reset_one": ("已把{name}恢复原样", "Put {name} back as it was"),
+    "reset_button": ("恢复默认", "Reset all"),
+    "reset_command": ("恢复默认", "reset"),
+    "restore_one": ("恢复原样", "Put back"),
     "hide": ("隐藏", "Hide"),
     "show": ("显示", "Show"),
     "center": ("移到中间", "Move to center"),
@@ -246,6 +253,8 @@ class SystemAgent(AIOSAgent):
             raise Failure(t("no_snapshot", lang))
         if action in ("home", "refresh"):
             return self._home(snap, state, lang)
+        if action == "undo" and "ops" not in params and "op" not in params:
+            return self._undo(params.get("count", 1), snap, state, lang)
         if action in ("command", "run"):
             text = req.get("value") if action == "command" else params.get("command")
             if not isinstance(text, str) or not text.strip():
@@ -290,7 +299,6 @@ class SystemAgent(AIOSAgent):
                 _Done(
                     element,
                     op,
-                    self._inverse(op, element, state),
                     describe(op, snap.display(element, lang), lang),
                 )
             )
@@ -338,11 +346,16 @@ class SystemAgent(AIOSAgent):
                     _Done(
                         element,
                         op,
-                        self._inverse(op, element, state),
                         describe(op, snap.display(element, lang), lang),
                     )
                 )
                 state.remember(element, op)
+                continue
+            if cmd.op == "undo" or (cmd.op == "reset" and not residual(cmd.target)):
+                if cmd.op == "reset":
+                    state.forget(None)
+                message = t("undone_last" if cmd.op == "undo" else "reset_all", lang)
+                done.append(_Done(None, {"op": cmd.op}, message))
                 continue
             found = self._resolve(cmd, snap, state, lang, part)
             if isinstance(found, list):  # ambiguous: the user picks, nothing is guessed
@@ -360,7 +373,6 @@ class SystemAgent(AIOSAgent):
                     _Done(
                         element,
                         op,
-                        self._inverse(op, element, state),
                         describe(op, snap.display(element, lang), lang),
                     )
                 )
@@ -424,12 +436,14 @@ class SystemAgent(AIOSAgent):
     ) -> _Done:
         op = self._build_op(cmd, e, snap, state, lang)
         name = snap.display(e, lang)
+        if cmd.op == "reset":
+            state.forget(e)
+            return _Done(e, op, t("reset_one", lang, name=name))
         where = cmd.spec.get("where") if cmd.op == "move" else None
         color_said = cmd.spec.get("said") if cmd.op == "change_color" else None
         done = _Done(
             e,
             op,
-            self._inverse(op, e, state),
             describe(op, name, lang, where=where, said=color_said),
         )
         state.remember(e, op)
@@ -443,9 +457,11 @@ class SystemAgent(AIOSAgent):
             op["window"] = e.window
         spec = cmd.spec
         vw, vh = snap.viewport
+        if cmd.op == "reset":
+            return check_op(op | {"op": "reset"})
         if cmd.op == "move":
             if "where" in spec:
-                op["x"], op["y"] = snap.position(e, str(spec["where"]))
+                op["x"], op["y"] = snap.free_position(e, str(spec["where"]))
             else:
                 x, y = float(spec.get("x", 0)), float(spec.get("y", 0))
                 if not (0 <= x <= vw and 0 <= y <= vh):
@@ -453,7 +469,9 @@ class SystemAgent(AIOSAgent):
                         f"坐标 ({x:g}, {y:g}) 超出了屏幕（{vw:g}×{vh:g}）",
                         f"({x:g}, {y:g}) is outside the screen ({vw:g}×{vh:g})",
                     )
-                op["x"], op["y"] = x, y
+                # honoured, but the whole element stays on screen
+                op["x"] = max(0.0, min(x, vw - e.width))
+                op["y"] = max(0.0, min(y, vh - e.height))
         elif cmd.op == "resize":
             if "scale" in spec:
                 if e.width <= 0 or e.height <= 0:
@@ -487,28 +505,6 @@ class SystemAgent(AIOSAgent):
             op["degrees"] = degrees
         return check_op(op)
 
-    def _inverse(self, op: dict[str, Any], e: Element, state: _State) -> dict[str, Any] | None:
-        """The operation that puts ``e`` back as the snapshot (or this session) knew it."""
-        base: dict[str, Any] = {"id": e.id, **({"window": e.window} if e.window else {})}
-        name = op["op"]
-        if name == "move":
-            return {"op": "move", **base, "x": e.x, "y": e.y}
-        if name == "resize" and e.width > 0 and e.height > 0:
-            return {"op": "resize", **base, "width": e.width, "height": e.height}
-        if name == "hide" and state.visible(e):
-            return {"op": "show", **base}
-        if name == "show" and not state.visible(e):
-            return {"op": "hide", **base}
-        if name == "change_color":
-            # revert-layer drops the inline colour: the stylesheet's own colour comes back.
-            return {"op": "change_color", **base, "color": state.color_of(e) or "revert-layer"}
-        if name == "change_text":
-            previous = state.text_of(e) or e.label
-            return {"op": "change_text", **base, "text": previous[:200]} if previous else None
-        if name == "rotate":
-            return {"op": "rotate", **base, "degrees": state.rotation_of(e)}
-        return None
-
     # ---------------------------------------------------------- sending
 
     def _send(
@@ -519,24 +515,28 @@ class SystemAgent(AIOSAgent):
         ops = [d.op for d in done]
         result = self.ui(ops)
         state.commit()
-        state.last = {"id": done[-1].element.id, "window": done[-1].element.window}
+        last = next((d.element for d in reversed(done) if d.element is not None), None)
+        if last is not None:
+            state.last = {"id": last.id, "window": last.window}
         sep = "；" if lang == "zh" else "; "
-        message = sep.join(d.message for d in done)
+        message = sep.join(d.message for d in done if d.message)
         if undo:
             message = t("undone", lang, what=message)
         note = "" if result.get("listeners", 1) else t("no_listener", lang)
-        undo_ops = [d.undo for d in reversed(done) if d.undo]
+        # The system logs every change: Undo takes back this reply's own, newest first.
+        changes = sum(1 for op in ops if op["op"] not in ("undo", "reset"))
         actions: list[dict[str, Any]] = []
-        if undo_ops:
+        if changes and changes == len(ops):
             actions.append(
                 {
                     "type": "button",
                     "label": t("undo", lang),
                     "action_id": "undo",
-                    "params": {"ops": undo_ops},
+                    "params": {"count": changes},
                 }
             )
-        actions += self._quick_actions(done[-1].element, snap, state, lang)
+        if last is not None:
+            actions += self._quick_actions(last, snap, state, lang)
         actions += self._command_actions(lang)
         content = message + (f"\n{note}" if note else "")
         return {
@@ -547,6 +547,23 @@ class SystemAgent(AIOSAgent):
             "message": message + note,
             "state": state.dump(),
         }
+
+    def _undo(self, count: Any, snap: Snapshot, state: _State, lang: str) -> dict[str, Any]:
+        """The Undo button of a reply: take back its ``count`` changes (the newest)."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 20:
+            raise Failure(
+                t(
+                    "bad_action",
+                    lang,
+                    action="undo",
+                    error="params.count 必须是 1-20 的整数"
+                    if lang == "zh"
+                    else "params.count must be a whole number from 1 to 20",
+                )
+            )
+        message = t("undone_last", lang) if count == 1 else t("undone_n", lang, n=count)
+        done = [_Done(None, {"op": "undo"}, message if i == 0 else "") for i in range(count)]
+        return self._send(done, snap, state, lang)
 
     def _quick_actions(
         self, e: Element, snap: Snapshot, state: _State, lang: str
@@ -567,7 +584,7 @@ class SystemAgent(AIOSAgent):
             else button(t("hide", lang), {"op": "hide"})
         ]
         if e.width > 0 and e.height > 0:
-            x, y = snap.position(e, "center")
+            x, y = snap.free_position(e, "center")
             out.append(button(t("center", lang), {"op": "move", "x": x, "y": y}))
         out.append(
             button(t("rotate90", lang), {"op": "rotate", "degrees": state.rotation_of(e) + 90})
@@ -576,6 +593,7 @@ class SystemAgent(AIOSAgent):
             out.append(button(t("unrotate", lang), {"op": "rotate", "degrees": 0}))
         if state.color_of(e):
             out.append(button(t("uncolor", lang), {"op": "change_color", "color": "revert-layer"}))
+        out.append(button(t("restore_one", lang), {"op": "reset"}))
         return out
 
     def _command_actions(self, lang: str) -> list[dict[str, Any]]:
@@ -629,6 +647,14 @@ class SystemAgent(AIOSAgent):
             {"type": "button", "label": ex, "action_id": "run", "params": {"command": ex}}
             for ex in EXAMPLES[lang][:4]
         ]
+        actions.append(
+            {
+                "type": "button",
+                "label": t("reset_button", lang),
+                "action_id": "run",
+                "params": {"command": t("reset_command", lang)},
+            }
+        )
         actions.append({"type": "button", "label": t("refresh", lang), "action_id": "refresh"})
         n = len(snap.elements)
         return {
@@ -699,12 +725,10 @@ class SystemAgent(AIOSAgent):
 
 
 class _Done:
-    """One operation ready to send, its undo, and the sentence that says it."""
+    """One operation ready to send (of an element; None: undo, reset all) and its sentence."""
 
-    def __init__(
-        self, element: Element, op: dict[str, Any], undo: dict[str, Any] | None, message: str
-    ):
-        self.element, self.op, self.undo, self.message = element, op, undo, message
+    def __init__(self, element: Element | None, op: dict[str, Any], message: str):
+        self.element, self.op, self.message = element, op, message
 
 
 class _State:
@@ -763,6 +787,15 @@ class _State:
                 while len(m) > STATE_MAP_MAX:
                     m.pop(next(iter(m)))
         self._staged = []
+
+    def forget(self, e: Element | None) -> None:
+        """After a reset: what the session knew of ``e`` (None: of every element) is gone."""
+        for m in self.maps.values():
+            if e is None:
+                m.clear()
+            else:
+                m.pop(e.key, None)
+        self._staged = [(s, op) for s, op in self._staged if e is not None and s.key != e.key]
 
     def dump(self) -> dict[str, Any]:
         return {"last": self.last, **self.maps}

@@ -57,6 +57,8 @@ def test_a_good_op_keeps_only_what_the_desktop_knows() -> None:
         "change_color",
         "change_text",
         "rotate",
+        "undo",
+        "reset",
     }
 
 

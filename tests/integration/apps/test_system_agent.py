@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import simple_websocket
 
+from aios.errors import BadRequest
 from aios.events import Subscription
 from tests.conftest import ROOT
 from tests.integration.conftest import TOKEN, Running, copy_apps, final_view
@@ -277,16 +278,14 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
     assert reply["status"] == "ok" and reply["view_type"] == "text"
     assert reply["message"] == "已将播放按钮移到左上角"
     assert ops() == [{"op": "move", "id": "btn_play", "window": "music", "x": 20, "y": 20}]
-    undo = button(reply, "undo")
-    assert undo["params"]["ops"] == [
-        {"op": "move", "id": "btn_play", "window": "music", "x": 400, "y": 300}
-    ]
+    # Undo takes back this reply's changes from the system's log
+    assert button(reply, "undo")["params"] == {"count": 1}
 
     reply = s.say("move the play button to the bottom right")
-    # viewport minus element size minus the 20 px margin
-    assert ops() == [
-        {"op": "move", "id": "btn_play", "window": "music", "x": 1280 - 80 - 20, "y": 800 - 36 - 20}
-    ]
+    # viewport minus element size minus the 20 px margin would cover the clock: the nearest
+    # free spot above it
+    (moved,) = ops()
+    assert moved["x"] == 1280 - 80 - 20 and moved["y"] + 36 <= 758
 
     # "按钮" alone: the button it acted on last
     reply = s.say("把按钮放大到 200x80")
@@ -298,7 +297,6 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
     reply = s.say("hide the clock")
     assert ops() == [{"op": "hide", "id": "clock"}]
     assert reply["message"] == "已隐藏时钟"
-    assert button(reply, "undo")["params"]["ops"] == [{"op": "show", "id": "clock"}]
     s.say("显示时钟")
     assert ops() == [{"op": "show", "id": "clock"}]
     s.say("隐藏时钟")
@@ -309,12 +307,8 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
     assert reply["message"] == "已将时钟变成红色"
     s.say("make the clock blue")
     assert ops() == [{"op": "change_color", "id": "clock", "color": "blue"}]
-    reply = s.say("把时钟变成 #ff8800")
+    s.say("把时钟变成 #ff8800")
     assert ops() == [{"op": "change_color", "id": "clock", "color": "#ff8800"}]
-    # undo restores the colour this session set before
-    assert button(reply, "undo")["params"]["ops"] == [
-        {"op": "change_color", "id": "clock", "color": "blue"}
-    ]
 
     # no element named: the last one acted on (the clock)
     reply = s.say("旋转 45 度")
@@ -345,14 +339,15 @@ def test_compound_command_sends_every_op_and_undo_reverses_them(running: Running
     ]
     assert reply["message"] == "已将时钟变成红色；已将时钟旋转 30 度"
     undo = button(reply, "undo")
-    assert undo["params"]["ops"] == [
-        {"op": "rotate", "id": "clock", "degrees": 0},
-        {"op": "change_color", "id": "clock", "color": "revert-layer"},
-    ]
+    assert undo["params"] == {"count": 2}
     back = s.act("undo", params=undo["params"])
     assert back["status"] == "ok"
-    assert back["message"].startswith("已撤销")
-    assert ops() == undo["params"]["ops"]
+    assert back["message"] == "已撤销最近 2 处修改"
+    assert ops() == [
+        {"op": "undo", "undone": {"op": "rotate", "id": "clock", "degrees": 30}},
+        {"op": "undo", "undone": {"op": "change_color", "id": "clock", "color": "red"}},
+    ]
+    assert running.get("/api/ui/ops").json() == {"ops": []}
     # a quick action carries a complete op: "hide" of the clock
     quick = next(
         a
@@ -361,6 +356,67 @@ def test_compound_command_sends_every_op_and_undo_reverses_them(running: Running
     )
     s.act("apply", params=quick["params"])
     assert ops() == [{"op": "hide", "id": "clock"}]
+
+
+def log_of(running: Running) -> list[dict[str, Any]]:
+    r = running.get("/api/ui/ops")
+    assert r.status_code == 200, r.text
+    return r.json()["ops"]
+
+
+def test_changes_are_logged_and_taken_back_one_by_one_per_element_and_all(
+    make_system: Callable[..., Running], running: Running, ops: Any
+) -> None:
+    post_snapshot(running, desktop_elements())
+    s = Session(running)
+    reply = s.say("把开始按钮变成红色")
+    assert reply["message"] == "已将开始按钮变成红色"
+    # the colour the renderer paints as the button's background (js/uiops.js)
+    assert ops() == [{"op": "change_color", "id": "start_button", "color": "red"}]
+    s.say("把时钟移到左上角")
+    s.say("旋转任务栏 10 度")
+    assert [o["id"] for o in ops()] == ["clock", "taskbar"]
+    assert [(o["op"], o["id"]) for o in log_of(running)] == [
+        ("change_color", "start_button"),
+        ("move", "clock"),
+        ("rotate", "taskbar"),
+    ]
+
+    reply = s.say("撤销")
+    assert reply["message"] == "已撤销上一处修改"
+    assert ops() == [{"op": "undo", "undone": {"op": "rotate", "id": "taskbar", "degrees": 10}}]
+    assert len(log_of(running)) == 2
+    reply = s.say("把时钟放回原来的位置")
+    assert reply["message"] == "已把时钟恢复原样"
+    assert ops() == [{"op": "reset", "id": "clock", "removed": 1}]
+    assert [o["id"] for o in log_of(running)] == ["start_button"]
+
+    # a bad op in a batch: nothing is sent and the log stays as it was
+    record = running.system.launcher.get(APP)
+    assert record is not None
+    with pytest.raises(BadRequest, match="rotate: field 'degrees'"):
+        running.system.apply_ui_ops(
+            record, {"ops": [{"op": "reset"}, {"op": "rotate", "id": "clock", "degrees": "x"}]}
+        )
+    assert [o["id"] for o in log_of(running)] == ["start_button"] and ops() == []
+
+    for phrase, op in [
+        ("恢复", {"op": "reset", "removed": 1}),
+        ("全部恢复默认", {"op": "reset", "removed": 0}),
+        ("undo", {"op": "undo"}),
+    ]:
+        reply = s.say(phrase)
+        assert reply["status"] == "ok", (phrase, reply)
+        assert ops() == [op], phrase
+    assert reply["message"] == "已撤销上一处修改"
+    assert log_of(running) == []
+
+    # the log outlives the system: a restart on the same data dir still has it
+    s.say("把开始按钮变成红色")
+    s.say("隐藏时钟")
+    running.stop()
+    again = make_system([], data_dir=running.data_dir)
+    assert [o["op"] for o in log_of(again)] == ["change_color", "hide"]
 
 
 def test_ambiguous_name_asks_a_choice_and_the_answer_applies_the_op(
@@ -386,8 +442,6 @@ def test_ambiguous_name_asks_a_choice_and_the_answer_applies_the_op(
         assert done["status"] == "ok"
         assert done["message"] == "已将播放按钮移到左上角"
         assert ops() == [{"op": "move", "id": "btn_play", "window": "video", "x": 20, "y": 20}]
-        undo = button(done, "undo")
-        assert undo["params"]["ops"][0]["window"] == "video"
         # the choice is used up: another answer is refused, nothing moves again
         again = running.post(f"/api/interactions/{card['id']}", {"value": "btn_play@music"})
         assert again.status_code == 409
@@ -562,5 +616,19 @@ def test_english_locale_and_the_real_websocket(
         }
         reply = s.say("move the play button to the top left corner")
         assert reply["message"] == "Moved the play button to the top-left corner"
+        # taking back, in English only
+        for phrase, op, message in [
+            ("undo", {"op": "undo"}, "Took back the last change"),
+            ("put the clock back", {"op": "reset", "id": "clock"}, "Put the clock back as it was"),
+            ("reset the start button", {"op": "reset", "id": "start_button"}, None),
+            ("reset", {"op": "reset"}, "Put the desktop back to its defaults"),
+            ("restore defaults", {"op": "reset"}, None),
+        ]:
+            reply = s.say(phrase)
+            assert reply["status"] == "ok", (phrase, reply)
+            assert reply["data"]["ops"] == [op], phrase
+            assert reply["message"].isascii(), reply["message"]
+            if message:
+                assert reply["message"] == message
     finally:
         ws.close()
