@@ -7,8 +7,14 @@ tool, as a step of the reply, so the system's executor runs it (with its own
 timeout, not the app's handle timeout) inside the OS sandbox: confined to
 the workdir, no secrets, limited CPU, memory and output. The argv is a list,
 so no shell ever parses the code. The next round shows a dashboard with the
-source (code widget) and stdout, stderr and the exit code (text widgets);
-a non-zero exit, a timeout or a refusal is shown as such.
+source and its output in a ``code`` view: the result line first (the exit
+code once), then stdout and stderr in monospace blocks the desktop caps in
+height and scrolls, then the source. The app caps what it sends
+(``OUTPUT_HEAD_LINES`` + ``OUTPUT_TAIL_LINES`` lines, ``MAX_OUTPUT_CHARS``
+characters per stream, "… N more lines" in between), so a program that prints
+100,000 lines cannot make a page millions of pixels tall. A non-zero exit, a
+timeout, a refusal or a stop (the window's stop button cancels the run and
+kills the program) is shown as such.
 
 Offline it runs what follows "运行" / "run"; with an LLM, a request in words
 ("算一下 1 到 100 的和") becomes code that is shown for review with a run
@@ -30,6 +36,12 @@ MAX_CODE_CHARS = 20_000
 DEFAULT_TIMEOUT = 10
 MAX_TIMEOUT = 30
 """Seconds; the system's own shell_exec timeout and CPU limit still apply."""
+OUTPUT_HEAD_LINES = 200
+"""Lines of a stream shown from its start …"""
+OUTPUT_TAIL_LINES = 40
+"""… and from its end (where a traceback is), with "… N more lines" in between."""
+MAX_OUTPUT_CHARS = 20_000
+"""Characters of a stream the app sends at most (very long lines)."""
 SAMPLE = 'for i in range(1, 4):\n    print(f"{i} × {i} = {i * i}")\n'
 SAMPLES = {
     "九九乘法表 / times table": "for i in range(1, 10):\n    print(' '.join(f'{j}×{i}={i*j}' "
@@ -92,6 +104,24 @@ def parse_instruction(text: str | None) -> tuple[str, str]:
     if not code:
         return "home", ""
     return ("run", code) if looks_like_python(code) else ("words", code)
+
+
+def cap_output(lang: Lang, text: str) -> str:
+    """``text`` as the app sends it: the first OUTPUT_HEAD_LINES and last OUTPUT_TAIL_LINES
+    lines with "… N more lines …" in between, at most about MAX_OUTPUT_CHARS characters."""
+    lines = text.splitlines(keepends=True)
+    if len(lines) > OUTPUT_HEAD_LINES + OUTPUT_TAIL_LINES:
+        hidden = len(lines) - OUTPUT_HEAD_LINES - OUTPUT_TAIL_LINES
+        note = tr(lang, f"… 省略了 {hidden} 行 …\n", f"… {hidden} more lines …\n")
+        text = "".join(lines[:OUTPUT_HEAD_LINES]) + note + "".join(lines[-OUTPUT_TAIL_LINES:])
+    if len(text) > MAX_OUTPUT_CHARS:
+        half = MAX_OUTPUT_CHARS // 2
+        hidden_chars = len(text) - 2 * half
+        note = tr(
+            lang, f"\n… 省略了 {hidden_chars} 个字符 …\n", f"\n… {hidden_chars} more characters …\n"
+        )
+        text = text[:half] + note + text[-half:]
+    return text
 
 
 def check_code(value: Any) -> str:
@@ -225,6 +255,7 @@ class CodeAgent(AIOSAgent):
                         "type": "textarea",
                         "value": code,
                         "required": True,
+                        "monospace": True,  # a code editor: fixed width, Tab indents
                     },
                     {
                         "name": "timeout",
@@ -241,6 +272,7 @@ class CodeAgent(AIOSAgent):
                     "type": "submit_form",
                     "label": tr(lang, "▶ 运行", "▶ Run"),
                     "action_id": "run_form",
+                    "variant": "primary",
                 },
                 {
                     "type": "input",
@@ -375,10 +407,14 @@ class CodeAgent(AIOSAgent):
     ) -> dict[str, Any]:
         out = step.get("result") if isinstance(step.get("result"), dict) else {}
         error = str(step.get("error") or "")
-        stdout, stderr = str(out.get("stdout") or ""), str(out.get("stderr") or "")
+        stdout = cap_output(lang, str(out.get("stdout") or ""))
+        stderr = cap_output(lang, str(out.get("stderr") or ""))
         exit_code = out.get("exit_code")
         if step.get("status") == "ok":
             outcome, summary = "ok", tr(lang, "运行成功，退出码 0", "Finished, exit code 0")
+        elif step.get("code") == "cancelled" or error.startswith("cancelled"):
+            outcome = "stopped"
+            summary = tr(lang, "已停止：你停止了这个程序", "Stopped: you stopped the program")
         elif error.startswith("timed out"):
             outcome = "timeout"
             summary = tr(
@@ -395,41 +431,45 @@ class CodeAgent(AIOSAgent):
                 if outcome == "refused"
                 else f"Not run: {error}",
             )
-        else:
+        elif isinstance(exit_code, int) and exit_code != 0:
             outcome = "exit"
+            # the tool's error is "exit code N" plus, for a signal, what killed it
+            detail = re.sub(rf"^exit code {exit_code}:?\s*", "", error)
+            summary = tr(
+                lang,
+                f"运行出错，退出码 {exit_code}" + (f"（{detail}）" if detail else ""),
+                f"Failed, exit code {exit_code}" + (f" ({detail})" if detail else ""),
+            )
+        else:
+            outcome = "failed"
             summary = tr(lang, f"运行出错：{error}", f"Failed: {error}")
         if out.get("truncated"):
             summary += tr(lang, "（输出过长，已截断）", " (output truncated)")
-        widgets = [
+        outputs = [
             {
-                "type": "code",
-                "title": tr(lang, "源代码", "Source"),
-                "language": "python",
-                "code": code,
-            },
-            {
-                "type": "text",
-                "title": tr(lang, "标准输出 stdout", "Output (stdout)"),
-                "content": stdout or tr(lang, "（无输出）", "(no output)"),
-            },
-            {
-                "type": "text",
-                "title": tr(lang, "标准错误 stderr", "Errors (stderr)"),
-                "content": stderr or tr(lang, "（无）", "(none)"),
-            },
-            {
-                "type": "text",
-                "title": tr(lang, "结果", "Result"),
-                "content": summary
-                + (f" · exit code {exit_code}" if exit_code not in (None, 0) else ""),
-            },
+                "title": tr(lang, "输出 stdout", "Output (stdout)"),
+                "text": stdout or tr(lang, "（无输出）", "(no output)"),
+                "stream": "stdout",
+            }
         ]
+        if stderr:
+            outputs.append(
+                {
+                    "title": tr(lang, "错误 stderr", "Errors (stderr)"),
+                    "text": stderr,
+                    "stream": "stderr",
+                }
+            )
         return {
             "status": "ok" if outcome == "ok" else "error",
-            "view_type": "dashboard",
+            "view_type": "code",
             "data": {
-                "title": tr(lang, "运行结果", "Run result"),
-                "widgets": widgets,
+                "title": tr(lang, "源代码", "Source"),
+                "summary": summary,
+                "tone": "ok" if outcome == "ok" else "error",
+                "outputs": outputs,
+                "language": "python",
+                "code": code,
                 "outcome": outcome,
                 "exit_code": exit_code,
                 "stdout": stdout,
@@ -442,6 +482,7 @@ class CodeAgent(AIOSAgent):
                     "label": tr(lang, "↻ 再运行一次", "↻ Run again"),
                     "action_id": "run",
                     "params": {"code": code, "timeout": timeout},
+                    "variant": "primary",
                 },
                 {
                     "type": "button",
@@ -451,7 +492,7 @@ class CodeAgent(AIOSAgent):
                 },
                 {
                     "type": "button",
-                    "label": tr(lang, "⏵ 后台运行", "⏵ Run in background"),
+                    "label": tr(lang, "在后台运行", "Run in background"),
                     "action_id": "run_bg",
                     "params": {"code": code},
                 },

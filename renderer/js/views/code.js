@@ -1,6 +1,26 @@
 // code: {language, code, title?} — highlighted by the vendored highlight.js when it knows
 // the language, plain text otherwise.
+// A run's result adds {summary?, tone?: "ok"|"error", outputs?: [{title?, text, stream?}]}:
+// the summary line comes first, then each output as a monospace block capped in height
+// that scrolls (the app caps what it sends), then the source.
 import { el, isObject, toText } from '../safe.js';
+
+function summaryLine(data) {
+  if (data.summary === undefined || data.summary === null) return null;
+  const tone = data.tone === 'error' ? 'error' : 'ok';
+  return el('p', { class: 'code-summary', dataset: { tone }, attrs: { role: 'status' }, text: toText(data.summary) });
+}
+
+function outputBlocks(data) {
+  if (!Array.isArray(data.outputs)) return [];
+  return data.outputs.filter(isObject).map((o) => el('section', {
+    class: 'code-output',
+    dataset: { stream: typeof o.stream === 'string' ? o.stream : 'stdout' },
+  },
+  o.title !== undefined ? el('h3', { class: 'code-output-title', text: toText(o.title) }) : null,
+  // textContent only: a program's output is never markup
+  el('pre', { class: 'code-output-pre', attrs: { tabindex: '0' }, text: toText(o.text ?? '') })));
+}
 
 export function render(data, ctx) {
   if (!isObject(data) || data.code === undefined) throw new Error('code view needs data.code');
@@ -29,8 +49,13 @@ export function render(data, ctx) {
     navigator.clipboard.writeText(code).then(done,
       (err) => ctx.notice(ctx.t('view.copy_failed', { error: err && err.message ? err.message : err }), 'error'));
   });
-  return el('div', { class: 'view view-code' },
+  const source = el('div', { class: 'view view-code' },
     el('div', { class: 'code-head' },
       el('span', { class: 'code-lang', text: toText(data.title ?? (language || 'text')) }), copy),
     el('pre', { class: 'code-pre' }, codeEl));
+  const summary = summaryLine(data);
+  const outputs = outputBlocks(data);
+  if (!summary && !outputs.length) return source;
+  source.classList.add('code-source');
+  return el('div', { class: 'view view-code-run' }, summary, ...outputs, source);
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,9 @@ def run(system: Running, snippet: str, **extra: Any) -> dict[str, Any]:
     return act(system, {"action_id": "run", "params": {"code": snippet, **extra}})
 
 
-def widgets(resp: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {w["type"] + ":" + w["title"]: w for w in resp["data"]["widgets"]}
+def outputs(resp: dict[str, Any]) -> dict[str, str]:
+    """The result's output blocks, by stream."""
+    return {o["stream"]: o["text"] for o in resp["data"]["outputs"]}
 
 
 def test_home_is_an_editor_with_run_controls(code: Running) -> None:
@@ -42,9 +45,10 @@ def test_home_is_an_editor_with_run_controls(code: Running) -> None:
     assert [f["name"] for f in resp["data"]["fields"]] == ["code", "timeout"]
     kinds = {(a["type"], a["action_id"]) for a in resp["actions"]}
     assert {("submit_form", "run_form"), ("input", "run_line"), ("button", "run")} <= kinds
+    assert resp["data"]["fields"][0]["monospace"] is True  # a code editor, Tab indents
 
 
-def test_run_shows_source_and_output_in_a_dashboard(code: Running) -> None:
+def test_run_shows_the_result_first_then_output_and_source(code: Running) -> None:
     resp = act(
         code,
         {
@@ -52,14 +56,13 @@ def test_run_shows_source_and_output_in_a_dashboard(code: Running) -> None:
             "form_values": {"code": "print(6 * 7)\nprint('你好')", "timeout": 5},
         },
     )
-    assert resp["status"] == "ok" and resp["view_type"] == "dashboard"
-    types = [w["type"] for w in resp["data"]["widgets"]]
-    assert types == ["code", "text", "text", "text"]
-    src = resp["data"]["widgets"][0]
-    assert src["language"] == "python" and src["code"] == "print(6 * 7)\nprint('你好')"
-    assert resp["data"]["widgets"][1]["content"] == "42\n你好\n"
-    assert resp["data"]["outcome"] == "ok" and resp["data"]["exit_code"] == 0
-    assert "退出码 0" in resp["message"]
+    assert resp["status"] == "ok" and resp["view_type"] == "code"
+    data = resp["data"]
+    assert data["language"] == "python" and data["code"] == "print(6 * 7)\nprint('你好')"
+    assert data["summary"] == resp["message"] == "运行成功，退出码 0"
+    assert outputs(resp) == {"stdout": "42\n你好\n"}  # no empty stderr block
+    assert data["outcome"] == "ok" and data["exit_code"] == 0
+    assert "⏵" not in str(resp["actions"])  # a glyph the desktop's fonts lack
     rows = code.get(f"/api/audit?app={APP}").json()
     assert rows[0]["tool"] == "shell_exec" and rows[0]["status"] == "ok"
     assert "print(6 * 7)" in rows[0]["args"] and rows[0]["step_id"]
@@ -77,7 +80,7 @@ def test_instructions_run_code(code: Running, text: str) -> None:
     out = code.instruct(text)
     [res] = out["results"]
     assert res["app"] == APP
-    assert res["response"]["view_type"] == "dashboard"
+    assert res["response"]["view_type"] == "code"
     assert res["response"]["data"]["stdout"] == "2\n"
     home = code.open(APP, out["session_id"])["response"]
     assert home["data"]["fields"][0]["value"] == "print(1+1)"
@@ -92,12 +95,13 @@ def test_words_without_an_llm_are_explained_not_run(code: Running) -> None:
 
 def test_errors_exit_codes_and_timeouts_are_shown_clearly(code: Running) -> None:
     resp = run(code, "import sys\nprint('partial')\nsys.exit(3)")
-    assert resp["status"] == "error" and resp["view_type"] == "dashboard"
+    assert resp["status"] == "error" and resp["view_type"] == "code"
     assert resp["data"]["outcome"] == "exit" and resp["data"]["exit_code"] == 3
-    assert resp["data"]["stdout"] == "partial\n" and "exit code 3" in resp["message"]
+    assert resp["data"]["stdout"] == "partial\n"
+    assert resp["message"] == resp["data"]["summary"] == "运行出错，退出码 3"  # once
     resp = run(code, "1/0")
     assert "ZeroDivisionError" in resp["data"]["stderr"]
-    assert "ZeroDivisionError" in widgets(resp)["text:标准错误 stderr"]["content"]
+    assert "ZeroDivisionError" in outputs(resp)["stderr"]
     resp = run(code, "import time\ntime.sleep(30)", timeout=1)
     assert resp["data"]["outcome"] == "timeout" and "超时" in resp["message"]
     resp = run(code, "print(", timeout=2)
@@ -195,3 +199,46 @@ def test_background_run_writes_its_output_to_a_log_the_app_can_show(code: Runnin
     assert "process_start" in tools and "file_read" in tools
     bad = act(code, {"action_id": "bg_log", "params": {"log": "../../config.json"}})
     assert bad["status"] == "error" and SECRET not in str(bad)
+
+
+PRINTED_LINES = 100_000
+
+
+def test_long_output_is_capped_with_a_note_of_the_lines_left_out(code: Running) -> None:
+    resp = run(code, f"for i in range({PRINTED_LINES}):\n    print(i)\nprint('the end')")
+    assert resp["status"] == "ok" and resp["message"] == "运行成功，退出码 0"
+    shown = outputs(resp)["stdout"].splitlines()
+    assert shown[0] == "0" and shown[-1] == "the end"  # the start and the end stay
+    [note] = [line for line in shown if line.startswith("…")]
+    hidden = PRINTED_LINES + 1 - (len(shown) - 1)
+    assert note == f"… 省略了 {hidden} 行 …" and len(shown) < 300
+    assert resp["data"]["stdout"] == outputs(resp)["stdout"]  # nothing bigger is sent
+
+
+def test_an_endless_loop_is_stopped_by_cancelling_its_run(code: Running) -> None:
+    replies: list[dict[str, Any]] = []
+    worker = threading.Thread(
+        target=lambda: replies.append(run(code, "while True:\n    pass", timeout=30))
+    )
+    started = time.monotonic()
+    worker.start()
+
+    def running_run() -> str | None:
+        runs = code.get("/api/runs?active=1").json()
+        return next(
+            (
+                r["run_id"]
+                for r in runs
+                if r["app"] == APP and any(s["tool"] == "shell_exec" for s in r["steps"])
+            ),
+            None,
+        )
+
+    run_id = wait_for(running_run, "the endless loop's run to start", interval=0.05)
+    r = code.post(f"/api/runs/{run_id}/cancel")
+    assert r.status_code == 200, r.text
+    worker.join(timeout=20)
+    assert not worker.is_alive() and time.monotonic() - started < 20  # not the 30 s timeout
+    [resp] = replies
+    assert resp["data"]["outcome"] == "stopped"
+    assert resp["message"] == "已停止：你停止了这个程序"
