@@ -250,6 +250,7 @@ class Approvals:
         """A ``choice`` / ``confirm`` / ``input`` question from a plan's ``ask`` step
         (DESIGN §13); BadRequest names what is wrong with its arguments."""
         kind, options = check_ask(args)
+        covers = check_covers(args)
         now = self._clock()
         ia = Interaction(
             id=new_id("ia"),
@@ -271,6 +272,13 @@ class Approvals:
             "default": ia.default,
             "placeholder": ia.placeholder,
         }
+        if covers:
+            from aios.tools import audit_args
+
+            ia.detail["covers"] = [
+                {"tool": t, "risk": classify(t, a), "text": describe(t, a), "args": audit_args(a)}
+                for t, a in covers
+            ]
         self._store.create_interaction(ia.public())
         with self._lock:
             self._waiting[ia.id] = ia
@@ -396,6 +404,8 @@ ASK_PROMPT_MAX = 500
 ASK_OPTIONS_MAX = 20
 INPUT_MAX = 2000
 """Characters of an ``input`` answer."""
+ASK_COVERS_MAX = 10
+"""Steps one ``confirm`` may cover (see :func:`check_covers`)."""
 
 
 def _option_value(option: Any) -> Any:
@@ -423,6 +433,33 @@ def check_ask(args: dict[str, Any]) -> tuple[str, list[Any]]:
                 raise BadRequest(f"ask: an option object needs a value, got {o!r}")
         return kind, list(options)
     return str(kind), [True, False] if kind == "confirm" else []
+
+
+def check_covers(args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The steps a ``confirm`` covers (``covers: [{tool, args}]``); BadRequest naming why not.
+
+    A yes to such a confirm is the user's approval of exactly those calls, once each,
+    later in the same run (:func:`aios.runs.gate`): an app that asks "delete a.txt?"
+    itself is not asked about its delete command a second time. The card lists them.
+    """
+    from aios.protocol import ATOMIC_TOOLS
+
+    covers = args.get("covers")
+    if covers is None:
+        return []
+    if args.get("kind") != "confirm":
+        raise BadRequest("ask: only a confirm may cover steps (covers)")
+    if not isinstance(covers, list) or not covers or len(covers) > ASK_COVERS_MAX:
+        raise BadRequest(f"ask: covers must be a list of 1 to {ASK_COVERS_MAX} steps")
+    out = []
+    for c in covers:
+        tool = c.get("tool") if isinstance(c, dict) else None
+        if tool not in ATOMIC_TOOLS or not isinstance(c.get("args"), dict):
+            raise BadRequest(
+                f"ask: a covered step is {{tool: <atomic tool>, args: {{...}}}}, got {c!r}"
+            )
+        out.append((str(tool), dict(c["args"])))
+    return out
 
 
 def check_value(kind: str, options: list[Any], body: dict[str, Any]) -> Any:

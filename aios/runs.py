@@ -17,6 +17,7 @@ ending with a ``view`` event carrying the ``run_id``.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from aios.approvals import new_id
+from aios.approvals import check_covers, new_id
 from aios.errors import BadRequest, Conflict, NotFound, ProtocolError
 from aios.executor import ASK_TOOL, stopped
 from aios.protocol import Step, ToolResult, parse_steps
@@ -67,6 +68,8 @@ class Run:
     """Interactions of this run pending now (tasks of one instruction ask in parallel)."""
     paused: bool = False
     """It waited for the user at least once: its final views go out as events."""
+    covered: list[str] = field(default_factory=list)
+    """Calls a yes to one of this run's confirms approved, once each (:func:`covered_key`)."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -321,7 +324,13 @@ def gate(
         r.step_id: stopped(r.tool, "never") for r in reviews if r.rule == "never"
     }
     decisions = {r.step_id: "policy" for r in reviews if r.rule == "allow" or r.blocked}
-    asked = [r for r in reviews if r.asks]
+    asked = []
+    for r, step in zip(reviews, plan, strict=True):
+        if r.asks and _take_covered(runs, run, covered_key(step.tool, step.args)):
+            decisions[r.step_id] = "user"  # the user said yes to exactly this call
+            runs.step(run, {"step_id": r.step_id, "decision": "confirmed"})
+        elif r.asks:
+            asked.append(r)
     if not asked:
         return presets, decisions
     ia = approvals.ask(run.run_id, app, run.session_id, reviews)
@@ -340,6 +349,19 @@ def gate(
             decisions[r.step_id] = "user"
         runs.step(run, {"step_id": r.step_id, "decision": code or decision})
     return presets, decisions
+
+
+def covered_key(tool: str, args: dict[str, Any]) -> str:
+    """One call, as a yes to a confirm that covers it is remembered (arguments exactly)."""
+    return json.dumps([tool, args], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _take_covered(runs: Runs, run: Run, key: str) -> bool:
+    with runs.lock:
+        if key not in run.covered:
+            return False
+        run.covered.remove(key)
+        return True
 
 
 def waiting_view(run: Run) -> dict[str, Any]:
@@ -387,4 +409,8 @@ def ask_step(
         return stopped(ASK_TOOL, "expired")
     if isinstance(got, str):
         return stopped(ASK_TOOL, "cancelled")
+    if got.get("value") is True:
+        # check_covers passed in ask_user already: a yes approves these calls, once each
+        with runs.lock:
+            run.covered += [covered_key(t, a) for t, a in check_covers(args)]
     return ToolResult(tool=ASK_TOOL, status="ok", result={"value": got.get("value")})

@@ -296,6 +296,7 @@ class AIOSAgent:
         default: Any = None,
         placeholder: str | None = None,
         step_id: str = "ask",
+        covers: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """A plan step that asks the user (DESIGN §13): ``choice``, ``confirm`` or ``input``.
 
@@ -303,8 +304,14 @@ class AIOSAgent:
         ``tool_results["step_<step_id>"]["result"]`` is ``{"value": ...}`` (confirm:
         true/false; choice: the option's value; input: the text), or an error with
         ``code`` ``expired`` / ``cancelled``.
+
+        ``covers`` (confirm only): the calls ``[{"tool", "args"}]`` the app makes after a
+        yes, listed on the card; the yes approves exactly those, once each, in this run,
+        so the system does not ask about them a second time (a delete asks once).
         """
         args: dict[str, Any] = {"kind": kind, "prompt": prompt}
+        if covers is not None:
+            args["covers"] = covers
         if options is not None:
             args["options"] = options
         if default is not None:

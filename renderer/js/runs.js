@@ -600,6 +600,13 @@ function outcomeText(ia, done) {
   return t('ask.entered', { text: toText(done.value) });
 }
 
+/** The calls a yes to this confirm approves (its step's `covers`), as on an approval card. */
+function coveredSteps(ia) {
+  const step = Array.isArray(ia.steps) && isObject(ia.steps[0]) ? ia.steps[0] : null;
+  const covers = step && Array.isArray(step.covers) ? step.covers.filter(isObject) : [];
+  return covers.length ? el('ol', { class: 'run-steps ask-covers' }, covers.map(stepItem)) : null;
+}
+
 function renderQuestion(ia, done) {
   const titleId = `iatitle_${ia.id}`;
   const promptId = `iaprompt_${ia.id}`;
@@ -611,6 +618,7 @@ function renderQuestion(ia, done) {
   },
   el('h3', { class: 'run-card-title', id: titleId, text: t(`ask.title_${ia.kind}`) }),
   el('p', { class: 'ask-prompt', id: promptId, text: toText(ia.prompt) }),
+  coveredSteps(ia),
   controls,
   done
     ? el('p', { class: 'ask-outcome', dataset: { state: done.state }, attrs: { role: 'status' } },
