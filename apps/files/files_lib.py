@@ -185,6 +185,17 @@ _APP_WORDS = re.compile(
     re.IGNORECASE,
 )
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # "列出我的文件", "我的文件", "list my files": the workspace itself, not a folder "my files"
+    (
+        "home",
+        re.compile(
+            r"^(?:列出|浏览|显示|查看|看看|打开|list|show|browse|open|view)?\s*(?:一下)?\s*"
+            r"(?:我的|所有的?|全部的?|all(?:\s+(?:of\s+)?my)?|my|the)?\s*(?:文件|files?)$",
+            re.IGNORECASE,
+        ),
+    ),
+    # "新建文件" / "new file" with no name: the new-file form (not a file named "文件")
+    ("new", re.compile(r"^(?:新建|创建|create|new)\s*(?:一个)?\s*(?:a\s+)?(?:文件|file)$", re.I)),
     # another app launched us to choose a file (DESIGN §13): "选一个文件" / "pick a file"
     (
         "pick",
@@ -221,6 +232,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        "edit",
+        re.compile(r"^(?:编辑|修改|改一下|edit|modify)\s*(?:文件\s*|file\s+)?(.+)$", re.IGNORECASE),
+    ),
+    (
         "preview",
         re.compile(
             r"^(?:预览|查看|打开|看看|显示|preview|view|open|show|cat)\s*"
@@ -232,7 +247,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 
 
 def parse_instruction(text: str | None) -> tuple[str, list[str]]:
-    """``(intent, args)``: intent is home, list, preview, create, delete, rename or unknown."""
+    """``(intent, args)``: home, new, list, preview, edit, create, delete, rename, pick
+    or unknown."""
     rest = _APP_WORDS.sub("", (text or "").strip(), count=1).strip()
     if not rest:
         return "home", []

@@ -5,18 +5,26 @@
 Everything goes through the system's atomic tools, so the sandbox and the
 audit log apply: ``file_list`` to browse, ``file_read`` to preview,
 ``file_write`` to create. There is no delete or rename tool, so those run
-one fixed Python script (:data:`FS_HELPER`) through ``shell_exec`` with the
+a fixed one-line Python script (:data:`FS_SCRIPTS`) through ``shell_exec`` with the
 path as a separate argv entry: no shell parses it, the command policy checks
 that the path argument stays in the workdir, and the OS sandbox confines
 the interpreter to the workdir. Text files are renamed as read + write +
 delete (spec: compose atomic tools); anything that would not survive that
 byte for byte (binary files, folders) is moved by the same helper instead.
 
-Deleting asks the user first (DESIGN §13): ``delete`` (the button, or
+Deleting asks the user once (DESIGN §13): ``delete`` (the button, or
 "删除 a.txt") answers with an ``ask`` step, a ``confirm`` card in the window
-and the conversation panel; only the next round, with the answer ``true`` in
-``tool_results``, deletes. No, an expired or a cancelled question deletes
-nothing and says so.
+and the conversation panel, that *covers* the exact delete command: a yes
+approves that one call, so the system's approval policy does not ask about
+it again, and in the "auto" mode the card still asks. Only the next round,
+with the answer ``true`` in ``tool_results``, deletes. No, an expired or a
+cancelled question deletes nothing and says so.
+
+Text files are edited in a form (a monospace text area, Save / Cancel) and
+saved with ``file_write``; binary files and files larger than
+:data:`EDIT_MAX_BYTES` are refused with a message saying why. A mistake the
+user can fix at once (a name that exists already) keeps the file list and
+says so in its message line instead of replacing the window with an error.
 """
 
 from __future__ import annotations
@@ -34,31 +42,23 @@ from aios_sdk import AIOSAgent, LLMError, LLMUnavailable, ToolError, error_view,
 
 log = logging.getLogger(__name__)
 
-FS_HELPER = """\
-import os, sys
-op, src = sys.argv[1], sys.argv[2]
-if not os.path.lexists(src):
-    sys.exit('not found: ' + src)
-if op == 'rm':
-    if os.path.isdir(src) and not os.path.islink(src):
-        os.rmdir(src)
-    else:
-        os.remove(src)
-elif op == 'mv':
-    dst = sys.argv[3]
-    if os.path.lexists(dst):
-        sys.exit('already exists: ' + dst)
-    os.rename(src, dst)
-else:
-    sys.exit('unknown operation: ' + op)
-"""
-"""Removes (``rm PATH``) or renames (``mv SRC DST``) one entry; paths arrive as argv."""
+FS_SCRIPTS = {
+    "rm": "import os,sys;p=sys.argv[1];"
+    "os.rmdir(p) if os.path.isdir(p) and not os.path.islink(p) else os.remove(p)",
+    "mv": "import os,sys;s,d=sys.argv[1:3];"
+    "os.path.lexists(d) and sys.exit('already exists: '+d);os.rename(s,d)",
+}
+"""Removes (``rm PATH``) or renames (``mv SRC DST``) one entry; paths arrive as argv.
+Short on purpose: the confirm card shows the whole command line."""
 
 PREVIEW_CHARS = 200_000
 """Characters of a text file shown in a preview (more is cut, with a note)."""
 RENAME_TEXT_MAX = 2_000_000
 """Bytes up to which a text file is renamed by read + write + delete."""
 CREATE_MAX_CHARS = 1_000_000
+"""Characters a new or edited file may hold."""
+EDIT_MAX_BYTES = 1_000_000
+"""Bytes up to which a text file can be edited in the window."""
 MAX_ROWS_WITH_CONTROLS = 60
 """Entries that get their own buttons; more are listed without (the view stays usable)."""
 CONFIRM_STEP = "confirm_delete"
@@ -70,7 +70,10 @@ ACTIONS = (
     "rename",
     "do_rename",
     "delete",
+    "new_file",
     "create",
+    "edit",
+    "save",
     "refresh",
     "open_link",
     "download",
@@ -79,11 +82,12 @@ ACTIONS = (
 
 
 class Problem(Exception):
-    """Something the user should read (not a bug); becomes an error view."""
+    """Something the user should read (not a bug); becomes an error view, or with
+    ``inline`` the list of ``folder`` with the message as its error line."""
 
-    def __init__(self, zh: str, en: str, folder: str = ""):
+    def __init__(self, zh: str, en: str, folder: str = "", *, inline: bool = False):
         super().__init__(zh)
-        self.zh, self.en, self.folder = zh, en, folder
+        self.zh, self.en, self.folder, self.inline = zh, en, folder, inline
 
 
 class Ctx:
@@ -134,6 +138,8 @@ class FilesAgent(AIOSAgent):
                 return self._action(c, action_request)
             return self._instruction(c, instruction)
         except Problem as p:
+            if p.inline:
+                return self._inline_error(c, c.t(p.zh, p.en), p.folder)
             return self._error(c, c.t(p.zh, p.en), p.folder)
         except BadPath as e:
             return self._error(c, e.text(c.en), c.folder)
@@ -149,7 +155,7 @@ class FilesAgent(AIOSAgent):
                 f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
                 f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})",
             )
-        if action_id in ("create", "do_rename"):
+        if action_id in ("create", "do_rename", "save"):
             values = req.get("form_values")
             if not isinstance(values, dict):
                 raise Problem(
@@ -159,6 +165,8 @@ class FilesAgent(AIOSAgent):
                 return self._create(
                     c, values.get("name"), values.get("content"), values.get("folder", c.folder)
                 )
+            if action_id == "save":
+                return self._save(c, values.get("path"), values.get("content"))
             return self._do_rename(c, values.get("path"), values.get("new_name"))
         if action_id in ("open_link", "download"):
             # The desktop opened the link itself; keep showing that file.
@@ -174,6 +182,8 @@ class FilesAgent(AIOSAgent):
             )
         if action_id == "pick":
             return self._pick(c, fl.clean_rel(params.get("path")))
+        if action_id == "new_file":
+            return self._new_form(c, fl.clean_rel(params.get("path", c.folder), allow_root=True))
         if "path" not in params:
             raise Problem(f"{action_id} 需要参数 path", f"{action_id} needs the param path")
         path = fl.clean_rel(params.get("path"))
@@ -181,6 +191,7 @@ class FilesAgent(AIOSAgent):
             "preview": self._preview,
             "rename": self._rename_form,
             "delete": self._ask_delete,
+            "edit": self._edit_form,
         }[action_id](c, path)
 
     def _instruction(self, c: Ctx, text: str | None) -> dict[str, Any]:
@@ -191,21 +202,25 @@ class FilesAgent(AIOSAgent):
             return self._browse(c, "")
         if intent == "pick":
             return self._browse(c, "", picking=True)
+        if intent == "new":
+            return self._new_form(c, c.folder)
         if intent == "list":
             return self._browse(c, fl.clean_rel(args[0], allow_root=True))
         if intent == "create":
             return self._create(c, args[0], args[1] if len(args) > 1 else "", c.folder)
-        if intent in ("preview", "delete"):
+        if intent in ("preview", "delete", "edit"):
             path = self._resolve(c, args[0])
+            if intent == "edit":
+                return self._edit_form(c, path)
             return self._preview(c, path) if intent == "preview" else self._ask_delete(c, path)
         if intent == "rename":
             path = self._resolve(c, args[0])
             return self._do_rename(c, path, args[1])
         reply = self._browse(c, c.folder)
         reply["message"] = c.t(
-            f"没看懂「{args[0]}」。可以说：预览 a.txt、新建 a.txt 内容、重命名 a.txt 为 b.txt、"
-            "删除 a.txt。",
-            f"I did not understand {args[0]!r}. Try: preview a.txt, create a.txt "
+            f"没看懂「{args[0]}」。可以说：预览 a.txt、编辑 a.txt、新建 a.txt 内容、"
+            "重命名 a.txt 为 b.txt、删除 a.txt。",
+            f"I did not understand {args[0]!r}. Try: preview a.txt, edit a.txt, create a.txt "
             "text, rename a.txt to b.txt, delete a.txt.",
         )
         return reply
@@ -232,7 +247,7 @@ class FilesAgent(AIOSAgent):
         """With an LLM, turn free text into one of the commands; without, unknown."""
         prompt = (
             'Map the user\'s request about files to JSON {"intent": one of '
-            'home|list|preview|create|delete|rename|unknown, "args": [strings]}. '
+            'home|list|preview|edit|create|delete|rename|unknown, "args": [strings]}. '
             "create args: [name, content]; rename args: [old, new]; others: [path]. "
             "Answer with the JSON only."
         )
@@ -249,7 +264,7 @@ class FilesAgent(AIOSAgent):
             return "unknown", [text]
         intent, args = parsed.get("intent"), parsed.get("args") or []
         if (
-            intent in ("home", "list", "preview", "create", "delete", "rename")
+            intent in ("home", "list", "preview", "edit", "create", "delete", "rename")
             and isinstance(args, list)
             and all(isinstance(a, str) for a in args)
         ):
@@ -289,9 +304,14 @@ class FilesAgent(AIOSAgent):
             raise Problem(f"找不到「{rel}」", f"{rel!r} not found", fl.parent_of(rel))
         return entry
 
-    def _helper(self, c: Ctx, *argv: str) -> None:
+    @staticmethod
+    def _helper_args(op: str, *paths: str) -> dict[str, Any]:
+        """The ``shell_exec`` arguments of one helper operation (a confirm covers them)."""
+        return {"cmd": ["python3", "-c", FS_SCRIPTS[op], *paths]}
+
+    def _helper(self, c: Ctx, op: str, *paths: str) -> None:
         try:
-            self.call_tool("shell_exec", cmd=["python3", "-c", FS_HELPER, *argv])
+            self.call_tool("shell_exec", **self._helper_args(op, *paths))
         except ToolError as e:
             out = e.result if isinstance(e.result, dict) else {}
             lines = str(out.get("stderr") or "").strip().splitlines()
@@ -299,7 +319,7 @@ class FilesAgent(AIOSAgent):
             raise Problem(
                 f"操作没有完成：{reason}",
                 f"the operation did not complete: {reason}",
-                fl.parent_of(argv[1]),
+                fl.parent_of(paths[0]),
             ) from e
 
     # ------------------------------------------------------------- views
@@ -343,46 +363,28 @@ class FilesAgent(AIOSAgent):
                 per_row.append(opener)
             else:
                 if picking:
-                    per_row.append(self._btn(c.t("选择", "Pick"), "pick", rel))
+                    per_row.append(self._btn(c.t("选择", "Pick"), "pick", rel, "primary"))
                 per_row.append(self._btn(c.t("预览", "Preview"), "preview", rel))
             per_row.append(self._btn(c.t("重命名", "Rename"), "rename", rel))
-            per_row.append(self._btn(c.t("删除", "Delete"), "delete", rel))
-        crumbs = [self._btn(f"📁 {c.wd}", "open_folder", "")]
+            per_row.append(self._btn(c.t("删除", "Delete"), "delete", rel, "danger"))
+        crumbs = [self._btn(c.wd, "open_folder", "")]
         parts = folder.split("/") if folder else []
         for i, part in enumerate(parts):
             crumbs.append(self._btn(f"› {part}", "open_folder", "/".join(parts[: i + 1])))
-        create = {
-            "type": "submit_form",
-            "label": c.t("新建文件", "New file"),
-            "action_id": "create",
-            "fields": [
-                {
-                    "name": "name",
-                    "label": c.t("文件名", "File name"),
-                    "type": "text",
-                    "required": True,
-                    "placeholder": "notes.txt",
-                },
-                {"name": "content", "label": c.t("内容", "Content"), "type": "textarea"},
-                {"name": "folder", "type": "hidden", "value": folder},
-            ],
-        }
-        refresh = {
-            "type": "button",
-            "label": c.t("刷新", "Refresh"),
-            "action_id": "refresh",
-            "params": {"path": folder},
-        }
+        # The new-file form is a view of its own (like File › New): drawn under the list
+        # it took the window's height and squeezed the list to nothing.
+        create = self._btn(c.t("新建文件", "New file"), "new_file", folder, "primary")
+        refresh = self._btn(c.t("刷新", "Refresh"), "refresh", folder)
         shown = f"{c.wd}/{folder}" if folder else c.wd
         if rows:
-            default = c.t(f"「{shown}」里有 {len(rows)} 项", f"{len(rows)} entries in {shown}")
+            default = c.t(f"「{shown}」里有 {len(rows)} 项", f"{len(rows)} items in {shown}")
         else:
             default = c.t(f"「{shown}」是空的，新建一个文件吧", f"{shown} is empty; create a file")
         return {
             "status": "ok",
             "view_type": "table",
             "data": {
-                "title": f"📁 {shown}",
+                "title": shown,
                 "folder": folder,
                 "columns": [
                     {"key": "name", "label": c.t("名称", "Name")},
@@ -391,20 +393,41 @@ class FilesAgent(AIOSAgent):
                     {"key": "modified", "label": c.t("修改时间", "Modified")},
                 ],
                 "rows": rows,
+                "count": c.t(f"{len(rows)} 项", f"{len(rows)} items"),
+                "empty": c.t("这个文件夹是空的", "This folder is empty"),
             },
-            "actions": [*crumbs, *per_row, create, refresh],
+            "actions": [*crumbs, create, refresh, *per_row],
             "message": message or default,
             "state": {"folder": folder},
         }
 
-    @staticmethod
-    def _btn(label: str, action_id: str, path: str) -> dict[str, Any]:
-        return {"type": "button", "label": label, "action_id": action_id, "params": {"path": path}}
+    def _inline_error(self, c: Ctx, message: str, folder: str) -> dict[str, Any]:
+        """The list of ``folder`` (the root if it is gone) with ``message`` as its error."""
+        try:
+            reply = self._browse(c, folder, message)
+        except Problem:
+            reply = self._browse(c, "", message)
+        reply["status"] = "error"
+        return reply
 
-    def _file_actions(self, c: Ctx, rel: str) -> list[dict[str, Any]]:
+    @staticmethod
+    def _btn(label: str, action_id: str, path: str, variant: str | None = None) -> dict[str, Any]:
+        button: dict[str, Any] = {
+            "type": "button",
+            "label": label,
+            "action_id": action_id,
+            "params": {"path": path},
+        }
+        if variant:
+            button["variant"] = variant
+        return button
+
+    def _file_actions(self, c: Ctx, rel: str, *, editable: bool = False) -> list[dict[str, Any]]:
         url = fl.file_url(c.app, rel)
+        edit = [self._btn(c.t("编辑", "Edit"), "edit", rel, "primary")] if editable else []
         return [
             self._btn(c.t("← 返回", "← Back"), "open_folder", fl.parent_of(rel)),
+            *edit,
             {
                 "type": "link",
                 "label": c.t("在新标签页打开", "Open in a new tab"),
@@ -418,7 +441,7 @@ class FilesAgent(AIOSAgent):
                 "href": url,
             },
             self._btn(c.t("重命名", "Rename"), "rename", rel),
-            self._btn(c.t("删除", "Delete"), "delete", rel),
+            self._btn(c.t("删除", "Delete"), "delete", rel, "danger"),
         ]
 
     def _preview(self, c: Ctx, rel: str) -> dict[str, Any]:
@@ -465,6 +488,7 @@ class FilesAgent(AIOSAgent):
             message += c.t(
                 f"（只显示前 {PREVIEW_CHARS} 个字符）", f" (first {PREVIEW_CHARS} characters only)"
             )
+        actions = self._file_actions(c, rel, editable=True)
         lang = fl.CODE_LANG.get(fl.ext_of(rel))
         if lang:
             return self._reply(
@@ -490,11 +514,144 @@ class FilesAgent(AIOSAgent):
                 ],
             },
             [
-                {"type": "submit_form", "label": c.t("重命名", "Rename"), "action_id": "do_rename"},
+                {
+                    "type": "submit_form",
+                    "label": c.t("重命名", "Rename"),
+                    "action_id": "do_rename",
+                    "variant": "primary",
+                },
                 self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel)),
             ],
             c.t("请输入新名称", "Enter the new name"),
         )
+
+    def _new_form(self, c: Ctx, folder: str) -> dict[str, Any]:
+        shown = f"{c.wd}/{folder}" if folder else c.wd
+        return self._reply(
+            "form",
+            {
+                "title": c.t(f"在「{shown}」里新建文件", f"New file in {shown}"),
+                "fields": [
+                    {
+                        "name": "name",
+                        "label": c.t("文件名", "File name"),
+                        "type": "text",
+                        "required": True,
+                        "placeholder": "notes.txt",
+                    },
+                    {
+                        "name": "content",
+                        "label": c.t("内容", "Content"),
+                        "type": "textarea",
+                        "monospace": True,
+                    },
+                    {"name": "folder", "type": "hidden", "value": folder},
+                ],
+            },
+            [
+                {
+                    "type": "submit_form",
+                    "label": c.t("创建", "Create"),
+                    "action_id": "create",
+                    "variant": "primary",
+                },
+                self._btn(c.t("取消", "Cancel"), "open_folder", folder),
+            ],
+            c.t("输入文件名和内容", "Enter a file name and its content"),
+        )
+
+    def _editable_text(self, c: Ctx, rel: str) -> str:
+        """The whole text of ``rel``, or an inline Problem saying why it cannot be edited."""
+        entry = self._must_exist(c, rel)
+        folder = fl.parent_of(rel)
+        kind = fl.kind_of(rel, str(entry.get("type")))
+        size = entry.get("size")
+        name = fl.base_of(rel)
+        if entry.get("type") != "file" or kind.key in ("image", "audio", "video"):
+            raise Problem(
+                f"「{name}」不是文本文件，不能编辑",
+                f"{name!r} is not a text file; it cannot be edited",
+                folder,
+                inline=True,
+            )
+        if not isinstance(size, int) or size > EDIT_MAX_BYTES:
+            raise Problem(
+                f"「{name}」太大了（{fl.human_size(size)}），最多能编辑 "
+                f"{fl.human_size(EDIT_MAX_BYTES)} 的文件",
+                f"{name!r} is too large to edit ({fl.human_size(size)}; "
+                f"at most {fl.human_size(EDIT_MAX_BYTES)})",
+                folder,
+                inline=True,
+            )
+        text = str(self.call_tool("file_read", path=c.tool_path(rel), limit=EDIT_MAX_BYTES))
+        # Saving what was read must give back the same bytes: no NUL, nothing replaced.
+        if "\x00" in text or "\ufffd" in text or len(text.encode("utf-8")) != size:
+            raise Problem(
+                f"「{name}」是二进制文件，不能按文本编辑",
+                f"{name!r} is a binary file; it cannot be edited as text",
+                folder,
+                inline=True,
+            )
+        return text
+
+    def _edit_form(self, c: Ctx, rel: str) -> dict[str, Any]:
+        text = self._editable_text(c, rel)
+        name = fl.base_of(rel)
+        return self._reply(
+            "form",
+            {
+                "title": c.t(f"编辑「{rel}」", f"Editing {rel}"),
+                "fields": [
+                    {
+                        "name": "content",
+                        "label": name,
+                        "type": "textarea",
+                        "monospace": True,
+                        "value": text,
+                    },
+                    {"name": "path", "type": "hidden", "value": rel},
+                ],
+            },
+            [
+                {
+                    "type": "submit_form",
+                    "label": c.t("保存", "Save"),
+                    "action_id": "save",
+                    "variant": "primary",
+                },
+                self._btn(c.t("取消", "Cancel"), "preview", rel),
+            ],
+            c.t(f"编辑「{name}」，改完点保存", f"Editing {name}; press Save when done"),
+        )
+
+    def _save(self, c: Ctx, raw_path: Any, content: Any) -> dict[str, Any]:
+        rel = fl.clean_rel(raw_path)
+        self._editable_text(c, rel)  # still there, still text
+        if not isinstance(content, str):
+            raise Problem(
+                f"内容必须是文字（收到 {type(content).__name__}）",
+                f"content must be text (got {type(content).__name__})",
+                fl.parent_of(rel),
+            )
+        if len(content.encode("utf-8")) > EDIT_MAX_BYTES:
+            raise Problem(
+                f"内容太长（最多 {fl.human_size(EDIT_MAX_BYTES)}），没有保存",
+                f"the content is too long (at most {fl.human_size(EDIT_MAX_BYTES)}); not saved",
+                fl.parent_of(rel),
+                inline=True,
+            )
+        try:
+            self.call_tool("file_write", path=c.tool_path(rel), content=content)
+        except ToolError as e:
+            raise Problem(
+                f"没能保存「{rel}」：{e.error}",
+                f"could not save {rel!r}: {e.error}",
+                fl.parent_of(rel),
+                inline=True,
+            ) from e
+        reply = self._preview(c, rel)
+        reply["message"] = c.t(f"已保存「{fl.base_of(rel)}」", f"Saved {fl.base_of(rel)}")
+        return reply
 
     def _do_rename(self, c: Ctx, raw_path: Any, raw_name: Any) -> dict[str, Any]:
         rel = fl.clean_rel(raw_path)
@@ -506,9 +663,11 @@ class FilesAgent(AIOSAgent):
             return self._browse(c, folder, c.t("名称没有变化", "The name is unchanged"))
         if self._entry(c, target) is not None:
             raise Problem(
-                f"「{target}」已经存在，换一个名字吧（没有覆盖任何文件）",
-                f"{target!r} already exists; choose another name (nothing was overwritten)",
+                f"没有重命名「{fl.base_of(rel)}」：「{name}」已经存在，换一个名字吧（没有覆盖任何文件）",
+                f"Not renamed {fl.base_of(rel)!r}: {name!r} already exists; choose another "
+                "name (nothing was overwritten)",
                 folder,
+                inline=True,
             )
         if not self._rename_text(c, rel, target, entry):
             self._helper(c, "mv", rel, target)
@@ -552,6 +711,8 @@ class FilesAgent(AIOSAgent):
             fl.parent_of(rel),
             c.t(f"请确认是否删除「{rel}」", f"Please confirm deleting {rel!r}"),
         )
+        # The card covers the delete command: the yes is its approval, asked once.
+        covered = {"tool": "shell_exec", "args": self._helper_args("rm", rel)}
         reply["steps"] = [
             self.ask(
                 "confirm",
@@ -561,6 +722,7 @@ class FilesAgent(AIOSAgent):
                 ),
                 default=False,
                 step_id=CONFIRM_STEP,
+                covers=[covered],
             )
         ]
         return reply
@@ -619,6 +781,7 @@ class FilesAgent(AIOSAgent):
                 f"「{rel}」已经存在，没有覆盖它；换个名字吧",
                 f"{rel!r} already exists and was not overwritten; choose another name",
                 folder,
+                inline=True,
             )
         try:
             self.call_tool("file_write", path=c.tool_path(rel), content=content)

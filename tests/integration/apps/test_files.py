@@ -79,9 +79,16 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     home = files.open(APP)["response"]
     assert home["status"] == "ok" and home["view_type"] == "table"
     assert home["data"]["rows"] == [] and "空" in home["message"]
-    [create] = [a for a in home["actions"] if a["type"] == "submit_form"]
-    assert create["action_id"] == "create"
-    assert [f["name"] for f in create["fields"]] == ["name", "content", "folder"]
+    assert home["data"]["empty"] == "这个文件夹是空的"  # the one empty message
+    # the list keeps the window: "New file" (the main action) opens the form as a view
+    assert not [a for a in home["actions"] if a["type"] == "submit_form"]
+    [new] = [a for a in home["actions"] if a["action_id"] == "new_file"]
+    assert new["variant"] == "primary" and new["label"] == "新建文件"
+    form = act(files, {"action_id": "new_file", "params": new["params"]})
+    assert form["view_type"] == "form"
+    assert [f["name"] for f in form["data"]["fields"]] == ["name", "content", "folder"]
+    assert form["data"]["fields"][1]["monospace"] is True
+    assert [a["action_id"] for a in form["actions"]] == ["create", "open_folder"]
 
     resp = act(
         files,
@@ -94,9 +101,11 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     assert (ws(files) / "购物.txt").read_text(encoding="utf-8") == "牛奶\n面包\n"
     [row] = resp["data"]["rows"]
     assert row["name"] == "购物.txt" and row["size"] == "14 B" and row["type"] == "文本"
+    assert resp["data"]["count"] == "1 项"
     mine = buttons_for(resp, "购物.txt")
     assert set(mine) == {"preview", "rename", "delete"}
     assert "confirm" not in mine["delete"]  # the app asks itself, with a card
+    assert mine["delete"]["variant"] == "danger"
 
     resp = act(
         files,
@@ -109,6 +118,7 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
     assert (ws(files) / "docs" / "readme.md").read_text() == "# hi"
     root = act(files, {"action_id": "open_folder", "params": {"path": ""}})
     assert row_ids(root) == ["docs", "购物.txt"]  # folders first
+    assert root["message"] == "「workspace」里有 2 项" and root["data"]["count"] == "2 项"
     assert root["data"]["rows"][0]["name"] == "docs/"
     assert buttons_for(root, "docs")["open_folder"]["label"] == "打开"
     inside = act(files, {"action_id": "open_folder", "params": {"path": "docs"}})
@@ -120,6 +130,7 @@ def test_empty_workspace_then_create_and_browse_into_a_subfolder(files: Running)
         {"action_id": "create", "form_values": {"name": "购物.txt", "content": "x", "folder": ""}},
     )
     assert resp["status"] == "error" and "已经存在" in resp["message"]
+    assert resp["view_type"] == "table" and row_ids(resp) == ["docs", "购物.txt"]
     assert (ws(files) / "购物.txt").read_text(encoding="utf-8") == "牛奶\n面包\n"
     tools = {r["tool"] for r in files.get(f"/api/audit?app={APP}").json()}
     assert {"file_list", "file_write"} <= tools
@@ -167,6 +178,7 @@ def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
         "type": "submit_form",
         "label": "重命名",
         "action_id": "do_rename",
+        "variant": "primary",
     }
     resp = act(
         files, {"action_id": "do_rename", "form_values": {"path": "old.txt", "new_name": "新.txt"}}
@@ -184,12 +196,14 @@ def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
     assert resp["status"] == "ok"
     assert (ws(files) / "photo.png").read_bytes() == PNG and not (ws(files) / "pic.png").exists()
 
-    # onto an existing name: refused, both files unchanged
+    # onto an existing name: refused, both files unchanged, the list stays with the reason
     resp = act(
         files,
         {"action_id": "do_rename", "form_values": {"path": "photo.png", "new_name": "新.txt"}},
     )
-    assert resp["status"] == "error" and "已经存在" in resp["message"]
+    assert resp["status"] == "error" and resp["view_type"] == "table"
+    assert resp["message"].startswith("没有重命名「photo.png」：「新.txt」已经存在")
+    assert sorted(row_ids(resp)) == ["photo.png", "新.txt"]
     assert (ws(files) / "photo.png").read_bytes() == PNG
     assert (ws(files) / "新.txt").read_text(encoding="utf-8") == "内容 ✓\n"
     # out of the folder: refused, nothing moved
@@ -373,3 +387,118 @@ def test_garbage_payloads_give_clear_errors_and_nothing_changes(files: Running) 
     assert sorted(p.name for p in ws(files).iterdir()) == before
     assert (ws(files) / "a.txt").read_text() == "keep me"
     assert files.open(APP)["response"]["status"] == "ok"
+
+
+def test_a_delete_asks_once_even_when_the_policy_asks_about_commands(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    """In the "smart" mode a shell command asks for approval: the confirm card covers
+    the delete command, so a yes deletes without a second card; other commands still ask."""
+    system = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
+        approvals={"mode": "smart"},
+    )
+    (ws(system) / "gone.txt").write_text("bye")
+    (ws(system) / "old.txt").write_text("keep")
+    sub = system.system.bus.subscribe()
+    try:
+        waiting = ask_delete(system, "gone.txt")
+        (card,) = waiting["pending"]
+        assert card["kind"] == "confirm"
+        [covered] = card["steps"][0]["covers"]  # the card lists what a yes allows
+        assert covered["tool"] == "shell_exec" and covered["text"].endswith(
+            "os.remove(p)' gone.txt"
+        )
+        r = system.post(f"/api/interactions/{card['id']}", {"value": True})
+        assert r.status_code == 200, r.text
+        asked: list[str] = []
+        while True:
+            ev = sub.get(timeout=WAIT)
+            assert ev is not None, "no final view"
+            if ev.get("type") == "interaction" and ev.get("id") != card["id"]:
+                asked.append(str(ev.get("kind")))  # a second card
+            if ev.get("type") == "view" and ev.get("run_id") == waiting["run_id"]:
+                break
+        assert ev["response"]["message"] == "已删除「gone.txt」" and asked == []
+        assert not (ws(system) / "gone.txt").exists()
+        [rm] = [r for r in system.get(f"/api/audit?app={APP}").json() if r["tool"] == "shell_exec"]
+        assert rm["status"] == "ok" and rm["decision"] == "user"
+        # the yes covered that one call: a rename's command is still asked about
+        r = system.post(
+            "/api/action",
+            {
+                "app": APP,
+                "action_id": "do_rename",
+                "form_values": {"path": "old.txt", "new_name": "n.txt"},
+            },
+        )
+        assert r.json().get("state") == "waiting"
+        assert [p["kind"] for p in r.json()["pending"]] == ["approval"]
+        assert system.post(f"/api/runs/{r.json()['run_id']}/cancel").ok
+    finally:
+        sub.close()
+
+
+def test_edit_and_save_a_text_file_and_refuse_binary_or_huge_ones(files: Running) -> None:
+    (ws(files) / "todo.md").write_text("# 待办\n- 买牛奶\n", encoding="utf-8")
+    (ws(files) / "blob.dat").write_bytes(bytes(range(256)))
+    preview = act(files, {"action_id": "preview", "params": {"path": "todo.md"}})
+    assert buttons_for(preview, "todo.md")["edit"]["variant"] == "primary"
+    form = act(files, {"action_id": "edit", "params": {"path": "todo.md"}})
+    assert form["view_type"] == "form"
+    content, path = form["data"]["fields"]
+    assert content["type"] == "textarea" and content["monospace"] is True
+    assert content["value"] == "# 待办\n- 买牛奶\n" and path["value"] == "todo.md"
+    assert [a["action_id"] for a in form["actions"]] == ["save", "preview"]  # Save / Cancel
+    saved = act(
+        files,
+        {"action_id": "save", "form_values": {"path": "todo.md", "content": "# 待办\n- 面包\n"}},
+    )
+    assert saved["status"] == "ok" and saved["message"] == "已保存「todo.md」"
+    assert saved["view_type"] == "text" and saved["data"]["content"] == "# 待办\n- 面包\n"
+    assert (ws(files) / "todo.md").read_text(encoding="utf-8") == "# 待办\n- 面包\n"
+    # by instruction too
+    out = files.instruct("文件管理 编辑 todo.md")["results"][0]["response"]
+    assert out["view_type"] == "form" and out["data"]["fields"][0]["value"] == "# 待办\n- 面包\n"
+    # a binary file: refused, the list stays, the reason in its message; nothing written
+    binary = act(files, {"action_id": "edit", "params": {"path": "blob.dat"}})
+    assert binary["status"] == "error" and binary["view_type"] == "table"
+    assert binary["message"] == "「blob.dat」是二进制文件，不能按文本编辑"
+    assert (ws(files) / "blob.dat").read_bytes() == bytes(range(256))
+    with (ws(files) / "big.txt").open("w") as f:
+        f.truncate(1_000_001)  # EDIT_MAX_BYTES + 1, sparse
+    big = act(files, {"action_id": "edit", "params": {"path": "big.txt"}})
+    assert big["status"] == "error" and "太大" in big["message"] and "big.txt" in big["message"]
+    tools = {r["tool"] for r in files.get(f"/api/audit?app={APP}").json()}
+    assert "file_write" in tools and "shell_exec" not in tools
+
+
+def test_my_files_is_the_workspace_itself(files: Running) -> None:
+    (ws(files) / "a.txt").write_text("a")
+    (ws(files) / "docs").mkdir()
+    for text in ("列出我的文件", "我的文件", "list my files", "文件管理 所有文件"):
+        resp = files.instruct(text)["results"][0]["response"]
+        assert resp["status"] == "ok" and resp["view_type"] == "table", (text, resp)
+        assert row_ids(resp) == ["docs", "a.txt"] and resp["data"]["folder"] == "", text
+
+
+def test_an_english_desktop_gets_english_answers_only(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    system = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"), language="en"
+    )
+    (ws(system) / "a.txt").write_text("a")
+    (ws(system) / "b.txt").write_text("b")
+    home = system.open(APP)["response"]
+    assert home["message"] == "2 items in workspace" and home["data"]["count"] == "2 items"
+    labels = {a["label"] for a in home["actions"]}
+    assert {"New file", "Refresh", "Preview", "Rename", "Delete"} <= labels
+    assert [c["label"] for c in home["data"]["columns"]] == ["Name", "Type", "Size", "Modified"]
+    clash = act(
+        system, {"action_id": "do_rename", "form_values": {"path": "a.txt", "new_name": "b.txt"}}
+    )
+    assert clash["status"] == "error" and clash["view_type"] == "table"
+    assert clash["message"].startswith("Not renamed 'a.txt': 'b.txt' already exists")
+    text = str(home) + str(clash)
+    assert not any("\u4e00" <= ch <= "\u9fff" for ch in text), text  # no Chinese at all
