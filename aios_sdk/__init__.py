@@ -15,8 +15,9 @@
 Besides the agent, the SDK gives an app the errors it handles (the system's
 own classes, from ``aios.errors``), :class:`AppContext` and :func:`locale_of`
 for the request's context, :func:`tr` / :class:`Messages` for bilingual
-messages, and :func:`text_view` / :func:`error_view` for the two views every
-app shows; apps import nothing from ``aios``.
+messages, :func:`text_view` / :func:`error_view` for the two views every
+app shows and :func:`desktop_button` for a button that opens one of the desktop's
+windows (Settings); apps import nothing from ``aios``.
 
 This module only re-exports the public names; ``tests/unit/test_sdk_surface.py``
 fails when they drift.
@@ -41,7 +42,7 @@ from aios_sdk._session import current_session_id
 from aios_sdk.agent import AIOSAgent, tool
 from aios_sdk.context import AppContext, Lang, locale_of
 from aios_sdk.messages import Messages, tr
-from aios_sdk.views import error_view, text_view
+from aios_sdk.views import DESKTOP_TARGETS, desktop_button, error_view, text_view
 
 if TYPE_CHECKING:
     from aios.protocol import UIOp, parse_ui_op
@@ -51,6 +52,7 @@ __all__ = [
     "AIOSError",
     "ATOMIC_TOOLS",
     "AppContext",
+    "DESKTOP_TARGETS",
     "LLMError",
     "LLMUnavailable",
     "Lang",
@@ -61,6 +63,7 @@ __all__ = [
     "ToolRefused",
     "UIOp",
     "current_session_id",
+    "desktop_button",
     "error_view",
     "locale_of",
     "parse_ui_op",

@@ -63,3 +63,40 @@ def error_view(
     if state is not None:
         reply["state"] = state
     return reply
+
+
+DESKTOP_TARGETS = (
+    "settings",
+    "settings#llm",
+    "settings#permissions",
+    "settings#approvals",
+    "audit",
+)
+"""The desktop's own windows an app's button may open (docs/renderer.md, "desktop targets")."""
+
+
+def desktop_button(
+    label: str,
+    target: str,
+    *,
+    action_id: str = "open_desktop",
+    variant: Literal["primary", "secondary", "danger"] | None = "primary",
+) -> dict[str, Any]:
+    """A button that opens one of the desktop's own windows instead of calling the app.
+
+    ``target`` is one of :data:`DESKTOP_TARGETS` (``"settings#llm"``: Settings at its
+    language-model fields); the click never reaches the app. ValueError for any other target.
+    """
+    if target not in DESKTOP_TARGETS:
+        raise ValueError(
+            f"desktop target {target!r} does not exist: use one of {', '.join(DESKTOP_TARGETS)}"
+        )
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "label": label,
+        "desktop": target,
+    }
+    if variant is not None:
+        button["variant"] = variant
+    return button

@@ -28,12 +28,28 @@ from aios_sdk.generic.loop import (
 from aios_sdk.generic.memory import ConversationMemory, conversation_key
 from aios_sdk.generic.prompts import SHOW_VIEW, SHOW_VIEW_TOOL, system_prompt
 from aios_sdk.generic.views import view_data_problems
+from aios_sdk.views import desktop_button, text_view
 
 log = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS = 3
 """Rounds of tool calls per request; the system's max_rounds (default 5) must exceed it."""
 ROLE_FILE = "role.md"
+NO_LLM_EN = "No language model is set up yet, so I can't answer questions."
+NO_LLM_DETAILS_ZH = (
+    "在设置里填写 API key 即可（DeepSeek 等 OpenAI 兼容服务）。也可以设置环境变量 "
+    "DEEPSEEK_API_KEY（或 AIOS_LLM_API_KEY）后重启。本地模型（Ollama、vLLM、llama.cpp）："
+    "base_url 填它的地址，例如 http://127.0.0.1:11434/v1，model 填模型名，api_key 填任意非空值"
+    "（或 AIOS_LLM_BASE_URL / AIOS_LLM_MODEL）。"
+)
+NO_LLM_DETAILS_EN = (
+    "Type an API key in Settings (DeepSeek or any OpenAI-compatible service), or set "
+    "DEEPSEEK_API_KEY (or AIOS_LLM_API_KEY) in the environment and restart. For a local model "
+    "(Ollama, vLLM, llama.cpp) set base_url to its address, e.g. http://127.0.0.1:11434/v1, "
+    "model to the model's name and any non-empty api_key (or AIOS_LLM_BASE_URL / "
+    "AIOS_LLM_MODEL)."
+)
+"""The manual setup, shown folded under the one-line message (docs/app-guide.md has it too)."""
 HOME_ACTIONS = ("home", "reset")
 ASK_ACTIONS = ("ask", "retry")
 _OPEN_WORDS = ("打开", "启动", "开启", "进入", "请", "open", "launch", "start", "show")
@@ -51,6 +67,8 @@ class GenericAgent(AIOSAgent):
             self.__dict__["_generic_dir"] = Path(app_dir).resolve()
         self._memory = ConversationMemory(self.call_tool)
         self._keywords: list[str] = []
+        self._names: dict[str, str] = {}
+        self._descriptions: dict[str, str] = {}
         self._load_manifest()
 
     # ------------------------------------------------------------ identity
@@ -80,6 +98,7 @@ class GenericAgent(AIOSAgent):
             return
         # Per instance, from this folder's manifest: the class defaults stay as they are.
         vars(self).update(name=manifest.name, description=manifest.description, icon=manifest.icon)
+        self._names, self._descriptions = manifest.names, manifest.descriptions
         role = (manifest.role_prompt or "").strip()
         if not role and (folder / ROLE_FILE).is_file():
             try:
@@ -136,7 +155,7 @@ class GenericAgent(AIOSAgent):
             return self._ask(conv, key, context)
         except LLMUnavailable as e:
             self._memory.forget(key)
-            return self._no_llm_view(en, str(e))
+            return self._no_llm_view(en, str(e), question)
         except LLMError as e:
             self._memory.forget(key)
             return self._llm_error_view(en, str(e), question)
@@ -174,7 +193,7 @@ class GenericAgent(AIOSAgent):
 
     def _only_opens(self, text: str) -> bool:
         """ "打开智能助手" / "open assistant": the routing words and nothing else."""
-        words = [*_OPEN_WORDS, self.name, *self._keywords]
+        words = [*_OPEN_WORDS, self.name, *self._names.values(), *self._keywords]
         rest = text.lower()
         for w in sorted({w.lower() for w in words if w}, key=len, reverse=True):
             rest = rest.replace(w, " ")
@@ -424,13 +443,20 @@ class GenericAgent(AIOSAgent):
 
     # ------------------------------------------------------------ views
 
+    def name_in(self, en: bool) -> str:
+        """This app's name in the request's language (the manifest's, per locale)."""
+        return self._names.get("en" if en else "zh-CN") or self.display_name
+
+    def description_in(self, en: bool) -> str:
+        return self._descriptions.get("en" if en else "zh-CN") or self.description
+
     def home_view(self, en: bool, *, hint: bool = False) -> dict[str, Any]:
         """The view for an empty instruction (spec §12.1): who I am, and a place to ask."""
-        name = self.display_name
+        name, description = self.name_in(en), self.description_in(en)
         if en:
             # The icon is the title bar's (a set name or file): not repeated in the text.
             content = (
-                f"{name}\n\n{self.description}\n\nAsk me anything: I answer, "
+                f"{name}\n\n{description}\n\nAsk me anything: I answer, "
                 "and when a task needs it I plan my own tool calls (files in my "
                 "workspace, web requests, commands, a small database) and show the "
                 "result."
@@ -438,7 +464,7 @@ class GenericAgent(AIOSAgent):
             message = "Please type a question." if hint else f"{name} is ready."
         else:
             content = (
-                f"{name}\n\n{self.description}\n\n"
+                f"{name}\n\n{description}\n\n"
                 "有什么问题都可以问我：我会回答，需要时自己规划工具（工作目录里的文件、"
                 "网络请求、命令、小型数据库）来完成任务，再把结果展示出来。"
             )
@@ -469,38 +495,41 @@ class GenericAgent(AIOSAgent):
         reply["actions"] = actions
         return reply
 
-    def _no_llm_view(self, en: bool, reason: str) -> dict[str, Any]:
-        if en:
-            title = "An LLM is needed"
-            message = (
-                f"{self.display_name} thinks with a large language model, and none is "
-                "configured. Set DEEPSEEK_API_KEY (or AIOS_LLM_API_KEY) in the environment "
-                "and restart, or type a key in the settings window. For a local model "
-                "(Ollama, vLLM, llama.cpp or any OpenAI-compatible server) set base_url to its "
-                "address, e.g. http://127.0.0.1:11434/v1, model to the model's name, and any "
-                "non-empty api_key (AIOS_LLM_BASE_URL / AIOS_LLM_MODEL work too)."
+    def _no_llm_view(self, en: bool, reason: str, question: str = "") -> dict[str, Any]:
+        """No language model is set up: not an error of the app, a step the user has to take.
+
+        The question asked, one short sentence, a button to Settings at its LLM fields, and
+        the manual setup (environment variables, local models) once, folded away.
+        """
+        said = _pick(en, "还没有配置语言模型，所以我暂时回答不了问题。", NO_LLM_EN)
+        asked = _pick(en, "你的问题：", "You asked: ")
+        content = f"{asked}{question}\n\n{said}" if question else said
+        actions: list[dict[str, Any]] = [
+            desktop_button(
+                _pick(en, "打开设置", "Open Settings"), "settings#llm", action_id="open_settings"
             )
-        else:
-            title = "需要配置大语言模型"
-            message = (
-                f"{self.display_name}要靠大语言模型思考，但系统还没有配置。请设置环境变量 "
-                "DEEPSEEK_API_KEY（或 AIOS_LLM_API_KEY）后重启，或在设置窗口填写 API key。"
-                "使用本地模型（Ollama、vLLM、llama.cpp 等 OpenAI 兼容服务）时，把 base_url 设为"
-                "它的地址（例如 http://127.0.0.1:11434/v1），model 设为模型名，api_key 填任意非空值"
-                "（也可用环境变量 AIOS_LLM_BASE_URL / AIOS_LLM_MODEL）。"
+        ]
+        if question:
+            actions.append(
+                {
+                    "type": "button",
+                    "label": _pick(en, "再问一次", "Ask again"),
+                    "action_id": "ask",
+                    "params": {"question": question},
+                }
             )
-        detail = {
-            "reason": reason,
-            "settings": {
-                "llm.api_key": "DEEPSEEK_API_KEY / AIOS_LLM_API_KEY",
-                "llm.base_url": "https://api.deepseek.com | "
-                "http://127.0.0.1:11434/v1 (Ollama) | "
-                "http://127.0.0.1:8000/v1 (vLLM) | "
-                "http://127.0.0.1:8080/v1 (llama.cpp)",
-                "llm.model": "deepseek-chat | <local model name>",
-            },
-        }
-        return self._error(message, title, "", en, detail)
+        actions.append(_ask_input(en, follow_up=False))
+        return text_view(
+            content,
+            title=self.name_in(en),
+            message=said,
+            actions=actions,
+            question=question,
+            # The system's reason repeats the setup text; one that does not (standalone) is kept.
+            details=_pick(en, NO_LLM_DETAILS_ZH, NO_LLM_DETAILS_EN)
+            + ("" if "API_KEY" in reason else f"\n{reason}"),
+            details_label=_pick(en, "手动配置", "Set it up by hand"),
+        )
 
     def _llm_error_view(self, en: bool, reason: str, question: str) -> dict[str, Any]:
         title = "The LLM did not answer" if en else "大语言模型没有回答"
@@ -519,6 +548,10 @@ class GenericAgent(AIOSAgent):
             else "找不到这次请求的对话记录（可能是应用重启且缓存已过期），请重新提问。"
         )
         return self._error(message, "Please ask again" if en else "请重新提问", "", en)
+
+
+def _pick(en: bool, zh: str, english: str) -> str:
+    return english if en else zh
 
 
 def _ask_input(en: bool, *, follow_up: bool) -> dict[str, Any]:

@@ -247,8 +247,11 @@ def test_every_folder_is_listed_and_invalid_ones_say_exactly_why(
     assert set(pub["good"]) == {
         "id",
         "name",
+        "names",
         "icon",
         "description",
+        "descriptions",
+        "examples",
         "status",
         "port",
         "endpoint",
