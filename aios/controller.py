@@ -17,13 +17,14 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, TimeoutError as FutureTimeout, wait
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from aios import app_secret, jsondepth
+from aios import app_secret, intents, jsondepth
 from aios.dispatch import AppSlots, run_in_thread
 from aios.errors import (
     AppError,
@@ -73,6 +74,8 @@ SUMMARY_CACHE = 256
 """Sessions whose summary is kept in memory."""
 HISTORY_DATA_MAX = 20_000
 """Bytes of a reply's ``data`` kept in the session history (the message is always kept)."""
+CLARIFY_ECHO_CHARS = 80
+"""Characters of a task's instruction quoted in "which app did you mean?"."""
 
 
 @dataclass
@@ -166,11 +169,14 @@ class Controller:
         record: AppRecord,
         instruction: str | None,
         action: ActionRequest | None,
+        locale: str | None = None,
     ) -> Outcome:
         """One app's call as a run: its final outcome, or a "waiting" one when it pauses."""
 
         def work() -> Outcome:
-            outcome = self.call_app(record, instruction, action, run.session_id, run=run)
+            outcome = self.call_app(
+                record, instruction, action, run.session_id, run=run, locale=locale
+            )
             self._remember(run.session_id, outcome)
             self.instances.reply(record.id, run.session_id, outcome.response)
             return outcome
@@ -228,17 +234,29 @@ class Controller:
         return fut.result()
 
     def instruction(
-        self, text: str, session_id: str | None = None, *, spoken: bool = False
+        self,
+        text: str,
+        session_id: str | None = None,
+        *,
+        spoken: bool = False,
+        locale: str | None = None,
     ) -> dict[str, Any]:
-        """Route a typed or spoken instruction and run its task DAG."""
+        """Route a typed or spoken instruction and run its task DAG.
+
+        System intents (help, open / close / switch to an app, Settings, the
+        time, small talk, undo / reset of the desktop: aios/intents.py) are
+        answered first, the same with and without an LLM. ``locale`` overrides
+        ``config.language`` for this request: the answer and the apps' context.
+        """
         sid = self.store.ensure_session(session_id)
+        lang = intents.lang_of(locale or self.config.language)
         self.store.add_history(sid, "user", {"text": text, **({"spoken": True} if spoken else {})})
         if text.strip().casefold() in STOP_WORDS:
             stopped_runs = self.runs.cancel_session(sid)
             message = (
-                f"已停止 {len(stopped_runs)} 个运行 / stopped {len(stopped_runs)} run(s)"
+                intents.say("stopped", lang, n=len(stopped_runs))
                 if stopped_runs
-                else "没有正在运行的任务 / nothing is running"
+                else intents.say("nothing_running", lang)
             )
             return {
                 "session_id": sid,
@@ -246,9 +264,14 @@ class Controller:
                 "results": [],
                 "message": message,
                 "source": "stop",
+                "intent": "stop",
                 "notes": [],
                 "cancelled": stopped_runs,
             }
+        apps = self._intent_apps()
+        intent = intents.recognise(text, apps)
+        if intent is not None:
+            return self._system_intent(intent, text, sid, lang, apps)
         profiles = self.profiles()
         last_app = self.store.context_vars(sid).get("last_app")
         plan = plan_instruction(
@@ -260,8 +283,10 @@ class Controller:
         )
         for note in plan.notes:
             log.warning("planner: %s", note)
+        if not plan.tasks and not plan.reply:
+            return self._no_match(text, sid, lang, profiles, apps, plan.notes)
         if not plan.tasks:
-            message = plan.reply or self._no_match_message(profiles)
+            message = plan.reply or ""
             self.store.add_history(sid, "system", {"message": message, "plan": plan.source})
             return {
                 "session_id": sid,
@@ -271,14 +296,21 @@ class Controller:
                 "source": plan.source,
                 "notes": plan.notes,
             }
+        return self._dispatch(plan, text, sid, lang)
+
+    def _dispatch(
+        self, plan: Plan, text: str, sid: str, lang: str, extra: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run a plan's tasks as one run: the reply with every task's result (``extra`` on top)."""
+        extra = extra or {}
         run = self.runs.start(
             "instruction",
             ",".join(dict.fromkeys(t.app for t in plan.tasks)),
             sid,
             text=text,
-            request={"kind": "instruction", "text": text},
+            request={"kind": "instruction", "text": text, "locale": lang},
         )
-        done = self._settle(run, lambda: self._run_plan(plan, text, sid, run), lambda r: r)
+        done = self._settle(run, lambda: self._run_plan(plan, text, sid, run, lang), lambda r: r)
         if done is None:
             return {
                 "session_id": sid,
@@ -290,12 +322,12 @@ class Controller:
                 "run_id": run.run_id,
                 "state": "waiting",
                 "pending": list(run.pending),
+                **extra,
             }
         results = done
-        message = (
-            "；".join(r.response.get("message") or "" for r in results if r.response.get("message"))
-            or "完成"
-        )
+        message = "；".join(
+            r.response.get("message") or "" for r in results if r.response.get("message")
+        ) or intents.say("done", lang)
         self.store.set_context_var(sid, "last_instruction", text)
         return {
             "session_id": sid,
@@ -308,11 +340,109 @@ class Controller:
             "source": plan.source,
             "notes": plan.notes,
             "run_id": run.run_id,
+            **extra,
         }
+
+    # ------------------------------------------------------- system intents
+
+    def _intent_apps(self) -> list[intents.AppInfo]:
+        """The apps an intent may name: those the router may route to, installed first first."""
+        records = sorted(
+            (
+                r
+                for r in self.launcher.apps()
+                if r.manifest is not None and r.status in ("running", "starting", "restarting")
+            ),
+            key=lambda r: r.installed,
+        )
+        return [intents.app_info(r) for r in records]
+
+    def _system_intent(
+        self,
+        intent: intents.Intent,
+        text: str,
+        sid: str,
+        lang: str,
+        apps: list[intents.AppInfo],
+    ) -> dict[str, Any]:
+        """The controller's own answer to a system intent (DESIGN §9, docs/protocol.md)."""
+        if intent.kind == "ui_reset":
+            record = self.launcher.get(intents.SYSTEM_AGENT)
+            if record is not None and record.status == "running":
+                plan = Plan(
+                    tasks=[Task(id="t1", app=intents.SYSTEM_AGENT, instruction=text)],
+                    source="offline",
+                )
+                return self._dispatch(
+                    plan, text, sid, lang, {"source": "system", "intent": "ui_reset"}
+                )
+            answer = intents.Answer("ui_reset", intents.say("reset_unavailable", lang))
+        else:
+            answer = intents.answer(intent, apps, lang, datetime.now().astimezone())
+        self._remember_answer(sid, answer)
+        results: list[dict[str, Any]] = []
+        if intent.kind == "open_app" and intent.app:
+            outcome = self._open_for_intent(intent.app, sid, lang)
+            if outcome is not None:
+                results.append({"app": outcome.app, "task": "open", "response": outcome.response})
+        return {
+            "session_id": sid,
+            "plan": [],
+            "results": results,
+            "message": answer.message,
+            "notes": [],
+            **answer.fields(),
+        }
+
+    def _open_for_intent(self, app_id: str, sid: str, lang: str) -> Outcome | None:
+        """ "打开音乐": the app's reply to an empty instruction, as a click on its icon.
+
+        None while the app is not running yet: the desktop opens the window,
+        which fills itself once the app runs.
+        """
+        record = self.launcher.get(app_id)
+        if record is None or record.status != "running":
+            return None
+        self.instances.open(app_id, sid)
+        run = self.runs.start("open", app_id, sid, request={"kind": "open", "app": app_id})
+        try:
+            return self._app_run(run, record, "", None, locale=lang)
+        except AppError as e:
+            return Outcome(app_id, error_response(str(e), title=app_id))
+
+    def _no_match(
+        self,
+        text: str,
+        sid: str,
+        lang: str,
+        profiles: list[AppProfile],
+        apps: list[intents.AppInfo],
+        notes: list[str],
+    ) -> dict[str, Any]:
+        """Nothing understood ``text``: the closest apps by the router's scores, and a
+        start-menu search for it."""
+        by_id = {a.id: a for a in apps}
+        scored = [by_id[a] for a, _ in OfflineRouter(profiles).score(text) if a in by_id]
+        answer = intents.no_match(text, scored or apps, lang)
+        self._remember_answer(sid, answer)
+        return {
+            "session_id": sid,
+            "plan": [],
+            "results": [],
+            "message": answer.message,
+            "notes": notes,
+            **answer.fields(),
+        }
+
+    def _remember_answer(self, sid: str, answer: intents.Answer) -> None:
+        fields = answer.fields()
+        entry = {"message": answer.message, "plan": fields.pop("source"), **fields}
+        entry.pop("desktop", None)
+        self.store.add_history(sid, "system", entry)
 
     # ----------------------------------------------------------------- the DAG
 
-    def _clarify(self, plan: Plan, sid: str, run: Run) -> bool:
+    def _clarify(self, plan: Plan, sid: str, run: Run, lang: str) -> bool:
         """Ask the user which app a task is for when the router could not tell (DESIGN §13).
 
         The answer routes the task and is remembered for the session: the same
@@ -329,9 +459,11 @@ class Controller:
                 task.app = remembered[key]
                 continue
             shown = [names.get(a, a) for a in rivals]
-            prompt = (
-                f"你是想用 {' 还是 '.join(shown)}？ / Did you mean {' or '.join(shown)}? "
-                f"({task.instruction[:80]})"
+            prompt = intents.say(
+                "choose_app",
+                lang,
+                apps=intents.say("choose_or", lang).join(shown),
+                text=task.instruction[:CLARIFY_ECHO_CHARS],
             )
             options = [{"value": a, "label": names.get(a, a)} for a in rivals]
             result = ask_step(
@@ -353,8 +485,8 @@ class Controller:
         run.app = ",".join(dict.fromkeys(t.app for t in plan.tasks))
         return True
 
-    def _run_plan(self, plan: Plan, text: str, sid: str, run: Run) -> list[Outcome]:
-        if not self._clarify(plan, sid, run):
+    def _run_plan(self, plan: Plan, text: str, sid: str, run: Run, lang: str) -> list[Outcome]:
+        if not self._clarify(plan, sid, run, lang):
             return [
                 Outcome(t.app, error_response("cancelled by the user", title=t.app))
                 for t in plan.tasks
@@ -391,6 +523,7 @@ class Controller:
                             upstream,
                             f"{key}-{tid}",
                             run,
+                            lang,
                             name=f"aios-task-{task.app}",
                         )
                     ] = tid
@@ -411,7 +544,7 @@ class Controller:
         return [done[t.id] for t in plan.tasks]
 
     def _run_task(
-        self, task: Task, sid: str, upstream: dict[str, Any], key: str, run: Run
+        self, task: Task, sid: str, upstream: dict[str, Any], key: str, run: Run, lang: str
     ) -> Outcome:
         self.store.upsert_task(
             sid,
@@ -424,7 +557,9 @@ class Controller:
         try:
             record = self._record(task.app)
             self.instances.open(task.app, sid)
-            outcome = self.call_app(record, task.instruction, None, sid, upstream=upstream, run=run)
+            outcome = self.call_app(
+                record, task.instruction, None, sid, upstream=upstream, run=run, locale=lang
+            )
         except AppError as e:
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
         status = "done" if outcome.response.get("status") == "ok" else "error"
@@ -462,6 +597,7 @@ class Controller:
         sid: str,
         upstream: dict[str, Any] | None = None,
         run: Run | None = None,
+        locale: str | None = None,
     ) -> Outcome:
         """Call an app, run its steps, call again with tool_results, until a final view.
 
@@ -473,7 +609,7 @@ class Controller:
         Raises AppUnavailable / AppTimeout when the app cannot be reached;
         a reply that is reached but unusable becomes an error view.
         """
-        context = self.build_context(record, sid, upstream)
+        context = self.build_context(record, sid, upstream, locale=locale)
         tool_results: dict[str, Any] = {}
         previous_steps: list[dict[str, Any]] | None = None
         notes: list[str] = []
@@ -746,9 +882,15 @@ class Controller:
     # ----------------------------------------------------------------- context
 
     def build_context(
-        self, record: AppRecord, sid: str, upstream: dict[str, Any] | None = None
+        self,
+        record: AppRecord,
+        sid: str,
+        upstream: dict[str, Any] | None = None,
+        *,
+        locale: str | None = None,
     ) -> dict[str, Any]:
-        """Every field of spec §4.3, plus upstream results and the locale."""
+        """Every field of spec §4.3, plus upstream results and the locale
+        (``config.language`` unless the request named one)."""
         state = self.store.agent_state(sid, record.id) or {}
         return {
             "app": record.id,
@@ -768,7 +910,7 @@ class Controller:
             "history_summary": self.history_summary(sid),
             "tool_results": {},
             "upstream": upstream or {},
-            "locale": self.config.language,
+            "locale": locale or self.config.language,
         }
 
     def history_summary(self, sid: str) -> str:
@@ -828,10 +970,6 @@ class Controller:
             for r in self.launcher.apps()
             if r.manifest is not None and r.status in ("running", "starting", "restarting")
         ]
-
-    def _no_match_message(self, profiles: list[AppProfile]) -> str:
-        names = "、".join(f"{p.name}（{p.id}）" for p in profiles) or "（没有可用的应用）"
-        return f"没有找到能处理这条指令的应用。可用的应用：{names}"
 
 
 def _upstream_entry(outcome: Outcome) -> dict[str, Any]:

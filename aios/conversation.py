@@ -11,7 +11,8 @@ Entries, oldest first, each ``{id, kind, ts, ...}``:
   history says so), or ``open`` (an app opened) or ``action`` (a control used
   in ``app``'s window);
 - ``reply`` (``h<history id>``): ``message``, ``apps`` (the app(s) that
-  answered, empty for the system's own reply), ``status``, ``view_type``;
+  answered, empty for the system's own reply), ``status``, ``view_type``; the
+  system's answers to a system intent add ``intent`` and ``suggestions``;
 - ``run`` (``r<run id>``): ``run_id``, ``run_kind``, ``app``, ``apps``,
   ``state``, ``text``, ``updated``, ``retryable`` (interrupted runs: the user may
   send them again). Open and action runs that simply finished are left out:
@@ -73,7 +74,7 @@ def _history_entry(row: dict[str, Any]) -> Entry | None:
             return None
         return entry
     app = row.get("app")
-    return {
+    reply: Entry = {
         **base,
         "kind": "reply",
         "message": content.get("message"),
@@ -81,6 +82,12 @@ def _history_entry(row: dict[str, Any]) -> Entry | None:
         "status": content.get("status"),
         "view_type": content.get("view_type"),
     }
+    # The controller's own answers (aios/intents.py) name their intent and offer suggestions.
+    if isinstance(content.get("intent"), str):
+        reply["intent"] = content["intent"]
+    if isinstance(content.get("suggestions"), list):
+        reply["suggestions"] = content["suggestions"]
+    return reply
 
 
 def _run_entry(run: dict[str, Any], cards: set[str]) -> Entry | None:

@@ -8,6 +8,7 @@ from flask import Blueprint, Response, jsonify, request
 from pydantic import ValidationError
 
 from aios.errors import BadRequest, ConfigError
+from aios.intents import LANGS
 from aios.protocol import ActionRequest, describe_validation_error
 from aios.web import file_urls
 from aios.web.request import error, int_arg, json_body, session, system, text_field
@@ -96,7 +97,10 @@ def instruction() -> Response:
     limit = system().config.web.instruction_max_chars
     if len(text) > limit:
         raise BadRequest(f"instruction is longer than {limit} characters")
-    return jsonify(system().controller.instruction(text.strip(), session(body)))
+    locale = body.get("locale")
+    if locale is not None and locale not in LANGS:
+        raise BadRequest(f"field 'locale' must be {' or '.join(map(repr, LANGS))}, not {locale!r}")
+    return jsonify(system().controller.instruction(text.strip(), session(body), locale=locale))
 
 
 @bp.post("/ui/snapshot")

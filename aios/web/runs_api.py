@@ -84,7 +84,12 @@ def retry_run(run_id: str) -> Response:
     sid = row.get("session_id")
     ctl = sys_.controller
     if req.get("kind") == "instruction":
-        return jsonify(ctl.instruction(str(req.get("text", "")), sid))
+        locale = req.get("locale")
+        return jsonify(
+            ctl.instruction(
+                str(req.get("text", "")), sid, locale=locale if isinstance(locale, str) else None
+            )
+        )
     app_id = str(req.get("app", ""))
     if req.get("kind") == "open":
         sid, outcome = ctl.open_app(app_id, sid)

@@ -162,11 +162,15 @@ def test_compound_instruction_runs_in_order_with_upstream(system_all: Running) -
     assert "echo" in out["message"] and "slept" in out["message"]
 
 
-def test_nothing_matches_lists_the_apps(system_all: Running) -> None:
+def test_nothing_matches_suggests_apps(system_all: Running) -> None:
     out = system_all.instruct("qwxzv")
-    assert out["plan"] == [] and out["results"] == []
-    for name in ("Echo", "Stepper"):
-        assert name in out["message"]
+    assert out["plan"] == [] and out["results"] == [] and out["intent"] == "no_match"
+    assert out["desktop"] == [{"op": "search_menu", "query": "qwxzv"}]
+    # nothing scores for "qwxzv": the apps installed first, each with an example
+    suggested = {s["app"] for s in out["suggestions"]}
+    assert "echo" in suggested and suggested <= {"echo", "stepper", "slow", "bad"}
+    assert "Echo" in out["message"]
+    assert "（echo）" not in out["message"]  # names, not a list of ids
 
 
 # -------------------------------------------------------------- misbehaviour
