@@ -400,6 +400,10 @@ function wire() {
     conversation.relabel();
   });
   on('runs:error', ({ message }) => notify.toast(message, { level: 'error' }));
+  // The player's own requests (a track's end, the now-playing bar's next) answered by a view.
+  on('player:render', ({ winId, response }) => {
+    if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true });
+  });
   setActionHandler(runAction);
 
   const bell = document.getElementById('notifications_button');
