@@ -182,6 +182,8 @@ export const api = {
   /** body: {app, action_id, session_id?, ...payload of the control} */
   action: (body) => request('POST', '/api/action', { json: body, timeout: long }),
   snapshot: (elements) => request('POST', '/api/ui/snapshot', { json: { elements } }),
+  /** The UI changes still applied (uiops.js re-applies them on load): {ops: [...]}. */
+  uiOps: () => request('GET', '/api/ui/ops'),
   config: () => request('GET', '/api/config'),
   saveConfig: (updates) => request('POST', '/api/config', { json: { updates } }),
   /** change: {grant?: [...], revoke?: [...]} -> {app, permissions: {requested, granted}} */

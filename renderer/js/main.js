@@ -441,7 +441,7 @@ function boot() {
   conversation.init();
   wire();
   loadConfig().then(() => pollHealth());
-  loadApps();
+  loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built
   stopEvents = connectEvents({ onMessage: onEvent, onState: onSocketState, onResync: reloadRunsState });
   reloadRunsState('load');
   snapshot.schedule();
