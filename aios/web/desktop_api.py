@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -20,6 +21,17 @@ AUDIT_PAGE = 200
 """Audit rows ``GET /api/audit`` returns without ``?limit=``."""
 
 
+def _version() -> str:
+    try:
+        return metadata.version("triton-aios")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
+VERSION = _version()
+"""The installed package's version, for the About box (``GET /api/health``)."""
+
+
 @bp.get("/health")
 def health() -> Response:
     sys_ = system()
@@ -29,7 +41,13 @@ def health() -> Response:
     store_failure = sys_.store.failure()
     status = "degraded" if store_failure else "ready" if sys_.launcher.ready() else "starting"
     return jsonify(
-        {"status": status, "apps": apps, "llm": sys_.llm.status(), "store": store_failure or "ok"}
+        {
+            "status": status,
+            "apps": apps,
+            "llm": sys_.llm.status(),
+            "store": store_failure or "ok",
+            "version": VERSION,
+        }
     )
 
 
@@ -56,6 +74,15 @@ def file_grants() -> Response:
             "grants": {r.id: file_urls.grant(sys_.token, r.id, ttl) for r in sys_.launcher.apps()},
         }
     )
+
+
+@bp.post("/apps/<app_id>/restart")
+def restart_app(app_id: str) -> Response:
+    """The taskbar icon's "restart": the app's process starts afresh (its folder reloaded)."""
+    sys_ = system()
+    sys_.launcher.restart(app_id)
+    rec = sys_.launcher.get(app_id)
+    return jsonify({"app": app_id, "status": str(rec.status) if rec else "unknown"})
 
 
 @bp.post("/apps/<app_id>/open")

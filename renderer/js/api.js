@@ -199,6 +199,7 @@ export const api = {
     q.set('limit', String(limit));
     return request('GET', `/api/audit?${q}`);
   },
+  restartApp: (app) => request('POST', `/api/apps/${encodeURIComponent(app)}/restart`, { json: {}, timeout: long }),
   voiceListen: (lang) => request('POST', '/api/voice/listen', { json: { lang }, timeout: long }),
   voiceTranscribe: (blob, lang) => request('POST', `/api/voice/transcribe?lang=${encodeURIComponent(lang)}`,
     { body: blob, headers: { 'Content-Type': blob.type || 'application/octet-stream' }, timeout: long }),

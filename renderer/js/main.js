@@ -124,6 +124,18 @@ async function openApp(id) {
   }
 }
 
+/** The taskbar icon's "restart": the app's process starts afresh; its window shows the new one. */
+async function restartApp({ id }) {
+  const name = appMeta(id).title;
+  try {
+    await api.restartApp(id);
+    notify.toast(t('appmenu.restarted', { app: name }), { level: 'success' });
+    if (wm.isVisible(id)) openApp(id); // a minimised window stays minimised
+  } catch (err) {
+    notify.toast(t('appmenu.restart_failed', { app: name, error: err.message }), { level: 'error' });
+  }
+}
+
 /** A window of a saved layout (layout.js): a system panel or an app's window, filled. */
 function reopenWindow(id) {
   if (id === settings.WIN_ID) settings.open();
@@ -151,7 +163,7 @@ async function runAction(winId, action, payload) {
     runs.adoptReply(reply);
     const response = reply && reply.response;
     if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true });
-    if (isObject(response) && response.message) voice.speak(response.message);
+    if (isObject(response) && response.message) voice.speakReply(response.message, 'click');
   } catch (err) {
     showBanner(winId, err.message, isObject(err.body) && Object.keys(err.body).length > 1 ? err.body : undefined);
   } finally {
@@ -160,14 +172,46 @@ async function runAction(winId, action, payload) {
   }
 }
 
-async function runInstruction({ text }) {
-  taskbar.setCommandBusy(true);
-  taskbar.setCommandText(text);
+// Instructions typed (or spoken) while one runs wait here and run in order (C6 of issue 13).
+const COMMAND_QUEUE_MAX = 10;
+const queuedCommands = [];
+let commandRunning = false;
+
+function submitInstruction(detail) {
+  if (queuedCommands.length >= COMMAND_QUEUE_MAX) {
+    notify.toast(t('command.queue_full', { n: COMMAND_QUEUE_MAX }), { level: 'warning' });
+    return;
+  }
+  queuedCommands.push(detail);
+  taskbar.setQueue(queuedCommands.slice(commandRunning ? 0 : 1).map((q) => q.text));
+  if (!commandRunning) drainCommands();
+}
+
+async function drainCommands() {
+  commandRunning = true;
+  try {
+    while (queuedCommands.length) {
+      const next = queuedCommands.shift();
+      taskbar.setQueue(queuedCommands.map((q) => q.text));
+      taskbar.setCommandBusy(next.text);
+      await runInstruction(next);
+    }
+  } finally {
+    commandRunning = false;
+    taskbar.setCommandBusy(false);
+  }
+}
+
+/** One place per message: a reply shown in a window on screen is not also a toast. */
+function onScreen(apps) {
+  return apps.length > 0 && apps.every((id) => wm.isVisible(id));
+}
+
+async function runInstruction({ text, source }) {
   try {
     const reply = await tracked(ANY_APP, () => api.instruction(text, state.sessionId));
     rememberSession(reply && reply.session_id);
     runs.adoptReply(reply, { instruction: true });
-    taskbar.clearCommand();
     const results = reply && Array.isArray(reply.results) ? reply.results : [];
     for (const r of results) {
       if (!isObject(r) || typeof r.app !== 'string') continue;
@@ -180,15 +224,15 @@ async function runInstruction({ text }) {
     const title = plan.length > 1
       ? t('command.plan', { plan: plan.map((task) => toText((state.apps.get(task.app) || {}).name || task.app)).join(' → ') })
       : undefined;
-    if (message) {
+    const shownIn = results.filter((r) => isObject(r) && typeof r.app === 'string').map((r) => r.app);
+    if (message && (title || !onScreen(shownIn))) {
       notify.toast(message.length > DEFAULTS.messageMaxChars ? `${message.slice(0, DEFAULTS.messageMaxChars)}…` : message,
         { level: 'info', title });
-      voice.speak(message);
     }
+    if (message) voice.speakReply(message, source);
   } catch (err) {
     notify.toast(t('command.failed', { error: err.message }), { level: 'error' });
   } finally {
-    taskbar.setCommandBusy(false);
     conversation.refresh();
   }
 }
@@ -208,6 +252,7 @@ function onConfig(cfg) {
   if (isObject(cfg)) {
     if (typeof cfg.language === 'string') setLang(cfg.language);
     if (typeof cfg.voice_rate === 'number' && cfg.voice_rate > 0) state.voiceRate = cfg.voice_rate;
+    if (isObject(cfg.voice) && typeof cfg.voice.volume === 'number') voice.setVolume(cfg.voice.volume, { save: false });
   }
   tray.renderLLM();
 }
@@ -233,6 +278,7 @@ async function pollHealth() {
     return;
   }
   const status = h && typeof h.status === 'string' ? h.status : 'starting';
+  if (h && typeof h.version === 'string') state.version = h.version;
   if (status === 'degraded') {
     // The system runs but cannot remember anything (full disk, damaged database):
     // say why until the store recovers, then carry on as if nothing happened.
@@ -383,13 +429,19 @@ function wire() {
   on('layout:changed', layout.schedule);
   on('wm:changed', layout.schedule);
   on('app:activate', activateApp);
-  on('command:submit', runInstruction);
+  on('command:submit', submitInstruction);
   on('voice:listen', voice.listen);
   on('voice:mute', voice.setMuted);
+  on('voice:volume', (v) => voice.setVolume(v));
+  on('app:close', ({ id }) => wm.close(id));
+  on('app:minimize', ({ id }) => wm.minimize(id));
+  on('app:restart', restartApp);
   on('voice:state', tray.renderSpeech);
   on('system:settings', settings.open);
   on('system:audit', audit.open);
-  on('system:about', () => modal.info(t('about.title'), [t('about.body'), t('about.apps', { n: state.apps.size })]));
+  on('system:about', () => modal.info(t('about.title'), [t('about.body'),
+    ...(state.version ? [t('about.version', { version: state.version })] : []),
+    t('about.apps', { n: state.apps.size })]));
   on('apps:refresh', loadApps);
   on('config:changed', onConfig);
   on('lang:changed', () => {

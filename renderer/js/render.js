@@ -267,9 +267,11 @@ export function applyPush(winId, data) {
     wm.setStatus(winId, toText(data));
     return true;
   }
-  const hasProgress = typeof data.progress === 'number' && Number.isFinite(data.progress);
+  // A finished progress (100 %) ends the bar and its status line: nothing stale stays behind.
+  const finished = typeof data.progress === 'number' && progressPct(data.progress) >= 100;
+  const hasProgress = typeof data.progress === 'number' && Number.isFinite(data.progress) && !finished;
   if (hasProgress) setProgress(w, data.progress);
-  else if (data.progress === null) clearProgress(winId);
+  else if (data.progress === null || finished) clearProgress(winId);
   const current = w.response;
   const merged = { app: winId, keepProgress: true };
   if (current && isObject(current.data)) {
@@ -293,7 +295,7 @@ export function applyPush(winId, data) {
   } else if (hasProgress) {
     w.progressStatus = true;
     wm.setStatus(winId, t('view.progress', { pct: progressPct(data.progress) }));
-  } else if (!isObject(data.data) && data.widget === undefined) {
+  } else if (!isObject(data.data) && data.widget === undefined && !finished) {
     const summary = Object.entries(data)
       .filter(([k, v]) => k !== 'progress' && v !== null && v !== undefined && typeof v !== 'object')
       .map(([k, v]) => `${k}: ${toText(v)}`).join(' · ');

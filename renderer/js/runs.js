@@ -10,6 +10,7 @@ import { emit, on } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { t } from './i18n.js';
 import { icon } from './icons.js';
+import { clearProgress } from './render.js';
 import { el, isObject, toText } from './safe.js';
 import { state } from './state.js';
 import * as wm from './wm.js';
@@ -206,6 +207,7 @@ function endRun(runId, finalState, msg) {
   if (commandRun === runId) commandRun = null;
   const apps = run.apps.length ? run.apps : appsOf(msg.app);
   for (const app of apps) {
+    clearProgress(app); // a pushed "Progress n %" ends with the run
     if (finalState === 'cancelled') setNote(app, t('runs.cancelled'), 'warn');
     else if (finalState === 'interrupted') setNote(app, t('runs.interrupted'), 'warn');
     else clearNote(app, 'ok'); // "allowed" has served its purpose; a denial stays said

@@ -1,7 +1,8 @@
-// Taskbar: start button and start menu, app icons, desktop shortcuts, command bar,
-// mic button, right-click menu, and the "one popup at a time" rule.
-// It only draws and reports intents on the bus (app:activate, command:submit, voice:listen,
-// system:settings|audit|about, apps:refresh); main.js acts on them.
+// Taskbar: start button and start menu, app icons (and the open system windows'), desktop
+// shortcuts, command bar (queue count, ↑/↓ history), mic button, right-click menus, and the
+// "one popup at a time" rule.
+// It only draws and reports intents on the bus (app:activate, app:close|minimize|restart,
+// command:submit, voice:listen, system:settings|audit|about, apps:refresh); main.js acts on them.
 import { appIcon } from './appicon.js';
 import { emit, on } from './bus.js';
 import { statusText, t } from './i18n.js';
@@ -14,12 +15,52 @@ const $ = (id) => document.getElementById(id);
 let nodes = null;
 const popups = {};
 
+const HISTORY_KEY = 'aios.command.history';
+const HISTORY_MAX = 50;
+/** Instructions ↑/↓ recall (oldest first), kept across a reload in localStorage. */
+let history = loadHistory();
+/** How far back ↑ went (-1: not recalling) and what was typed before it. */
+let recall = -1;
+let draft = '';
+
+function loadHistory() {
+  try {
+    const list = JSON.parse(localStorage.getItem(HISTORY_KEY) || '[]');
+    return Array.isArray(list) ? list.filter((x) => typeof x === 'string').slice(-HISTORY_MAX) : [];
+  } catch {
+    return [];
+  }
+}
+
+function remember(text) {
+  if (history[history.length - 1] !== text) history.push(text);
+  history = history.slice(-HISTORY_MAX);
+  recall = -1;
+  draft = '';
+  try {
+    localStorage.setItem(HISTORY_KEY, JSON.stringify(history));
+  } catch {
+    // storage full or refused: the history lasts as long as the page
+  }
+}
+
+function recallStep(step) {
+  if (!history.length) return false;
+  if (recall === -1 && step < 0) return false;
+  if (recall === -1) draft = nodes.input.value;
+  recall = Math.max(-1, Math.min(history.length - 1, recall + step));
+  nodes.input.value = recall === -1 ? draft : history[history.length - 1 - recall];
+  const end = nodes.input.value.length;
+  nodes.input.setSelectionRange(end, end);
+  return true;
+}
+
 export function init() {
   nodes = {
     taskbar: $('taskbar'), start: $('start_button'), menu: $('start_menu'), apps: $('start_apps'),
     filter: $('start_filter'), icons: $('taskbar_icons'), shortcuts: $('desktop_shortcuts'),
     form: $('command_bar'), input: $('command_input'), busy: $('command_busy'), mic: $('mic_button'),
-    context: $('context_menu'),
+    context: $('context_menu'), appMenu: $('app_menu'), queue: $('command_queue'),
   };
   nodes.start.appendChild(icon('start'));
   nodes.mic.appendChild(icon('mic'));
@@ -30,6 +71,7 @@ export function init() {
     nodes.filter.focus();
   });
   registerPopup('context_menu', nodes.context, null);
+  registerPopup('app_menu', nodes.appMenu, null);
 
   nodes.start.addEventListener('click', () => togglePopup('start_menu'));
   nodes.filter.addEventListener('input', renderStartMenu);
@@ -62,17 +104,41 @@ export function init() {
     if (item && ev.key === 'Enter') emit('app:activate', { id: item.dataset.app });
   });
 
+  // Enter always accepts: an instruction typed while another runs waits its turn (main.js).
   nodes.form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const text = nodes.input.value.trim();
-    if (!text || nodes.form.classList.contains('is-busy')) return;
+    if (!text) return;
+    remember(text);
+    nodes.input.value = '';
     emit('command:submit', { text, source: 'keyboard' });
   });
+  nodes.input.addEventListener('keydown', (ev) => {
+    if ((ev.key === 'ArrowUp' || ev.key === 'ArrowDown') && !ev.altKey && !ev.ctrlKey && !ev.metaKey
+        && recallStep(ev.key === 'ArrowUp' ? 1 : -1)) {
+      ev.preventDefault();
+    }
+  });
+  nodes.input.addEventListener('input', () => { recall = -1; });
   nodes.mic.addEventListener('click', () => emit('voice:listen'));
 
-  nodes.taskbar.addEventListener('contextmenu', (ev) => {
+  // Right-click: a taskbar icon offers its window's and app's commands; the taskbar and the
+  // wallpaper the desktop's menu. Inside a window's content, fields and text keep the browser's.
+  document.addEventListener('contextmenu', (ev) => {
+    const target = ev.target instanceof Element ? ev.target : null;
+    if (!target || target.closest('input, textarea, select, [contenteditable], .win-body, .win-banner, '
+      + '.conversation, .toast-text, .notify-body, .modal-text')) return;
     ev.preventDefault();
-    openContextMenu(ev.clientX);
+    const icon = target.closest('#taskbar_icons [data-app]');
+    if (icon) openAppMenu(icon.dataset.app, ev.clientX);
+    else if (target.closest('#taskbar')) openContextMenu(ev.clientX);
+    else if (target.closest('#desktop') && !target.closest('.window')) openContextMenu(ev.clientX, ev.clientY);
+  });
+  nodes.appMenu.addEventListener('click', (ev) => {
+    const item = ev.target.closest('[data-cmd]');
+    if (!item || item.disabled) return;
+    closePopups();
+    emit(`app:${item.dataset.cmd}`, { id: nodes.appMenu.dataset.app });
   });
   nodes.context.addEventListener('click', (ev) => {
     const item = ev.target.closest('[data-cmd]');
@@ -130,12 +196,40 @@ export function closePopups() {
   for (const name of Object.keys(popups)) setPopup(name, false);
 }
 
-function openContextMenu(x) {
-  setPopup('context_menu', true);
-  const width = nodes.context.offsetWidth || 180;
-  nodes.context.style.left = `${Math.max(4, Math.min(x, window.innerWidth - width - 4))}px`;
-  const first = nodes.context.querySelector('button');
+/** Show a menu at x (above the taskbar) or, given y, with its top-left corner at (x, y). */
+function placeMenu(node, x, y) {
+  const width = node.offsetWidth || 180;
+  node.style.left = `${Math.max(4, Math.min(x, window.innerWidth - width - 4))}px`;
+  if (y === undefined) {
+    node.style.top = '';
+    node.style.bottom = '';
+  } else {
+    const height = node.offsetHeight || 160;
+    node.style.top = `${Math.max(4, Math.min(y, window.innerHeight - height - 4))}px`;
+    node.style.bottom = 'auto';
+  }
+  const first = node.querySelector('button:not([disabled])');
   if (first) first.focus();
+}
+
+function openContextMenu(x, y) {
+  setPopup('context_menu', true);
+  placeMenu(nodes.context, x, y);
+}
+
+/** The menu of a taskbar icon: close / minimise its window, restart its app (not for system windows). */
+function openAppMenu(id, x) {
+  const s = wm.stateOf(id);
+  const system = !state.apps.has(id);
+  const item = (cmd, key, disabled) => el('li', { attrs: { role: 'none' } },
+    el('button', { type: 'button', dataset: { cmd }, text: t(key), disabled, attrs: { role: 'menuitem' } }));
+  nodes.appMenu.dataset.app = id;
+  nodes.appMenu.replaceChildren(
+    item('close', 'appmenu.close', s === 'closed'),
+    item('minimize', 'appmenu.minimize', s === 'closed' || s === 'minimized'),
+    system ? null : item('restart', 'appmenu.restart', false));
+  setPopup('app_menu', true);
+  placeMenu(nodes.appMenu, x);
 }
 
 // ------------------------------------------------------------------ apps
@@ -169,11 +263,29 @@ export function renderApps() {
   }
   nodes.icons.replaceChildren(icons);
   nodes.shortcuts.replaceChildren(shortcuts);
+  renderSystemIcons();
   renderIconStates();
   emit('layout:changed');
 }
 
+/** Open system windows (Settings, the audit log) get a taskbar icon like apps, while open. */
+function renderSystemIcons() {
+  const open = wm.list().filter((w) => w.system);
+  const have = [...nodes.icons.querySelectorAll('.tb-sys')];
+  if (have.length === open.length && have.every((n, i) => n.dataset.app === open[i].id
+    && n.getAttribute('aria-label') === open[i].titleEl.textContent)) return;
+  for (const n of have) n.remove();
+  for (const w of open) {
+    const title = w.titleEl.textContent;
+    nodes.icons.appendChild(el('button', {
+      id: `icon_${w.id}`, class: 'tb-app tb-sys', type: 'button', dataset: { app: w.id }, title,
+      attrs: { 'aria-label': title },
+    }, appTile({ id: w.id, name: title, icon: w.icon || '' }), el('span', { class: 'tb-app-dot' })));
+  }
+}
+
 function renderIconStates() {
+  renderSystemIcons();
   for (const node of nodes.icons.querySelectorAll('[data-app]')) {
     const s = wm.stateOf(node.dataset.app);
     node.classList.toggle('is-open', s !== 'closed');
@@ -208,10 +320,22 @@ function renderStartMenu() {
 
 // ------------------------------------------------------------------ command bar
 
+/** busy: the instruction being run (its text is the spinner's tooltip), or false. */
 export function setCommandBusy(busy) {
-  nodes.form.classList.toggle('is-busy', busy);
+  nodes.form.classList.toggle('is-busy', !!busy);
   nodes.busy.hidden = !busy;
-  nodes.input.setAttribute('aria-busy', String(busy));
+  nodes.busy.title = typeof busy === 'string' ? t('command.running', { text: busy }) : '';
+  nodes.input.setAttribute('aria-busy', String(!!busy));
+}
+
+/** The instructions waiting for the one that runs: a small count, their texts as its tooltip. */
+export function setQueue(texts) {
+  nodes.queue.hidden = !texts.length;
+  nodes.queue.textContent = `+${texts.length}`;
+  nodes.queue.dataset.count = String(texts.length);
+  const tip = t('command.queued', { n: texts.length, list: texts.join('\n') });
+  nodes.queue.title = tip;
+  nodes.queue.setAttribute('aria-label', tip);
 }
 
 export function clearCommand() {

@@ -1,5 +1,7 @@
-// Tray: connection state, volume/mute, LLM indicator; the clock and its month calendar.
-import { emit } from './bus.js';
+// Tray: connection state, volume/mute (a click mutes, the slider above it sets the volume),
+// LLM indicator; the clock (time, and the date as a second line where there is room) and its
+// month calendar.
+import { emit, on } from './bus.js';
 import { t } from './i18n.js';
 import { icon, setIcon } from './icons.js';
 import { el } from './safe.js';
@@ -12,7 +14,12 @@ let shownMonth = null;
 
 export function init() {
   nodes = { net: $('tray_net'), volume: $('tray_volume'), llm: $('tray_llm'), speech: $('tray_speech'),
-    clock: $('clock'), calendar: $('calendar') };
+    clock: $('clock'), calendar: $('calendar'), slider: $('tray_volume_slider') };
+  nodes.slider.addEventListener('input', () => {
+    emit('voice:volume', Number(nodes.slider.value) / 100);
+    renderVolume();
+  });
+  on('volume:changed', renderVolume);
   nodes.llm.appendChild(icon('chip'));
   nodes.speech.appendChild(icon('speechOff'));
   nodes.volume.addEventListener('click', () => {
@@ -64,6 +71,12 @@ function renderVolume() {
   const label = t(state.muted ? 'volume.off' : 'volume.on');
   nodes.volume.title = label;
   nodes.volume.setAttribute('aria-label', label);
+  const pct = Math.round((typeof state.volume === 'number' ? state.volume : 1) * 100);
+  if (document.activeElement !== nodes.slider) nodes.slider.value = String(pct);
+  const sliderLabel = t('volume.level', { pct });
+  nodes.slider.title = sliderLabel;
+  nodes.slider.setAttribute('aria-label', sliderLabel);
+  nodes.slider.setAttribute('aria-valuetext', `${pct}%`);
 }
 
 export function renderLLM() {
@@ -96,7 +109,9 @@ function renderClock() {
   nodes.clock.textContent = `${pad(now.getHours())}:${pad(now.getMinutes())}`;
   const locale = state.lang === 'en' ? 'en-US' : 'zh-CN';
   nodes.clock.title = now.toLocaleDateString(locale, { year: 'numeric', month: 'long', day: 'numeric', weekday: 'long' });
-  nodes.clock.setAttribute('aria-label', nodes.clock.title);
+  nodes.clock.setAttribute('aria-label', `${nodes.clock.textContent}, ${nodes.clock.title}`);
+  // Drawn by CSS (::after) as a second line: the clock's text stays the time.
+  nodes.clock.dataset.date = now.toLocaleDateString(locale, { year: 'numeric', month: 'numeric', day: 'numeric' });
 }
 
 function tick() {

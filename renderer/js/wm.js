@@ -103,7 +103,7 @@ export function open(id, opts = {}) {
   const rect = initialRect(opts.width, opts.height);
   Object.assign(frame.style, { left: `${rect.x}px`, top: `${rect.y}px`, width: `${rect.w}px`, height: `${rect.h}px` });
   w = { id, el: frame, body, banner, titleEl, iconEl, statusEl, openerEl, minimized: false, maximized: false,
-    cleanups: [], system: !!opts.system, response: null };
+    cleanups: [], system: !!opts.system, icon: opts.icon || '', response: null };
   windows.set(id, w);
   setTitle(id, '', opts.icon || '');
   desktop.appendChild(frame);
@@ -159,6 +159,12 @@ export function setOpener(id, text) {
   if (!w) return;
   w.openerEl.textContent = text || '';
   w.openerEl.hidden = !text;
+}
+
+/** The window is on screen (open and not minimised or hidden by a UI op). */
+export function isVisible(id) {
+  const w = windows.get(id);
+  return !!w && !w.minimized && !w.el.classList.contains('uiop-hidden');
 }
 
 export function raise(id) {

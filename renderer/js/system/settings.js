@@ -17,6 +17,7 @@ import * as wm from '../wm.js';
 
 export const WIN_ID = 'settings';
 const VOICES = ['zh-CN', 'en-US'];
+const SPEAK_REPLIES = ['voice', 'always', 'never'];
 const PAGES = ['general', 'permissions', 'approvals'];
 let page = 'general';
 
@@ -80,6 +81,9 @@ function renderForm(w) {
   const lang = select('set_language', LANGUAGES, cfg.language || state.lang, (v) => t(`lang.${v}`));
   const voice = select('set_default_voice', VOICES.includes(cfg.default_voice) ? VOICES : [...VOICES, toText(cfg.default_voice)],
     cfg.default_voice || 'zh-CN', (v) => v);
+  const voiceCfg = isObject(cfg.voice) ? cfg.voice : {};
+  const speak = select('set_speak_replies', SPEAK_REPLIES, voiceCfg.speak_replies || 'voice',
+    (v) => t(`settings.speak.${v}`));
   const rate = el('input', { id: 'set_voice_rate', class: 'inp', type: 'number', min: '0.1', max: '4', step: '0.1',
     value: toText(cfg.voice_rate ?? 0.9) });
   const baseUrl = el('input', { id: 'set_llm_base_url', class: 'inp', type: 'url', value: toText(llm.base_url ?? '') });
@@ -100,7 +104,8 @@ function renderForm(w) {
   // with one that differs per engine (Chromium, WebKitGTK in the pywebview window).
   const form = el('form', { class: 'settings-form', autocomplete: 'off', noValidate: true },
     el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.title') }),
-      row('settings.language', lang), row('settings.default_voice', voice), row('settings.voice_rate', rate)),
+      row('settings.language', lang), row('settings.default_voice', voice), row('settings.voice_rate', rate),
+      row('settings.speak_replies', speak)),
     el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.llm') }),
       el('p', { class: `muted llm-state ${state.llm && state.llm.enabled ? 'is-on' : ''}`,
         text: t('settings.llm_state', { state: llmState }) }),
@@ -119,6 +124,7 @@ function renderForm(w) {
       language: lang.value,
       default_voice: voice.value,
       voice_rate: Number(rate.value),
+      voice: { speak_replies: speak.value },
       max_rounds: Number(rounds.value),
       llm: llmUpdates,
       tool_sandbox: { enable_shell_whitelist: shell.checked },
