@@ -42,3 +42,29 @@ try {
 } catch {
   // storage disabled
 }
+
+// Manifests may name an app per locale (DESIGN §3): /api/apps sends `name` / `description`
+// in the server's UI language plus `names` / `descriptions` with every locale's, so the page
+// switches language without asking again.
+
+function inLang(dict, lang, fallback) {
+  if (dict && typeof dict === 'object' && typeof dict[lang] === 'string' && dict[lang]) return dict[lang];
+  return fallback;
+}
+
+/** Give every app its name and description in ``lang`` (state.lang by default). */
+export function localizeApps(lang = state.lang) {
+  for (const app of state.apps.values()) {
+    app.name = inLang(app.names, lang, app.name);
+    app.description = inLang(app.descriptions, lang, app.description);
+  }
+}
+
+/** What the start menu's search looks in: the id, every locale's name and description. */
+export function appSearchText(app) {
+  const texts = [app.id, app.name, app.description];
+  for (const dict of [app.names, app.descriptions]) {
+    if (dict && typeof dict === 'object') texts.push(...Object.values(dict));
+  }
+  return texts.filter((s) => typeof s === 'string').join(' ').toLowerCase();
+}

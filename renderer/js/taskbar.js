@@ -8,7 +8,7 @@ import { emit, on } from './bus.js';
 import { statusText, t } from './i18n.js';
 import { icon } from './icons.js';
 import { el, toText } from './safe.js';
-import { state } from './state.js';
+import { appSearchText, state } from './state.js';
 import * as wm from './wm.js';
 
 const $ = (id) => document.getElementById(id);
@@ -298,7 +298,7 @@ function renderStartMenu() {
   const q = nodes.filter.value.trim().toLowerCase();
   const frag = document.createDocumentFragment();
   for (const app of sortedApps()) {
-    const hay = `${toText(app.id)} ${toText(app.name)} ${toText(app.description)}`.toLowerCase();
+    const hay = appSearchText(app);
     if (q && !hay.includes(q)) continue;
     const bad = app.status === 'failed' || app.status === 'invalid';
     frag.appendChild(el('li', { attrs: { role: 'none' } },
