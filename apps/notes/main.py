@@ -2,14 +2,17 @@
 
 The database is ``notes.db`` in the app's workspace, so notes survive a
 restart of the system. The table is created on first use. Views: a list of
-notes (done ones ticked) with a search input, a tag filter, an add form,
-one toggle per note (done / not done) and one delete button per note.
+notes with a search input, a tag filter and an add form; each note's row has
+its own done switch (``done`` with ``params.id`` / ``params.value``; done notes
+are drawn struck through) and its own delete button. Tags are free text
+(see :mod:`notes_lib`).
 The current search and tag filter are kept in the session state, so an
 action on a filtered list keeps the filter. Deleting asks first (DESIGN §13):
 ``delete`` answers with an ``ask`` step (a ``confirm`` card); only the next
 round, with the answer ``true``, deletes the note.
 
-Offline the app understands "记一下明天买牛奶" / "add note buy milk",
+Offline the app understands "记一下明天买牛奶" / "add note buy milk" /
+"提醒我买牛奶" / "remind me to buy milk",
 "搜索 牛奶" / "search milk" and "打开记事本" / "open notes"; with an LLM it
 also picks a tag for a new note and reads free-form requests.
 """
@@ -39,10 +42,13 @@ LIST_LIMIT = 200
 """Notes shown at most (the message tells the total)."""
 CONTROLS_LIMIT = 30
 """Notes that get their own toggle and delete button."""
+TOGGLE = "done"
+"""The per-row switch: ``params: {id, value}``."""
 TOGGLE_PREFIX = "done."
+"""The older per-note switch ``done.<id>`` with ``on``, still understood."""
 CONFIRM_STEP = "confirm_delete"
 """The ``step_id`` of the question before a delete; its answer is ``step_confirm_delete``."""
-ACTIONS = ("add", "search", "filter_tag", "delete", "show_all", "refresh", "attach")
+ACTIONS = ("add", "search", "filter_tag", "done", "delete", "show_all", "refresh", "attach")
 PICK_STEP = "pick_file"
 """The ``step_id`` of the launch that asks the files app for a file (DESIGN §13)."""
 
@@ -71,7 +77,7 @@ class NotesAgent(AIOSAgent):
         lang = locale_of(context)
         state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
         query = state.get("query") if isinstance(state.get("query"), str) else ""
-        tag = state.get("tag") if state.get("tag") in nl.TAGS else ""
+        tag = state.get("tag") if isinstance(state.get("tag"), str) else ""
         results = context.get("tool_results")
         results = results if isinstance(results, dict) else {}
         try:
@@ -87,8 +93,8 @@ class NotesAgent(AIOSAgent):
         if intent == "unknown":
             intent, arg = self._llm_intent(arg)
         if intent == "add":
-            title, tag = nl.split_hashtag(arg)
-            return self._add(lang, title, "", tag)
+            title, tags = nl.split_hashtags(arg)
+            return self._add(lang, title, "", tags)
         if intent == "search":
             return self._search(lang, arg, "")
         reply = self._list(lang, "", "")
@@ -106,6 +112,10 @@ class NotesAgent(AIOSAgent):
         if not isinstance(req, dict):
             raise Problem("操作请求必须是对象", "the action request must be an object")
         action_id = req.get("action_id")
+        params = req.get("params") if isinstance(req.get("params"), dict) else {}
+        if action_id == TOGGLE:
+            value = params.get("value", req.get("on"))
+            return self._set_done(lang, params.get("id"), value, query, tag)
         if isinstance(action_id, str) and action_id.startswith(TOGGLE_PREFIX):
             return self._set_done(lang, action_id[len(TOGGLE_PREFIX) :], req.get("on"), query, tag)
         if action_id == "add":
@@ -113,19 +123,15 @@ class NotesAgent(AIOSAgent):
             if not isinstance(values, dict):
                 raise Problem("添加笔记需要表单内容 form_values", "add needs form_values")
             return self._add(
-                lang, values.get("title"), values.get("body"), nl.check_tag(values.get("tag"))
+                lang, values.get("title"), values.get("body"), nl.check_tags(values.get("tag"))
             )
         if action_id == "search":
             return self._search(lang, req.get("value"), tag)
         if action_id == "filter_tag":
-            selected = req.get("selected")
-            chosen = "" if selected == "all" else nl.check_tag(selected)
-            if chosen is None:
-                raise Problem("请选择一个标签", "choose a tag")
-            reply = self._list(lang, query, chosen)
-            return reply
+            if "selected" not in req:
+                raise Problem("请选择一个标签（selected）", "choose a tag (selected)")
+            return self._list(lang, query, nl.check_filter(req.get("selected")))
         if action_id == "delete":
-            params = req.get("params") if isinstance(req.get("params"), dict) else {}
             return self._delete(lang, params.get("id"), query, tag, results)
         if action_id == "attach":
             return self._attach(lang, results)
@@ -136,8 +142,8 @@ class NotesAgent(AIOSAgent):
                 "" if action_id == "show_all" else tag,
             )
         raise Problem(
-            f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}、done.<编号>）",
-            f"unknown action {action_id!r} (known: {', '.join(ACTIONS)}, done.<id>)",
+            f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
+            f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})",
         )
 
     # ------------------------------------------------------------ commands
@@ -177,42 +183,36 @@ class NotesAgent(AIOSAgent):
                 lang, "", "", tr(lang, f"没有附加文件（{why}）", f"no file attached ({why})")
             )
         name = str(chosen.get("name") or chosen["path"])
-        return self._add(lang, f"📎 {name}"[: nl.MAX_TITLE], f"files: {chosen['path']}", None)
+        return self._add(lang, f"📎 {name}"[: nl.MAX_TITLE], f"files: {chosen['path']}", [])
 
-    def _add(self, lang: Lang, title: Any, body: Any, tag: str | None) -> dict[str, Any]:
+    def _add(self, lang: Lang, title: Any, body: Any, tags: list[str]) -> dict[str, Any]:
         title = nl.check_text(title, "title", "标题", nl.MAX_TITLE * 50, required=True)
         body = nl.check_text(body, "body", "内容", nl.MAX_BODY, required=False)
         if len(title) > nl.MAX_TITLE:
             # A long dictated note: a short title, the whole text as the body.
             body = f"{title}\n\n{body}".strip() if body else title
             title = title[:40] + "…"
-        tag = tag or self._pick_tag(f"{title} {body}")
+        tags = tags or [self._pick_tag(f"{title} {body}")]
         created = datetime.now().strftime("%Y-%m-%d %H:%M")
         self._db(
             "INSERT INTO notes (title, body, tag, done, created) VALUES (?, ?, ?, 0, ?)",
-            [title, body, tag, created],
+            [title, body, ",".join(tags), created],
         )
+        shown = nl.label_of_tags(",".join(tags), lang)
         return self._list(
-            lang,
-            "",
-            "",
-            tr(
-                lang,
-                f"已记下：{title}（{nl.tag_label(tag, lang)}）",
-                f"Noted: {title} ({nl.tag_label(tag, lang)})",
-            ),
+            lang, "", "", tr(lang, f"已记下：{title}（{shown}）", f"Noted: {title} ({shown})")
         )
 
     def _search(self, lang: Lang, value: Any, tag: str) -> dict[str, Any]:
         query = nl.check_text(value, "search text", "搜索内容", nl.MAX_QUERY, required=False)
         return self._list(lang, query, tag)
 
-    def _set_done(self, lang: Lang, raw_id: str, on: Any, query: str, tag: str) -> dict[str, Any]:
+    def _set_done(self, lang: Lang, raw_id: Any, on: Any, query: str, tag: str) -> dict[str, Any]:
         note_id = nl.check_id(raw_id)
         if not isinstance(on, bool):
             raise Problem(
-                f"开关的值 on 必须是 true 或 false（收到 {on!r}）",
-                f"the toggle value 'on' must be true or false (got {on!r})",
+                f"完成开关的值必须是 true 或 false（收到 {on!r}）",
+                f"the done switch's value must be true or false (got {on!r})",
             )
         title = self._title(note_id)
         self._db("UPDATE notes SET done = ? WHERE id = ?", [int(on), note_id])
@@ -285,8 +285,8 @@ class NotesAgent(AIOSAgent):
     def _list(self, lang: Lang, query: str, tag: str, message: str | None = None) -> dict[str, Any]:
         where, params = [], []
         if tag:
-            where.append("tag = ?")
-            params.append(tag)
+            where.append("(',' || tag || ',') LIKE ? ESCAPE '\\'")
+            params.append(nl.tag_pattern(tag))
         if query:
             where.append("(title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\')")
             params += [nl.like_pattern(query)] * 2
@@ -298,41 +298,49 @@ class NotesAgent(AIOSAgent):
             params,
         )["rows"]
         items = []
-        per_note: list[dict[str, Any]] = []
-        for i, (note_id, title, body, note_tag, done, created) in enumerate(rows):
+        deletes: list[dict[str, Any]] = []
+        for i, (note_id, title, body, note_tags, done, created) in enumerate(rows):
             snippet = (body or "").replace("\n", " ")
             snippet = snippet[:60] + ("…" if len(snippet) > 60 else "")
-            sub = " · ".join(p for p in (snippet, f"#{nl.tag_label(note_tag, lang)}", created) if p)
-            items.append(
-                {
-                    "id": note_id,
-                    "title": f"{'✅' if done else '⬜'} {title}",
-                    "sub": sub,
-                    "done": bool(done),
-                    "tag": note_tag,
-                    "created": created,
-                }
+            sub = " · ".join(
+                p for p in (snippet, nl.label_of_tags(note_tags or "", lang), created) if p
             )
+            item: dict[str, Any] = {
+                "id": note_id,
+                "title": title,
+                "sub": sub,
+                "done": bool(done),
+                "tags": nl.tags_of(note_tags or ""),
+                "created": created,
+            }
             if i < CONTROLS_LIMIT:
-                per_note.append(
+                # the row's own switch (its value and the note's id come back in params)
+                item["actions"] = [
                     {
                         "type": "toggle",
-                        "label": title[:30],
-                        "action_id": f"{TOGGLE_PREFIX}{note_id}",
+                        "label": tr(lang, "完成", "Done"),
+                        "action_id": TOGGLE,
                         "value": bool(done),
+                        "params": {"id": note_id},
                     }
-                )
-                per_note.append(
+                ]
+                deletes.append(
                     {
                         "type": "button",
                         "label": tr(lang, "删除", "Delete"),
                         "action_id": "delete",
                         "params": {"id": note_id},
+                        "variant": "danger",
                     }
                 )
+            items.append(item)
+        suggested = [*nl.TAGS, *(t for t in self._used_tags() if t not in nl.TAGS)]
         tag_options = [{"label": tr(lang, "全部标签", "All tags"), "value": "all"}] + [
-            {"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS
+            {"label": nl.tag_label(k, lang), "value": k} for k in suggested
         ]
+        if tag and tag not in suggested:
+            tag_options.append({"label": tag, "value": tag})
+        hint = ", ".join(nl.tag_label(k, lang) for k in nl.TAGS)
         actions: list[dict[str, Any]] = [
             {
                 "type": "input",
@@ -357,6 +365,7 @@ class NotesAgent(AIOSAgent):
                 "type": "submit_form",
                 "label": tr(lang, "添加笔记", "Add note"),
                 "action_id": "add",
+                "variant": "primary",
                 "fields": [
                     {
                         "name": "title",
@@ -367,14 +376,13 @@ class NotesAgent(AIOSAgent):
                     {"name": "body", "label": tr(lang, "内容", "Body"), "type": "textarea"},
                     {
                         "name": "tag",
-                        "label": tr(lang, "标签", "Tag"),
-                        "type": "select",
-                        "options": [{"label": nl.tag_label(k, lang), "value": k} for k in nl.TAGS],
-                        "value": nl.DEFAULT_TAG,
+                        "label": tr(lang, "标签（用逗号分隔）", "Tags (comma separated)"),
+                        "type": "text",
+                        "placeholder": tr(lang, f"例如：{hint}", f"e.g. {hint}"),
                     },
                 ],
             },
-            *per_note,
+            *deletes,
         ]
         if query or tag:
             actions.append(
@@ -384,14 +392,16 @@ class NotesAgent(AIOSAgent):
                     "action_id": "show_all",
                 }
             )
+        empty = self._empty_text(lang, query, tag)
         if message is None:
-            message = self._summary(lang, total, query, tag)
+            # An empty list says so once, in the view (data.empty), not in the line too.
+            message = self._summary(lang, total, query, tag) if total else None
         title = tr(lang, "记事本", "Notes")
         if query:
             title += tr(lang, f" · 搜索「{query}」", f" · search {query!r}")
         if tag:
             title += f" · #{nl.tag_label(tag, lang)}"
-        return {
+        reply: dict[str, Any] = {
             "status": "ok",
             "view_type": "list",
             "data": {
@@ -400,20 +410,34 @@ class NotesAgent(AIOSAgent):
                 "total": total,
                 "query": query,
                 "tag": tag or "all",
+                "empty": empty,
             },
             "actions": actions,
-            "message": message,
             "state": {"query": query, "tag": tag},
         }
+        if message:
+            reply["message"] = message
+        return reply
+
+    def _used_tags(self) -> list[str]:
+        """Every tag some note carries, for the filter (the suggestions come first)."""
+        rows = self._db("SELECT DISTINCT tag FROM notes")["rows"]
+        seen: dict[str, None] = {}
+        for (column,) in rows:
+            for t in nl.tags_of(str(column or "")):
+                seen.setdefault(t, None)
+        return sorted(seen, key=str.lower)
+
+    @staticmethod
+    def _empty_text(lang: Lang, query: str, tag: str) -> str:
+        if query or tag:
+            return tr(lang, "没有找到符合条件的笔记", "No notes match")
+        return tr(lang, "还没有笔记，添加第一条吧", "No notes yet; add the first one")
 
     @staticmethod
     def _summary(lang: Lang, total: int, query: str, tag: str) -> str:
         if query or tag:
-            if not total:
-                return tr(lang, "没有找到符合条件的笔记", "No notes match")
             return tr(lang, f"找到 {total} 条笔记", f"Found {total} notes")
-        if not total:
-            return tr(lang, "还没有笔记，添加第一条吧", "No notes yet; add the first one")
         return tr(lang, f"共 {total} 条笔记", f"{total} notes")
 
     # ------------------------------------------------------------ helpers

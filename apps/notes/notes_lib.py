@@ -1,4 +1,10 @@
-"""Pure helpers of the notes app: tags, instruction parsing, input checks. No I/O."""
+"""Pure helpers of the notes app: tags, instruction parsing, input checks. No I/O.
+
+Tags are free text: a note has up to :data:`MAX_TAGS` of them, typed comma separated
+(or as ``#hashtags`` in an instruction). The suggested ones (:data:`TAGS`) are stored by
+key, so that they read in the UI language; any other tag is kept as the user typed it.
+The ``tag`` column holds them joined by commas.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from typing import Any
 from aios_sdk import Lang, tr
 
 TAGS: dict[str, tuple[str, str]] = {
+    # the suggestions: key -> (zh, en)
     "work": ("工作", "Work"),
     "life": ("生活", "Life"),
     "shopping": ("购物", "Shopping"),
@@ -77,6 +84,10 @@ TAG_HINTS: dict[str, tuple[str, ...]] = {
         "family",
     ),
 }
+MAX_TAGS = 5
+"""Tags one note may carry."""
+MAX_TAG_CHARS = 30
+TAG_SEPARATORS = re.compile(r"[,，、;；]")
 MAX_TITLE = 200
 MAX_BODY = 10_000
 MAX_QUERY = 200
@@ -88,7 +99,9 @@ _APP_WORDS = re.compile(
 )
 _ADD = re.compile(
     r"^(?:请|帮我)?(?:记一下|记下来|记下|记住|记得|记录一下|记录|记个|添加笔记|新建笔记|新笔记|写下|备忘|"
-    r"添加|记|add\s+(?:a\s+)?note|new\s+note|note\s+down|take\s+a\s+note|remember|add|note)"
+    r"提醒我一下|提醒一下|提醒我|提醒|"
+    r"添加|记|add\s+(?:a\s+)?note|new\s+note|note\s+down|take\s+a\s+note|"
+    r"remind\s+me\s+(?:to|that|about)|remind\s+me|remember\s+to|remember|add|note)"
     r"(?![a-z])[\s:：,，]*(?P<text>[\s\S]+)$",
     re.IGNORECASE,
 )
@@ -102,7 +115,7 @@ _LIST = re.compile(
     r"(?:笔记|notes?)?$",
     re.IGNORECASE,
 )
-_HASHTAG = re.compile(r"[#＃](\w+)")
+_HASHTAG = re.compile(r"[#＃]([^\s#＃,，]+)")
 
 
 def tag_label(tag: str, lang: Lang) -> str:
@@ -128,14 +141,20 @@ def guess_tag(text: str) -> str:
     return DEFAULT_TAG
 
 
-def split_hashtag(text: str) -> tuple[str, str | None]:
-    """Text without a known ``#tag``, and that tag."""
-    for m in _HASHTAG.finditer(text):
-        tag = tag_from_word(m.group(1))
-        if tag:
-            rest = text[: m.start()] + " " + text[m.end() :]
-            return re.sub(r"\s+", " ", rest).strip(), tag
-    return text.strip(), None
+def split_hashtags(text: str) -> tuple[str, list[str]]:
+    """Text without its ``#tags``, and those tags (checked as :func:`check_tags` does)."""
+    words = [m.group(1) for m in _HASHTAG.finditer(text)]
+    rest = re.sub(r"\s+", " ", _HASHTAG.sub(" ", text)).strip()
+    return (rest or text.strip()), check_tags(",".join(words))
+
+
+def tags_of(column: str) -> list[str]:
+    """The tags stored in a note's ``tag`` column."""
+    return [t for t in column.split(",") if t]
+
+
+def label_of_tags(column: str, lang: Lang) -> str:
+    return " ".join(f"#{tag_label(t, lang)}" for t in tags_of(column))
 
 
 def parse_instruction(text: str | None) -> tuple[str, str]:
@@ -177,17 +196,50 @@ def check_text(value: Any, field: str, zh: str, limit: int, *, required: bool) -
     return value
 
 
-def check_tag(value: Any) -> str | None:
-    """A tag key from a form or select; None for "no tag chosen"; BadInput otherwise."""
-    if value in (None, ""):
-        return None
-    tag = tag_from_word(value) if isinstance(value, str) else None
-    if tag is None:
+def check_tags(value: Any) -> list[str]:
+    """Tags typed comma separated (a suggestion by its key, label or English name); the
+    empty list for none; BadInput naming the first problem."""
+    if value is None:
+        return []
+    if not isinstance(value, str):
         raise BadInput(
-            f"标签 {value!r} 不存在（可选：{', '.join(TAGS)}）",
-            f"unknown tag {value!r} (tags: {', '.join(TAGS)})",
+            f"标签必须是文字（收到 {type(value).__name__}）",
+            f"tags must be text (got {type(value).__name__})",
         )
-    return tag
+    out: list[str] = []
+    for raw in TAG_SEPARATORS.split(value):
+        word = raw.strip().lstrip("#＃").strip()
+        if not word:
+            continue
+        if len(word) > MAX_TAG_CHARS:
+            raise BadInput(
+                f"标签「{word[:40]}」太长（最多 {MAX_TAG_CHARS} 字）",
+                f"the tag {word[:40]!r} is too long (at most {MAX_TAG_CHARS} characters)",
+            )
+        tag = tag_from_word(word) or word
+        if tag.lower() not in (t.lower() for t in out):
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise BadInput(
+            f"标签太多（{len(out)} 个，最多 {MAX_TAGS} 个）",
+            f"too many tags ({len(out)}, at most {MAX_TAGS})",
+        )
+    return out
+
+
+def check_filter(value: Any) -> str:
+    """One tag to filter by ("all" or empty: none); BadInput when it is not one tag."""
+    if value in (None, "", "all"):
+        return ""
+    tags = check_tags(value)
+    if len(tags) != 1:
+        raise BadInput(f"请选择一个标签（收到 {value!r}）", f"choose one tag (got {value!r})")
+    return tags[0]
+
+
+def tag_pattern(tag: str) -> str:
+    """A LIKE pattern matching ``tag`` as one entry of the comma-joined column."""
+    return f"%,{like_pattern(tag)[1:-1]},%"
 
 
 def check_id(value: Any) -> int:

@@ -61,7 +61,13 @@ def act(system: Running, payload: dict[str, Any], sid: str | None = None) -> dic
 
 
 def titles(resp: dict[str, Any]) -> list[str]:
-    return [i["title"] for i in resp["data"]["items"]]
+    """Each note as the list shows it: its title, ``✓`` after a done one (struck through)."""
+    return [i["title"] + (" ✓" if i["done"] else "") for i in resp["data"]["items"]]
+
+
+def toggle(system: Running, note_id: int, value: Any, sid: str | None = None) -> dict[str, Any]:
+    """A note's own done switch, as the desktop sends a row's control (C1)."""
+    return act(system, {"action_id": "done", "params": {"id": note_id, "value": value}}, sid)
 
 
 def add(
@@ -75,19 +81,24 @@ def add(
 def test_first_open_creates_the_table_and_shows_an_empty_list(notes: Running) -> None:
     resp = notes.open(APP)["response"]
     assert resp["status"] == "ok" and resp["view_type"] == "list"
-    assert resp["data"]["items"] == [] and "还没有笔记" in resp["message"]
+    # one empty message: the view's own (data.empty), not repeated in the message line
+    assert resp["data"]["items"] == [] and resp["data"]["empty"] == "还没有笔记，添加第一条吧"
+    assert "message" not in resp
     types = {a["type"]: a for a in resp["actions"]}
     assert set(types) >= {"input", "select", "submit_form"}
+    assert types["submit_form"]["variant"] == "primary"
     assert [f["name"] for f in types["submit_form"]["fields"]] == ["title", "body", "tag"]
     tag_field = types["submit_form"]["fields"][2]
-    assert tag_field["type"] == "select"
-    assert {o["value"] for o in tag_field["options"]} == {
+    assert tag_field["type"] == "text"  # free text; the suggestions in its placeholder
+    assert tag_field["placeholder"] == "例如：工作, 生活, 购物, 学习, 其他"
+    assert [o["value"] for o in types["select"]["options"]] == [
+        "all",
         "work",
         "life",
         "shopping",
         "study",
         "other",
-    }
+    ]
     assert db_rows(notes) == []
     audit = notes.get(f"/api/audit?app={APP}").json()
     assert audit and all(r["tool"] == "db_query" for r in audit)
@@ -100,39 +111,52 @@ def test_add_toggle_filter_search_and_delete(notes: Running, views: Subscription
     assert resp["status"] == "ok" and "买牛奶" in resp["message"]
     add(notes, "写周报", "周五前", "work", sid)
     resp = add(notes, "Read SICP", "chapter 3", "study", sid)
-    assert titles(resp) == ["⬜ Read SICP", "⬜ 写周报", "⬜ 买牛奶"]
+    assert titles(resp) == ["Read SICP", "写周报", "买牛奶"]
     assert db_rows(notes) == [
         (1, "买牛奶", "两盒，低脂", "shopping", 0),
         (2, "写周报", "周五前", "work", 0),
         (3, "Read SICP", "chapter 3", "study", 0),
     ]
-    toggles = {a["action_id"]: a for a in resp["actions"] if a["type"] == "toggle"}
-    assert set(toggles) == {"done.1", "done.2", "done.3"}
-    assert toggles["done.1"]["value"] is False
+    # no switch in the action bar: each note's row carries its own
+    assert not [a for a in resp["actions"] if a["type"] == "toggle"]
+    switches = {i["id"]: i["actions"] for i in resp["data"]["items"]}
+    assert switches[1] == [
+        {
+            "type": "toggle",
+            "label": "完成",
+            "action_id": "done",
+            "value": False,
+            "params": {"id": 1},
+        }
+    ]
     deletes = [a for a in resp["actions"] if a["action_id"] == "delete"]
     assert sorted(a["params"]["id"] for a in deletes) == [1, 2, 3]
     assert not any("confirm" in a for a in deletes)  # the app asks itself, with a card
+    assert {a["variant"] for a in deletes} == {"danger"}
 
-    resp = act(notes, {"action_id": "done.1", "on": True}, sid)
-    assert "已完成" in resp["message"]
-    assert titles(resp)[-1] == "✅ 买牛奶"  # done notes sink to the bottom
-    assert resp["data"]["items"][-1]["done"] is True
-    assert db_rows(notes)[0][4] == 1
-    resp = act(notes, {"action_id": "done.1", "on": False}, sid)
-    assert db_rows(notes)[0][4] == 0
+    resp = toggle(notes, 1, True, sid)
+    assert resp["message"] == "已完成：买牛奶"
+    assert titles(resp) == ["Read SICP", "写周报", "买牛奶 ✓"]  # only that note; it sinks
+    assert resp["data"]["items"][-1]["actions"][0]["value"] is True
+    assert [r[4] for r in db_rows(notes)] == [1, 0, 0]
+    resp = toggle(notes, 1, False, sid)
+    assert [r[4] for r in db_rows(notes)] == [0, 0, 0]
+    resp = act(notes, {"action_id": "done.1", "on": True}, sid)  # the older form still works
+    assert [r[4] for r in db_rows(notes)] == [1, 0, 0]
+    toggle(notes, 1, False, sid)
 
     resp = act(notes, {"action_id": "filter_tag", "selected": "work"}, sid)
-    assert titles(resp) == ["⬜ 写周报"] and resp["data"]["tag"] == "work"
+    assert titles(resp) == ["写周报"] and resp["data"]["tag"] == "work"
     # the filter is kept in the session: a toggle on the filtered list keeps it
-    resp = act(notes, {"action_id": "done.2", "on": True}, sid)
-    assert titles(resp) == ["✅ 写周报"]
+    resp = toggle(notes, 2, True, sid)
+    assert titles(resp) == ["写周报 ✓"]
     resp = act(notes, {"action_id": "filter_tag", "selected": "all"}, sid)
     assert len(resp["data"]["items"]) == 3
 
     resp = act(notes, {"action_id": "search", "value": "低脂"}, sid)
-    assert titles(resp) == ["⬜ 买牛奶"] and "找到 1 条" in resp["message"]
+    assert titles(resp) == ["买牛奶"] and "找到 1 条" in resp["message"]
     resp = act(notes, {"action_id": "search", "value": "100%_"}, sid)
-    assert resp["data"]["items"] == [] and "没有找到" in resp["message"]
+    assert resp["data"]["items"] == [] and resp["data"]["empty"] == "没有找到符合条件的笔记"
     show_all = [a for a in resp["actions"] if a["action_id"] == "show_all"]
     assert show_all
     resp = act(notes, {"action_id": "show_all"}, sid)
@@ -143,7 +167,7 @@ def test_add_toggle_filter_search_and_delete(notes: Running, views: Subscription
     assert card["kind"] == "confirm" and card["prompt"] == "删除笔记「Read SICP」？删除后无法恢复。"
     assert [r[0] for r in db_rows(notes)] == [1, 2, 3]  # asking deletes nothing
     resp = answer(notes, views, waiting, True)
-    assert resp["message"] == "已删除：Read SICP" and "⬜ Read SICP" not in titles(resp)
+    assert resp["message"] == "已删除：Read SICP" and "Read SICP" not in titles(resp)
     assert [r[0] for r in db_rows(notes)] == [1, 2]
     again = notes.post(f"/api/interactions/{card['id']}", {"value": False})
     assert again.status_code == 409 and again.json()["current"]["answer"] == {"value": True}
@@ -154,7 +178,7 @@ def test_delete_answered_no_keeps_the_note(notes: Running, views: Subscription) 
     waiting = ask_delete(notes, 1)
     resp = answer(notes, views, waiting, False)
     assert resp["status"] == "ok" and resp["message"] == "没有删除：keep me（你选择了不删除）"
-    assert titles(resp) == ["⬜ keep me"]
+    assert titles(resp) == ["keep me"]
     assert db_rows(notes) == [(1, "keep me", "", "other", 0)]
     audit = notes.get(f"/api/audit?app={APP}").json()
     assert not any("DELETE" in r["args"] for r in audit if r["tool"] == "db_query")
@@ -186,22 +210,23 @@ def test_an_unanswered_delete_expires_and_a_cancelled_one_deletes_nothing(
     assert db_rows(system) == [(1, "keep me", "", "other", 0)]
 
 
-@pytest.mark.parametrize(
-    ("text", "title", "tag"),
-    [
-        ("记一下明天买牛奶", "明天买牛奶", "shopping"),
-        ("add note buy milk", "buy milk", "shopping"),
-        ("notes add prepare the meeting #work", "prepare the meeting", "work"),
-        ("记事本 记下 给妈妈打电话", "给妈妈打电话", "life"),
-    ],
-)
-def test_instructions_add_notes(notes: Running, text: str, title: str, tag: str) -> None:
-    out = notes.instruct(text)
-    [res] = out["results"]
-    assert res["app"] == APP
-    assert res["response"]["status"] == "ok"
-    assert f"⬜ {title}" in titles(res["response"])
-    assert db_rows(notes) == [(1, title, "", tag, 0)]
+ADD_BY_INSTRUCTION = [
+    ("记一下明天买牛奶", "明天买牛奶", "shopping"),
+    ("add note buy milk", "buy milk", "shopping"),
+    ("notes add prepare the meeting #work", "prepare the meeting", "work"),
+    ("记事本 记下 给妈妈打电话", "给妈妈打电话", "life"),
+    ("remind me to buy milk", "buy milk", "shopping"),
+    ("提醒我买牛奶 #急事 #家", "买牛奶", "急事,家"),  # free tags, as typed
+]
+
+
+def test_instructions_add_notes(notes: Running) -> None:
+    for n, (text, title, tag) in enumerate(ADD_BY_INSTRUCTION, start=1):
+        out = notes.instruct(text)
+        [res] = out["results"]
+        assert res["app"] == APP and res["response"]["status"] == "ok", text
+        assert title in titles(res["response"]), text
+        assert db_rows(notes)[-1] == (n, title, "", tag, 0), text
 
 
 def test_instructions_search_and_open(notes: Running) -> None:
@@ -209,9 +234,9 @@ def test_instructions_search_and_open(notes: Running) -> None:
     notes.instruct("add note buy milk")
     notes.instruct("记一下 交电费")
     zh = notes.instruct("搜索 牛奶")["results"][0]["response"]
-    assert titles(zh) == ["⬜ 明天买牛奶"]
+    assert titles(zh) == ["明天买牛奶"]
     en = notes.instruct("search milk")["results"][0]["response"]
-    assert titles(en) == ["⬜ buy milk"]
+    assert titles(en) == ["buy milk"]
     for text in ("打开记事本", "open notes"):
         resp = notes.instruct(text)["results"][0]["response"]
         assert len(resp["data"]["items"]) == 3, text
@@ -222,11 +247,11 @@ def test_notes_survive_a_system_restart(
 ) -> None:
     first = make_system(apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"))
     first.instruct("记一下明天买牛奶")
-    act(first, {"action_id": "done.1", "on": True})
+    toggle(first, 1, True)
     first.stop()
     second = make_system(apps_dir=first.apps_dir, data_dir=first.data_dir)
     resp = second.open(APP)["response"]
-    assert titles(resp) == ["✅ 明天买牛奶"]
+    assert titles(resp) == ["明天买牛奶 ✓"]
     assert resp["data"]["items"][0]["done"] is True
 
 
@@ -234,14 +259,20 @@ GARBAGE: list[tuple[dict[str, Any], str]] = [
     ({"action_id": "add"}, "form_values"),
     ({"action_id": "add", "form_values": {"title": "", "tag": "work"}}, "标题不能为空"),
     ({"action_id": "add", "form_values": {"title": 5}}, "标题必须是文字"),
-    ({"action_id": "add", "form_values": {"title": "x", "tag": "secret"}}, "'secret'"),
+    ({"action_id": "add", "form_values": {"title": "x", "tag": {"t": 1}}}, "标签必须是文字"),
+    ({"action_id": "add", "form_values": {"title": "x", "tag": "t" * 31}}, "太长"),
+    ({"action_id": "add", "form_values": {"title": "x", "tag": "a,b,c,d,e,f"}}, "标签太多"),
     ({"action_id": "add", "form_values": {"title": "x", "body": ["a"]}}, "内容必须是文字"),
     ({"action_id": "add", "form_values": {"title": "x" * 20_000}}, "标题太长"),
     ({"action_id": "search", "value": {"q": 1}}, "搜索内容必须是文字"),
-    ({"action_id": "filter_tag", "selected": 3}, "3"),
+    ({"action_id": "filter_tag", "selected": 3}, "int"),
+    ({"action_id": "filter_tag", "selected": "a,b"}, "'a,b'"),
     ({"action_id": "filter_tag"}, "标签"),
     ({"action_id": "done.1"}, "None"),
     ({"action_id": "done.1", "value": "yes"}, "None"),
+    ({"action_id": "done", "params": {"id": 1, "value": "yes"}}, "'yes'"),
+    ({"action_id": "done", "params": {"value": True}}, "None"),
+    ({"action_id": "done", "params": {"id": 999, "value": True}}, "999"),
     ({"action_id": "done.999", "on": True}, "999"),
     ({"action_id": "done.abc", "on": True}, "'abc'"),
     ({"action_id": "done.", "on": True}, "''"),
@@ -262,4 +293,27 @@ def test_garbage_payloads_give_clear_errors_and_the_data_is_intact(notes: Runnin
         assert resp["actions"][0]["action_id"] == "show_all"
     assert db_rows(notes) == [(1, "keep me", "", "other", 0)]
     resp = notes.open(APP)["response"]
-    assert resp["status"] == "ok" and titles(resp) == ["⬜ keep me"]
+    assert resp["status"] == "ok" and titles(resp) == ["keep me"]
+
+
+def test_free_tags_and_english_answers(make_system: Callable[..., Running], tmp_path: Path) -> None:
+    system = make_system(
+        apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"), language="en"
+    )
+    empty = system.open(APP)["response"]
+    assert empty["data"]["empty"] == "No notes yet; add the first one" and "message" not in empty
+    resp = add(system, "Plan the trip", tag="Travel, 工作,  urgent ,travel")
+    assert resp["message"] == "Noted: Plan the trip (#Travel #Work #urgent)"
+    add(system, "Buy milk", tag="")  # no tag typed: guessed
+    assert [r[3] for r in db_rows(system)] == ["Travel,work,urgent", "shopping"]
+    [select] = [a for a in resp["actions"] if a["type"] == "select"]
+    assert {"Travel", "urgent"} <= {o["value"] for o in select["options"]}  # tags in use
+    only = act(system, {"action_id": "filter_tag", "selected": "urgent"})
+    assert titles(only) == ["Plan the trip"] and only["data"]["tag"] == "urgent"
+    assert only["data"]["items"][0]["sub"].startswith("#Travel #Work #urgent")
+    none = act(system, {"action_id": "filter_tag", "selected": "urg"})  # whole tags only
+    assert none["data"]["items"] == [] and none["data"]["empty"] == "No notes match"
+    done = toggle(system, 2, True)
+    assert done["message"] == "Done: Buy milk" and [r[4] for r in db_rows(system)] == [0, 1]
+    text = str(empty) + str(resp) + str(only) + str(none) + str(done)
+    assert not any("\u4e00" <= ch <= "\u9fff" for ch in text), text  # English only
