@@ -47,6 +47,8 @@ _ICON_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 ICON_IMAGE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_ICON_TEXT = 8
 """Code points of a text icon: an emoji with its modifiers, not a sentence."""
+MAX_TEXT_ROWS = 60
+"""Visible lines a multiline ``input`` may ask for (it scrolls beyond that)."""
 
 
 def icon_file(icon: str) -> str | None:
@@ -96,11 +98,25 @@ class _OptionsAction(_ActionBase):
     options: list[OptionValue | Option] = Field(min_length=1)
 
 
+BUTTON_VARIANTS = ("primary", "secondary", "danger")
+"""A button's emphasis; only an explicit ``primary`` is drawn as the main action."""
+
+
+def _variant(v: str | None) -> str | None:
+    if v is not None and v not in BUTTON_VARIANTS:
+        raise ValueError(f"variant {v!r} is not one of {', '.join(BUTTON_VARIANTS)}")
+    return v
+
+
 class ButtonAction(_ActionBase):
     type: Literal["button"]
     params: dict[str, Any] = Field(default_factory=dict)
     confirm: str | None = None
     """If set, the desktop asks this question before sending the action."""
+    variant: str | None = Field(default=None, json_schema_extra={"enum": [*BUTTON_VARIANTS, None]})
+    """``primary`` (the main action), ``secondary`` (the default look) or ``danger`` (red)."""
+
+    _check_variant = field_validator("variant")(_variant)
 
 
 class FormField(_Open):
@@ -124,11 +140,19 @@ class FormField(_Open):
     required: bool = False
     value: Any = None
     options: list[OptionValue | Option] | None = None
+    monospace: bool = False
+    """A ``textarea`` for code: a monospace font, and Tab indents (Escape, then Tab leaves)."""
+    code: bool = False
+    """An alias of ``monospace``."""
 
 
 class SubmitFormAction(_ActionBase):
     type: Literal["submit_form"]
     fields: list[FormField] = Field(default_factory=list)
+    variant: str | None = Field(default=None, json_schema_extra={"enum": [*BUTTON_VARIANTS, None]})
+    """Like a button's; a submit_form is ``primary`` unless it says otherwise."""
+
+    _check_variant = field_validator("variant")(_variant)
 
 
 class SelectAction(_OptionsAction):
@@ -150,6 +174,14 @@ class InputAction(_ActionBase):
     type: Literal["input"]
     placeholder: str | None = None
     value: str = ""
+    multiline: bool = False
+    """A text area: Enter starts a new line, Ctrl+Enter (or the send button) sends."""
+    monospace: bool = False
+    """A monospace font; on a multiline input Tab indents (Escape, then Tab leaves)."""
+    code: bool = False
+    """``multiline`` and ``monospace`` at once (an editor)."""
+    rows: int | None = Field(default=None, ge=1, le=MAX_TEXT_ROWS)
+    """Visible lines of a multiline input."""
 
 
 class LinkAction(_ActionBase):

@@ -26,6 +26,7 @@ from typing import Any
 
 import hostile_views
 import media_assets
+import rows_demo
 import sample_views
 
 from aios_sdk import AIOSAgent, Lang, error_view, locale_of, text_view, tool, tr
@@ -44,7 +45,7 @@ VIEW_TYPES = (
     "code",
     "dashboard",
 )
-EXTRA_VIEWS = ("loading", "error", "controls", "hostile", "notify", "push")
+EXTRA_VIEWS = ("loading", "error", "controls", "rows", "variants", "hostile", "notify", "push")
 ALL_VIEWS = (*VIEW_TYPES, *EXTRA_VIEWS)
 
 TONE_FILE = "tone.wav"
@@ -70,6 +71,8 @@ LABELS = {
     "loading": ("加载中", "Loading", "先显示加载视图，再运行两步计划"),
     "error": ("错误", "Error", "错误视图示例"),
     "controls": ("全部控件", "All controls", "十种操作控件，点击后原样回显"),
+    "rows": ("逐行控件", "Row controls", "每行自带勾选、开关与删除按钮，完成的划掉"),
+    "variants": ("按钮样式", "Button variants", "主要 / 普通 / 危险按钮、数值选项与代码输入框"),
     "hostile": ("恶意数据", "Hostile data", "用恶意字符串测试每种视图的安全渲染"),
     "notify": ("通知", "Notify", "通过步骤发送桌面通知"),
     "push": ("推送", "Push", "推送几条实时进度事件"),
@@ -78,6 +81,8 @@ LABELS = {
 # Instruction words → view (checked longest first, so "饼图" wins over "图").
 VIEW_WORDS: dict[str, tuple[str, ...]] = {
     "hostile": ("hostile", "恶意", "攻击", "xss"),
+    "rows": ("rows", "逐行"),
+    "variants": ("variants", "variant", "按钮样式"),
     "controls": ("controls", "control", "控件", "操作"),
     "dashboard": ("dashboard", "仪表盘", "看板"),
     "chart": ("chart", "图表", "柱状图", "折线图", "饼图", "环形图"),
@@ -249,6 +254,10 @@ class GalleryAgent(AIOSAgent):
     icon = "🧩"
     role_prompt = "你是组件展示小AI，展示每种视图和控件。"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows = rows_demo.RowsState()
+
     # ------------------------------------------------------------ handle
 
     def handle(
@@ -287,6 +296,12 @@ class GalleryAgent(AIOSAgent):
         action_id = req.get("action_id")
         if action_id in ECHO_IDS:
             return self._echo(req, lang)
+        if action_id in rows_demo.ROW_ACTIONS:
+            params = req.get("params")
+            self._rows.apply(action_id, params if isinstance(params, dict) else {})
+            return self._rows_reply(lang, received=req)
+        if action_id in rows_demo.VARIANT_ACTIONS:
+            return self._variants(lang, received=req)
         if action_id == "home":
             reply = self._home(lang)
             reply["data"]["received"] = req
@@ -331,6 +346,7 @@ class GalleryAgent(AIOSAgent):
             _show(tr(lang, "100 条", "100 items"), view="list", items=100),
             _show(tr(lang, "折线", "Line"), view="chart", type="line", points=12),
             _show(tr(lang, "饼图", "Pie"), view="chart", type="pie", points=5),
+            _show(tr(lang, "空清单", "Empty"), view="rows", items=0),
         ]
         return {
             "status": "ok",
@@ -455,6 +471,11 @@ class GalleryAgent(AIOSAgent):
                     done,
                 ),
             )
+        if view == "rows":
+            count = _int_param(params, "items") if "items" in params else rows_demo.ROW_TASKS
+            return self._rows_reply(lang, count=count)
+        if view == "variants":
+            return self._variants(lang)
         return {
             "loading": self._loading,
             "error": self._sample_error,
@@ -599,6 +620,35 @@ class GalleryAgent(AIOSAgent):
             title=tr(lang, "全部十种操作控件", "All ten action controls"),
             actions=[*controls(), _home_button(lang)],
             message=tr(lang, "十种控件", "Ten controls"),
+        )
+
+    def _rows_reply(
+        self, lang: Lang, received: Any = None, count: int = rows_demo.ROW_TASKS
+    ) -> dict[str, Any]:
+        """The rows view; after a row control, the message line shows what was received."""
+        data = rows_demo.rows_view(self._rows, lang, count)
+        message = tr(lang, "每行的控件带着该行的 id", "Each row's controls carry its id")
+        if received is not None:
+            data["received"] = received
+            message = json.dumps(received, ensure_ascii=False, sort_keys=True)
+        return self._view("list", data, lang, message)
+
+    def _variants(self, lang: Lang, received: Any = None) -> dict[str, Any]:
+        content = tr(
+            lang,
+            "只有“保存”是主要按钮，“删除”是危险按钮；字号的选项值是数字；代码框里 Tab 缩进，"
+            "按 Esc 再按 Tab 离开。",
+            "Only Save is primary and Delete is danger; the size options are numbers; "
+            "Tab indents in the code box, Escape then Tab leaves it.",
+        )
+        if received is not None:
+            content = json.dumps(received, ensure_ascii=False, indent=2, sort_keys=True)
+        return text_view(
+            content,
+            title=tr(lang, "按钮样式", "Button variants"),
+            received=received,
+            actions=[*rows_demo.variant_actions(lang), _home_button(lang)],
+            message=tr(lang, "按钮样式", "Button variants"),
         )
 
     def _echo(self, req: dict[str, Any], lang: Lang) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 // Form fields shared by the form view and the submit_form control: building inputs from
 // field specs, and reading typed values back (number → number, checkbox → bool,
 // select → the option's original value, whatever its JSON type).
+import { codeArea, wantsCode } from './controls/codearea.js';
 import { el, isObject, toText } from './safe.js';
 
-// Option values keep their JSON type (number, bool…); the DOM only holds their index.
+// Option values keep their JSON type (number, bool…): each <option> carries its value as
+// text (what the page, the snapshot and a test see) and its index here, so what is sent is
+// the app's own value, never an index.
 const optionValues = new WeakMap();
 
 /** [str | {label, value}] → [{label, value}] */
@@ -18,9 +21,24 @@ export function rememberOptions(node, opts) {
   optionValues.set(node, opts);
 }
 
-export function optionValue(node, index) {
-  const opts = optionValues.get(node) || [];
-  return opts[index] ? opts[index].value : undefined;
+/** <option> elements for opts: value = the option's value as text, data-index = its place. */
+export function optionNodes(opts) {
+  return opts.map((o, i) => el('option', { value: toText(o.value), text: o.label, dataset: { index: String(i) } }));
+}
+
+/** The index into opts of a current value (a number matches its text too: "2" ~ 2). */
+export function optionIndex(opts, value) {
+  const exact = opts.findIndex((o) => o.value === value);
+  if (exact >= 0 || value === null || value === undefined) return exact;
+  return opts.findIndex((o) => toText(o.value) === toText(value));
+}
+
+/** The app's value of the selected option of a <select> built with optionNodes. */
+export function selectedValue(select) {
+  const opts = optionValues.get(select) || [];
+  const option = select.selectedOptions[0];
+  const i = option && option.dataset.index !== undefined ? Number(option.dataset.index) : -1;
+  return opts[i] ? opts[i].value : undefined;
 }
 
 let uid = 0;
@@ -28,6 +46,9 @@ export function uniqueId(prefix) {
   uid += 1;
   return `${prefix}_${uid}`;
 }
+
+/** Rows of a textarea field that does not say. */
+const TEXTAREA_ROWS = 4;
 
 const INPUT_TYPES = {
   text: 'text', number: 'number', password: 'password', email: 'email', url: 'url',
@@ -47,14 +68,15 @@ export function buildField(field) {
     disabled: !!field.disabled };
   let input;
   if (type === 'textarea') {
-    input = el('textarea', { ...common, class: 'inp', rows: 4, value: toText(field.value),
-      placeholder: toText(field.placeholder) });
+    input = el('textarea', { ...common, class: 'inp', rows: Number.isInteger(field.rows) && field.rows > 0
+      ? field.rows : TEXTAREA_ROWS, value: toText(field.value), placeholder: toText(field.placeholder) });
     input.dataset.kind = 'text';
+    if (wantsCode(field)) codeArea(input);
   } else if (type === 'select') {
     const opts = normOptions(field.options);
     input = el('select', { ...common, class: 'inp' });
-    opts.forEach((o, i) => input.appendChild(el('option', { value: String(i), text: o.label })));
-    const idx = opts.findIndex((o) => o.value === field.value);
+    input.append(...optionNodes(opts));
+    const idx = optionIndex(opts, field.value);
     if (idx >= 0) input.selectedIndex = idx;
     rememberOptions(input, opts);
     input.dataset.kind = 'select';
@@ -85,7 +107,7 @@ function valueOf(input) {
     case 'checkbox':
       return input.checked;
     case 'select':
-      return optionValue(input, input.selectedIndex) ?? null;
+      return selectedValue(input) ?? null;
     default:
       return input.value;
   }

@@ -1,9 +1,13 @@
 // Renders an app reply ({status, view_type, data, actions, message}) into its window:
-// the view, the action controls (each with data-id="btn_<action_id>"), the message line.
-// Also applies live "push" data to a window. Sending an action is delegated to the
-// handler main.js installs (render.js knows nothing about the server).
+// the view, the action controls (each with data-id="btn_<action_id>"), the message line,
+// and each item's own controls (controls/row.js). Also applies live "push" data to a window.
+// A re-render of the same view (same view_type and title: a live refresh, a push, a click
+// that redraws the list) keeps the scroll positions and the view's memory (a table's sort).
+// Sending an action is delegated to the handler main.js installs (render.js knows nothing
+// about the server).
 import { emit } from './bus.js';
 import { renderControl } from './controls/index.js';
+import { leads, renderRowControl, rowSend } from './controls/row.js';
 import { DEFAULTS } from './defaults.js';
 import { collect, validate } from './formvalues.js';
 import { t } from './i18n.js';
@@ -20,15 +24,61 @@ export function setActionHandler(handler) {
   actionHandler = handler;
 }
 
-/** data-id per action: btn_<id>, then btn_<id>_2, _3… when an action_id repeats. */
-export function controlIds(actions) {
-  const seen = new Map();
+/** data-id per action: btn_<id>, then btn_<id>_2, _3… when an action_id repeats
+ * (`seen` carries the count on to the items' own controls of the same view). */
+export function controlIds(actions, seen = new Map()) {
   return actions.map((a) => {
     const base = `btn_${isObject(a) ? toText(a.action_id) : ''}`;
     const n = (seen.get(base) || 0) + 1;
     seen.set(base, n);
     return n === 1 ? base : `${base}_${n}`;
   });
+}
+
+/** Elements whose scroll position a re-render of the same view keeps, matched by their order. */
+const SCROLLERS = '.win-content, .table-wrap, .dash-widget, .code-pre, .text-content, .list';
+/** The rows a kept scroll position is anchored to: the first one in sight stays where it was
+ * (list items are laid out lazily, so a new list's estimated heights differ from the old's). */
+const ANCHORS = '.list-item, tbody tr, .card, .dash-widget';
+
+function anchorIn(scroller) {
+  const top = scroller.getBoundingClientRect().top;
+  const rows = scroller.querySelectorAll(ANCHORS);
+  for (let i = 0; i < rows.length; i += 1) {
+    const box = rows[i].getBoundingClientRect();
+    if (box.bottom > top) return { index: i, offset: box.top - top };
+  }
+  return null;
+}
+
+function scrollPositions(root) {
+  return [...root.querySelectorAll(SCROLLERS)].map((n) => ({
+    top: n.scrollTop, left: n.scrollLeft, anchor: n.scrollTop ? anchorIn(n) : null,
+  }));
+}
+
+function restoreScroll(root, saved) {
+  if (!saved || !saved.some((s) => s.top || s.left)) return;
+  const nodes = root.querySelectorAll(SCROLLERS);
+  saved.forEach(({ top, left, anchor }, i) => {
+    const node = nodes[i];
+    if (!node || !(top || left)) return;
+    node.scrollTop = top;
+    node.scrollLeft = left;
+    const row = anchor && node.querySelectorAll(ANCHORS)[anchor.index];
+    if (row) node.scrollTop += row.getBoundingClientRect().top - node.getBoundingClientRect().top - anchor.offset;
+  });
+}
+
+/** Two replies show "the same view" when view_type and title agree. */
+function viewKey(reply) {
+  const title = isObject(reply.data) && typeof reply.data.title === 'string' ? reply.data.title : '';
+  return `${toText(reply.view_type)}\u0000${title}`;
+}
+
+function displayLabel(item) {
+  if (!isObject(item)) return toText(item);
+  return toText(item.title ?? item.name ?? item.label ?? item.text ?? item.id);
 }
 
 function setBusy(node, busy) {
@@ -59,7 +109,21 @@ function viewContext(winId, app, state) {
     notice: (text, level) => toast(text, { level }),
     onCleanup: (fn) => wm.addCleanup(winId, fn),
     afterMount: (fn) => state.mounted.push(fn),
-    itemActions: (item) => claimItemActions(item, state),
+    itemActions: (item) => itemControls(item, state).trail,
+    itemControls: (item) => itemControls(item, state),
+    // The text for an empty list / table / card view: the app's data.empty if it gave one
+    // (an empty string: none), none when the reply's message is there to say it, else ours.
+    emptyText: (data) => {
+      if (isObject(data) && typeof data.empty === 'string') return data.empty;
+      return state.message ? '' : t('view.no_rows');
+    },
+    // An object the view keeps across re-renders of the same view (one per name and call order).
+    memo: (name) => {
+      const key = `${name}#${(state.memoCalls[name] = (state.memoCalls[name] || 0) + 1)}`;
+      if (!state.memo[key]) state.memo[key] = {};
+      return state.memo[key];
+    },
+    redraw: !!state.redraw,
     submitViewForm: () => {
       const w = wm.get(winId);
       if (!w) return;
@@ -87,7 +151,6 @@ function controlContext(winId, app, entry) {
     ctx: {
       app,
       t,
-      first: entry.first,
       url: (raw, kind) => resolveUrl(raw, app, kind),
       blocked: (raw) => blockedBox(t, raw),
       confirm: (question) => confirm(question),
@@ -106,6 +169,13 @@ function controlContext(winId, app, entry) {
   };
 }
 
+function mark(node, entry) {
+  node.dataset.id = entry.dataId;
+  node.dataset.actionType = toText(entry.action && entry.action.type);
+  node.dataset.label = toText(entry.action && (entry.action.label || entry.action.action_id));
+  node.classList.add('ctl', `ctl-${toText(entry.action && entry.action.type)}`);
+}
+
 function viewForms(winId) {
   const w = wm.get(winId);
   return w ? [...w.body.querySelectorAll('form.view-form')] : [];
@@ -115,21 +185,45 @@ function buildControl(winId, app, entry) {
   const { ctx, ref } = controlContext(winId, app, entry);
   const node = renderControl(entry.action, ctx);
   ref.node = node;
-  node.dataset.id = entry.dataId;
-  node.dataset.actionType = toText(entry.action && entry.action.type);
-  node.dataset.label = toText(entry.action && (entry.action.label || entry.action.action_id));
-  node.classList.add('ctl', `ctl-${toText(entry.action && entry.action.type)}`);
+  mark(node, entry);
   entry.claimed = true;
   return node;
 }
 
-/** Buttons whose params name this item's id are drawn inside the item (spec §6.5's per-song "播放"). */
-function claimItemActions(item, state) {
-  if (!isObject(item) || (typeof item.id !== 'string' && typeof item.id !== 'number')) return null;
-  const mine = state.entries.filter((e) => !e.claimed && isObject(e.action) && e.action.type === 'button'
+/** One of an item's own controls: its requests carry params.id (and params.value). */
+function buildRowControl(state, item, action) {
+  const [dataId] = controlIds([action], state.seen);
+  const entry = { action, dataId };
+  const { ctx, ref } = controlContext(state.winId, state.app, entry);
+  ctx.send = rowSend(action, item.id, ctx.send);
+  const node = renderRowControl(action, ctx, displayLabel(item));
+  ref.node = node;
+  mark(node, entry);
+  node.dataset.rowId = toText(item.id);
+  return node;
+}
+
+function hasId(item) {
+  return isObject(item) && (typeof item.id === 'string' || typeof item.id === 'number');
+}
+
+/**
+ * An item's controls: {lead, trail} elements (or null). Its own `actions` (a single checkbox
+ * leads, the rest trail), then the reply's buttons whose params name the item's id (spec
+ * §6.5's per-song "播放"), which are drawn in the item instead of the action bar.
+ */
+function itemControls(item, state) {
+  if (!hasId(item)) return { lead: null, trail: null };
+  const own = Array.isArray(item.actions) ? item.actions.filter(isObject) : [];
+  const lead = own.filter(leads).map((a) => buildRowControl(state, item, a));
+  const trail = own.filter((a) => !leads(a)).map((a) => buildRowControl(state, item, a));
+  const claimed = state.entries.filter((e) => !e.claimed && isObject(e.action) && e.action.type === 'button'
     && isObject(e.action.params) && Object.values(e.action.params).some((v) => v === item.id));
-  if (!mine.length) return null;
-  return el('span', { class: 'item-actions' }, mine.map((e) => buildControl(state.winId, state.app, e)));
+  trail.push(...claimed.map((e) => buildControl(state.winId, state.app, e)));
+  return {
+    lead: lead.length ? el('span', { class: 'item-lead' }, lead) : null,
+    trail: trail.length ? el('span', { class: 'item-actions' }, trail) : null,
+  };
 }
 
 /**
@@ -154,16 +248,16 @@ export function renderResponse(winId, response, opts = {}) {
     actions.push({ type: 'submit_form', action_id: data.action_id, label: data.submit_label || t('control.submit') });
   }
   actions = actions.filter((a) => a !== null && a !== undefined);
-  const ids = controlIds(actions);
-  let firstButton = true;
+  const seen = new Map();
+  const ids = controlIds(actions, seen);
+  const key = viewKey(reply);
+  const same = w.viewKey === key;
+  const scroll = same ? scrollPositions(w.body) : null;
+  if (!same || !w.viewMemo) w.viewMemo = {};
   const state = {
-    winId, app, fromUser: opts.fromUser, mounted: [],
-    entries: actions.map((action, i) => {
-      const isBtn = isObject(action) && action.type === 'button';
-      const entry = { action, dataId: ids[i], claimed: false, first: isBtn && firstButton };
-      if (isBtn) firstButton = false;
-      return entry;
-    }),
+    winId, app, fromUser: opts.fromUser, mounted: [], seen, memo: w.viewMemo, memoCalls: {}, redraw: same,
+    message: typeof reply.message === 'string' ? reply.message.trim() : '',
+    entries: actions.map((action, i) => ({ action, dataId: ids[i], claimed: false })),
   };
   const ctx = viewContext(winId, app, state);
   const view = renderView(typeof reply.view_type === 'string' ? reply.view_type : String(reply.view_type), data, ctx);
@@ -186,7 +280,13 @@ export function renderResponse(winId, response, opts = {}) {
   if (typeof reply.message === 'string' && reply.message) {
     parts.push(el('p', { class: ['win-message', reply.status === 'error' ? 'is-error' : ''], text: reply.message }));
   }
+  // Lazily laid out items (content-visibility) would sit at estimated heights: for a kept
+  // scroll position they are laid out for real once, which "auto" then remembers.
+  if (same) content.classList.add('is-redraw');
   w.body.replaceChildren(...parts);
+  restoreScroll(w.body, scroll);
+  if (same) requestAnimationFrame(() => setTimeout(() => content.classList.remove('is-redraw'), 0));
+  w.viewKey = key;
   w.body.dataset.viewType = toText(reply.view_type);
   w.el.classList.toggle('has-error', reply.status === 'error');
   w.response = reply;
@@ -310,7 +410,8 @@ export function applyPush(winId, data) {
 /** A view context for system windows (settings, audit) that draw views without a reply. */
 export function plainContext(winId) {
   const mounted = [];
-  const ctx = viewContext(winId, winId, { winId, app: winId, mounted, entries: [], fromUser: false });
+  const ctx = viewContext(winId, winId, { winId, app: winId, mounted, entries: [], fromUser: false, seen: new Map(),
+    memo: {}, memoCalls: {}, message: '' });
   ctx.flush = () => mounted.splice(0).forEach((fn) => fn());
   return ctx;
 }

@@ -5,7 +5,8 @@ import { el, toText } from '../safe.js';
 export function render(action, ctx) {
   const opts = normOptions(action.options);
   const initial = Array.isArray(action.value) ? action.value : [];
-  const boxes = opts.map((o) => el('input', { type: 'checkbox', class: 'chk', checked: initial.includes(o.value),
+  const boxes = opts.map((o) => el('input', { type: 'checkbox', class: 'chk', value: toText(o.value),
+    checked: initial.includes(o.value),
     disabled: !!action.disabled }));
   const group = el('fieldset', { class: 'ctl-group' },
     action.label ? el('legend', { class: 'ctl-label ui-label', text: toText(action.label) }) : null,

@@ -1,6 +1,6 @@
-// card: {title?, cards: [{title, image, desc}]} (items accepted as an alias).
+// card: {title?, empty?, cards: [{id?, title, image, desc, done?, actions?}]} (items accepted as an alias).
 import { el, isObject, toText } from '../safe.js';
-import { pick } from './list.js';
+import { emptyNote, pick } from './list.js';
 
 function card(item, ctx) {
   if (!isObject(item)) return el('article', { class: 'card' }, el('div', { class: 'card-body', text: toText(item) }));
@@ -15,13 +15,14 @@ function card(item, ctx) {
   }
   const desc = pick(item, ['desc', 'description', 'sub', 'subtitle', 'summary', 'text']);
   const meta = pick(item, ['meta', 'price', 'date', 'artist', 'author']);
-  return el('article', { class: 'card' },
+  const { lead, trail } = ctx.itemControls(item);
+  return el('article', { class: ['card', item.done === true ? 'is-done' : ''] },
     media,
     el('div', { class: 'card-body' },
       el('h3', { class: 'card-title', text: toText(pick(item, ['title', 'name', 'label']) ?? '') }),
       desc !== undefined ? el('p', { class: 'card-desc', text: toText(desc) }) : null,
       meta !== undefined ? el('p', { class: 'card-meta', text: toText(meta) }) : null,
-      ctx.itemActions(item)));
+      lead, trail));
 }
 
 export function render(data, ctx) {
@@ -33,5 +34,5 @@ export function render(data, ctx) {
   grid.appendChild(frag);
   return el('div', { class: 'view view-card' },
     isObject(data) && typeof data.title === 'string' ? el('h2', { class: 'view-title', text: data.title }) : null,
-    cards.length ? grid : el('p', { class: 'muted', text: ctx.t('view.no_rows') }));
+    cards.length ? grid : emptyNote(data, ctx));
 }

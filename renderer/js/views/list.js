@@ -1,4 +1,7 @@
-// list: {title?, items: [str | {title|name|label, sub|subtitle|artist|…, duration?, image?}]}
+// list: {title?, empty?, items: [str | {id?, title|name|label, sub|subtitle|artist|…, duration?, image?,
+//   done?, actions?}]}
+// An item with "done": true is struck through; an item's own "actions" (controls/row.js) are
+// drawn in its row, a single checkbox before its text.
 import { el, isObject, toText } from '../safe.js';
 
 const TITLE_KEYS = ['title', 'name', 'label', 'text'];
@@ -29,13 +32,22 @@ function row(item, index, ctx) {
   const title = pick(item, TITLE_KEYS);
   const sub = pick(item, SUB_KEYS);
   const meta = pick(item, META_KEYS);
-  return el('li', { class: 'list-item', dataset: { index: String(index) } },
+  const { lead, trail } = ctx.itemControls(item);
+  return el('li', { class: ['list-item', item.done === true ? 'is-done' : ''],
+    dataset: { index: String(index), ...(item.id !== undefined ? { itemId: toText(item.id) } : {}) } },
+    lead,
     thumb(item, ctx),
     el('div', { class: 'list-main' },
       el('div', { class: 'list-title', text: title !== undefined ? toText(title) : toText(item) }),
       sub !== undefined ? el('div', { class: 'list-sub', text: toText(sub) }) : null),
     meta !== undefined ? el('span', { class: 'list-meta', text: toText(meta) }) : null,
-    ctx.itemActions(item));
+    trail);
+}
+
+/** The one empty-state line (the app's data.empty, or ours unless the reply's message says it). */
+export function emptyNote(data, ctx) {
+  const text = ctx.emptyText ? ctx.emptyText(data) : ctx.t('view.no_rows');
+  return text ? el('p', { class: 'muted view-empty', text }) : null;
 }
 
 export function render(data, ctx) {
@@ -47,5 +59,5 @@ export function render(data, ctx) {
   list.appendChild(frag);
   return el('div', { class: 'view view-list' },
     isObject(data) && typeof data.title === 'string' ? el('h2', { class: 'view-title', text: data.title }) : null,
-    items.length ? list : el('p', { class: 'muted', text: ctx.t('view.no_rows') }));
+    items.length ? list : emptyNote(data, ctx));
 }
