@@ -442,6 +442,7 @@ class Music(AIOSAgent):
             "count": len(songs),
             "source": song.source,
             "on_end": END_ACTION,
+            "on_next": "next",
         }
         if autoplay is not None:
             data["autoplay"] = autoplay

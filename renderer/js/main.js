@@ -13,7 +13,7 @@ import { applyPush, renderResponse, setActionHandler, showBanner } from './rende
 import * as runs from './runs.js';
 import { isObject, toText } from './safe.js';
 import * as snapshot from './snapshot.js';
-import { rememberSession, state } from './state.js';
+import { localizeApps, rememberSession, state } from './state.js';
 import * as audit from './system/audit.js';
 import * as settings from './system/settings.js';
 import * as taskbar from './taskbar.js';
@@ -91,19 +91,37 @@ async function loadApps({ announce = false } = {}) {
     const list = await api.apps();
     const apps = Array.isArray(list) ? list : isObject(list) && Array.isArray(list.apps) ? list.apps : [];
     state.apps = new Map(apps.filter((a) => isObject(a) && typeof a.id === 'string').map((a) => [a.id, a]));
-    for (const w of wm.list()) {
-      if (!SYSTEM_WINDOWS.has(w.id) && state.apps.has(w.id)) {
-        const meta = appMeta(w.id);
-        wm.setTitle(w.id, meta.title, meta.icon);
-        statusLine(w.id);
-      }
-    }
+    localizeApps();
+    relabelWindows();
     taskbar.renderApps();
     layout.restore({ openWindow: reopenWindow, known: (id) => SYSTEM_WINDOWS.has(id) || state.apps.has(id) });
     conversation.relabel(); // the entries name apps: now with their display names
     if (announce) notify.toast(t('apps.refreshed'), { level: 'success' });
   } catch (err) {
     notify.toast(t('apps.failed', { error: err.message }), { level: 'error' });
+  }
+}
+
+/** Title bars and status lines of the open app windows, from state.apps. */
+function relabelWindows() {
+  for (const w of wm.list()) {
+    if (!SYSTEM_WINDOWS.has(w.id) && state.apps.has(w.id)) {
+      const meta = appMeta(w.id);
+      wm.setTitle(w.id, meta.title, meta.icon);
+      statusLine(w.id);
+    }
+  }
+}
+
+/** A language switch: names and titles at once, and each open app's view asked again, now
+ * in the new language (the server passes config.language to the app as context.locale). */
+function onLangChanged() {
+  localizeApps();
+  relabelWindows();
+  taskbar.renderApps();
+  if (!appsLoaded) return;
+  for (const w of wm.list()) {
+    if (!SYSTEM_WINDOWS.has(w.id) && state.apps.has(w.id) && !w.openFailed) openApp(w.id);
   }
 }
 
@@ -152,7 +170,30 @@ function activateApp({ id, fromTaskbar }) {
   openApp(id);
 }
 
+// An app's control may open a window of the desktop itself instead of calling the app:
+// `"desktop": "<target>"` on an action (docs/renderer.md). Only these targets exist.
+const DESKTOP_TARGETS = {
+  settings: () => settings.open({ page: 'general' }),
+  'settings#llm': async () => {
+    await settings.open({ page: 'general' });
+    const field = document.getElementById('set_llm_base_url');
+    if (field) {
+      field.scrollIntoView({ block: 'center' });
+      field.focus();
+    }
+  },
+  'settings#permissions': () => settings.open({ page: 'permissions' }),
+  'settings#approvals': () => settings.open({ page: 'approvals' }),
+  audit: () => audit.open(),
+};
+
 async function runAction(winId, action, payload) {
+  if (isObject(action) && typeof action.desktop === 'string') {
+    const open = Object.hasOwn(DESKTOP_TARGETS, action.desktop) ? DESKTOP_TARGETS[action.desktop] : null;
+    if (open) await open();
+    else showBanner(winId, t('desktop.unknown_target', { target: action.desktop }));
+    return;
+  }
   const body = { app: winId, action_id: action.action_id, ...payload };
   if (state.sessionId) body.session_id = state.sessionId;
   const w = wm.get(winId);
@@ -448,7 +489,7 @@ function wire() {
     tray.render();
     settings.refresh();
     audit.refresh();
-    for (const w of wm.list()) if (!SYSTEM_WINDOWS.has(w.id)) statusLine(w.id);
+    onLangChanged();
     conversation.relabel();
   });
   on('runs:error', ({ message }) => notify.toast(message, { level: 'error' }));

@@ -1,24 +1,19 @@
-// media: {url, type: audio|video, title?, artist?, cover?, autoplay?}
+// media: {url, type: audio|video, title?, artist?, cover?, autoplay?, start?, id?, on_end?, on_next?}
+// A window's top-level media view plays through its window's one player (player.js): the
+// element outlives re-renders, so a volume change or a pause goes on where the track is, and a
+// playlist view keeps it playing in the now-playing bar. start (seconds) restarts the track
+// there; a different url starts at 0. on_end / on_next name the app's actions for the end of
+// the track and the bar's next button. A media view nested in a dashboard plays on its own.
+import { claim, mediaElement, release, trackOf, volumeOf } from '../player.js';
 import { el, isObject, toText } from '../safe.js';
 
 const VIDEO_EXT = /\.(mp4|webm|ogv|mov|m4v)(\?|#|$)/i;
-
-// Where each URL's playback was when its view was last replaced: a reply that
-// re-renders the same track (a volume change, say) continues instead of restarting.
-const resume = new Map();
-
-/** data.volume as 0..1: accepts 0..1 or 0..100. */
-function volumeOf(value) {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return null;
-  return Math.min(1, value > 1 ? value / 100 : value);
-}
 
 export function render(data, ctx) {
   if (!isObject(data) || typeof data.url !== 'string') throw new Error('media view needs data.url');
   const kind = data.type === 'video' || (data.type !== 'audio' && VIDEO_EXT.test(data.url)) ? 'video' : 'audio';
   const title = toText(data.title ?? '');
   const sub = toText(data.artist ?? data.sub ?? data.subtitle ?? '');
-  const url = ctx.url(data.url, 'media');
   const head = el('div', { class: 'media-head' },
     el('div', { class: 'media-art', text: kind === 'video' ? '🎬' : '🎵' }),
     el('div', { class: 'media-info' },
@@ -28,28 +23,28 @@ export function render(data, ctx) {
     const cover = ctx.url(data.cover, 'img');
     if (cover) head.firstChild.replaceWith(el('img', { class: 'media-cover', src: cover, alt: '', referrerPolicy: 'no-referrer' }));
   }
+  const url = ctx.url(data.url, 'media');
   if (!url) return el('div', { class: 'view view-media' }, head, ctx.blocked(data.url));
-  const player = el(kind, { class: `media-player media-${kind}`, controls: true, preload: 'metadata', src: url });
   const problem = el('p', { class: 'media-error', hidden: true, text: ctx.t('view.media_error') });
+  const track = trackOf({ ...data, type: kind }, ctx.app, ctx.fromUser);
+  if (ctx.depth === 0 && track && typeof ctx.app === 'string') {
+    // Drawn where the slot is once the view is in the page: the element never leaves the page.
+    const player = claim(ctx.app, track);
+    player.setProblem(problem);
+    const slot = el('div', { class: 'media-slot' });
+    ctx.afterMount(() => player.mount(slot));
+    ctx.onCleanup(() => release(ctx.app));
+    return el('div', { class: 'view view-media' }, head, slot, problem);
+  }
+  const player = mediaElement(kind);
+  player.src = url;
   player.addEventListener('error', () => { problem.hidden = false; });
   const volume = volumeOf(data.volume);
   if (volume !== null) player.volume = volume;
-  const before = resume.get(url);
-  resume.delete(url);
-  if (before) {
-    player.addEventListener('loadedmetadata', () => { player.currentTime = before.time; }, { once: true });
-    if (before.playing) ctx.afterMount(() => player.play().catch(() => {}));
-  }
-  // Started by the user's click ("播放"), playback should start; an autoplay refusal
-  // by the browser is not an error: the controls stay for a manual start.
   if (data.autoplay === true || (ctx.fromUser && data.autoplay !== false)) {
     ctx.afterMount(() => player.play().catch(() => {}));
   }
   ctx.onCleanup(() => {
-    if (player.currentTime > 0) {
-      resume.set(url, { time: player.currentTime, playing: !player.paused });
-      if (resume.size > 20) resume.delete(resume.keys().next().value);
-    }
     player.pause();
     player.removeAttribute('src');
     player.load();
