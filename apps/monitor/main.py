@@ -95,7 +95,8 @@ T: dict[str, tuple[str, str]] = {
     ),
     "read_failed": ("读取系统状态失败：{error}", "Could not read the system status: {error}"),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
-    "proc_title": ("全部进程（{n} 个，按{sort}排序）", "All processes ({n}, by {sort})"),
+    "proc_title": ("全部进程（按{sort}排序）", "All processes (by {sort})"),
+    "proc_count": ("共 {n} 个进程。", "{n} processes."),
     "end": ("结束任务", "End task"),
     "end_prompt": (
         "结束进程 {name}（PID {pid}）？它未保存的数据会丢失。",
@@ -630,7 +631,8 @@ class Monitor(AIOSAgent):
     ) -> dict[str, Any]:
         procs = r.get("processes") or []
         sort = t(settings["sort"], lang)
-        title = t("proc_title", lang, n=len(procs), sort=sort)
+        # the title stays the same across refreshes: the desktop then keeps the scroll position
+        title = t("proc_title", lang, sort=sort)
         labels = t("columns", lang).split("|")
         end = t("end", lang)
         return {
@@ -666,7 +668,7 @@ class Monitor(AIOSAgent):
                 },
             },
             "actions": self._controls(settings, lang, "processes"),
-            "message": (note + " " if note else "") + title,
+            "message": (note + " " if note else "") + t("proc_count", lang, n=len(procs)),
         }
 
     def _controls(self, settings: dict[str, Any], lang: str, view: str) -> list[dict[str, Any]]:

@@ -1,0 +1,77 @@
+"""The monitor and code apps as a person uses them: the process list can be read while it
+refreshes live, and the code editor is a code editor (monospace, Tab indents)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import Desk
+from tests.integration.conftest import Running
+from tests.util import wait_for
+
+SYSTEM_APPS = ["monitor", "code"]
+SCROLL_ROWS = 20
+"""Rows the test scrolls the process list down by before a live refresh."""
+
+
+def test_monitor_and_code_windows(running: Running, open_desk: Callable[..., Desk]) -> None:
+    """One desktop for both (opening a page costs seconds here)."""
+    desk = open_desk(running)
+    process_list_keeps_its_scroll_position_across_a_live_refresh(desk)
+    code_editor_is_monospace_and_tab_indents(desk)
+
+
+def process_list_keeps_its_scroll_position_across_a_live_refresh(desk: Desk) -> None:
+    desk.open_app("monitor")
+    desk.control("monitor", "processes").click()
+    body = desk.wait_view("monitor", "table")
+    rows = body.locator("tbody tr")
+    expect(rows.nth(SCROLL_ROWS * 2)).to_be_attached()
+    expect(rows.first).to_be_visible()
+    row_height = rows.first.evaluate("r => r.getBoundingClientRect().height")
+    assert row_height > 0
+
+    def scrolled() -> float:
+        """Scroll whichever box scrolls (the table's own or the window's) down by
+        SCROLL_ROWS rows and mark the current first row; a refresh may land meanwhile."""
+        top: float = body.evaluate(
+            """(b, dy) => {
+                const boxes = [b.querySelector('.table-wrap'), b.closest('.win-content'), b];
+                const box = boxes.find((n) => n && n.scrollHeight > n.clientHeight + 1);
+                if (!box) return 0;
+                box.scrollTop = dy;
+                b.querySelector('tbody tr').dataset.kOld = '1';
+                return box.scrollTop;
+            }""",
+            row_height * SCROLL_ROWS,
+        )
+        return top
+
+    before = wait_for(scrolled, "the process list to scroll", interval=0.1)
+    # a live refresh re-renders the table (the marked old row is gone) on the same page
+    expect(body.locator("tbody tr[data-k-old]")).to_have_count(0)
+    expect(body).to_have_attribute("data-view-type", "table")
+    after = body.evaluate(
+        """(b) => {
+            const boxes = [b.querySelector('.table-wrap'), b.closest('.win-content'), b];
+            const box = boxes.find((n) => n && n.scrollHeight > n.clientHeight + 1);
+            return box.scrollTop;
+        }"""
+    )
+    assert abs(after - before) <= row_height, (before, after)
+
+
+def code_editor_is_monospace_and_tab_indents(desk: Desk) -> None:
+    body = desk.open_app("code")
+    editor = body.locator("textarea").first
+    font = editor.evaluate("a => getComputedStyle(a).fontFamily")
+    assert "mono" in font.lower(), font
+    editor.fill("if True:\n")
+    editor.press("End")
+    editor.evaluate("a => a.setSelectionRange(a.value.length, a.value.length)")
+    editor.press("Tab")
+    expect(editor).to_be_focused()  # Tab indented instead of leaving the field
+    assert editor.input_value().startswith("if True:\n") and editor.input_value().endswith(" ")
+    assert editor.input_value() != "if True:\n"
