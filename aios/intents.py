@@ -101,12 +101,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "no_match": (
         "我还不知道怎么处理「{text}」。可以试试这些应用：{names}；开始菜单里也在搜索它。",
-        "I don't know how to handle \u201c{text}\u201d yet. These apps might help: {names}. "
+        'I don\'t know how to handle "{text}" yet. These apps might help: {names}. '
         "The start menu is searching for it too.",
     ),
     "no_match_no_apps": (
         "我还不知道怎么处理「{text}」，现在也没有正在运行的应用。开始菜单里在搜索它。",
-        "I don't know how to handle \u201c{text}\u201d yet, and no apps are running. "
+        'I don\'t know how to handle "{text}" yet, and no apps are running. '
         "The start menu is searching for it.",
     ),
     "suggest_help": ("你能做什么？", "What can you do?"),

@@ -9,6 +9,7 @@ import { api } from './api.js';
 import { emit } from './bus.js';
 import { t } from './i18n.js';
 import { icon } from './icons.js';
+import { chips, sendSuggestion } from './intents.js';
 import { el, isObject, toText } from './safe.js';
 import { rememberSession, state } from './state.js';
 
@@ -372,7 +373,8 @@ function replyBody(entry) {
   const message = toText(entry.message);
   return el('div', { class: ['conv-bubble', entry.status === 'error' ? 'is-error' : ''] },
     apps.length ? el('div', { class: 'conv-apps' }, apps.map(appLink)) : el('div', { class: 'conv-apps muted', text: t('conv.system') }),
-    el('p', { class: 'conv-text', text: message || t('conv.no_message') }));
+    el('p', { class: 'conv-text', text: message || t('conv.no_message') }),
+    chips(entry.suggestions)); // a system answer's suggestions (aios/intents.py)
 }
 
 function runBody(entry) {
@@ -458,6 +460,7 @@ function entryOf(node) {
 }
 
 function onListClick(ev) {
+  if (sendSuggestion(ev.target)) return;
   const link = ev.target.closest('[data-app]');
   if (link) {
     emit('app:activate', { id: link.dataset.app });

@@ -298,6 +298,10 @@ const STRINGS = {
     'error.http': 'HTTP {status}',
     'lang.zh-CN': '简体中文',
     'lang.en': 'English',
+    // part 13-I: system intents' answers (intents.js)
+    'intents.answer': '桌面的回答',
+    'intents.close': '关闭',
+    'intents.suggestions': '试试这些',
     // part 13-L: language, desktop targets
     'desktop.unknown_target': '桌面没有“{target}”这个窗口',
     'view.details': '详情',
@@ -612,6 +616,10 @@ const STRINGS = {
     'error.http': 'HTTP {status}',
     'lang.zh-CN': '简体中文',
     'lang.en': 'English',
+    // part 13-I: system intents' answers (intents.js)
+    'intents.answer': 'The desktop\'s answer',
+    'intents.close': 'Close',
+    'intents.suggestions': 'Try these',
     // part 13-L: language, desktop targets
     'desktop.unknown_target': 'The desktop has no window called “{target}”',
     'view.details': 'Details',

@@ -6,6 +6,7 @@ import * as conversation from './conversation.js';
 import { DEFAULTS } from './defaults.js';
 import { applyStatic, setLang, statusText, t } from './i18n.js';
 import * as instances from './instances.js';
+import * as intents from './intents.js';
 import * as layout from './layout.js';
 import * as modal from './modal.js';
 import * as notify from './notify.js';
@@ -265,8 +266,9 @@ async function runInstruction({ text, source }) {
     const title = plan.length > 1
       ? t('command.plan', { plan: plan.map((task) => toText((state.apps.get(task.app) || {}).name || task.app)).join(' → ') })
       : undefined;
+    const answered = intents.handleReply(reply); // a system intent: its desktop ops, its answer card
     const shownIn = results.filter((r) => isObject(r) && typeof r.app === 'string').map((r) => r.app);
-    if (message && (title || !onScreen(shownIn))) {
+    if (message && !answered && (title || !onScreen(shownIn))) {
       notify.toast(message.length > DEFAULTS.messageMaxChars ? `${message.slice(0, DEFAULTS.messageMaxChars)}…` : message,
         { level: 'info', title });
     }
@@ -532,6 +534,7 @@ function boot() {
   layout.init();
   instances.init({ openWindow: ensureWindow, name: (id) => appMeta(id).title });
   conversation.init();
+  intents.init();
   wire();
   loadConfig().then(() => pollHealth());
   loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built
