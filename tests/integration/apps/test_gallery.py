@@ -272,3 +272,28 @@ def test_bad_payloads_give_a_clear_error_and_the_app_keeps_answering(gallery: Ru
         "action_id": "ctl_toggle",
         "on": False,
     }
+
+
+def test_row_controls_change_only_their_row_and_variants_are_explicit(gallery: Running) -> None:
+    resp = show(gallery, view="rows")
+    items = {item["id"]: item for item in resp["data"]["items"]}
+    assert len(items) == 40 and not any(item["done"] for item in items.values())
+    kinds = [a["type"] for a in items["t3"]["actions"]]
+    assert kinds == ["checkbox", "toggle", "button"]
+    assert items["t3"]["actions"][2]["variant"] == "danger"
+    # What the desktop sends for a row's done box: the row's id and the box's value.
+    resp = act(gallery, {"action_id": "row_done", "params": {"id": "t3", "value": True}})
+    done = [item["id"] for item in resp["data"]["items"] if item["done"]]
+    assert done == ["t3"]
+    assert resp["data"]["title"] == "逐行控件"  # the same view: the desktop keeps its scroll
+    resp = act(gallery, {"action_id": "row_delete", "params": {"id": "t4"}})
+    assert "t4" not in [item["id"] for item in resp["data"]["items"]]
+    resp = show(gallery, view="rows", items=0)
+    assert resp["data"]["items"] == [] and resp["data"]["empty"]
+    # Only the one button that asks to be primary is; the select's values are numbers.
+    resp = show(gallery, view="variants")
+    variants = {a["action_id"]: a.get("variant") for a in resp["actions"] if a["type"] == "button"}
+    assert [k for k, v in variants.items() if v == "primary"] == ["var_primary"]
+    assert variants["var_danger"] == "danger"
+    size = next(a for a in resp["actions"] if a["action_id"] == "var_size")
+    assert [o["value"] for o in size["options"]] == [10, 20, 40]
