@@ -70,6 +70,8 @@ class Run:
     """It waited for the user at least once: its final views go out as events."""
     covered: list[str] = field(default_factory=list)
     """Calls a yes to one of this run's confirms approved, once each (:func:`covered_key`)."""
+    locale: str = ""
+    """The UI language its messages are in: the request's, else ``config.language``."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -111,6 +113,8 @@ class Runs:
         self._active: dict[str, Run] = {}
         self.closing = threading.Event()
         """Set by :meth:`shutdown`: nothing more is written for the runs still at work."""
+        self.language: Callable[[], str] = lambda: "zh-CN"
+        """The UI language (``config.language``; set by the system) for a run's messages."""
 
     def start(
         self,
@@ -122,6 +126,7 @@ class Runs:
     ) -> Run:
         """A new run; ``request`` is what a retry sends again (``POST /api/runs/<id>/retry``)."""
         run = Run(run_id=new_id("run"), session_id=session_id, app=app, kind=kind, text=text)
+        run.locale = str((request or {}).get("locale") or self.language())
         self._store.create_run(
             run.run_id, session_id=session_id, app=app, kind=kind, text=text, request=request
         )
@@ -364,14 +369,18 @@ def _take_covered(runs: Runs, run: Run, key: str) -> bool:
         return True
 
 
+_WAITING = {False: "等待你的确认", True: "Waiting for your approval"}
+
+
 def waiting_view(run: Run) -> dict[str, Any]:
     """What an entry point answers while its run waits for the user (DESIGN §12)."""
+    en = run.locale.lower().startswith("en")
     return {
         "status": "ok",
         "view_type": "text",
-        "data": {"content": "等待你的确认… / Waiting for your approval…"},
+        "data": {"content": _WAITING[en] + "…"},
         "actions": [],
-        "message": "等待你的确认 / waiting for your approval",
+        "message": _WAITING[en],
         "run_id": run.run_id,
         "state": "waiting",
         "pending": list(run.pending),

@@ -82,6 +82,7 @@ class System:
         self.llm = LLMClient(config, self.store)
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
         self.runs = Runs(self.runstore, self.bus)
+        self.runs.language = lambda: self.config.language
         self.instances = Instances(self.bus)
         self.approvals = Approvals(self.runstore, self.bus, lambda: self.config.approvals)
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
