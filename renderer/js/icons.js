@@ -29,6 +29,12 @@ const SHAPES = {
   send: [['path', { d: 'M4 12l16-8-6 16-2-7z' }]],
   chat: [['path', { d: 'M4 5h16v11H10l-5 4v-4H4z' }], ['path', { d: 'M8 9.5h8M8 12.5h5' }]],
   stop: [['rect', { x: 6.5, y: 6.5, width: 11, height: 11, rx: 2 }]],
+  // 13-U: the player (views/media.js, player.js)
+  play: [['path', { d: 'M8 5.5v13l10-6.5z' }]],
+  pause: [['path', { d: 'M9 6v12M15 6v12' }]],
+  next: [['path', { d: 'M6 6l8 6-8 6z' }], ['path', { d: 'M18 6v12' }]],
+  music: [['path', { d: 'M9 18V5l11-2v13' }], ['circle', { cx: 6, cy: 18, r: 3 }], ['circle', { cx: 17, cy: 16, r: 3 }]],
+  film: [['rect', { x: 3, y: 5, width: 18, height: 14, rx: 2 }], ['path', { d: 'M7 5v14M17 5v14M3 12h4M17 12h4' }]],
 };
 
 export function icon(name, cls = '') {

@@ -8,6 +8,7 @@
 import { api } from './api.js';
 import { emit, on } from './bus.js';
 import { t } from './i18n.js';
+import { icon } from './icons.js';
 import { toast } from './notify.js';
 import { el, isObject, resolveUrl, toText } from './safe.js';
 import { state } from './state.js';
@@ -177,9 +178,9 @@ function park(p) {
   p.bar.firstChild.appendChild(p.media);
 }
 
-function button(cls, text, label, onClick) {
-  const b = el('button', { type: 'button', class: `now-playing-btn ${cls}`, text, title: label,
-    attrs: { 'aria-label': label } });
+function button(cls, iconName, label, onClick) {
+  const b = el('button', { type: 'button', class: `now-playing-btn ${cls}`, title: label,
+    attrs: { 'aria-label': label } }, icon(iconName));
   b.addEventListener('click', onClick);
   return b;
 }
@@ -188,18 +189,18 @@ function renderBar(p) {
   if (p.attached || !p.bar || players.get(p.winId) !== p) return;
   const media = p.media;
   const playing = !media.paused && !media.ended;
-  const toggle = button('now-playing-toggle', playing ? '⏸' : '▶', t(playing ? 'player.pause' : 'player.play'), () => {
+  const toggle = button('now-playing-toggle', playing ? 'pause' : 'play', t(playing ? 'player.pause' : 'player.play'), () => {
     if (media.paused || media.ended) media.play().catch(() => {});
     else media.pause();
   });
   const parts = [
-    el('span', { class: 'now-playing-art', text: p.kind === 'video' ? '🎬' : '🎵', attrs: { 'aria-hidden': 'true' } }),
+    el('span', { class: 'now-playing-art' }, icon(p.kind === 'video' ? 'film' : 'music')),
     el('span', { class: 'now-playing-info' },
       el('span', { class: 'now-playing-label', text: t('player.now_playing') }),
       el('span', { class: 'now-playing-title', text: p.sub ? `${p.title} · ${p.sub}` : p.title })),
     toggle,
   ];
-  if (p.onNext) parts.push(button('now-playing-next', '⏭', t('player.next'), () => request(p, p.onNext)));
+  if (p.onNext) parts.push(button('now-playing-next', 'next', t('player.next'), () => request(p, p.onNext)));
   p.bar.replaceChildren(p.bar.firstChild, ...parts);
   p.bar.hidden = false;
   p.bar.dataset.state = playing ? 'playing' : 'paused';

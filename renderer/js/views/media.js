@@ -4,6 +4,7 @@
 // playlist view keeps it playing in the now-playing bar. start (seconds) restarts the track
 // there; a different url starts at 0. on_end / on_next name the app's actions for the end of
 // the track and the bar's next button. A media view nested in a dashboard plays on its own.
+import { icon } from '../icons.js';
 import { claim, mediaElement, release, trackOf, volumeOf } from '../player.js';
 import { el, isObject, toText } from '../safe.js';
 
@@ -15,7 +16,7 @@ export function render(data, ctx) {
   const title = toText(data.title ?? '');
   const sub = toText(data.artist ?? data.sub ?? data.subtitle ?? '');
   const head = el('div', { class: 'media-head' },
-    el('div', { class: 'media-art', text: kind === 'video' ? '🎬' : '🎵' }),
+    el('div', { class: 'media-art' }, icon(kind === 'video' ? 'film' : 'music')),
     el('div', { class: 'media-info' },
       el('div', { class: 'media-title', text: title }),
       sub ? el('div', { class: 'media-sub', text: sub }) : null));
