@@ -29,7 +29,7 @@ Lang = Literal["zh-CN", "en"]
 LANGS: tuple[Lang, ...] = ("zh-CN", "en")
 DEFAULT_LANG: Lang = "zh-CN"
 
-HELP_SUGGESTIONS_MAX = 8
+HELP_SUGGESTIONS_MAX = 12
 """Apps the help answer suggests (one example each)."""
 TALK_SUGGESTIONS_MAX = 3
 """Suggestions under a small-talk reply (help first, then apps)."""
@@ -413,31 +413,19 @@ _SUFFIXES = ("应用程序", "应用", "程序", "窗口", "application", "windo
 
 NOT_APP_NAMES = frozenset(
     {
-        "静音",
-        "声音",
-        "音量",
-        "播放",
-        "暂停",
-        "麦克风",
-        "通知",
-        "显示",
-        "隐藏",
-        "移动",
-        "旋转",
-        "颜色",
-        "mute",
-        "sound",
-        "volume",
-        "play",
-        "pause",
-        "mic",
-        "microphone",
-        "notifications",
-        "show",
-        "hide",
+        # what an app does
+        *("静音", "声音", "音量", "播放", "暂停", "麦克风", "通知", "显示", "隐藏", "移动"),
+        *("旋转", "颜色", "mute", "sound", "volume", "play", "pause", "mic", "microphone"),
+        *("notifications", "show", "hide"),
+        # the desktop's own parts (the system control app changes them)
+        *("时钟", "日历", "任务栏", "开始按钮", "开始菜单", "按钮", "托盘", "桌面", "界面", "壁纸"),
+        *("图标", "文字", "clock", "calendar", "taskbar", "startbutton", "startmenu", "button"),
+        *("tray", "desktop", "wallpaper", "icon", "icons"),
     }
 )
-"""Keywords that are things an app does, not its name: "关闭静音" is not "close music"."""
+"""Keywords that are not an app's name: things an app does and parts of the desktop, so
+"关闭静音" is not "close music" and "关闭时钟" hides the clock, it does not close the
+system control app's window."""
 
 
 def _key(text: str) -> str:

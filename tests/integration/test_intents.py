@@ -199,6 +199,8 @@ def test_undo_and_reset_go_to_the_system_control_app(offline: Running, text: str
         ("播放音乐", "music"),
         ("关闭静音", "music"),
         ("hide the clock", "system_agent"),
+        ("关闭时钟", "system_agent"),  # a part of the desktop, not the app's window
+        ("close the taskbar", "system_agent"),
         ("打开记事本然后播放音乐", "notes"),
         ("记一下明天开会", "notes"),
     ],
