@@ -251,16 +251,24 @@ def test_the_timeline_shows_the_answer_and_its_suggestions(offline: Running) -> 
 
 # ------------------------------------------------------------------ with an LLM
 
+FIRST_WORDS = (
+    *("你好", "what can you do?", "你能做什么", "现在几点", "what time is it", "今天几号"),
+    *("打开设置", "open settings", "关闭音乐", "close the music app", "open music", "切换到笔记"),
+    *("谢谢", "who are you"),
+)
+"""The issue's first words that are system intents (undo / reset are checked on their own)."""
+
 
 def test_with_an_llm_intents_never_ask_the_model(with_llm: Running, fake: FakeOpenAI) -> None:
     fake.script([])
-    for text in ("你好", "what can you do?", "现在几点", "打开设置", "关闭音乐", "open music"):
+    for text in FIRST_WORDS:
         out = say(with_llm, text)
         assert out["source"] == "system", (text, out)
     # no system control app here: undo / reset say so instead of failing
-    reset = say(with_llm, "恢复默认")
-    assert reset["intent"] == "ui_reset" and "系统控制" in reset["message"]
-    assert reset["results"] == []
+    for text in ("恢复默认", "reset"):
+        reset = say(with_llm, text)
+        assert reset["intent"] == "ui_reset" and "系统控制" in reset["message"]
+        assert reset["results"] == []
     assert fake.requests == []
 
 
