@@ -241,6 +241,12 @@ function setMuted(muted) {
 }
 
 on('voice:mute', (muted) => setMuted(!!muted));
+on('lang:changed', () => {
+  for (const p of players.values()) {
+    if (p.bar) p.bar.setAttribute('aria-label', t('player.now_playing'));
+    renderBar(p);
+  }
+});
 on('voice:volume', (volume) => {
   if (typeof volume !== 'number' || !Number.isFinite(volume)) return;
   master = Math.max(0, Math.min(1, volume));
