@@ -404,7 +404,7 @@ _VERBS: tuple[tuple[AppVerb, re.Pattern[str]], ...] = (
     ("open_app", re.compile(r"^(?:打开|启动|开启|进入)(?:一下)?" + _TARGET)),
     ("close_app", re.compile(r"^(?:关闭|关掉|关上|退出)(?:一下)?" + _TARGET)),
     ("focus_app", re.compile(r"^(?:切换到|切换至|切到|切回到?|转到|回到|跳到)" + _TARGET)),
-    ("open_app", re.compile(r"^(?:open|launch|start)(?: up)? " + _TARGET)),
+    ("open_app", re.compile(r"^(?:open|launch)(?: up)? " + _TARGET)),  # "start music" plays
     ("close_app", re.compile(r"^(?:close|quit|exit)(?: out of)? " + _TARGET)),
     ("focus_app", re.compile(r"^(?:switch|go|change|jump|get)(?: back| over)? to " + _TARGET)),
     ("focus_app", re.compile(r"^bring up " + _TARGET)),

@@ -198,6 +198,7 @@ def test_undo_and_reset_go_to_the_system_control_app(offline: Running, text: str
         ("打开文件 report.txt", "files"),
         ("播放音乐", "music"),
         ("关闭静音", "music"),
+        ("start music", "music"),
         ("hide the clock", "system_agent"),
         ("关闭时钟", "system_agent"),  # a part of the desktop, not the app's window
         ("close the taskbar", "system_agent"),
