@@ -87,11 +87,21 @@ function layer() {
   return node;
 }
 
+// Through the CSSOM, property by property: the page's CSP (style-src 'self') refuses a style attribute.
+function inlineStyle(node) {
+  return [...node.style].map((p) => [p, node.style.getPropertyValue(p), node.style.getPropertyPriority(p)]);
+}
+
+function setInlineStyle(node, saved, only = null) {
+  for (const p of [...node.style]) if (!only || only.some((o) => p === o || p.startsWith(`${o}-`))) node.style.removeProperty(p);
+  for (const [p, v, prio] of saved) if (!only || only.some((o) => p === o || p.startsWith(`${o}-`))) node.style.setProperty(p, v, prio);
+}
+
 function remember(key, node) {
   if (originals.has(key)) return originals.get(key);
   const winId = windowIdOf(node);
   const w = winId ? wm.get(winId) : null;
-  const entry = { node, winId, style: node.getAttribute('style'), hidden: node.classList.contains('uiop-hidden'),
+  const entry = { node, winId, style: inlineStyle(node), hidden: node.classList.contains('uiop-hidden'),
     minimized: !!(w && w.minimized), background: node.style.background, color: node.style.color,
     marker: null, text: null };
   originals.set(key, entry);
@@ -228,13 +238,10 @@ function putBack(key) {
   if (entry.winId) {
     // A window's place is the window manager's (and the saved layout's): only what the ops
     // changed is put back, not its stacking order.
-    const before = document.createElement('div');
-    if (entry.style !== null) before.setAttribute('style', entry.style);
-    for (const p of ['left', 'top', 'width', 'height', 'rotate', 'background', 'color']) node.style[p] = before.style[p];
+    setInlineStyle(node, entry.style, ['left', 'top', 'width', 'height', 'rotate', 'background', 'color']);
     const w = wm.get(entry.winId);
     if (w && w.minimized !== entry.minimized) (entry.minimized ? wm.minimize : wm.restore)(entry.winId);
-  } else if (entry.style === null) node.removeAttribute('style');
-  else node.setAttribute('style', entry.style);
+  } else setInlineStyle(node, entry.style);
   node.classList.toggle('uiop-hidden', entry.hidden);
   node.classList.remove('uiop-pinned');
   if (entry.text) {

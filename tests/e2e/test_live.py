@@ -290,6 +290,10 @@ def test_ui_operations_from_a_desktop_control_app(desk: Desk) -> None:
     ui_op(running, op="hide", id="no_such_element")
     expect(page.locator("#toasts .toast-error").last).to_contain_text("no_such_element")
     expect(clock).to_be_visible()
+    # The system keeps these changes for a reload; "reset" takes them all back.
+    ui_op(running, op="reset")
+    expect(clock).to_have_css("rotate", "none")
+    expect(page.locator("#command_input")).not_to_have_attribute("placeholder", "说出你的指令")
 
 
 def test_a_reply_is_spoken_by_the_servers_voice_and_mute_stops_it(
