@@ -3,7 +3,7 @@
 The database is ``notes.db`` in the app's workspace, so notes survive a
 restart of the system. The table is created on first use. Views: a list of
 notes with a search input, a tag filter and an add form; each note's row has
-its own done switch (``done`` with ``params.id`` / ``params.value``; done notes
+its own done box (``done`` with ``params.id`` / ``params.value``; done notes
 are drawn struck through) and its own delete button. Tags are free text
 (see :mod:`notes_lib`).
 The current search and tag filter are kept in the session state, so an
@@ -41,9 +41,9 @@ SCHEMA = (
 LIST_LIMIT = 200
 """Notes shown at most (the message tells the total)."""
 CONTROLS_LIMIT = 30
-"""Notes that get their own toggle and delete button."""
+"""Notes that get their own done box and delete button."""
 TOGGLE = "done"
-"""The per-row switch: ``params: {id, value}``."""
+"""The per-row done box: ``params: {id, value}``."""
 TOGGLE_PREFIX = "done."
 """The older per-note switch ``done.<id>`` with ``on``, still understood."""
 CONFIRM_STEP = "confirm_delete"
@@ -183,7 +183,9 @@ class NotesAgent(AIOSAgent):
                 lang, "", "", tr(lang, f"没有附加文件（{why}）", f"no file attached ({why})")
             )
         name = str(chosen.get("name") or chosen["path"])
-        return self._add(lang, f"📎 {name}"[: nl.MAX_TITLE], f"files: {chosen['path']}", [])
+        # no emoji: the desktop draws them only with an emoji font installed
+        title = tr(lang, f"附件：{name}", f"Attachment: {name}")
+        return self._add(lang, title[: nl.MAX_TITLE], f"files: {chosen['path']}", [])
 
     def _add(self, lang: Lang, title: Any, body: Any, tags: list[str]) -> dict[str, Any]:
         title = nl.check_text(title, "title", "标题", nl.MAX_TITLE * 50, required=True)
@@ -314,10 +316,11 @@ class NotesAgent(AIOSAgent):
                 "created": created,
             }
             if i < CONTROLS_LIMIT:
-                # the row's own switch (its value and the note's id come back in params)
+                # the row's own done box, drawn before its title (a checkbox without
+                # options); the note's id and the box's value come back in params
                 item["actions"] = [
                     {
-                        "type": "toggle",
+                        "type": "checkbox",
                         "label": tr(lang, "完成", "Done"),
                         "action_id": TOGGLE,
                         "value": bool(done),
@@ -358,7 +361,7 @@ class NotesAgent(AIOSAgent):
             },
             {
                 "type": "button",
-                "label": tr(lang, "📎 附加文件", "📎 Attach a file"),
+                "label": tr(lang, "附加文件", "Attach a file"),
                 "action_id": "attach",
             },
             {

@@ -1,4 +1,4 @@
-// table: {title?, empty?, columns: [str | {key, label, align?, nowrap?}], rows: [[…]] | [{…, id?, done?, actions?}],
+// table: {title?, empty?, count?, columns: [str | {key, label, align?, nowrap?}], rows: [[…]] | [{…, id?, done?, actions?}],
 //   row_ids?: [id per row], row_actions?: [action…] | [[action…] per row]}
 // Rows are built in a DocumentFragment; a long table shows its first rows with the window
 // and the rest one task after the first paint (see fill()); the header sticks;
@@ -189,7 +189,9 @@ export function render(data, ctx) {
   return el('div', { class: 'view view-table' },
     el('div', { class: 'view-head' },
       typeof data.title === 'string' ? el('h2', { class: 'view-title', text: data.title }) : null,
-      el('span', { class: 'muted table-count', text: ctx.t('view.rows', { n: rows.length }) })),
+      // data.count: the app's own words for the count ("5 项" in a file list), else "5 rows"
+      el('span', { class: 'muted table-count',
+        text: typeof data.count === 'string' && data.count ? data.count : ctx.t('view.rows', { n: rows.length }) })),
     // Without rows: the header still names the columns the app gave, and one empty line says why.
     rows.length || Array.isArray(data.columns)
       ? el('div', { class: 'table-wrap' }, el('table', { class: 'table' }, thead, tbody)) : null,

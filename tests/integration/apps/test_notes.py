@@ -118,11 +118,11 @@ def test_add_toggle_filter_search_and_delete(notes: Running, views: Subscription
         (3, "Read SICP", "chapter 3", "study", 0),
     ]
     # no switch in the action bar: each note's row carries its own
-    assert not [a for a in resp["actions"] if a["type"] == "toggle"]
+    assert not [a for a in resp["actions"] if a["type"] in ("toggle", "checkbox")]
     switches = {i["id"]: i["actions"] for i in resp["data"]["items"]}
     assert switches[1] == [
         {
-            "type": "toggle",
+            "type": "checkbox",
             "label": "完成",
             "action_id": "done",
             "value": False,
