@@ -125,7 +125,7 @@ const STRINGS = {
     'confirm.title': '请确认',
     'confirm.ok': '确定',
     'confirm.cancel': '取消',
-    'uiop.not_found': '找不到界面元素 (UI element not found): {id}',
+    'uiop.not_found': '找不到界面元素：{id}',
     'uiop.invalid': '无效的界面操作：{reason}',
     'calendar.weekdays': '一,二,三,四,五,六,日',
     'calendar.month': '{y} 年 {m} 月',
