@@ -198,7 +198,8 @@ ECHO_IDS = frozenset({a["action_id"] for a in controls()} | {"form_submit"})
 
 
 def _home_button(lang: Lang) -> dict[str, Any]:
-    return {"type": "button", "label": tr(lang, "🏠 返回目录", "🏠 All views"), "action_id": "home"}
+    # No emoji in labels: a desktop without an emoji font draws a box.
+    return {"type": "button", "label": tr(lang, "返回目录", "All views"), "action_id": "home"}
 
 
 def _show(label: str, **params: Any) -> dict[str, Any]:
@@ -648,7 +649,7 @@ class GalleryAgent(AIOSAgent):
             title=tr(lang, "按钮样式", "Button variants"),
             received=received,
             actions=[*rows_demo.variant_actions(lang), _home_button(lang)],
-            message=tr(lang, "按钮样式", "Button variants"),
+            message=tr(lang, "试试每个控件", "Try each control"),
         )
 
     def _echo(self, req: dict[str, Any], lang: Lang) -> dict[str, Any]:
