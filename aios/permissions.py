@@ -29,7 +29,11 @@ RESTART_NEEDED = frozenset({NETWORK})
 """Grants the running app cannot pick up at once (its sandbox is built at spawn)."""
 SETTINGS_PAGE = "Settings → App permissions"
 NOTICE_SENDER = "system"
-NOTICE_SENDER_NAME = "系统 System"
+NOTICE_TEXTS = {
+    "zh-CN": ("系统", "需要权限", "{app} 需要“{permission}”权限：请在 设置 → 应用权限 里授予"),
+    "en": ("System", "Permission needed", "{app} needs the {permission!r} permission: {hint}"),
+}
+"""The user's notice of a refusal, per UI language: (sender, title, body)."""
 
 
 def not_granted(app_id: str, permission: str) -> str:
@@ -46,6 +50,8 @@ class Grants:
         self._decided: dict[str, dict[str, bool]] = {}
         self._noticed: dict[tuple[str, str], str] = {}
         """(app id, permission) -> the launch token the user was last told about."""
+        self.language: Callable[[], str] = lambda: "zh-CN"
+        """The UI language of the notices (``config.language``; set by the system)."""
 
     def _decisions(self, app_id: str, requested: Iterable[str]) -> dict[str, bool]:
         with self._lock:
@@ -120,13 +126,16 @@ class Grants:
             first = self._noticed.get((app_id, permission)) != token
             self._noticed[(app_id, permission)] = token
         if first:
+            sender, title, body = NOTICE_TEXTS.get(self.language(), NOTICE_TEXTS["zh-CN"])
             notify(
                 {
                     "id": uuid.uuid4().hex,
                     "app": NOTICE_SENDER,
-                    "app_name": NOTICE_SENDER_NAME,
-                    "title": "需要权限 Permission needed",
-                    "body": message,
+                    "app_name": sender,
+                    "title": title,
+                    "body": body.format(
+                        app=app_id, permission=permission, hint=f"grant it in {SETTINGS_PAGE}"
+                    ),
                     "level": "warning",
                     "ts": time.time(),
                     "permission": {"app": app_id, "name": permission},

@@ -87,6 +87,7 @@ class System:
         self.approvals = Approvals(self.runstore, self.bus, lambda: self.config.approvals)
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
+        self.grants.language = lambda: self.config.language
         self.launcher = Launcher(
             self.apps_dir,
             self.data_dir,

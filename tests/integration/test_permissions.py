@@ -99,7 +99,11 @@ def test_a_revoked_ui_permission_is_refused_at_once_and_the_user_told_once(
     notices = [e for e in seen if e["type"] == "notify"]
     assert len(notices) == 1, notices
     assert notices[0]["permission"] == {"app": "system_agent", "name": "desktop.control"}
-    assert "Settings → App permissions" in notices[0]["body"]
+    # in the UI language (zh-CN by default), naming the app, the permission and the page
+    assert (notices[0]["app_name"], notices[0]["title"]) == ("系统", "需要权限")
+    assert notices[0]["body"] == (
+        "system_agent 需要“desktop.control”权限：请在 设置 → 应用权限 里授予"
+    )
     assert not [e for e in seen if e["type"] == "ui_op"]  # nothing reached the desktop
 
     # reading the desktop's snapshot is refused the same way, at once
