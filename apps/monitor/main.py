@@ -238,7 +238,8 @@ class Monitor(AIOSAgent):
                 note, page = self._action(action_request, settings, lang)
             else:
                 note, page = self._instruction(instruction, settings, lang)
-            with self._lock:
+            # (waits for a live update in flight: none of the old page lands after this reply)
+            with self._push_lock, self._lock:
                 if page is None:  # a setting changed: stay on the page the user is on
                     page = self._page
                 self._page = page
@@ -355,7 +356,7 @@ class Monitor(AIOSAgent):
         pid = params.get("id") if isinstance(params, dict) else None
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
             raise Failure(t("bad_pid", lang, pid=pid))
-        with self._lock:
+        with self._push_lock, self._lock:
             self._page = "processes"
         results = context.get("tool_results")
         answer = results.get(f"step_{CONFIRM_STEP}") if isinstance(results, dict) else None

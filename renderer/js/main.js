@@ -458,8 +458,9 @@ function onSocketState(s, isReconnect) {
   tray.renderNet();
   snapshot.schedule();
   if (s === 'open' && isReconnect) {
-    // The server may have restarted: apps, their statuses and the snapshot are stale.
-    loadApps();
+    // The server may have restarted: apps, their statuses, the snapshot and the UI changes
+    // (events of an earlier server are not replayed) are stale.
+    loadApps().then(uiops.restoreLog);
     loadConfig();
     snapshot.sendNow();
   }
