@@ -1,5 +1,6 @@
 # Longer than ~500 lines on purpose: a bundled app is what third-party developers copy: its
-# handlers, views and bilingual messages stay in one file they can read at once.
+# handlers and bilingual messages stay in one file they can read at once (the forms, which
+# need no I/O, are in files_views.py).
 """文件管理 (files): browse, preview, create, rename and delete files in the workspace.
 
 Everything goes through the system's atomic tools, so the sandbox and the
@@ -31,14 +32,14 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import files_lib as fl
 from files_lib import BadPath
+from files_views import Ctx, Problem, btn, edit_form, new_form, rename_form, view
 
-from aios_sdk import AIOSAgent, LLMError, LLMUnavailable, ToolError, error_view, locale_of, tr
+from aios_sdk import AIOSAgent, LLMError, LLMUnavailable, ToolError, error_view
 
 log = logging.getLogger(__name__)
 
@@ -79,43 +80,6 @@ ACTIONS = (
     "download",
     "pick",
 )
-
-
-class Problem(Exception):
-    """Something the user should read (not a bug); becomes an error view, or with
-    ``inline`` the list of ``folder`` with the message as its error line."""
-
-    def __init__(self, zh: str, en: str, folder: str = "", *, inline: bool = False):
-        super().__init__(zh)
-        self.zh, self.en, self.folder, self.inline = zh, en, folder, inline
-
-
-class Ctx:
-    """The per-call facts the handlers need: locale, app id, workdir name, state."""
-
-    def __init__(self, context: dict[str, Any]):
-        self.lang = locale_of(context)
-        self.en = self.lang == "en"
-        self.app = str(context.get("app") or "files")
-        workdir = context.get("workdir")
-        self.wd = Path(workdir).name if isinstance(workdir, str) and workdir else "workspace"
-        state = context.get("cwd_state")
-        folder = state.get("folder") if isinstance(state, dict) else None
-        try:
-            self.folder = fl.clean_rel(folder, allow_root=True)
-        except BadPath:
-            self.folder = ""
-        results = context.get("tool_results")
-        self.results: dict[str, Any] = results if isinstance(results, dict) else {}
-
-    def t(self, zh: str, en: str) -> str:
-        return tr(self.lang, zh, en)
-
-    def tool_path(self, rel: str) -> str:
-        # Always prefixed with the workdir's own name: the sandbox reads a leading
-        # "workspace/" as the workdir itself, so a folder that happens to be called
-        # "workspace" inside it still resolves to the right place.
-        return f"{self.wd}/{rel}" if rel else self.wd
 
 
 class FilesAgent(AIOSAgent):
@@ -357,24 +321,24 @@ class FilesAgent(AIOSAgent):
             if i >= MAX_ROWS_WITH_CONTROLS:
                 continue
             if kind.key == "dir":
-                opener = self._btn(c.t("打开", "Open"), "open_folder", rel)
+                opener = btn(c.t("打开", "Open"), "open_folder", rel)
                 if picking:
                     opener["params"]["picking"] = True
                 per_row.append(opener)
             else:
                 if picking:
-                    per_row.append(self._btn(c.t("选择", "Pick"), "pick", rel, "primary"))
-                per_row.append(self._btn(c.t("预览", "Preview"), "preview", rel))
-            per_row.append(self._btn(c.t("重命名", "Rename"), "rename", rel))
-            per_row.append(self._btn(c.t("删除", "Delete"), "delete", rel, "danger"))
-        crumbs = [self._btn(c.wd, "open_folder", "")]
+                    per_row.append(btn(c.t("选择", "Pick"), "pick", rel, "primary"))
+                per_row.append(btn(c.t("预览", "Preview"), "preview", rel))
+            per_row.append(btn(c.t("重命名", "Rename"), "rename", rel))
+            per_row.append(btn(c.t("删除", "Delete"), "delete", rel, "danger"))
+        crumbs = [btn(c.wd, "open_folder", "")]
         parts = folder.split("/") if folder else []
         for i, part in enumerate(parts):
-            crumbs.append(self._btn(f"› {part}", "open_folder", "/".join(parts[: i + 1])))
+            crumbs.append(btn(f"› {part}", "open_folder", "/".join(parts[: i + 1])))
         # The new-file form is a view of its own (like File › New): drawn under the list
         # it took the window's height and squeezed the list to nothing.
-        create = self._btn(c.t("新建文件", "New file"), "new_file", folder, "primary")
-        refresh = self._btn(c.t("刷新", "Refresh"), "refresh", folder)
+        create = btn(c.t("新建文件", "New file"), "new_file", folder, "primary")
+        refresh = btn(c.t("刷新", "Refresh"), "refresh", folder)
         shown = f"{c.wd}/{folder}" if folder else c.wd
         if rows:
             default = c.t(f"「{shown}」里有 {len(rows)} 项", f"{len(rows)} items in {shown}")
@@ -410,23 +374,11 @@ class FilesAgent(AIOSAgent):
         reply["status"] = "error"
         return reply
 
-    @staticmethod
-    def _btn(label: str, action_id: str, path: str, variant: str | None = None) -> dict[str, Any]:
-        button: dict[str, Any] = {
-            "type": "button",
-            "label": label,
-            "action_id": action_id,
-            "params": {"path": path},
-        }
-        if variant:
-            button["variant"] = variant
-        return button
-
     def _file_actions(self, c: Ctx, rel: str, *, editable: bool = False) -> list[dict[str, Any]]:
         url = fl.file_url(c.app, rel)
-        edit = [self._btn(c.t("编辑", "Edit"), "edit", rel, "primary")] if editable else []
+        edit = [btn(c.t("编辑", "Edit"), "edit", rel, "primary")] if editable else []
         return [
-            self._btn(c.t("← 返回", "← Back"), "open_folder", fl.parent_of(rel)),
+            btn(c.t("← 返回", "← Back"), "open_folder", fl.parent_of(rel)),
             *edit,
             {
                 "type": "link",
@@ -440,8 +392,8 @@ class FilesAgent(AIOSAgent):
                 "action_id": "download",
                 "href": url,
             },
-            self._btn(c.t("重命名", "Rename"), "rename", rel),
-            self._btn(c.t("删除", "Delete"), "delete", rel, "danger"),
+            btn(c.t("重命名", "Rename"), "rename", rel),
+            btn(c.t("删除", "Delete"), "delete", rel, "danger"),
         ]
 
     def _preview(self, c: Ctx, rel: str) -> dict[str, Any]:
@@ -453,11 +405,11 @@ class FilesAgent(AIOSAgent):
         name = fl.base_of(rel)
         message = c.t(f"预览「{name}」", f"Previewing {name}")
         if kind.key == "image":
-            return self._reply(
+            return view(
                 "image", {"url": fl.file_url(c.app, rel), "caption": name}, actions, message
             )
         if kind.key in ("audio", "video"):
-            return self._reply(
+            return view(
                 "media",
                 {"url": fl.file_url(c.app, rel), "type": kind.key, "title": name},
                 actions,
@@ -471,7 +423,7 @@ class FilesAgent(AIOSAgent):
             ) from e
         text = str(text)
         if "\x00" in text or "\ufffd" in text[:4096]:
-            return self._reply(
+            return view(
                 "text",
                 {
                     "title": name,
@@ -491,74 +443,18 @@ class FilesAgent(AIOSAgent):
         actions = self._file_actions(c, rel, editable=True)
         lang = fl.CODE_LANG.get(fl.ext_of(rel))
         if lang:
-            return self._reply(
-                "code", {"language": lang, "code": text, "title": name}, actions, message
-            )
-        return self._reply("text", {"title": name, "content": text}, actions, message)
+            return view("code", {"language": lang, "code": text, "title": name}, actions, message)
+        return view("text", {"title": name, "content": text}, actions, message)
 
     def _rename_form(self, c: Ctx, rel: str) -> dict[str, Any]:
         self._must_exist(c, rel)
-        return self._reply(
-            "form",
-            {
-                "title": c.t(f"重命名「{rel}」", f"Rename {rel!r}"),
-                "fields": [
-                    {
-                        "name": "new_name",
-                        "label": c.t("新名称", "New name"),
-                        "type": "text",
-                        "value": fl.base_of(rel),
-                        "required": True,
-                    },
-                    {"name": "path", "type": "hidden", "value": rel},
-                ],
-            },
-            [
-                {
-                    "type": "submit_form",
-                    "label": c.t("重命名", "Rename"),
-                    "action_id": "do_rename",
-                    "variant": "primary",
-                },
-                self._btn(c.t("取消", "Cancel"), "open_folder", fl.parent_of(rel)),
-            ],
-            c.t("请输入新名称", "Enter the new name"),
-        )
+        return rename_form(c, rel)
 
     def _new_form(self, c: Ctx, folder: str) -> dict[str, Any]:
-        shown = f"{c.wd}/{folder}" if folder else c.wd
-        return self._reply(
-            "form",
-            {
-                "title": c.t(f"在「{shown}」里新建文件", f"New file in {shown}"),
-                "fields": [
-                    {
-                        "name": "name",
-                        "label": c.t("文件名", "File name"),
-                        "type": "text",
-                        "required": True,
-                        "placeholder": "notes.txt",
-                    },
-                    {
-                        "name": "content",
-                        "label": c.t("内容", "Content"),
-                        "type": "textarea",
-                        "monospace": True,
-                    },
-                    {"name": "folder", "type": "hidden", "value": folder},
-                ],
-            },
-            [
-                {
-                    "type": "submit_form",
-                    "label": c.t("创建", "Create"),
-                    "action_id": "create",
-                    "variant": "primary",
-                },
-                self._btn(c.t("取消", "Cancel"), "open_folder", folder),
-            ],
-            c.t("输入文件名和内容", "Enter a file name and its content"),
-        )
+        return new_form(c, folder)
+
+    def _edit_form(self, c: Ctx, rel: str) -> dict[str, Any]:
+        return edit_form(c, rel, self._editable_text(c, rel))
 
     def _editable_text(self, c: Ctx, rel: str) -> str:
         """The whole text of ``rel``, or an inline Problem saying why it cannot be edited."""
@@ -593,36 +489,6 @@ class FilesAgent(AIOSAgent):
                 inline=True,
             )
         return text
-
-    def _edit_form(self, c: Ctx, rel: str) -> dict[str, Any]:
-        text = self._editable_text(c, rel)
-        name = fl.base_of(rel)
-        return self._reply(
-            "form",
-            {
-                "title": c.t(f"编辑「{rel}」", f"Editing {rel}"),
-                "fields": [
-                    {
-                        "name": "content",
-                        "label": name,
-                        "type": "textarea",
-                        "monospace": True,
-                        "value": text,
-                    },
-                    {"name": "path", "type": "hidden", "value": rel},
-                ],
-            },
-            [
-                {
-                    "type": "submit_form",
-                    "label": c.t("保存", "Save"),
-                    "action_id": "save",
-                    "variant": "primary",
-                },
-                self._btn(c.t("取消", "Cancel"), "preview", rel),
-            ],
-            c.t(f"编辑「{name}」，改完点保存", f"Editing {name}; press Save when done"),
-        )
 
     def _save(self, c: Ctx, raw_path: Any, content: Any) -> dict[str, Any]:
         rel = fl.clean_rel(raw_path)
@@ -793,23 +659,11 @@ class FilesAgent(AIOSAgent):
 
     # ------------------------------------------------------------ replies
 
-    @staticmethod
-    def _reply(
-        view_type: str, data: dict[str, Any], actions: list[dict[str, Any]], message: str
-    ) -> dict[str, Any]:
-        return {
-            "status": "ok",
-            "view_type": view_type,
-            "data": data,
-            "actions": actions,
-            "message": message,
-        }
-
     def _error(self, c: Ctx, message: str, folder: str = "") -> dict[str, Any]:
         return error_view(
             message,
             title=c.t("文件管理：出错了", "Files: error"),
-            actions=[self._btn(c.t("返回文件列表", "Back to the files"), "open_folder", folder)],
+            actions=[btn(c.t("返回文件列表", "Back to the files"), "open_folder", folder)],
         )
 
 

@@ -373,6 +373,11 @@ GARBAGE: list[dict[str, Any]] = [
     {"action_id": "download", "href": "https://evil.example/x"},
     {"action_id": "open_link"},
     {"action_id": "rm_rf", "value": "/"},
+    {"action_id": "edit", "params": {"path": "../a.txt"}},
+    {"action_id": "save"},
+    {"action_id": "save", "form_values": {"path": "a.txt", "content": 5}},
+    {"action_id": "save", "form_values": {"path": "nope.txt", "content": "x"}},
+    {"action_id": "new_file", "params": {"path": "/etc"}},
 ]
 
 
