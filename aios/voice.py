@@ -468,5 +468,7 @@ def grammar_source(apps: Iterable[Any]) -> GrammarSource:
     for r in apps:
         if getattr(r, "manifest", None) is None:
             continue
-        items.append((r.id, r.manifest.name, tuple(r.manifest.keywords)))
+        # the other locales' names ("Notes" beside 记事本) are heard like keywords
+        others = [n for n in r.manifest.names.values() if n != r.manifest.name]
+        items.append((r.id, r.manifest.name, (*dict.fromkeys(others), *r.manifest.keywords)))
     return GrammarSource(tuple(sorted(items)))
