@@ -54,9 +54,7 @@ def row(desk: Desk, item_id: str) -> Locator:
     return desk.body("gallery").locator(f'.list-item[data-item-id="{item_id}"]')
 
 
-def test_only_an_explicit_primary_is_primary_danger_is_red_select_sends_values(
-    desk: Desk,
-) -> None:
+def test_variants_option_values_and_the_code_input(desk: Desk) -> None:
     body = show(desk, "Button variants")
     expect(body.locator(".view-title")).to_have_text("Button variants")
     plain = desk.control("gallery", "var_plain")
@@ -77,10 +75,7 @@ def test_only_an_explicit_primary_is_primary_danger_is_red_select_sends_values(
     expect(body.locator(".text-content")).to_contain_text('"var_size"')
     sent = json.loads(body.locator(".text-content").text_content() or "null")
     assert sent == {"action_id": "var_size", "selected": 20}
-
-
-def test_code_input_indents_with_tab_and_lets_the_keyboard_leave(desk: Desk) -> None:
-    show(desk, "Button variants")
+    # The code input: monospace, Tab indents, Escape then Tab leaves (no keyboard trap).
     area = desk.control("gallery", "var_code").locator("textarea")
     expect(area).to_have_class(re.compile(r"\binp-mono\b"))
     assert "mono" in style(area, "fontFamily").lower()
@@ -144,7 +139,7 @@ def test_row_controls_send_the_row_id_and_value_and_keep_the_scroll(desk: Desk) 
     desk.shot("rows")
 
 
-def test_table_numbers_align_right_and_dates_stay_on_one_line(desk: Desk) -> None:
+def test_table_alignment_and_one_empty_message(desk: Desk) -> None:
     body = show(desk, "Table")
     desk.wait_view("gallery", "table")
     first = body.locator("tbody tr").first.locator("td")
@@ -155,9 +150,7 @@ def test_table_numbers_align_right_and_dates_stay_on_one_line(desk: Desk) -> Non
     assert style(first.nth(1), "textAlign") in ("left", "start")  # customer
     assert style(first.nth(6), "whiteSpace") == "nowrap"  # date
     assert style(headers.nth(4).locator("button"), "textAlign") == "right"
-
-
-def test_an_empty_list_says_so_once_in_the_apps_words(desk: Desk) -> None:
+    # An empty list says so once, in the app's words.
     body = show(desk, "Row controls", "Empty")
     expect(body.locator(".view-title")).to_have_text("Row controls")
     expect(body.locator(".list-item")).to_have_count(0)
