@@ -34,6 +34,8 @@ from aios.errors import ToolError
 from aios.names import error_response
 from aios_sdk._session import bind_session, unbind_session
 from aios_sdk.boot import APP_SOCKET_ENV
+from aios_sdk.context import locale_of
+from aios_sdk.messages import tr
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +145,30 @@ def _only_the_system(secret: str) -> Callable[[], Response | None]:
     return check
 
 
+def _names_of(agent: Any) -> dict[str, str]:
+    """The app's name per locale from its manifest.json (``{}`` when it has none).
+
+    Read as plain JSON: the models (pydantic) are not loaded for this at start.
+    """
+    folder = getattr(agent, "app_dir", None)
+    if not callable(folder):
+        return {}
+    try:
+        raw = json.loads((folder() / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return {}
+    given = raw.get("name") if isinstance(raw, dict) else None
+    names = dict(given) if isinstance(given, dict) else {"zh-CN": given}
+    if isinstance(raw, dict) and raw.get("name_en"):
+        names["en"] = raw["name_en"]
+    return {k: v for k, v in names.items() if isinstance(k, str) and isinstance(v, str) and v}
+
+
 def create_app(agent: _Served) -> Flask:
     """A Flask app serving ``agent``; see the module docstring for the routes."""
     app = Flask(f"aios_app.{type(agent).__name__}")
     name = agent.display_name
+    names = _names_of(agent)
     tools = agent.custom_tools()
     app.before_request(_only_the_system(os.environ.get(app_secret.LAUNCH_SECRET_ENV, "")))
 
@@ -169,7 +191,10 @@ def create_app(agent: _Served) -> Flask:
             reply = agent.handle(body.get("instruction"), context, body.get("action_request"))
         except Exception as e:  # noqa: BLE001 - the app must keep serving
             log.exception("%s.handle raised", type(agent).__name__)
-            return _json(error_response(f"{type(e).__name__}: {e}", title=f"{name}: handle failed"))
+            lang = locale_of(context)
+            shown = names.get("en" if lang == "en" else "zh-CN") or name
+            title = tr(lang, f"{shown}出错了", f"{shown} ran into an error")
+            return _json(error_response(f"{type(e).__name__}: {e}", title=title))
         finally:
             unbind_session(token)
         if not isinstance(reply, dict):

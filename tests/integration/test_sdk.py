@@ -154,6 +154,9 @@ def test_spec_hello_app_answers_through_call_tool_standalone(hello: Path) -> Non
 def test_exception_in_handle_is_an_error_view_and_the_app_keeps_serving(hello: Path) -> None:
     greeting = hello / "workspace" / "greeting.txt"
     greeting.unlink()
+    manifest = json.loads((hello / "manifest.json").read_text(encoding="utf-8"))
+    manifest["name"] = {"zh-CN": "Hello小AI", "en": "Hello"}
+    (hello / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with running_app(hello) as url:
         r = post(f"{url}/handle", {"instruction": "world", "context": {}})
         assert r.status_code == 200
@@ -162,7 +165,10 @@ def test_exception_in_handle_is_an_error_view_and_the_app_keeps_serving(hello: P
         assert body["data"]["message"].startswith("ToolFailed: ")
         assert "greeting.txt" in body["data"]["message"]
         assert body["message"] == body["data"]["message"]
+        assert body["data"]["title"] == "Hello小AI出错了"  # the request's locale (zh-CN)
         parse_response(body)  # the system accepts it as a reply
+        english = post(f"{url}/handle", {"instruction": "world", "context": {"locale": "en"}})
+        assert english.json()["data"]["title"] == "Hello ran into an error"
         greeting.write_text("嗨", encoding="utf-8")
         r = post(f"{url}/handle", {"instruction": "again", "context": {}})
         assert r.json()["data"] == {"content": "嗨，again"}
