@@ -47,6 +47,15 @@ OWNER_AT = """([x, y]) => {
 }"""
 
 
+PLACEHOLDER_FITS = """() => {
+  const input = document.getElementById('command_input');
+  const style = getComputedStyle(input);
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = `${style.fontSize} ${style.fontFamily}`;
+  return [ctx.measureText(input.placeholder).width, input.clientWidth];
+}"""
+
+
 def release(running: Running) -> None:
     workspace = Path(running.apps_dir) / "e2e_slow" / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
@@ -124,6 +133,9 @@ def test_a_second_instruction_waits_its_turn_and_up_recalls_it(desk: Desk) -> No
 def test_toasts_system_windows_and_right_click_at_1024(desk: Desk) -> None:
     page = desk.page
     page.set_viewport_size(SMALL)
+    # the command bar's placeholder is whole at 1024 px
+    text_px, field_px = page.evaluate(PLACEHOLDER_FITS)
+    assert text_px <= field_px, f"placeholder {text_px} px in a {field_px} px field"
     # toasts never cover a maximised window's title-bar buttons, nor much of the screen
     desk.open_app("gallery")
     desk.win("gallery").locator(".win-max").click()
