@@ -1,8 +1,9 @@
 """The files and notes apps as a person uses them, in Chromium at 1024×700 (issue 13).
 
 One system with the real files and notes apps: the file list fills the files window at
-its default size (it was squeezed to 2 px under the new-file form), and a note's own
-done box marks that note done, struck through, and only that one.
+its default size (it was squeezed to 2 px under the new-file form), a delete asks once
+(the confirm card is also the approval of the delete command), and a note's own done box
+marks that note done, struck through, and only that one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,28 @@ def test_the_file_list_fills_the_default_window_at_1024x700(desk: Desk, running:
     delete = wrap.locator("tr", has_text="plan.md").get_by_role("button", name="Delete")
     expect(delete).to_have_class(re.compile(r"\bbtn-danger\b"))
     desk.shot("files_1024x700")
+
+
+def test_a_delete_asks_once_even_when_commands_ask(desk: Desk, running: Running) -> None:
+    """The user's policy asks about the app's commands: the confirm card lists the delete
+    command, and its yes is the approval, so no second card comes before the file goes."""
+    (running.apps_dir / "files" / "workspace" / "old.log").write_text("x")
+    desk.api("POST", "/api/apps/files/policy", {"shell_exec": "ask"})
+    try:
+        body = desk.open_app("files")
+        row = body.locator(".table-wrap tr", has_text="old.log")
+        row.get_by_role("button", name="Delete").click()
+        card = desk.win("files").locator(".ask-card")
+        expect(card).to_have_count(1)
+        expect(card.locator(".ask-covers .run-step-text")).to_contain_text("old.log")
+        card.get_by_role("button", name="Yes", exact=True).click()
+        # deleted: had the command been asked about again, it would wait for that card
+        expect(desk.win("files").locator(".win-message")).to_have_text("Deleted 'old.log'")
+        expect(row).to_have_count(0)
+        expect(desk.page.locator(".run-card:not(.ask-card)")).to_have_count(0)
+        assert not (running.apps_dir / "files" / "workspace" / "old.log").exists()
+    finally:
+        desk.api("POST", "/api/apps/files/policy", {"shell_exec": None})
 
 
 def test_a_notes_row_box_marks_that_note_done_struck_through(desk: Desk, running: Running) -> None:
