@@ -113,9 +113,9 @@ function viewContext(winId, app, state) {
     itemControls: (item) => itemControls(item, state),
     // The text for an empty list / table / card view: the app's data.empty if it gave one
     // (an empty string: none), none when the reply's message is there to say it, else ours.
-    emptyText: (data) => {
+    emptyText: (data, fallback = 'view.no_rows') => {
       if (isObject(data) && typeof data.empty === 'string') return data.empty;
-      return state.message ? '' : t('view.no_rows');
+      return state.message ? '' : t(fallback);
     },
     // An object the view keeps across re-renders of the same view (one per name and call order).
     memo: (name) => {

@@ -20,6 +20,8 @@ export function render(data, ctx) {
   if (typeof content !== 'string') throw new Error('text view needs data.content (a string)');
   return el('div', { class: 'view view-text' },
     title ? el('h2', { class: 'view-title', text: title }) : null,
-    el('div', { class: 'text-content', text: content || ctx.t('view.empty') }),
+    el('div', { class: 'text-content',
+      // One empty message: the app's data.empty, none when the reply's message says it, else "(empty)".
+      text: content || (ctx.emptyText ? ctx.emptyText(data, 'view.empty') : ctx.t('view.empty')) }),
     details);
 }
