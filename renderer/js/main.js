@@ -122,12 +122,13 @@ function onLangChanged() {
   taskbar.renderApps();
   if (!appsLoaded) return;
   for (const w of wm.list()) {
-    if (!SYSTEM_WINDOWS.has(w.id) && state.apps.has(w.id) && !w.openFailed) openApp(w.id);
+    if (!SYSTEM_WINDOWS.has(w.id) && state.apps.has(w.id) && !w.openFailed) openApp(w.id, { restore: false });
   }
 }
 
-async function openApp(id) {
-  ensureWindow(id);
+/** Open (or re-ask) an app's window; ``restore: false`` leaves a minimised one minimised. */
+async function openApp(id, { restore = true } = {}) {
+  if (restore || !wm.get(id)) ensureWindow(id);
   try {
     const reply = await instances.own(id, () => tracked(id, () => api.open(id, state.sessionId)));
     rememberSession(reply && reply.session_id);
