@@ -26,31 +26,60 @@ KTHREADD_PID = 2
 """The kernel thread daemon, parent of every kernel thread."""
 MAX_DISKS = 8
 SKIPPED_MOUNTS = ("/snap", "/boot/efi")
-FIELDS = ("pid", "name", "username", "cpu_percent", "memory_info", "memory_percent", "create_time")
+FIELDS = (
+    "pid",
+    "name",
+    "username",
+    "uids",
+    "cpu_percent",
+    "memory_info",
+    "memory_percent",
+    "create_time",
+)
 
 
 def host_processes() -> list[dict[str, Any]]:
-    """One entry per process, ``cpu_percent`` measured since the previous call.
+    """One entry per process, ``cpu_percent`` measured since the previous call, and
+    ``endable``: whether :func:`end_host_process` would end it (not one it refuses).
 
     psutil keeps the Process objects of ``process_iter`` between calls, so the
     first call after a process appeared reports 0 % for it (there is no "before").
     """
     out = []
+    protected = _protected_pids()
+    uid = os.getuid()
     for p in psutil.process_iter(list(FIELDS)):
         info = p.info
         mem = info.get("memory_info")
+        uids = info.get("uids")
+        pid = info["pid"]
         out.append(
             {
-                "pid": info["pid"],
+                "pid": pid,
                 "name": info.get("name") or "?",
                 "user": info.get("username") or "",
                 "cpu_percent": round(info.get("cpu_percent") or 0.0, 1),
                 "memory_rss": mem.rss if mem is not None else 0,
                 "memory_percent": round(info.get("memory_percent") or 0.0, 1),
                 "started": info.get("create_time"),
+                "endable": pid not in protected
+                and uids is not None
+                and uids.real == uid
+                and not _is_kernel_thread(pid),
             }
         )
     return out
+
+
+def _protected_pids() -> set[int]:
+    """pid 1, the kernel thread daemon, this system's process, its ancestors and
+    everything it started."""
+    me = psutil.Process(os.getpid())
+    try:
+        family = [*me.parents(), *me.children(recursive=True)]
+    except psutil.Error:
+        family = []
+    return {1, KTHREADD_PID, me.pid, *(p.pid for p in family)}
 
 
 def host_disks() -> list[dict[str, Any]]:

@@ -656,7 +656,9 @@ class Monitor(AIOSAgent):
                                 "variant": "danger",
                                 "params": {"id": p.get("pid")},
                             }
-                        ],
+                        ]
+                        if p.get("endable")
+                        else [],
                     }
                     for p in procs
                 ],
@@ -753,6 +755,7 @@ def _process(p: dict[str, Any]) -> dict[str, Any]:
         "cpu": round(p.get("cpu_percent") or 0.0, 1),
         "memory": round(p.get("memory_percent") or 0.0, 1),
         "user": p.get("user") or "",
+        "endable": p.get("endable") is not False,  # the system would refuse the others
     }
 
 

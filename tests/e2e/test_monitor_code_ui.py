@@ -1,5 +1,6 @@
 """The monitor and code apps as a person uses them: the process list can be read while it
-refreshes live, and the code editor is a code editor (monospace, Tab indents)."""
+refreshes live, the code editor is a code editor (monospace, Tab indents), and an endless
+loop is stopped from the code window, which then says so."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def test_monitor_and_code_windows(running: Running, open_desk: Callable[..., Des
     desk = open_desk(running)
     process_list_keeps_its_scroll_position_across_a_live_refresh(desk)
     code_editor_is_monospace_and_tab_indents(desk)
+    an_endless_loop_is_stopped_from_the_window(desk)
 
 
 def process_list_keeps_its_scroll_position_across_a_live_refresh(desk: Desk) -> None:
@@ -29,27 +31,28 @@ def process_list_keeps_its_scroll_position_across_a_live_refresh(desk: Desk) -> 
     body = desk.wait_view("monitor", "table")
     rows = body.locator("tbody tr")
     expect(rows.nth(SCROLL_ROWS * 2)).to_be_attached()
-    expect(rows.first).to_be_visible()
-    row_height = rows.first.evaluate("r => r.getBoundingClientRect().height")
-    assert row_height > 0
 
-    def scrolled() -> float:
+    def scrolled() -> list[float] | None:
         """Scroll whichever box scrolls (the table's own or the window's) down by
-        SCROLL_ROWS rows and mark the current first row; a refresh may land meanwhile."""
-        top: float = body.evaluate(
-            """(b, dy) => {
+        SCROLL_ROWS rows and mark the current first row -> [scrollTop, row height];
+        None while a refresh is replacing the table (its rows not laid out yet)."""
+        got: list[float] | None = body.evaluate(
+            """(b, rows) => {
+                const first = b.querySelector('tbody tr');
+                const h = first ? first.getBoundingClientRect().height : 0;
                 const boxes = [b.querySelector('.table-wrap'), b.closest('.win-content'), b];
                 const box = boxes.find((n) => n && n.scrollHeight > n.clientHeight + 1);
-                if (!box) return 0;
-                box.scrollTop = dy;
-                b.querySelector('tbody tr').dataset.kOld = '1';
-                return box.scrollTop;
+                if (!h || !box) return null;
+                box.scrollTop = h * rows;
+                if (!box.scrollTop) return null;
+                first.dataset.kOld = '1';
+                return [box.scrollTop, h];
             }""",
-            row_height * SCROLL_ROWS,
+            SCROLL_ROWS,
         )
-        return top
+        return got
 
-    before = wait_for(scrolled, "the process list to scroll", interval=0.1)
+    before, row_height = wait_for(scrolled, "the process list to scroll", interval=0.1)
     # a live refresh re-renders the table (the marked old row is gone) on the same page
     expect(body.locator("tbody tr[data-k-old]")).to_have_count(0)
     expect(body).to_have_attribute("data-view-type", "table")
@@ -61,6 +64,7 @@ def process_list_keeps_its_scroll_position_across_a_live_refresh(desk: Desk) -> 
         }"""
     )
     assert abs(after - before) <= row_height, (before, after)
+    desk.shot("monitor_processes")
 
 
 def code_editor_is_monospace_and_tab_indents(desk: Desk) -> None:
@@ -75,3 +79,15 @@ def code_editor_is_monospace_and_tab_indents(desk: Desk) -> None:
     expect(editor).to_be_focused()  # Tab indented instead of leaving the field
     assert editor.input_value().startswith("if True:\n") and editor.input_value().endswith(" ")
     assert editor.input_value() != "if True:\n"
+
+
+def an_endless_loop_is_stopped_from_the_window(desk: Desk) -> None:
+    editor = desk.body("code").locator("textarea").first
+    editor.fill("while True:\n    pass\n")
+    desk.control("code", "run_form").click()
+    expect(desk.win("code").locator(".run-progress")).to_contain_text("shell_exec")
+    desk.win("code").locator('.win-titlebar [data-action="stop-run"]').click()
+    summary = desk.body("code").locator(".code-summary")
+    expect(summary).to_have_text("Stopped: you stopped the program")
+    expect(summary).to_have_attribute("data-tone", "error")
+    desk.shot("code_stopped")

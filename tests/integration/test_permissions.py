@@ -190,7 +190,9 @@ def test_the_process_list_needs_system_processes_and_hides_cmdline_and_environ(
         "memory_rss",
         "memory_percent",
         "started",
+        "endable",
     }
+    assert mine[0]["endable"] is False  # the system's own process ("end task" refuses it)
     assert "cmdline" not in r.text and "environ" not in r.text
 
     refused = as_app(running, "system_agent", "GET", "/api/sys/processes")

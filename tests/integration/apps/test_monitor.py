@@ -216,17 +216,24 @@ def test_all_processes_are_listed_and_survive_a_live_refresh(
     running: Running, events: Subscription, sleepers: list[int]
 ) -> None:
     act(running, "interval", value=1)
-    procs = act(running, "processes")
+    outside = detached_sleep()
+    try:
+        procs = act(running, "processes")
+    finally:
+        os.kill(outside, signal.SIGKILL)
     assert procs["view_type"] == "table" and procs["status"] == "ok"
-    rows = procs["data"]["rows"]
+    rows = {row["pid"]: row for row in procs["data"]["rows"]}
     assert len(rows) == procs["data"]["process_count"] > TOP_MAX
-    assert set(sleepers) <= {row["pid"] for row in rows}
+    assert set(sleepers) <= set(rows)
     assert [c["key"] for c in procs["data"]["columns"]] == ["pid", "name", "cpu", "memory", "user"]
-    # every row has its own red "End task" button naming the process
-    row = next(r for r in rows if r["pid"] == sleepers[0])
-    assert row["id"] == sleepers[0] and row["name"] == "sleep"
-    [end] = row["actions"]
+    # a process the user may end has its own red "End task" button naming it
+    assert rows[outside]["id"] == outside and rows[outside]["name"] == "sleep"
+    [end] = rows[outside]["actions"]
     assert (end["action_id"], end["variant"], end["label"]) == ("end_task", "danger", "结束任务")
+    assert end["params"] == {"id": outside}
+    # ones the system would refuse have none: pid 1, the system's own children (here the
+    # sleepers: the system runs in this test process)
+    assert rows[1]["actions"] == [] and rows[sleepers[0]]["actions"] == []
     # the live refresh pushes the page the user is on, not the dashboard
     after = pushed_count(procs)  # pushes counted up to the reply came before it
     pushed = [
