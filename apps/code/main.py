@@ -43,12 +43,20 @@ OUTPUT_TAIL_LINES = 40
 MAX_OUTPUT_CHARS = 20_000
 """Characters of a stream the app sends at most (very long lines)."""
 SAMPLE = 'for i in range(1, 4):\n    print(f"{i} × {i} = {i * i}")\n'
-SAMPLES = {
-    "九九乘法表 / times table": "for i in range(1, 10):\n    print(' '.join(f'{j}×{i}={i*j}' "
-    "for j in range(1, i + 1)))\n",
-    "质数 / primes": "print([n for n in range(2, 60) if all(n % d for d in range(2, n))])\n",
-    "系统信息 / platform": "import platform, sys\nprint(platform.python_version(), sys.platform)\n",
-}
+SAMPLES: list[tuple[str, str, str]] = [
+    (
+        "九九乘法表",
+        "Times table",
+        "for i in range(1, 10):\n    print(' '.join(f'{j}×{i}={i*j}' for j in range(1, i + 1)))\n",
+    ),
+    ("质数", "Primes", "print([n for n in range(2, 60) if all(n % d for d in range(2, n))])\n"),
+    (
+        "系统信息",
+        "Platform",
+        "import platform, sys\nprint(platform.python_version(), sys.platform)\n",
+    ),
+]
+"""Sample programs with a button each: (Chinese label, English label, code)."""
 REFUSAL_PREFIXES = (
     "command policy",
     "command whitelist",
@@ -232,11 +240,11 @@ class CodeAgent(AIOSAgent):
         samples = [
             {
                 "type": "button",
-                "label": f"▶ {label}",
+                "label": f"▶ {tr(lang, zh, en)}",
                 "action_id": "run",
                 "params": {"code": sample},
             }
-            for label, sample in SAMPLES.items()
+            for zh, en, sample in SAMPLES
         ]
         return {
             "status": "ok",
