@@ -305,6 +305,7 @@ const STRINGS = {
     // part 13-L: language, desktop targets
     'desktop.unknown_target': '桌面没有“{target}”这个窗口',
     'view.details': '详情',
+    'view.error_title': '出错了',
     // part 13-D: the desktop shell
     'command.running': '正在执行：{text}',
     'command.queued': '排队中的指令 {n} 条：\n{list}',
@@ -623,6 +624,7 @@ const STRINGS = {
     // part 13-L: language, desktop targets
     'desktop.unknown_target': 'The desktop has no window called “{target}”',
     'view.details': 'Details',
+    'view.error_title': 'Something went wrong',
     // part 13-D: the desktop shell
     'command.running': 'Running: {text}',
     'command.queued': '{n} instructions waiting:\n{list}',
