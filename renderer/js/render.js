@@ -5,7 +5,7 @@
 // that redraws the list) keeps the scroll positions and the view's memory (a table's sort).
 // Sending an action is delegated to the handler main.js installs (render.js knows nothing
 // about the server).
-import { emit } from './bus.js';
+import { emit, on } from './bus.js';
 import { renderControl } from './controls/index.js';
 import { leads, renderRowControl, rowSend } from './controls/row.js';
 import { DEFAULTS } from './defaults.js';
@@ -68,6 +68,43 @@ function restoreScroll(root, saved) {
     const row = anchor && node.querySelectorAll(ANCHORS)[anchor.index];
     if (row) node.scrollTop += row.getBoundingClientRect().top - node.getBoundingClientRect().top - anchor.offset;
   });
+}
+
+/**
+ * A minimised window's body is not laid out, so its scroll positions read 0: each window
+ * remembers them as the user scrolls (w.lastScroll), and a re-render while hidden restores
+ * them when the window is shown again (w.pendingScroll).
+ */
+function watchScroll(w) {
+  if (w.scrollWatched) return;
+  w.scrollWatched = true;
+  let queued = false;
+  w.body.addEventListener('scroll', () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => {
+      queued = false;
+      if (isShown(w)) w.lastScroll = scrollPositions(w.body);
+    });
+  }, { capture: true, passive: true });
+}
+
+function isShown(w) {
+  return w.body.getClientRects().length > 0;
+}
+
+on('wm:changed', ({ id, state: s }) => {
+  const w = wm.get(id);
+  if (!w || !w.pendingScroll || s === 'minimized' || s === 'closed' || !isShown(w)) return;
+  restoreScroll(w.body, w.pendingScroll);
+  w.pendingScroll = null;
+  const content = w.body.querySelector('.win-content.is-redraw');
+  if (content) endRedraw(content);
+});
+
+/** Lazily laid out items again (they remember the sizes they were laid out at). */
+function endRedraw(content) {
+  requestAnimationFrame(() => setTimeout(() => content.classList.remove('is-redraw'), 0));
 }
 
 /** Two replies show "the same view" when view_type and title agree. */
@@ -252,7 +289,9 @@ export function renderResponse(winId, response, opts = {}) {
   const ids = controlIds(actions, seen);
   const key = viewKey(reply);
   const same = w.viewKey === key;
-  const scroll = same ? scrollPositions(w.body) : null;
+  watchScroll(w);
+  const shown = isShown(w);
+  const scroll = !same ? null : shown ? scrollPositions(w.body) : (w.pendingScroll || w.lastScroll || null);
   if (!same || !w.viewMemo) w.viewMemo = {};
   const state = {
     winId, app, fromUser: opts.fromUser, mounted: [], seen, memo: w.viewMemo, memoCalls: {}, redraw: same,
@@ -284,8 +323,10 @@ export function renderResponse(winId, response, opts = {}) {
   // scroll position they are laid out for real once, which "auto" then remembers.
   if (same) content.classList.add('is-redraw');
   w.body.replaceChildren(...parts);
-  restoreScroll(w.body, scroll);
-  if (same) requestAnimationFrame(() => setTimeout(() => content.classList.remove('is-redraw'), 0));
+  if (shown) restoreScroll(w.body, scroll);
+  w.pendingScroll = shown ? null : scroll;
+  w.lastScroll = shown ? scrollPositions(w.body) : scroll;
+  if (same && shown) endRedraw(content);
   w.viewKey = key;
   w.body.dataset.viewType = toText(reply.view_type);
   w.el.classList.toggle('has-error', reply.status === 'error');

@@ -137,6 +137,18 @@ def test_row_controls_send_the_row_id_and_value_and_keep_the_scroll(desk: Desk) 
     assert received(desk, '"t32"') == {"action_id": "row_delete", "params": {"id": "t32"}}
     expect(row(desk, "t32")).to_have_count(0)
     desk.shot("rows")
+    # A refresh pushed while the window is minimised keeps the place too, once it is back.
+    before = target.bounding_box()
+    desk.win("gallery").get_by_role("button", name="Minimise").click()
+    expect(desk.win("gallery")).to_be_hidden()
+    view = desk.running.act("gallery", {"action_id": "show", "params": {"view": "rows"}})
+    view["message"] = "refreshed"
+    desk.running.system.bus.emit("push", {"app": "gallery", "data": view})
+    desk.page.locator("#icon_gallery").click()
+    expect(desk.win("gallery").locator(".win-message")).to_have_text("refreshed")
+    after = target.bounding_box()
+    assert before is not None and after is not None
+    assert abs(after["y"] - before["y"]) <= 2, (before, after)
 
 
 def test_table_alignment_and_one_empty_message(desk: Desk) -> None:
