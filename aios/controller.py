@@ -132,19 +132,28 @@ class Controller:
 
     # ------------------------------------------------------------ entry points
 
-    def open_app(self, app_id: str, session_id: str | None = None) -> tuple[str, Outcome]:
-        """The app's reply to an empty instruction (spec §12.1)."""
+    def open_app(
+        self, app_id: str, session_id: str | None = None, *, locale: str | None = None
+    ) -> tuple[str, Outcome]:
+        """The app's reply to an empty instruction (spec §12.1); ``locale`` overrides
+        ``config.language`` for this request."""
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
         self.store.add_history(sid, "user", {"open": app_id}, app=app_id)
         self.instances.open(app_id, sid)
-        run = self.runs.start("open", app_id, sid, request={"kind": "open", "app": app_id})
-        return sid, self._app_run(run, record, "", None)
+        request = {"kind": "open", "app": app_id, **({"locale": locale} if locale else {})}
+        run = self.runs.start("open", app_id, sid, request=request)
+        return sid, self._app_run(run, record, "", None, locale=locale)
 
     def action(
-        self, app_id: str, request: ActionRequest, session_id: str | None = None
+        self,
+        app_id: str,
+        request: ActionRequest,
+        session_id: str | None = None,
+        *,
+        locale: str | None = None,
     ) -> tuple[str, Outcome]:
-        """Forward a control's payload to its app (spec §6.3)."""
+        """Forward a control's payload to its app (spec §6.3); ``locale`` as for open."""
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
         self.store.add_history(
@@ -159,9 +168,10 @@ class Controller:
                 "kind": "action",
                 "app": app_id,
                 "action": request.model_dump(exclude_none=True),
+                **({"locale": locale} if locale else {}),
             },
         )
-        return sid, self._app_run(run, record, None, request)
+        return sid, self._app_run(run, record, None, request, locale=locale)
 
     def _app_run(
         self,

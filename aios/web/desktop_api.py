@@ -9,14 +9,13 @@ from flask import Blueprint, Response, jsonify, request
 from pydantic import ValidationError
 
 from aios.errors import BadRequest, ConfigError
-from aios.intents import LANGS
 from aios.protocol import ActionRequest, describe_validation_error
 from aios.web import file_urls
-from aios.web.request import error, int_arg, json_body, session, system, text_field
+from aios.web.request import error, int_arg, json_body, system
+from aios.web.schemas import ActionBody, ConfigBody, InstructionBody, OpenBody, parse
 
 bp = Blueprint("desktop_api", __name__, url_prefix="/api")
 
-ACTION_PAYLOAD_KEYS = ("params", "form_values", "selected", "checked", "value", "href", "on")
 AUDIT_PAGE = 200
 """Audit rows ``GET /api/audit`` returns without ``?limit=``."""
 
@@ -87,24 +86,20 @@ def restart_app(app_id: str) -> Response:
 
 @bp.post("/apps/<app_id>/open")
 def open_app(app_id: str) -> Response:
-    body = json_body()
-    sid, outcome = system().controller.open_app(app_id, session(body))
+    body = parse(OpenBody, json_body())
+    sid, outcome = system().controller.open_app(app_id, body.session_id, locale=body.locale)
     return jsonify(with_run(app_id, sid, outcome.response))
 
 
 @bp.post("/action")
 def action() -> Response:
-    body = json_body()
-    app_id = body.get("app")
-    if not isinstance(app_id, str) or not app_id:
-        raise BadRequest("field 'app' (the app id) is required")
-    payload = {k: body[k] for k in ("action_id", *ACTION_PAYLOAD_KEYS) if k in body}
+    body = parse(ActionBody, json_body())
     try:
-        req = ActionRequest.model_validate(payload)
+        req = ActionRequest.model_validate(body.action_request())
     except ValidationError as e:
         raise BadRequest(f"invalid action: {describe_validation_error(e)}") from e
-    sid, outcome = system().controller.action(app_id, req, session(body))
-    return jsonify(with_run(app_id, sid, outcome.response))
+    sid, outcome = system().controller.action(body.app, req, body.session_id, locale=body.locale)
+    return jsonify(with_run(body.app, sid, outcome.response))
 
 
 def with_run(app_id: str, sid: str, response: dict[str, Any]) -> dict[str, Any]:
@@ -119,15 +114,13 @@ def with_run(app_id: str, sid: str, response: dict[str, Any]) -> dict[str, Any]:
 
 @bp.post("/instruction")
 def instruction() -> Response:
-    body = json_body()
-    text = text_field(body, "text", " (the instruction)")
+    body = parse(InstructionBody, json_body())
     limit = system().config.web.instruction_max_chars
-    if len(text) > limit:
+    if len(body.text) > limit:
         raise BadRequest(f"instruction is longer than {limit} characters")
-    locale = body.get("locale")
-    if locale is not None and locale not in LANGS:
-        raise BadRequest(f"field 'locale' must be {' or '.join(map(repr, LANGS))}, not {locale!r}")
-    return jsonify(system().controller.instruction(text.strip(), session(body), locale=locale))
+    return jsonify(
+        system().controller.instruction(body.text.strip(), body.session_id, locale=body.locale)
+    )
 
 
 @bp.post("/ui/snapshot")
@@ -174,11 +167,17 @@ def get_config() -> Response:
 
 @bp.post("/config")
 def post_config() -> Response:
-    updates = json_body().get("updates")
-    if not isinstance(updates, dict):
-        raise BadRequest("field 'updates' must be an object")
+    updates = parse(ConfigBody, json_body()).updates
     try:
         system().update_config(updates)
     except ConfigError as e:
         raise BadRequest(str(e)) from e
     return jsonify({"config": system().config.masked(), "llm": system().llm.status()})
+
+
+@bp.get("/openapi.json")
+def openapi_document() -> Response:
+    """The OpenAPI 3.1 document of this API (docs/openapi.json; prose in docs/api.md)."""
+    from aios.web import openapi  # built from every route's models, on first request only
+
+    return jsonify(openapi.document())

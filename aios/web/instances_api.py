@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from aios.web.request import json_body, session, system
+from aios.web.request import json_body, system
+from aios.web.schemas import SessionBody, parse
 
 bp = Blueprint("instances_api", __name__, url_prefix="/api")
 
@@ -22,11 +23,11 @@ def list_instances() -> Response:
 @bp.post("/instances/<instance_id>/focus")
 def focus_instance(instance_id: str) -> Response:
     """404 for an instance of another session than the body's ``session_id``."""
-    body = json_body()
-    return jsonify(system().instances.focus(instance_id, session(body)).public())
+    sid = parse(SessionBody, json_body()).session_id
+    return jsonify(system().instances.focus(instance_id, sid).public())
 
 
 @bp.post("/instances/<instance_id>/close")
 def close_instance(instance_id: str) -> Response:
-    body = json_body()
-    return jsonify(system().instances.close(instance_id, session(body)).public())
+    sid = parse(SessionBody, json_body()).session_id
+    return jsonify(system().instances.close(instance_id, sid).public())

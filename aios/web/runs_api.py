@@ -83,19 +83,15 @@ def retry_run(run_id: str) -> Response:
         raise Conflict(f"run {run_id} kept nothing to send again", current=row)
     sid = row.get("session_id")
     ctl = sys_.controller
+    locale = req.get("locale") if isinstance(req.get("locale"), str) else None
     if req.get("kind") == "instruction":
-        locale = req.get("locale")
-        return jsonify(
-            ctl.instruction(
-                str(req.get("text", "")), sid, locale=locale if isinstance(locale, str) else None
-            )
-        )
+        return jsonify(ctl.instruction(str(req.get("text", "")), sid, locale=locale))
     app_id = str(req.get("app", ""))
     if req.get("kind") == "open":
-        sid, outcome = ctl.open_app(app_id, sid)
+        sid, outcome = ctl.open_app(app_id, sid, locale=locale)
     else:
         action = ActionRequest.model_validate(req.get("action") or {})
-        sid, outcome = ctl.action(app_id, action, sid)
+        sid, outcome = ctl.action(app_id, action, sid, locale=locale)
     return jsonify(with_run(app_id, sid, outcome.response))
 
 

@@ -8,6 +8,7 @@ from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
 from aios.launcher import AppRecord
 from aios.protocol import forwardable_reply
 from aios.web.request import check_progress, error, json_body, session, system
+from aios.web.schemas import SysLLMBody, SysToolBody, parse
 
 bp = Blueprint("sys_api", __name__, url_prefix="/api/sys")
 
@@ -19,11 +20,8 @@ def _caller() -> AppRecord:
 
 @bp.post("/tool")
 def sys_tool() -> Response:
-    body = json_body()
-    name, args = body.get("tool"), body.get("args", {})
-    if not isinstance(name, str):
-        raise BadRequest("field 'tool' is required")
-    result = system().call_tool(_caller(), name, args, session(body))
+    body = parse(SysToolBody, json_body())
+    result = system().call_tool(_caller(), body.tool, body.args, body.session_id)
     return jsonify(result.model_dump(mode="json", exclude_none=True))
 
 
@@ -44,15 +42,12 @@ def sys_push() -> Response:
 
 @bp.post("/llm")
 def sys_llm() -> Response:
-    body = json_body()
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("field 'messages' must be a non-empty list")
+    body = parse(SysLLMBody, json_body())
     try:
         result = system().llm.chat(
-            messages,
-            tools=body.get("tools"),
-            tool_choice=body.get("tool_choice"),
+            body.messages,
+            tools=body.tools,
+            tool_choice=body.tool_choice,
             purpose=f"app:{_caller().id}",
         )
     except LLMUnavailable as e:

@@ -1,0 +1,434 @@
+"""The HTTP API's bodies and replies as pydantic models (docs/api.md, docs/openapi.json).
+
+The routes parse their bodies with these very models (:func:`parse`), and
+:mod:`aios.web.openapi` builds the OpenAPI document from them, so the document
+cannot drift from what the server accepts. Request bodies ignore unknown
+fields (the desktop may send more than a route reads); replies are open
+(``additionalProperties``): the system may add fields, never remove them.
+A bad body is a 400 whose ``error`` names each bad field on one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
+
+from aios.errors import BadRequest
+from aios.names import SESSION_ID_RULE, valid_session_id
+from aios.protocol import (
+    ACTION_ID_PATTERN,
+    LOCALES,
+    AgentResponse,
+    Locale,
+    OptionValue,
+    ToolResult,
+    UIOp,
+)
+
+# ------------------------------------------------------------------ parsing
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Body(BaseModel):
+    """A request body: unknown fields are ignored, each field is checked."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Reply(BaseModel):
+    """A reply: the fields listed are always there (unless optional); more may come."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def describe(err: ValidationError, model: type[BaseModel]) -> str:
+    """One line naming every bad field: ``field 'text' (the instruction) is required``."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        field = model.model_fields.get(str(e["loc"][0])) if e["loc"] else None
+        hint = f" ({field.title})" if field is not None and field.title else ""
+        if e["type"] == "missing":
+            lines.append(f"field {loc!r}{hint} is required")
+        elif e["type"] == "value_error":
+            lines.append(str(e["ctx"]["error"]))
+        else:
+            lines.append(f"field {loc!r}{hint}: {e['msg']}")
+    return "; ".join(dict.fromkeys(lines))
+
+
+def parse(model: type[M], body: dict[str, Any]) -> M:
+    """``body`` checked against ``model``; BadRequest naming each bad field."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as e:
+        raise BadRequest(describe(e, model)) from None
+
+
+# ------------------------------------------------------------ request bodies
+
+
+class SessionBody(_Body):
+    session_id: str | None = Field(
+        None, description="the session to act in; absent: a new one (its id comes back)"
+    )
+
+    @field_validator("session_id", mode="before")
+    @classmethod
+    def _sid(cls, v: Any) -> Any:
+        if v is not None and not valid_session_id(v):
+            raise ValueError(SESSION_ID_RULE)
+        return v
+
+
+class LocaleBody(SessionBody):
+    locale: Locale | None = Field(
+        None,
+        description="the language of this request's answer and of the apps' "
+        "context.locale; absent: the saved setting config.language",
+    )
+
+    @field_validator("locale", mode="before")
+    @classmethod
+    def _locale(cls, v: Any) -> Any:
+        if v is not None and v not in LOCALES:
+            raise ValueError(f"field 'locale' must be {' or '.join(map(repr, LOCALES))}, not {v!r}")
+        return v
+
+
+class InstructionBody(LocaleBody):
+    """``POST /api/instruction``: a typed instruction (at most ``web.instruction_max_chars``)."""
+
+    text: str = Field(title="the instruction", description="what the user typed or said")
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError("field 'text' (the instruction) is required")
+        return v
+
+
+class OpenBody(LocaleBody):
+    """``POST /api/apps/{app_id}/open``: the app answers an empty instruction."""
+
+
+ACTION_FIELDS = ("action_id", "params", "form_values", "selected", "checked", "value", "href", "on")
+"""The fields of an action body that are forwarded to the app as its ``action_request``."""
+
+
+class ActionBody(LocaleBody):
+    """``POST /api/action``: a control of a view fired; one payload field per control type."""
+
+    app: str = Field(min_length=1, title="the app id")
+    action_id: str = Field(pattern=ACTION_ID_PATTERN, description="the control's action_id")
+    params: dict[str, Any] | None = Field(None, description="button (and per-row controls)")
+    form_values: dict[str, Any] | None = Field(None, description="submit_form")
+    selected: OptionValue | None = Field(None, description="select, radio: the option's value")
+    checked: list[OptionValue] | None = Field(None, description="checkbox: the values checked")
+    value: Any = Field(None, description="input, slider, datetime")
+    href: str | None = Field(None, description="link")
+    on: bool | None = Field(None, description="toggle")
+
+    def action_request(self) -> dict[str, Any]:
+        """The fields the body set, as the app's ``action_request``."""
+        return self.model_dump(include=set(ACTION_FIELDS), exclude_unset=True)
+
+
+class ConfigBody(_Body):
+    """``POST /api/config``: settings to change (dotted paths or nested objects)."""
+
+    updates: dict[str, Any] = Field(description='e.g. {"language": "en"}')
+
+
+class PermissionsBody(_Body):
+    """``POST /api/apps/{app_id}/permissions``."""
+
+    grant: list[str] = Field(default_factory=list)
+    revoke: list[str] = Field(default_factory=list)
+
+
+class PolicyBody(RootModel[dict[str, Literal["allow", "ask", "never"] | None]]):
+    """``POST /api/apps/{app_id}/policy``: per tool; null clears an override."""
+
+
+class InteractionAnswer(_Body):
+    """``POST /api/interactions/{id}``: approvals take ``decision``, the others ``value``."""
+
+    decision: Literal["allow", "allow_session", "allow_always", "deny"] | None = None
+    value: Any = None
+
+
+class LayoutWindow(_Body):
+    app: str
+    x: float
+    y: float
+    w: float = Field(gt=0)
+    h: float = Field(gt=0)
+    z: float
+    minimized: bool
+    maximized: bool = False
+
+
+class LayoutBody(_Body):
+    """``PUT /api/sessions/{sid}/layout`` (checked field by field by aios/web/layout_api.py)."""
+
+    windows: list[LayoutWindow]
+
+
+class SnapshotBody(_Body):
+    """``POST /api/ui/snapshot``: what the desktop shows, for system-control apps."""
+
+    elements: list[dict[str, Any]] = Field(description="objects with a text id")
+    viewport: Any = None
+
+
+class SpeakBody(_Body):
+    """``POST /api/voice/speak``."""
+
+    text: str = Field(min_length=1)
+    lang: str | None = Field(None, description="a voice language; absent: config.default_voice")
+
+
+class SysToolBody(SessionBody):
+    """``POST /api/sys/tool``: one atomic or own tool call (``call_tool``)."""
+
+    tool: str = Field(title="the tool's name")
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class PushProgress(_Reply):
+    """A live update that is no view: the window's progress bar and whatever else the app sends."""
+
+    progress: float | None = Field(None, ge=0, le=100, description="0..1, or a percentage")
+
+
+class SysPushBody(RootModel[AgentResponse | PushProgress]):
+    """``POST /api/sys/push``: a whole view (has ``view_type``) or a ``push`` event's data."""
+
+
+class SysLLMBody(_Body):
+    """``POST /api/sys/llm``: chat messages in the OpenAI format."""
+
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+
+
+class UIOps(_Body):
+    ops: list[UIOp]
+
+
+class SysUIBody(RootModel[UIOps | UIOp]):
+    """``POST /api/sys/ui``: one UI operation or ``{"ops": [...]}``."""
+
+
+# ------------------------------------------------------------------- replies
+
+
+class ErrorReply(_Reply):
+    """Every refusal and failure: 4xx/5xx with one line saying what went wrong."""
+
+    error: str
+    current: Any = Field(None, description="409 only: the state that won")
+
+
+class HealthReply(_Reply):
+    status: Literal["starting", "ready", "degraded"]
+    apps: dict[str, str] = Field(description="app id -> status")
+    llm: dict[str, Any]
+    store: str = Field(description='"ok" or why the store fails')
+    version: str
+
+
+AppStatusName = Literal["invalid", "starting", "running", "restarting", "failed", "stopped"]
+
+
+class AppInfo(_Reply):
+    id: str
+    name: str = Field(description="in the UI language")
+    names: dict[str, str]
+    icon: str
+    description: str
+    descriptions: dict[str, str]
+    examples: list[str]
+    status: AppStatusName
+    port: int | None
+    endpoint: str | None
+    keywords: list[str]
+    permissions: dict[str, list[str]] = Field(description="{requested, granted}")
+    confined: bool
+    error: str | None = None
+
+
+class AppList(RootModel[list[AppInfo]]):
+    """``GET /api/apps``."""
+
+
+class AppReply(_Reply):
+    """``open`` and ``action``: the app's final reply; paused runs add state and pending."""
+
+    app: str
+    session_id: str
+    response: AgentResponse
+    run_id: str | None = None
+    state: Literal["waiting"] | None = None
+    pending: list[dict[str, Any]] | None = None
+
+
+class TaskResult(_Reply):
+    app: str
+    task: str | None = None
+    response: AgentResponse
+
+
+class Suggestion(_Reply):
+    label: str
+    instruction: str
+
+
+class InstructionReply(_Reply):
+    session_id: str
+    plan: list[dict[str, Any]] = Field(description="the tasks {id, app, instruction, depends_on}")
+    results: list[TaskResult]
+    message: str
+    source: str | None = Field(None, description="llm | offline | system | stop | …")
+    intent: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    run_id: str | None = None
+    state: Literal["waiting"] | None = None
+    pending: list[dict[str, Any]] | None = None
+    suggestions: list[Suggestion] | None = None
+    desktop: list[dict[str, Any]] | None = Field(None, description="ops the desktop carries out")
+    cancelled: list[str] | None = None
+
+
+class ConfigReply(_Reply):
+    config: dict[str, Any] = Field(description="the settings, secrets masked")
+    llm: dict[str, Any]
+
+
+class PermissionsReply(_Reply):
+    app: str
+    permissions: dict[str, list[str]]
+
+
+class RestartReply(_Reply):
+    app: str
+    status: str
+
+
+class FileGrants(_Reply):
+    ttl: float
+    grants: dict[str, dict[str, str]] = Field(description="app id -> {exp, sig}")
+
+
+class OkCount(_Reply):
+    ok: bool
+    elements: int
+
+
+class UIOpsReply(_Reply):
+    ops: list[dict[str, Any]]
+
+
+class RunState(_Reply):
+    run_id: str
+    state: str
+
+
+class Run(_Reply):
+    run_id: str
+    session_id: str | None
+    app: str
+    kind: Literal["instruction", "open", "action"]
+    state: str
+    steps: list[dict[str, Any]]
+
+
+class Interaction(_Reply):
+    id: str
+    run_id: str | None = None
+    app: str | None = None
+    kind: str
+    state: str | None = None
+
+
+class Instance(_Reply):
+    instance_id: str
+    app: str
+    session_id: str
+    state: str
+    parent_instance_id: str | None
+    started_at: float
+    stopped_at: float | None = None
+    error: str | None = None
+
+
+class Layout(_Reply):
+    windows: list[LayoutWindow]
+    updated: float | None
+
+
+class NewSession(_Reply):
+    session_id: str
+
+
+class Heard(_Reply):
+    text: str
+    speak: bool
+    result: InstructionReply | None = Field(None, description="with ?run=1")
+
+
+class PushReply(_Reply):
+    ok: bool
+    listeners: int
+
+
+class LLMReply(_Reply):
+    message: dict[str, Any]
+    usage: dict[str, Any] | None
+    model: str | None
+    provider: str | None
+
+
+class ProcessesReply(_Reply):
+    processes: list[dict[str, Any]]
+
+
+class DisksReply(_Reply):
+    disks: list[dict[str, Any]]
+
+
+class EndedProcess(_Reply):
+    pid: int
+    name: str
+    ended: bool
+
+
+class UIReply(_Reply):
+    ok: bool
+    applied: int
+    listeners: int
+
+
+class Event(_Reply):
+    """One message of ``/api/events`` (see docs/api.md "Events")."""
+
+    type: str
+    seq: int
+    epoch: str
+    ts: float | None = None
+
+
+class AnyObject(RootModel[dict[str, Any]]):
+    """A JSON object (its fields: docs/api.md)."""
+
+
+class AnyList(RootModel[list[dict[str, Any]]]):
+    """A JSON list of objects (their fields: docs/api.md)."""
+
+
+ToolReply = ToolResult
