@@ -17,6 +17,7 @@ in-process under the same sandbox rules, relative to ``./workspace``.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 import re
@@ -227,14 +228,88 @@ def _make_backend(agent: AIOSAgent) -> Backend:
 
 # ------------------------------------------------------------------ agent
 
+# The launcher's names (aios.manifests, aios.protocol), not imported from there: an app's
+# start does not load pydantic.
+MANIFEST_FILE = "manifest.json"
+ROLE_FILE = "role.md"
+_DEFAULT_LOCALE = "zh-CN"
+
+
+def manifest_metadata(folder: Path) -> dict[str, str]:
+    """``name``, ``description``, ``icon``, ``role_prompt`` of the app in ``folder``.
+
+    Read from its ``manifest.json`` (a per-locale name or description gives the
+    default locale's) and, for the role, ``role.md`` when the manifest has none,
+    as the launcher does (aios/manifests.py). A missing or unreadable file gives
+    nothing: the launcher has already refused an unusable manifest.
+    """
+    try:
+        raw = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, str] = {}
+    for key in ("name", "description", "icon", "role_prompt"):
+        value = raw.get(key)
+        if isinstance(value, dict):
+            value = value.get(_DEFAULT_LOCALE) or next(
+                (v for v in value.values() if isinstance(v, str) and v), ""
+            )
+        value = value or raw.get(f"{key}_en")
+        if isinstance(value, str) and value.strip():
+            out[key] = value.strip()
+    if "role_prompt" not in out:
+        try:
+            role = (folder / ROLE_FILE).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            role = ""
+        if role:
+            out["role_prompt"] = role
+    return out
+
+
+class _FromManifest:
+    """A metadata attribute of :class:`AIOSAgent`: the manifest's value unless the class
+    (or the instance) sets its own. A non-data descriptor, so a plain ``name = "..."`` in a
+    subclass, or ``vars(agent)["name"]``, simply shadows it."""
+
+    def __init__(self, default: str) -> None:
+        self.default = default
+        self.key = ""
+
+    def __set_name__(self, owner: type, key: str) -> None:
+        self.key = key
+
+    def __get__(self, agent: Any, owner: type | None = None) -> str:
+        if agent is None:
+            return self.default  # on the class: nothing is read
+        meta = agent.__dict__.get("_aios_manifest")
+        if meta is None:
+            meta = manifest_metadata(agent.app_dir())
+            agent.__dict__["_aios_manifest"] = meta
+        return meta.get(self.key) or self.default
+
 
 class AIOSAgent:
-    """Base class of an app (a "small AI"). Override :meth:`handle`; call :meth:`run`."""
+    """Base class of an app (a "small AI"). Override :meth:`handle`; call :meth:`run`.
 
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    icon: ClassVar[str] = "📦"
-    role_prompt: ClassVar[str] = ""
+    ``name``, ``description``, ``icon`` and ``role_prompt`` come from the app's
+    ``manifest.json`` (the role from ``role.md`` when the manifest has none), read
+    once per agent; a class that sets one of them (``name = "..."``) overrides the
+    manifest's for this process (which the desktop never sees: it shows the manifest's).
+    """
+
+    if TYPE_CHECKING:
+        name: ClassVar[str]
+        description: ClassVar[str]
+        icon: ClassVar[str]
+        role_prompt: ClassVar[str]
+    else:
+        name = _FromManifest("")
+        description = _FromManifest("")
+        icon = _FromManifest("📦")
+        role_prompt = _FromManifest("")
 
     _aios_tools: ClassVar[dict[str, ToolInfo]] = {}
 

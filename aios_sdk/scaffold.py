@@ -1,15 +1,23 @@
 """``python -m aios_sdk new|check``: create an app folder, or check one before shipping it.
 
-``new NAME`` writes the folder of spec §13.1 (``manifest.json`` per §13.2,
-``main.py`` answering at once with a text view and a button, ``role.md``,
-``workspace/``, ``requirements.txt``). It is built in a hidden folder beside
-the target and renamed into place, so a running desktop's hot load (which
-skips hidden folders) never sees half an app, and an existing folder is
-never touched.
+``new NAME`` writes the folder of DESIGN §3 (``manifest.json``, ``main.py``
+answering at once with a text view and a button, ``role.md``, ``workspace/``,
+``requirements.txt``). Every piece of metadata is written once: the manifest
+holds the name, icon, description, ``keywords`` and ``examples``, ``role.md``
+the role (no ``role_prompt``), and the generated class sets none of them
+(:class:`aios_sdk.AIOSAgent` reads them from the manifest). What only the
+developer can write is a placeholder marked ``【待填写】`` / ``[to fill in]``.
+The folder is built in a hidden folder beside the target and renamed into
+place, so a running desktop's hot load (which skips hidden folders) never
+sees half an app, and an existing folder is never touched.
 
-``check PATH`` applies the launcher's rules and a few more a developer
-wants to hear about (entry compiles, keywords and lists are sane, a field
-name that looks like a typo) and prints every problem, one per line.
+``check PATH`` applies the launcher's rules (errors: the app would not load)
+and a few more a developer wants to hear about (warnings: it loads, but
+routing or the sandbox will not do what the manifest seems to ask): the
+scaffold's placeholders still there, no keywords or examples, whitelist
+entries the global config refuses, and a name, id or keyword shared with an
+installed app. One line per problem; exit status 0 with only warnings, 1
+with an error (or with a warning under ``--strict``).
 """
 
 from __future__ import annotations
@@ -23,24 +31,33 @@ import re
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from aios.errors import ProtocolError
+from aios.config import Config, load_config
+from aios.errors import ConfigError, ProtocolError
 from aios.names import APP_ID_PATTERN
-from aios.protocol import Manifest, parse_manifest
+from aios.protocol import LOCALES, Manifest, parse_manifest
+from aios.sandbox import _domain_allowed
 
-__all__ = ["APP_ID_RE", "check_app", "main", "new_app"]
+__all__ = ["APP_ID_RE", "PLACEHOLDERS", "CheckReport", "check_app", "main", "new_app"]
 
 APP_ID_RE = re.compile(APP_ID_PATTERN)
 """The launcher's rule for an app id (one pattern, in ``aios.names``)."""
 MANIFEST = "manifest.json"
 ROLE_FILE = "role.md"
 MAX_KEYWORDS = 50
-EXTRA_FIELDS = frozenset({"max_tool_rounds"})
-"""Manifest fields read by parts of the SDK beyond the Manifest model."""
+EXTRA_FIELDS = frozenset({"max_tool_rounds", "name_en", "description_en", "examples_en"})
+"""Manifest fields read beyond the Manifest model's own names (the SDK; flat locale forms)."""
+PLACEHOLDER_ZH = "【待填写】"
+PLACEHOLDER_EN = "[to fill in]"
+PLACEHOLDERS = (PLACEHOLDER_ZH, PLACEHOLDER_EN)
+"""What marks the scaffold's text that only the developer can write; ``check`` warns on it."""
+PLACEHOLDER_FIELDS = ("name", "description", "keywords", "examples")
+"""The manifest fields (beside the role) the scaffold may leave a placeholder in."""
 _HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9-]+)*\.?$")
 
 
@@ -54,13 +71,27 @@ def _class_name(app_id: str) -> str:
 
 
 def _files(app_id: str, display: str, icon: str, description: str, author: str) -> dict[str, str]:
-    role = f"你是{display}小AI，负责……（在这里写清楚你的职责、能力边界和说话方式）"
-    manifest = {
+    zh, en = PLACEHOLDER_ZH, PLACEHOLDER_EN
+    role = (
+        f"你是「{display}」小AI。{zh}写清楚你的职责、能力边界和说话方式。\n"
+        f'You are the app "{display}". {en} Say what you do, what you do not do, '
+        "and how you talk.\n"
+    )
+    manifest: dict[str, Any] = {
         "name": display,
         "icon": icon,
-        "description": description,
+        "description": description
+        or {
+            "zh-CN": f"{zh}一句话说明{display}做什么（开始菜单里显示）",
+            "en": f"{en} One line on what {display} does (shown in the start menu)",
+        },
+        # The offline router scores keywords and examples: words a user would say.
+        "keywords": [f"{zh}关键词", f"{en} keyword"],
+        "examples": {
+            "zh-CN": [f"{zh}用户会对{display}说的一句话"],
+            "en": [f"{en} something a user would say to {display}"],
+        },
         "entry": "main.py",
-        "role_prompt": role,
         "workdir": "workspace",
         "author": author,
         "version": "1.0.0",
@@ -68,9 +99,13 @@ def _files(app_id: str, display: str, icon: str, description: str, author: str) 
     cls = _class_name(app_id)
     main = f'''"""{display}: a Triton AIOS app (a small AI in its own process).
 
+Its name, icon, description, keywords and examples are in manifest.json (the one
+place: the class reads them from there), its role in role.md.
+
 Develop it alone:  python main.py   (serves /handle on APP_PORT, default 5001;
 call_tool runs the tools in-process against ./workspace)
 In the desktop:    put this folder in apps/; a running desktop picks it up.
+Before shipping:   python -m aios_sdk check .
 """
 
 from __future__ import annotations
@@ -79,11 +114,6 @@ from aios_sdk import AIOSAgent, locale_of, text_view, tr
 
 
 class {cls}(AIOSAgent):
-    name = {json.dumps(display, ensure_ascii=False)}
-    description = {json.dumps(description, ensure_ascii=False)}
-    icon = {json.dumps(icon, ensure_ascii=False)}
-    role_prompt = {json.dumps(role, ensure_ascii=False)}
-
     def handle(self, instruction, context, action_request=None):
         lang = locale_of(context)  # "zh" or "en"
         if action_request and action_request.get("action_id") == "hello":
@@ -104,7 +134,7 @@ if __name__ == "__main__":
     return {
         MANIFEST: json.dumps(manifest, ensure_ascii=False, indent=4) + "\n",
         "main.py": main,
-        ROLE_FILE: role + "\n",
+        ROLE_FILE: role,
         "requirements.txt": "# Extra packages this app needs, one per line (pip format).\n",
         "workspace/.gitkeep": "",
     }
@@ -132,7 +162,7 @@ def new_app(
         raise ValueError(f"{parent} is not a folder")
     parent.mkdir(parents=True, exist_ok=True)
     display = display or app_id
-    files = _files(app_id, display, icon, description or f"{display}（Triton AIOS 应用）", author)
+    files = _files(app_id, display, icon, description, author)
     staging = Path(tempfile.mkdtemp(prefix=f".{app_id}.", dir=parent))
     try:
         for rel, text in files.items():
@@ -152,12 +182,32 @@ def new_app(
 # -------------------------------------------------------------------- check
 
 
-def check_app(folder: Path) -> tuple[str, list[str]]:
-    """(display name or folder name, every problem found); no problems = ready to run."""
+@dataclass
+class CheckReport:
+    """What ``check`` found in one app folder."""
+
+    name: str
+    """The display name (default locale), else the folder name."""
+    errors: list[str] = field(default_factory=list)
+    """The launcher would refuse the folder, or the app cannot work as written."""
+    warnings: list[str] = field(default_factory=list)
+    """It loads, but routing or the sandbox will not do what the manifest seems to ask."""
+
+
+def check_app(
+    folder: Path, *, config: Config | None = None, apps_dirs: list[Path] | None = None
+) -> CheckReport:
+    """Every error and warning about ``folder``; none of either = ready to ship.
+
+    ``config`` is the global config the whitelists are compared with (default: the
+    project's, as the desktop loads it); ``apps_dirs`` where the installed apps are
+    (default: the folder's own parent and the config's ``apps_dir``).
+    """
     if not folder.is_dir():
-        return folder.name, [f"{folder} is not a folder"]
+        return CheckReport(folder.name, [f"{folder} is not a folder"])
     app_id = folder.resolve().name  # "check ." names the current folder
-    problems: list[str] = []
+    report = CheckReport(app_id)
+    problems = report.errors
     if not APP_ID_RE.match(app_id):
         problems.append(
             f"folder name {app_id!r} is not a valid app id: it must match "
@@ -165,15 +215,23 @@ def check_app(folder: Path) -> tuple[str, list[str]]:
         )
     raw = _read_manifest(folder / MANIFEST, problems)
     if raw is None:
-        return app_id, problems
+        return report
     manifest = _parse(raw, problems)
-    name = manifest.name if manifest else str(raw.get("name") or app_id)
+    report.name = manifest.name if manifest else str(raw.get("name") or app_id)
     _check_unknown_fields(raw, problems)
     _check_entry(folder, raw.get("entry"), problems)
     _check_workdir(folder, raw.get("workdir", "workspace"), problems)
-    _check_role(folder, raw.get("role_prompt"), problems)
+    role = _check_role(folder, raw.get("role_prompt"), problems)
     _check_words(raw, problems)
-    return name, problems
+    if config is None:
+        config = _global_config(report.warnings)
+    _warn_placeholders(raw, role, report.warnings)
+    _warn_missing(raw, report.warnings)
+    _warn_whitelists(raw, config, report.warnings)
+    if manifest is not None:
+        dirs = apps_dirs if apps_dirs is not None else [folder.resolve().parent, config.apps_path]
+        _warn_collisions(folder, app_id, manifest, dirs, report.warnings)
+    return report
 
 
 def _read_manifest(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -210,7 +268,7 @@ def _parse(raw: dict[str, Any], problems: list[str]) -> Manifest | None:
 
 
 def _check_unknown_fields(raw: dict[str, Any], problems: list[str]) -> None:
-    known = set(Manifest.model_fields) | EXTRA_FIELDS
+    known = {f.alias or n for n, f in Manifest.model_fields.items()} | EXTRA_FIELDS
     for key in raw:
         if key in known:
             continue
@@ -273,20 +331,23 @@ def _check_workdir(folder: Path, workdir: Any, problems: list[str]) -> None:
         problems.append(f"workdir {workdir!r} exists and is not a folder")
 
 
-def _check_role(folder: Path, role: Any, problems: list[str]) -> None:
+def _check_role(folder: Path, role: Any, problems: list[str]) -> str:
+    """The role text the launcher will use ("" when there is none, which is an error)."""
     if isinstance(role, str) and role.strip():
-        return
+        return role.strip()
     role_file = folder / ROLE_FILE
     if role_file.is_file():
         try:
-            if role_file.read_text(encoding="utf-8").strip():
-                return
+            text = role_file.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as e:
             problems.append(f"{ROLE_FILE} cannot be read: {e}")
-            return
+            return ""
+        if text:
+            return text
     problems.append(
         f'no role prompt: set "role_prompt" in {MANIFEST} or add a non-empty {ROLE_FILE}'
     )
+    return ""
 
 
 def _check_words(raw: dict[str, Any], problems: list[str]) -> None:
@@ -343,6 +404,144 @@ def _duplicates(field: str, values: list[str], problems: list[str]) -> None:
         seen.add(folded)
 
 
+# ----------------------------------------------------------------- warnings
+
+
+def _global_config(warnings: list[str]) -> Config:
+    try:
+        return load_config()
+    except ConfigError as e:
+        warnings.append(f"config: {e}; compared with the default config instead")
+        return Config()
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string in a manifest value: a string, a list, or a per-locale dict of either."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    return []
+
+
+def _is_placeholder(text: str) -> bool:
+    return any(mark in text for mark in PLACEHOLDERS)
+
+
+def _given(raw: dict[str, Any], key: str) -> list[str]:
+    """The field's texts, its flat ``_en`` form included."""
+    return _texts(raw.get(key)) + _texts(raw.get(f"{key}_en"))
+
+
+def _warn_placeholders(raw: dict[str, Any], role: str, warnings: list[str]) -> None:
+    own_role = isinstance(raw.get("role_prompt"), str) and raw["role_prompt"].strip()
+    where: dict[str, tuple[list[str], str]] = {
+        "role": ([role], f"role_prompt in {MANIFEST}" if own_role else ROLE_FILE),
+        **{k: (_given(raw, k), f"{MANIFEST}") for k in PLACEHOLDER_FIELDS},
+    }
+    for key, (texts, source) in where.items():
+        if any(_is_placeholder(t) for t in texts):
+            warnings.append(
+                f"{key}: still the scaffold's placeholder ({PLACEHOLDER_ZH} / {PLACEHOLDER_EN}) "
+                f"in {source}; write the real text"
+            )
+
+
+def _warn_missing(raw: dict[str, Any], warnings: list[str]) -> None:
+    if not [k for k in _given(raw, "keywords") if k.strip()]:
+        warnings.append(
+            "keywords: none; the offline router finds an app by its name, keywords and "
+            "examples, so list the words a user says when they mean this app"
+        )
+    if not [e for e in _given(raw, "examples") if e.strip()]:
+        warnings.append(
+            "examples: none; list a few sample instructions (the router scores them, "
+            "help and the start menu show them)"
+        )
+
+
+def _warn_whitelists(raw: dict[str, Any], config: Config, warnings: list[str]) -> None:
+    sandbox = config.tool_sandbox
+    shell = raw.get("shell_whitelist")
+    if isinstance(shell, list) and sandbox.enable_shell_whitelist:
+        allowed = set(sandbox.shell_whitelist)
+        for cmd in shell:
+            if isinstance(cmd, str) and cmd.strip() and cmd.strip() not in allowed:
+                warnings.append(
+                    f"shell_whitelist: {cmd!r} is not in the system's shell whitelist "
+                    f"({', '.join(sandbox.shell_whitelist) or 'empty'}; "
+                    "tool_sandbox.shell_whitelist in config.json), so the app can never run it"
+                )
+    domains = raw.get("http_domain_whitelist")
+    if isinstance(domains, list) and sandbox.http_domain_whitelist:
+        for d in domains:
+            if (
+                isinstance(d, str)
+                and _HOST.match(d.strip())
+                and not _domain_allowed(d.strip(), sandbox.http_domain_whitelist)
+            ):
+                warnings.append(
+                    f"http_domain_whitelist: {d!r} is not allowed by the system's domain "
+                    f"whitelist ({', '.join(sandbox.http_domain_whitelist)}; "
+                    "tool_sandbox.http_domain_whitelist in config.json), so the app cannot reach it"
+                )
+
+
+def _installed(folder: Path, dirs: list[Path]) -> list[tuple[Path, Manifest]]:
+    """The other app folders in ``dirs`` whose manifest parses (others cannot collide)."""
+    me = folder.resolve()
+    seen: set[Path] = set()
+    out: list[tuple[Path, Manifest]] = []
+    for parent in dirs:
+        try:
+            children = sorted(parent.resolve().iterdir()) if parent.is_dir() else []
+        except OSError:
+            continue
+        for child in children:
+            real = child.resolve()
+            if child.name.startswith(".") or real == me or real in seen or not child.is_dir():
+                continue
+            seen.add(real)
+            try:
+                raw = json.loads((child / MANIFEST).read_text(encoding="utf-8"))
+                out.append((child, parse_manifest(raw)))
+            except (OSError, ValueError, ProtocolError):
+                continue
+    return out
+
+
+def _warn_collisions(
+    folder: Path, app_id: str, manifest: Manifest, dirs: list[Path], warnings: list[str]
+) -> None:
+    mine = {
+        k.strip().casefold(): k for k in manifest.keywords if k.strip() and not _is_placeholder(k)
+    }
+    names = {manifest.name_in(loc).strip().casefold(): manifest.name_in(loc) for loc in LOCALES}
+    for path, other in _installed(folder, dirs):
+        if path.name == app_id:
+            warnings.append(
+                f"id: {app_id!r} is already the id of the installed app in {path}; "
+                "only one of them can be loaded (rename the folder)"
+            )
+        theirs = {other.name_in(loc).strip().casefold() for loc in LOCALES}
+        for key, name in names.items():
+            if key in theirs:
+                warnings.append(
+                    f"name: {name!r} is also the name of the installed app {path.name!r}; "
+                    "instructions naming it cannot tell the two apart"
+                )
+        shared = [
+            mine[k.strip().casefold()] for k in other.keywords if k.strip().casefold() in mine
+        ]
+        for word in dict.fromkeys(shared):
+            warnings.append(
+                f"keywords: {word!r} is also a keyword of the installed app {path.name!r}; "
+                "routing between the two is ambiguous"
+            )
+
+
 # ---------------------------------------------------------------------- CLI
 
 
@@ -351,47 +550,78 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m aios_sdk", description="Create or check a Triton AIOS app folder."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    new = sub.add_parser("new", help="create an app folder (spec §13.1)")
+    new = sub.add_parser("new", help="create an app folder (DESIGN §3)")
     new.add_argument("name", help="app id = folder name: [a-z0-9_][a-z0-9_-]*")
     new.add_argument("--dir", default="apps", help="where to create it (default: apps)")
     new.add_argument("--title", help="display name (default: the app id)")
-    new.add_argument("--icon", default="📦", help="an emoji (default: 📦)")
+    new.add_argument("--icon", default="📦", help="an emoji or a Lucide icon name (default: 📦)")
     new.add_argument("--description", default="", help="one line shown in the start menu")
     new.add_argument("--author", default="", help="your name")
-    check = sub.add_parser("check", help="check an app folder; every problem, one per line")
+    check = sub.add_parser(
+        "check", help="check an app folder; every error and warning, one per line"
+    )
     check.add_argument("path", help="the app folder")
+    check.add_argument("--strict", action="store_true", help="fail on warnings too")
+    check.add_argument(
+        "--config", help="the config file to compare the whitelists with (default: config.json)"
+    )
+    check.add_argument(
+        "--apps-dir",
+        action="append",
+        help="a folder of installed apps to compare names and keywords with (repeatable; "
+        "default: the app's parent folder and the config's apps_dir)",
+    )
     return parser
+
+
+def _new(args: argparse.Namespace) -> int:
+    try:
+        target = new_app(
+            args.name,
+            Path(args.dir),
+            display=args.title,
+            icon=args.icon,
+            description=args.description,
+            author=args.author,
+        )
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"created {target}/: manifest.json, main.py, role.md, requirements.txt, workspace/")
+    print(
+        f"next: replace the {PLACEHOLDER_ZH} / {PLACEHOLDER_EN} texts in {target / MANIFEST} "
+        f"(description, keywords, examples) and {target / ROLE_FILE}, edit "
+        f"{target / 'main.py'} (handle); `python -m aios_sdk check {target}` lists what is left."
+    )
+    print(
+        "a running desktop picks the folder up by itself; try it alone: "
+        f"cd {target} && python main.py   (then POST to http://127.0.0.1:5001/handle)"
+    )
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(Path(args.config)) if args.config else None
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    dirs = [Path(d) for d in args.apps_dir] if args.apps_dir else None
+    report = check_app(Path(args.path), config=config, apps_dirs=dirs)
+    for problem in report.errors:
+        print(problem)
+    for warning in report.warnings:
+        print(f"warning: {warning}")
+    if report.errors:
+        return 1
+    n = len(report.warnings)
+    if n and args.strict:
+        print(f"not ok: {n} warning{'s' * (n != 1)} (--strict)")
+        return 1
+    print(f"ok: {report.name}" + (f" ({n} warning{'s' * (n != 1)})" if n else ""))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "new":
-        try:
-            target = new_app(
-                args.name,
-                Path(args.dir),
-                display=args.title,
-                icon=args.icon,
-                description=args.description,
-                author=args.author,
-            )
-        except (ValueError, OSError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-        print(f"created {target}/: manifest.json, main.py, role.md, requirements.txt, workspace/")
-        print(
-            f"next: edit {target / 'main.py'} (handle), then run the desktop; a running "
-            "desktop picks the folder up by itself."
-        )
-        print(
-            f"try it alone: cd {target} && python main.py   (then POST to "
-            "http://127.0.0.1:5001/handle)"
-        )
-        return 0
-    name, problems = check_app(Path(args.path))
-    for problem in problems:
-        print(problem)
-    if problems:
-        return 1
-    print(f"ok: {name}")
-    return 0
+    return _new(args) if args.command == "new" else _check(args)

@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
+from aios.config import Config
 from aios.launcher import APP_ID_RE as LAUNCHER_APP_ID_RE
+from aios.manifests import MANIFEST, ROLE_FILE
 from aios.protocol import parse_manifest
-from aios_sdk.scaffold import APP_ID_RE, check_app, main, new_app
+from aios_sdk import AIOSAgent, agent as agent_module
+from aios_sdk.scaffold import APP_ID_RE, CheckReport, check_app, main, new_app
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, start_system
 from tests.util import wait_for
@@ -73,7 +76,6 @@ def test_new_then_check_then_the_running_desktop_hot_loads_it(system: Running) -
     assert made.returncode == 0, made.stderr
     folder = system.apps_dir / "hello_app"
     assert f"created {folder}/" in made.stdout
-    # spec §13.1: exactly this folder; nothing left over from building it
     assert tree(folder) == [
         "main.py",
         "manifest.json",
@@ -84,39 +86,76 @@ def test_new_then_check_then_the_running_desktop_hot_loads_it(system: Running) -
     ]
     assert [p.name for p in system.apps_dir.iterdir()] == ["hello_app"]
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    # each piece of metadata once: the manifest (no role_prompt: role.md is the role)
     assert list(manifest) == [
         "name",
         "icon",
         "description",
+        "keywords",
+        "examples",
         "entry",
-        "role_prompt",
         "workdir",
         "author",
         "version",
-    ]  # spec §13.2, in its order
-    assert (
-        manifest["name"],
-        manifest["icon"],
-        manifest["entry"],
-        manifest["workdir"],
-        manifest["version"],
-    ) == ("你好应用", "👋", "main.py", "workspace", "1.0.0")
+    ]
+    assert (manifest["name"], manifest["icon"], manifest["entry"]) == ("你好应用", "👋", "main.py")
     parse_manifest(manifest)
-    assert (folder / "role.md").read_text(encoding="utf-8").strip() == manifest["role_prompt"]
+    main_py = (folder / "main.py").read_text(encoding="utf-8")
+    for attr in ("name", "icon", "description", "role_prompt"):
+        assert f"    {attr} = " not in main_py  # the class reads them from the manifest
 
     checked = cli("check", str(folder), cwd=system.apps_dir.parent)
-    assert (checked.returncode, checked.stdout) == (0, "ok: 你好应用\n")
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.splitlines() == [
+        f"warning: {field}: still the scaffold's placeholder (【待填写】 / [to fill in]) "
+        f"in {where}; write the real text"
+        for field, where in [
+            ("role", "role.md"),
+            ("description", "manifest.json"),
+            ("keywords", "manifest.json"),
+            ("examples", "manifest.json"),
+        ]
+    ] + ["ok: 你好应用 (4 warnings)"]
 
     wait_running(system, "hello_app")  # picked up while the desktop runs
     opened = system.open("hello_app")["response"]
     assert opened["status"] == "ok" and opened["view_type"] == "text"
-    assert opened["data"]["content"] == "你好，我是你好应用。"
+    assert opened["data"]["content"] == "你好，我是你好应用。"  # the manifest's name
     [button] = opened["actions"]
     assert (button["type"], button["action_id"]) == ("button", "hello")
     again = system.post(
         "/api/action", {"app": "hello_app", "action_id": "hello", "params": {}}
     ).json()["response"]
     assert again["data"]["content"] == "又见面了！"
+
+    # the developer fills the placeholders in and makes handle show its role
+    role = "你是仙人掌养护小AI，只管浇水和晒太阳。"
+    (folder / "role.md").write_text(role + "\n", encoding="utf-8")
+    (folder / "main.py").write_text(
+        main_py.replace('f"你说：{instruction}"', 'context["role"] + "｜" + instruction'),
+        encoding="utf-8",
+    )
+    filled = {
+        **manifest,
+        "description": {"zh-CN": "提醒你照顾仙人掌", "en": "Reminds you to look after the cactus"},
+        "keywords": ["仙人掌", "cactus"],
+        "examples": {"zh-CN": ["给仙人掌浇水"], "en": ["water the cactus"]},
+    }
+    (folder / "manifest.json").write_text(json.dumps(filled, ensure_ascii=False), encoding="utf-8")
+    checked = cli("check", "--strict", str(folder), cwd=system.apps_dir.parent)
+    assert (checked.returncode, checked.stdout) == (0, "ok: 你好应用\n")
+
+    wait_for(
+        lambda: system.get("/api/apps").json()[0]["keywords"] == ["仙人掌", "cactus"],
+        "the edited manifest to be hot-loaded",
+        APP_START_WAIT,
+    )
+    wait_running(system, "hello_app")
+    reply = system.instruct("仙人掌今天要浇水吗")
+    [result] = reply["results"]
+    assert result["app"] == "hello_app", reply
+    content = result["response"]["data"]["content"]
+    assert content.startswith(role + "｜") and "浇水" in content  # role.md is the context's role
 
 
 def test_new_refuses_an_existing_folder_and_leaves_it_alone(tmp_path: Path, capsys: Any) -> None:
@@ -145,9 +184,9 @@ def test_the_app_id_rule_is_the_launchers() -> None:
 def test_class_names_are_valid_for_any_app_id(tmp_path: Path) -> None:
     for app_id in ("2fa", "my-app_x", "_private", "a"):
         folder = new_app(app_id, tmp_path)
-        name, problems = check_app(folder)
-        assert problems == [], (app_id, problems)
-        assert name == app_id
+        report = check_app(folder)
+        assert report.errors == [], (app_id, report.errors)
+        assert report.name == app_id
 
 
 # ---------------------------------------------------------------------- check
@@ -189,8 +228,8 @@ def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
     (folder / "data").symlink_to(secret)
     result = cli("check", str(folder), cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stdout.splitlines() == [
-        "manifest.json field name: String should have at least 1 character",
+    assert [line for line in result.stdout.splitlines() if not line.startswith("warning: ")] == [
+        "manifest.json field name: name (zh-CN) is empty",
         "manifest.json field port: Input should be greater than or equal to 1024",
         "manifest.json field handle_endpoint: must be a path starting with '/' (got 'handle')",
         "manifest.json field keywords.3: String should have at most 40 characters",
@@ -278,7 +317,9 @@ def test_check_accepts_role_md_instead_of_role_prompt(tmp_path: Path, capsys: An
         tmp_path / "app", {"name": "好", "entry": "main.py"}, {**MAIN, "role.md": "你是好小AI\n"}
     )
     assert main(["check", str(folder)]) == 0
-    assert capsys.readouterr().out == "ok: 好\n"
+    assert (
+        capsys.readouterr().out.splitlines()[-1] == "ok: 好 (2 warnings)"
+    )  # no keywords, examples
 
 
 def test_check_on_something_that_is_not_an_app_folder(tmp_path: Path, capsys: Any) -> None:
@@ -292,9 +333,170 @@ def test_check_on_something_that_is_not_an_app_folder(tmp_path: Path, capsys: An
 def test_check_dot_means_the_current_folder(tmp_path: Path) -> None:
     folder = new_app("here", tmp_path)
     result = cli("check", ".", cwd=folder)
-    assert (result.returncode, result.stdout) == (0, "ok: here\n")
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[-1] == "ok: here (4 warnings)"  # the placeholders
 
 
 def test_bundled_assistant_passes_the_check(capsys: Any) -> None:
     assert main(["check", str(ROOT / "apps" / "assistant")]) == 0
     assert capsys.readouterr().out == "ok: 智能助手\n"
+
+
+# ------------------------------------------------------------------ warnings
+
+SANDBOX = Config.model_validate(
+    {"tool_sandbox": {"shell_whitelist": ["ls", "cat"], "http_domain_whitelist": ["example.com"]}}
+)
+"""The global config the whitelists are compared with in these tests."""
+READY = {
+    **GOOD,
+    "keywords": ["浇花"],
+    "examples": ["给花浇水"],
+    "shell_whitelist": ["ls"],
+    "http_domain_whitelist": ["api.example.com"],
+}
+"""A manifest check has nothing to say about."""
+NEIGHBOUR = {
+    "name": {"zh-CN": "天气", "en": "Weather"},
+    "entry": "main.py",
+    "role_prompt": "r",
+    "keywords": ["天气", "温度"],
+}
+
+
+def report_for(
+    tmp_path: Path,
+    manifest: dict[str, Any],
+    files: dict[str, str] | None = None,
+    *,
+    elsewhere: bool = False,
+) -> CheckReport:
+    apps = tmp_path / "apps"
+    write(apps / "weather", NEIGHBOUR, MAIN)
+    write(apps / ".hidden", {**NEIGHBOUR, "name": "好"}, MAIN)  # a scaffold's staging: ignored
+    folder = write(
+        tmp_path / ("dev" if elsewhere else "apps") / "garden", manifest, {**MAIN, **(files or {})}
+    )
+    return check_app(folder, config=SANDBOX, apps_dirs=[apps])
+
+
+def test_a_ready_manifest_has_neither_errors_nor_warnings(tmp_path: Path) -> None:
+    report = report_for(tmp_path, READY)
+    assert (report.name, report.errors, report.warnings) == ("好", [], [])
+
+
+@pytest.mark.parametrize(
+    ("change", "files", "warning"),
+    [
+        (
+            {"keywords": []},
+            {},
+            "keywords: none; the offline router finds an app by its name, "
+            "keywords and examples, so list the words a user says when they mean this app",
+        ),
+        (
+            {"examples": {"zh-CN": [], "en": []}},
+            {},
+            "examples: none; list a few sample "
+            "instructions (the router scores them, help and the start menu show them)",
+        ),
+        (
+            {"description": {"zh-CN": "花园", "en": "[to fill in] One line"}},
+            {},
+            "description: still the scaffold's placeholder (【待填写】 / [to fill in]) in "
+            "manifest.json; write the real text",
+        ),
+        (
+            {"keywords": ["浇花", "【待填写】关键词"]},
+            {},
+            "keywords: still the scaffold's "
+            "placeholder (【待填写】 / [to fill in]) in manifest.json; write the real text",
+        ),
+        (
+            {"examples_en": ["[to fill in] say"]},
+            {},
+            "examples: still the scaffold's placeholder "
+            "(【待填写】 / [to fill in]) in manifest.json; write the real text",
+        ),
+        (
+            {"role_prompt": None},
+            {"role.md": "你是【待填写】\n"},
+            "role: still the scaffold's "
+            "placeholder (【待填写】 / [to fill in]) in role.md; write the real text",
+        ),
+        (
+            {"shell_whitelist": ["ls", "rm"]},
+            {},
+            "shell_whitelist: 'rm' is not in the system's "
+            "shell whitelist (ls, cat; tool_sandbox.shell_whitelist in config.json), so the app "
+            "can never run it",
+        ),
+        (
+            {"http_domain_whitelist": ["api.example.com", "evil.org"]},
+            {},
+            "http_domain_whitelist: 'evil.org' is not allowed by the system's domain whitelist "
+            "(example.com; tool_sandbox.http_domain_whitelist in config.json), so the app cannot "
+            "reach it",
+        ),
+        (
+            {"name": {"zh-CN": "花园", "en": "weather"}},
+            {},
+            "name: 'weather' is also the name of "
+            "the installed app 'weather'; instructions naming it cannot tell the two apart",
+        ),
+        (
+            {"keywords": ["浇花", "温度"]},
+            {},
+            "keywords: '温度' is also a keyword of the installed "
+            "app 'weather'; routing between the two is ambiguous",
+        ),
+    ],
+)
+def test_check_warns_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], files: dict[str, str], warning: str
+) -> None:
+    report = report_for(tmp_path, {**READY, **change}, files)
+    assert (report.errors, report.warnings) == ([], [warning])
+
+
+def test_check_warns_when_the_id_is_already_installed(tmp_path: Path, capsys: Any) -> None:
+    write(tmp_path / "dev" / "weather", READY, MAIN)
+    report = report_for(tmp_path, READY, elsewhere=True)
+    assert report.warnings == []  # garden: nothing shared
+    folder = tmp_path / "dev" / "weather"
+    argv = ["check", str(folder), "--apps-dir", str(tmp_path / "apps")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"warning: id: 'weather' is already the id of the installed app in "
+        f"{(tmp_path / 'apps' / 'weather').resolve()}; only one of them can be loaded "
+        "(rename the folder)"
+    )
+    assert out[-1].startswith("ok: 好 (")
+    assert main([*argv, "--strict"]) == 1  # --strict: a warning fails
+    assert capsys.readouterr().out.splitlines()[-1].startswith("not ok: ")
+
+
+def test_the_agent_reads_its_metadata_from_the_manifest(tmp_path: Path) -> None:
+    folder = write(
+        tmp_path / "garden",
+        {"name": {"zh-CN": "花园", "en": "Garden"}, "icon": "sprout", "entry": "main.py"},
+        {"role.md": "你是花园小AI\n"},
+    )
+
+    class Plain(AIOSAgent):
+        def app_dir(self) -> Path:
+            return folder
+
+    class Own(Plain):
+        name = "自己的名字"
+
+    plain, own = Plain(), Own()
+    assert (plain.name, plain.icon, plain.role_prompt, plain.display_name) == (
+        "花园",
+        "sprout",
+        "你是花园小AI",
+        "花园",
+    )
+    assert (own.name, own.icon) == ("自己的名字", "sprout")  # a class attribute wins
+    assert (agent_module.MANIFEST_FILE, agent_module.ROLE_FILE) == (MANIFEST, ROLE_FILE)
