@@ -55,6 +55,8 @@ class Route:
     errors: tuple[int, ...] = ()
     query: tuple[Query, ...] = ()
     tag: str = "desktop"
+    status: int = 200
+    """The status of a success (201 for what creates)."""
 
 
 _SESSION_Q = Query("session", "only this session's")
@@ -204,9 +206,10 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "post",
         "/api/sessions",
-        "Start a new session (201).",
+        "Start a new session.",
         reply=s.NewSession,
         tag="conversation",
+        status=201,
     ),
     Route(
         "get",
@@ -527,7 +530,7 @@ def _operation(route: Route) -> dict[str, Any]:
     elif isinstance(route.reply, str):
         responses["200"] = {"description": "OK", "content": {route.reply: {}}}
     else:
-        responses["201" if route.summary.endswith("(201).") else "200"] = {
+        responses[str(route.status)] = {
             "description": "OK",
             "content": {"application/json": {"schema": _ref(route.reply)}},
         }
