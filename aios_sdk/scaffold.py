@@ -439,7 +439,7 @@ def _warn_placeholders(raw: dict[str, Any], role: str, warnings: list[str]) -> N
     own_role = isinstance(raw.get("role_prompt"), str) and raw["role_prompt"].strip()
     where: dict[str, tuple[list[str], str]] = {
         "role": ([role], f"role_prompt in {MANIFEST}" if own_role else ROLE_FILE),
-        **{k: (_given(raw, k), f"{MANIFEST}") for k in PLACEHOLDER_FIELDS},
+        **{k: (_given(raw, k), MANIFEST) for k in PLACEHOLDER_FIELDS},
     }
     for key, (texts, source) in where.items():
         if any(_is_placeholder(t) for t in texts):
