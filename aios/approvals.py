@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 Rule = Literal["allow", "ask", "never"]
 RULES: tuple[Rule, ...] = ("allow", "ask", "never")
 DECISIONS = ("allow", "allow_session", "allow_always", "deny")
+SYSTEM_ACTIONS = ("end_process",)
+"""System actions an app asks for that always ask the user (a confirm may cover them)."""
 ASKED_AT: dict[str, frozenset[str]] = {
     "auto": frozenset(),
     "smart": frozenset({"high"}),
@@ -222,7 +224,15 @@ class Approvals:
 
     # --------------------------------------------------------------- asking
 
-    def ask(self, run_id: str, app: str, session_id: str, reviews: list[Review]) -> Interaction:
+    def ask(
+        self,
+        run_id: str,
+        app: str,
+        session_id: str,
+        reviews: list[Review],
+        *,
+        options: list[Any] | None = None,
+    ) -> Interaction:
         now = self._clock()
         asked = [r for r in reviews if r.asks]
         ia = Interaction(
@@ -238,6 +248,8 @@ class Approvals:
                 f"{len(asked)} need(s) your approval: {', '.join(r.tool for r in asked)}"
             ),
         )
+        if options is not None:
+            ia.options = options
         self._store.create_interaction(ia.public())
         with self._lock:
             self._waiting[ia.id] = ia
@@ -331,10 +343,9 @@ class Approvals:
         kind = str(current.get("kind") or "approval")
         if kind == "approval":
             decision = body.get("decision")
-            if decision not in DECISIONS:
-                raise BadRequest(
-                    f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}"
-                )
+            allowed = [d for d in current.get("options") or DECISIONS if d in DECISIONS]
+            if decision not in allowed:
+                raise BadRequest(f"decision must be one of {', '.join(allowed)}, got {decision!r}")
             given: dict[str, Any] = {"decision": decision}
         else:
             given = {"value": check_value(kind, current.get("options") or [], body)}
@@ -454,9 +465,10 @@ def check_covers(args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for c in covers:
         tool = c.get("tool") if isinstance(c, dict) else None
-        if tool not in ATOMIC_TOOLS or not isinstance(c.get("args"), dict):
+        if tool not in (*ATOMIC_TOOLS, *SYSTEM_ACTIONS) or not isinstance(c.get("args"), dict):
             raise BadRequest(
-                f"ask: a covered step is {{tool: <atomic tool>, args: {{...}}}}, got {c!r}"
+                "ask: a covered step is {tool: <atomic tool or "
+                f"{' / '.join(SYSTEM_ACTIONS)}>, args: {{...}}}}, got {c!r}"
             )
         out.append((str(tool), dict(c["args"])))
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psutil
@@ -114,13 +115,19 @@ def host_disks() -> list[dict[str, Any]]:
     return out
 
 
-def end_host_process(pid: int, grace: float = END_GRACE_SECONDS) -> dict[str, Any]:
+def end_host_process(
+    pid: int,
+    grace: float = END_GRACE_SECONDS,
+    confirm: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """End one host process ("end task"): SIGTERM, then SIGKILL after ``grace`` seconds.
 
     Refused (:class:`PermissionDenied`, one line naming why) for pid 1, kernel threads,
     this system's own process, its ancestors and everything it started (app sandboxes,
     tool processes: its process tree), and another user's processes;
-    :class:`NotFound` when there is no such process. Returns ``{pid, name, ended: True}``.
+    :class:`NotFound` when there is no such process. ``confirm(name)`` runs once those
+    checks pass and before the signal (the user is asked there; it raises to refuse).
+    Returns ``{pid, name, ended: True}``.
     """
     if pid == 1:
         raise PermissionDenied("pid 1 (init) cannot be ended: the whole machine depends on it")
@@ -148,6 +155,11 @@ def end_host_process(pid: int, grace: float = END_GRACE_SECONDS) -> dict[str, An
             raise PermissionDenied(
                 f"process {pid} ({name}) belongs to another user and cannot be ended"
             )
+    except psutil.NoSuchProcess:
+        return {"pid": pid, "name": name, "ended": True}  # it ended on its own meanwhile
+    if confirm is not None:
+        confirm(name)
+    try:
         proc.terminate()
         if not _gone(proc, grace):
             proc.kill()

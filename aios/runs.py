@@ -423,3 +423,43 @@ def ask_step(
         with runs.lock:
             run.covered += [covered_key(t, a) for t, a in check_covers(args)]
     return ToolResult(tool=ASK_TOOL, status="ok", result={"value": got.get("value")})
+
+
+ONCE_DECISIONS = ("allow", "deny")
+"""The answers of a card for a system action that always asks: no "always" rule for it."""
+
+
+def confirm_call(
+    approvals: Approvals,
+    runs: Runs,
+    run: Run,
+    app: str,
+    call: tuple[str, dict[str, Any]],
+    text: str,
+) -> str | None:
+    """Ask the user about one system action that always asks (DESIGN §11: ending a
+    process the app did not start), whatever the approvals mode.
+
+    None when the user said yes: to this card, or to a confirm of the same run that
+    covered exactly this call (so the app's own "end this process?" is the one
+    question). Otherwise why not: ``denied``, ``expired`` or ``cancelled``.
+    """
+    from aios.approvals import Review
+    from aios.tools import audit_args
+
+    tool, args = call
+    step_id = f"step_{tool}"
+    if _take_covered(runs, run, covered_key(tool, args)):
+        runs.step(run, {"step_id": step_id, "decision": "confirmed"})
+        return None
+    review = Review(
+        step_id=step_id, tool=tool, risk="high", rule="ask", text=text, args=audit_args(args)
+    )
+    runs.plan(run, [{**review.public(), "status": "pending"}])
+    ia = approvals.ask(run.run_id, app, run.session_id, [review], options=list(ONCE_DECISIONS))
+    got = _wait_on(approvals, runs, run, ia)
+    decision = got if isinstance(got, str) else str(got.get("decision"))
+    runs.step(run, {"step_id": step_id, "decision": decision})
+    if decision == "allow":
+        return None
+    return {"expired": "expired", "cancelled": "cancelled"}.get(decision, "denied")

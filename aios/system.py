@@ -19,7 +19,14 @@ from aios import app_secret, os_sandbox
 from aios.approvals import Approvals
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
-from aios.errors import AIOSError, AppError, AppNotFound, BadRequest, ProtocolError
+from aios.errors import (
+    AIOSError,
+    AppError,
+    AppNotFound,
+    BadRequest,
+    PermissionDenied,
+    ProtocolError,
+)
 from aios.events import EventBus
 from aios.hostprocs import end_host_process, host_disks, host_processes
 from aios.instances import Instances
@@ -31,7 +38,7 @@ from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, ToolResult, parse_ui_op
 from aios.pruner import Pruner
 from aios.risk import classify
-from aios.runs import Runs, gate
+from aios.runs import Runs, confirm_call, gate
 from aios.runstore import RunStore
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
@@ -317,14 +324,42 @@ class System:
         self, record: AppRecord, pid: Any, session_id: str | None = None
     ) -> dict[str, Any]:
         """End one host process for an app granted ``system.processes`` ("end task"),
-        audited whether it ended or was refused. The app asks the user first."""
+        audited whether it ended or was refused.
+
+        It always asks the user (DESIGN §11), whatever the approvals mode: an
+        approval card of its own, unless the app's confirm in the same run covered
+        exactly this call (``covers=[{"tool": "end_process", "args": {"pid": pid}}]``),
+        which is then the one question. The system's checks come first: nobody is
+        asked about a process that cannot be ended.
+        """
         self.require_permission(record, SYSTEM_PROCESSES)
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
             raise BadRequest(f"pid must be a positive whole number, got {pid!r}")
         started = time.monotonic()
+        sid = session_id or ""
+        run = next((r for r in self.runs.active(sid) if record.id in r.app.split(",")), None)
+        own = run is None
+        if run is None:
+            run = self.runs.start("tool", record.id, sid, text="end_process")
+        asked_in = run
+
+        def confirm(name: str) -> None:
+            why = confirm_call(
+                self.approvals,
+                self.runs,
+                asked_in,
+                record.id,
+                ("end_process", {"pid": pid}),
+                f"end process {pid} ({name})",
+            )
+            if why is not None:
+                raise PermissionDenied(f"process {pid} ({name}) was not ended: {why} by the user")
+
         try:
-            ended = end_host_process(pid)
+            ended = end_host_process(pid, confirm=confirm)
         except AIOSError as e:
+            if own:
+                self.runs.finish(run, None, failed=True)
             self.store.audit(
                 app=record.id,
                 tool="end_process",
@@ -343,6 +378,8 @@ class System:
             session_id=session_id,
             duration_ms=(time.monotonic() - started) * 1000,
         )
+        if own:
+            self.runs.finish(run, None)
         return ended
 
     def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:

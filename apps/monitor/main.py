@@ -368,7 +368,12 @@ class Monitor(AIOSAgent):
                 reading, settings, lang, t("end_asking", lang, name=name, pid=pid)
             )
             prompt = t("end_prompt", lang, name=name, pid=pid)
-            reply["steps"] = [self.ask("confirm", prompt, default=False, step_id=CONFIRM_STEP)]
+            # the yes covers the end call itself: the system, which always asks about
+            # ending a process, takes it as the user's answer (one question, not two)
+            ending = {"tool": "end_process", "args": {"pid": pid}}
+            reply["steps"] = [
+                self.ask("confirm", prompt, default=False, step_id=CONFIRM_STEP, covers=[ending])
+            ]
             return reply
         result = answer.get("result")
         status = "ok"

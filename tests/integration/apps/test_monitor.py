@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import psutil
 import pytest
+import requests
 
 from aios.app_secret import LAUNCH_SECRET_HEADER
 from aios.events import Subscription
@@ -392,3 +394,65 @@ def test_read_system_refuses_bad_arguments(running: Running) -> None:
     # nobody else may call it (no body: the refusal comes before the body would be read)
     refused = http.post(url, timeout=10)
     assert refused.status_code == 401  # no launch secret: refused before the app token
+
+
+def test_an_app_cannot_end_a_process_without_asking_the_user(
+    running: Running, events: Subscription
+) -> None:
+    """A hostile app with system.processes calls the end endpoint itself, without a
+    confirm of its own: the system asks (an approval card, whatever the approvals mode,
+    with no "always" answer), and a no keeps the process."""
+    record = running.system.launcher.get(APP)
+    assert record is not None
+    http = running.app_session()
+    http.headers["Authorization"] = f"Bearer {record.token}"
+    pid = detached_sleep()
+
+    def end_in_background() -> Callable[[], requests.Response]:
+        box: list[requests.Response] = []
+        worker = threading.Thread(
+            target=lambda: box.append(
+                http.post(f"{running.url}/api/sys/processes/{pid}/end", json={}, timeout=30)
+            )
+        )
+        worker.start()
+
+        def reply() -> requests.Response:
+            worker.join(30)
+            return box[0]
+
+        return reply
+
+    def card() -> dict[str, Any]:
+        got: dict[str, Any] = {}
+
+        def asked() -> bool:
+            ev = events.get(0.5)
+            if ev and ev.get("type") == "interaction" and ev.get("app") == APP:
+                got.update(ev)
+            return bool(got)
+
+        wait_for(asked, timeout=20)
+        return got
+
+    try:
+        reply = end_in_background()
+        ia = card()
+        assert ia["kind"] == "approval" and ia["options"] == ["allow", "deny"], ia
+        assert [s["tool"] for s in ia["steps"]] == ["end_process"]
+        assert f"end process {pid} (sleep)" in ia["steps"][0]["text"]
+        always = running.post(f"/api/interactions/{ia['id']}", {"decision": "allow_always"})
+        assert always.status_code == 400 and "allow, deny" in always.json()["error"]
+        assert running.post(f"/api/interactions/{ia['id']}", {"decision": "deny"}).ok
+        refused = reply()
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"] == f"process {pid} (sleep) was not ended: denied by the user"
+        assert not ended(pid)
+        reply = end_in_background()
+        ia = card()
+        assert running.post(f"/api/interactions/{ia['id']}", {"decision": "allow"}).ok
+        assert reply().json() == {"pid": pid, "name": "sleep", "ended": True}
+        assert ended(pid)
+    finally:
+        if not ended(pid):
+            os.kill(pid, signal.SIGKILL)
