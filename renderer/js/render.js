@@ -41,14 +41,18 @@ const SCROLLERS = '.win-content, .table-wrap, .dash-widget, .code-pre, .text-con
  * (list items are laid out lazily, so a new list's estimated heights differ from the old's). */
 const ANCHORS = '.list-item, tbody tr, .card, .dash-widget';
 
+/** The first row whose bottom is below the scroller's top (rows run down the page: a binary search). */
 function anchorIn(scroller) {
   const top = scroller.getBoundingClientRect().top;
   const rows = scroller.querySelectorAll(ANCHORS);
-  for (let i = 0; i < rows.length; i += 1) {
-    const box = rows[i].getBoundingClientRect();
-    if (box.bottom > top) return { index: i, offset: box.top - top };
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid].getBoundingClientRect().bottom > top) hi = mid;
+    else lo = mid + 1;
   }
-  return null;
+  return lo < rows.length ? { index: lo, offset: rows[lo].getBoundingClientRect().top - top } : null;
 }
 
 function scrollPositions(root) {

@@ -1,13 +1,13 @@
 // radio: {label, options: [str | number | {label, value}], value?} → sends {selected: <the option's value>}
-import { normOptions, uniqueId } from '../formvalues.js';
+import { normOptions, optionIndex, uniqueId } from '../formvalues.js';
 import { el, toText } from '../safe.js';
 
 export function render(action, ctx) {
   const opts = normOptions(action.options);
   const name = uniqueId('radio');
-  const radios = opts.map((o) => el('input', { type: 'radio', class: 'rad', name, value: toText(o.value),
-    checked: o.value === action.value,
-    disabled: !!action.disabled }));
+  const current = optionIndex(opts, action.value);
+  const radios = opts.map((o, i) => el('input', { type: 'radio', class: 'rad', name, value: toText(o.value),
+    checked: i === current, disabled: !!action.disabled }));
   const group = el('fieldset', { class: 'ctl-group', attrs: { role: 'radiogroup' } },
     action.label ? el('legend', { class: 'ctl-label ui-label', text: toText(action.label) }) : null,
     opts.map((o, i) => el('label', { class: 'check-label' }, radios[i], el('span', { text: o.label }))));
