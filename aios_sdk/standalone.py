@@ -1,13 +1,16 @@
 """Standalone mode: tools run in-process so an app can be developed and tested alone.
 
 Without ``AIOS_SYSTEM_URL`` the agent builds the same :class:`ToolContext`
-the system would: the workdir is ``workspace/`` (or the manifest's
-``workdir``) next to the app's script, the sandbox policy is the default
-global one narrowed by the ``manifest.json`` beside the script, the audit log
-and cache live in ``<app folder>/.aios/dev.db`` (outside the workdir, so a
-tool cannot read or rewrite them), and background processes are stopped at
-exit. Every call goes through :func:`aios.tools.invoke`, so the sandbox
-rules are the system's own.
+the system would: the workdir is ``AIOS_WORKDIR`` when set (as the launcher
+sets it; a test points it at a temporary folder), else ``workspace/`` (or the
+manifest's ``workdir``) next to the app's script; the sandbox policy is the
+default global one narrowed by the ``manifest.json`` beside the script; the
+audit log and cache live in ``AIOS_DEV_DB`` when set, else beside an
+``AIOS_WORKDIR`` (``<its parent>/.aios/<its name>.dev.db``), else in
+``<app folder>/.aios/dev.db`` (always outside the workdir, so a tool cannot
+read or rewrite them); background processes are stopped at exit. Every call
+goes through :func:`aios.tools.invoke`, so the sandbox rules are the system's
+own. :mod:`aios_sdk.testing` builds one with an explicit workdir and database.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +40,25 @@ from aios.store import Store
 log = logging.getLogger(__name__)
 
 DEV_DB = Path(".aios") / "dev.db"
+"""The audit log and cache of an app run standalone, relative to its folder."""
+WORKDIR_ENV = "AIOS_WORKDIR"
+"""The app's workdir; the launcher sets it, and standalone mode honours it too."""
+DEV_DB_ENV = "AIOS_DEV_DB"
+"""Where standalone mode keeps its audit log and cache (a file path), when set."""
+DEV_DB_SUFFIX = ".dev.db"
+
+
+def standalone_paths(app_dir: Path, manifest: Manifest | None) -> tuple[Path, Path]:
+    """``(workdir, database)`` of an app run standalone, from the environment or defaults."""
+    given = os.environ.get(WORKDIR_ENV, "").strip()
+    if given:
+        workdir = Path(given).expanduser().resolve()
+        db = workdir.parent / DEV_DB.parent / f"{workdir.name}{DEV_DB_SUFFIX}"
+    else:
+        workdir = app_dir / (manifest.workdir if manifest else "workspace")
+        db = app_dir / DEV_DB
+    db_given = os.environ.get(DEV_DB_ENV, "").strip()
+    return workdir, Path(db_given).expanduser().resolve() if db_given else db
 
 
 def read_manifest(app_dir: Path) -> Manifest | None:
@@ -66,11 +89,20 @@ class StandaloneRuntime:
         *,
         own_ports: Callable[[], set[int]] = lambda: set(),
         config: Config | None = None,
+        workdir: Path | None = None,
+        db_path: Path | None = None,
+        emit: Callable[[str, dict[str, Any]], None] | None = None,
     ):
+        """``workdir`` / ``db_path`` override the environment and the defaults
+        (:func:`standalone_paths`); ``emit`` receives ``notify`` and other events
+        (default: the log)."""
         self.app_dir = app_dir
         self.app_id = app_id
         self._own_ports = own_ports
         self._config = config or Config()
+        self._workdir = workdir
+        self._db_path = db_path
+        self._emit = emit or _log_event
         self._lock = threading.Lock()
         self._ctx: Any = None
         self._error: str | None = None
@@ -96,17 +128,19 @@ class StandaloneRuntime:
         from aios.tools import ToolContext
 
         manifest = read_manifest(self.app_dir)
-        workdir = self.app_dir / (manifest.workdir if manifest else "workspace")
+        workdir, db_path = standalone_paths(self.app_dir, manifest)
+        workdir = self._workdir or workdir
+        db_path = self._db_path or db_path
         workdir.mkdir(parents=True, exist_ok=True)
         sandbox = self._config.tool_sandbox
         policy = SandboxPolicy.build(sandbox, workdir, manifest, self._config.approvals.block_list)
-        store = Store(self.app_dir / DEV_DB)
+        store = Store(db_path)
         processes = ProcessTable(max_per_app=sandbox.max_background_processes)
         atexit.register(self.close)
         log.info(
             "standalone mode: tools run in-process in %s (audit in %s)",
             policy.workdir,
-            self.app_dir / DEV_DB,
+            db_path,
         )
         return ToolContext(
             app_id=self.app_id,
@@ -116,7 +150,7 @@ class StandaloneRuntime:
             timeouts={t: self._config.timeout_for(t) for t in ATOMIC_TOOLS},
             permissions=frozenset(manifest.permissions if manifest else ()),
             forbidden_ports=self._own_ports,
-            emit=_log_event,
+            emit=self._emit,
             processes=processes,
         )
 
