@@ -6,8 +6,8 @@ the app's environment as ``AIOS_LAUNCH_SECRET``; every call the system makes
 to the app (``/handle``, ``/tools``, ``/tools/<name>``, the ``/health``
 probe) carries it in ``X-AIOS-Launch-Secret``; the SDK refuses ``/handle`` and
 ``/tools*`` without it. Another local process, or a page that rebinds a DNS
-name to 127.0.0.1, has no way to learn it. An app that serves raw Flask (the
-spec's §13.3 template) does not check it: only confinement protects such an
+name to 127.0.0.1, has no way to learn it. An app that serves raw Flask
+(without the SDK) does not check it: only confinement protects such an
 app from other local processes.
 """
 

@@ -1,4 +1,4 @@
-"""``config.json``: one validated model with documented defaults (spec §14.1).
+"""``config.json``: one validated model with documented defaults.
 
 Secrets may come from the environment instead of the file:
 ``DEEPSEEK_API_KEY`` / ``AIOS_LLM_API_KEY`` (key), ``AIOS_LLM_BASE_URL``,

@@ -1,6 +1,6 @@
 # Longer than ~500 lines on purpose: the instruction → plan → dispatch → steps loop reads top to
 # bottom; dispatch slots are in aios/dispatch.py.
-"""The controller (spec §4, DESIGN §9): intent → task DAG → context → steps loop → summary.
+"""The controller (DESIGN §9): intent → task DAG → context → steps loop → summary.
 
 It never interprets an app's ``data``; it validates replies, runs their
 ``steps`` through the executor in the app's sandbox, feeds the results back
@@ -135,7 +135,7 @@ class Controller:
     def open_app(
         self, app_id: str, session_id: str | None = None, *, locale: str | None = None
     ) -> tuple[str, Outcome]:
-        """The app's reply to an empty instruction (spec §12.1); ``locale`` overrides
+        """The app's reply to an empty instruction (its home view); ``locale`` overrides
         ``config.language`` for this request."""
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
@@ -153,7 +153,7 @@ class Controller:
         *,
         locale: str | None = None,
     ) -> tuple[str, Outcome]:
-        """Forward a control's payload to its app (spec §6.3); ``locale`` as for open."""
+        """Forward a control's payload to its app (docs/protocol.md §3); ``locale`` as for open."""
         record = self._record(app_id)
         sid = self.store.ensure_session(session_id)
         self.store.add_history(
@@ -899,7 +899,7 @@ class Controller:
         *,
         locale: str | None = None,
     ) -> dict[str, Any]:
-        """Every field of spec §4.3, plus upstream results and the locale
+        """Every field of the context (docs/app-guide.md §2), plus upstream results and the locale
         (``config.language`` unless the request named one)."""
         state = self.store.agent_state(sid, record.id) or {}
         return {

@@ -1,4 +1,4 @@
-"""Runs an app's ``steps`` plan (spec §6.4, §7.4; DESIGN §5).
+"""Runs an app's ``steps`` plan (docs/protocol.md §4; DESIGN §5).
 
 Steps run in order inside the app's sandbox. Before each step the
 ``{{step_N.…}}`` templates in its arguments are resolved against the results

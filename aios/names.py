@@ -20,7 +20,7 @@ AppViewType = Literal[
     "code",
     "dashboard",
 ]
-"""The ten view types of spec §6.2: what an app's reply may show."""
+"""The ten view types (docs/protocol.md §2): what an app's reply may show."""
 
 SystemViewType = Literal["loading", "error"]
 """Placeholder (§8.2) and the system's own error view."""
@@ -43,7 +43,7 @@ ACTION_TYPES: tuple[str, ...] = (
     "slider",
     "datetime",
 )
-"""The ten action controls of spec §6.3."""
+"""The ten action controls (docs/protocol.md §3)."""
 
 ATOMIC_TOOLS: tuple[str, ...] = (
     "http_request",
@@ -57,7 +57,7 @@ ATOMIC_TOOLS: tuple[str, ...] = (
     "cache_set",
     "notify",
 )
-"""The ten atomic tools of spec §7.2."""
+"""The ten atomic tools (docs/protocol.md §5)."""
 
 ASK_TOOL = "ask"
 """The system primitive that asks the user (choice / confirm / input), DESIGN §13."""

@@ -12,7 +12,7 @@ private ``/tmp`` and the app's workdir exist. Everything else of the host —
 is simply absent. The network is unshared too, which blocks loopback as
 well: a sandboxed command cannot reach the system's server or any app.
 
-Resource limits (spec §7.3 "资源限额") are applied in ``preexec_fn`` with
+Resource limits are applied in ``preexec_fn`` with
 setrlimit: CPU seconds, address space, file size, no core dumps. The
 process count needs more care, because of what the kernel actually does
 (verified on this machine, kernel 6.18, bwrap 0.8):

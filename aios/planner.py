@@ -1,4 +1,4 @@
-"""Intent → task DAG (spec §4.2): one function-calling request, validated, else offline.
+"""Intent → task DAG: one function-calling request, validated, else offline.
 
 With an LLM, ``plan_instruction`` sends ONE request offering two functions,
 ``dispatch_tasks`` and ``reply_directly``. The answer is validated (known

@@ -1,10 +1,10 @@
 # Longer than ~500 lines on purpose: every wire model in one module, so aios/schemas/ is
 # generated from one place and the drift test has one source.
-"""The wire protocol between the desktop, the system and the apps (spec §6, §8).
+"""The wire protocol between the desktop, the system and the apps (docs/protocol.md).
 
 Every message that crosses a process boundary is one of these pydantic
 models. ``data`` stays opaque: the system stores and forwards it, it never
-interprets it (spec §6.1). The JSON Schemas in ``aios/schemas/`` are
+interprets it. The JSON Schemas in ``aios/schemas/`` are
 generated from these models (``python -m aios.protocol``) for third-party
 developers and for jsonschema users; a test fails when they drift.
 """
@@ -271,10 +271,10 @@ def _unique_steps(steps: list[Step]) -> list[Step]:
 
 
 class AgentResponse(_Open):
-    """What an app's ``handle`` returns (spec §6.1, §8.2)."""
+    """What an app's ``handle`` returns (docs/protocol.md §2)."""
 
     status: Literal["ok", "error"]
-    """Required (spec §6.1): a reply that leaves it out is invalid, never assumed ``ok``."""
+    """Required: a reply that leaves it out is invalid, never assumed ``ok``."""
     view_type: ViewType
     data: Any = Field(default_factory=dict)
     actions: list[Action] = Field(default_factory=list)
@@ -301,7 +301,7 @@ class ToolResult(_Model):
 
 
 class ActionRequest(_Open):
-    """What the desktop forwards when a control fires (spec §6.3, §13.4)."""
+    """What the desktop forwards when a control fires (docs/protocol.md §3)."""
 
     action_id: str = Field(pattern=ACTION_ID_PATTERN)
     params: dict[str, Any] | None = None
@@ -314,7 +314,7 @@ class ActionRequest(_Open):
 
 
 class Context(_Open):
-    """What the system injects before each call (spec §4.3)."""
+    """What the system injects before each call (docs/app-guide.md §2)."""
 
     app: str = ""
     role: str = ""
@@ -430,7 +430,7 @@ _Examples = Annotated[
 
 
 class Manifest(_Open):
-    """``apps/<id>/manifest.json`` (spec §3.4, §13.2; DESIGN §3)."""
+    """``apps/<id>/manifest.json`` (docs/app-guide.md §8)."""
 
     # name, description and examples: one value (zh-CN) or one per locale (DESIGN §3); the
     # flat name_en / description_en / examples_en are folded in. After validation each holds
@@ -682,7 +682,7 @@ UIOp = Annotated[
     | ResetOp,
     Field(discriminator="op"),
 ]
-"""One UI operation of spec §9.4, told apart by ``op``."""
+"""One UI operation (docs/protocol.md §6, ``POST /api/sys/ui``), told apart by ``op``."""
 
 UI_CHANGES: tuple[str, ...] = (
     "move",
@@ -693,7 +693,7 @@ UI_CHANGES: tuple[str, ...] = (
     "change_text",
     "rotate",
 )
-"""The ops that change an element (spec §9.4 order); the system keeps them in its log."""
+"""The ops that change an element, in a fixed order; the system keeps them in its log."""
 UI_OPS: tuple[str, ...] = (*UI_CHANGES, "undo", "reset")
 """The ``op`` names of :data:`UIOp`: the changes, then ``undo`` and ``reset`` of the log."""
 

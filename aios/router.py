@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 class Task(BaseModel):
-    """One node of the task DAG the controller dispatches (spec §4.2)."""
+    """One node of the task DAG the controller dispatches."""
 
     model_config = ConfigDict(extra="forbid")
 

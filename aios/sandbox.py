@@ -1,4 +1,4 @@
-"""The sandbox rules of spec §7.3 / DESIGN §6, in one place.
+"""The sandbox rules (docs/app-guide.md §7; DESIGN §6), in one place.
 
 Pure checks (no I/O beyond resolving paths): path confinement, the command
 policy, the URL policy, the DSN policy. The tools call these before they act;

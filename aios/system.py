@@ -187,7 +187,7 @@ class System:
     # ------------------------------------------------------------- desktop
 
     def save_ui_snapshot(self, body: dict[str, Any]) -> int:
-        """Keep what the desktop reports on screen (spec §9.3) for system-control apps.
+        """Keep what the desktop reports on screen (its snapshot) for system-control apps.
 
         Entries that are not objects with a text ``id`` are dropped; returns
         how many were kept. BadRequest when ``elements`` is not a list or is too long.
@@ -383,7 +383,7 @@ class System:
         return ended
 
     def apply_ui_ops(self, record: AppRecord, body: dict[str, Any]) -> int:
-        """Check an app's UI operations (spec §9.4), audit them, log them and send them to
+        """Check an app's UI operations (``UIOp``), audit them, log them and send them to
         the desktop.
 
         ``body`` is one operation or ``{"ops": [...]}``. All are checked first:

@@ -1,4 +1,4 @@
-"""The log of the UI changes applied to the desktop (spec §9.4, issue 13 contract C4).
+"""The log of the UI changes applied to the desktop (``POST /api/sys/ui``, docs/protocol.md §6).
 
 Every change an app makes (``move``, ``change_color``…) is kept, in order, in the
 store under ``desktop:ui_ops``, so that the desktop re-applies them when it loads

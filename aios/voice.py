@@ -1,4 +1,4 @@
-"""Speech on the server side (spec §10; DESIGN §10).
+"""Speech on the server side (DESIGN §10).
 
 Recognition: the page uses the Web Speech API where the web engine has it.
 WebKitGTK has neither recognition nor getUserMedia, so the server can listen

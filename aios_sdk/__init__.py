@@ -1,4 +1,4 @@
-"""The Triton AIOS app SDK (spec §8): write a "small AI" as one class.
+"""The Triton AIOS app SDK (docs/app-guide.md): write a "small AI" as one class.
 
     from aios_sdk import AIOSAgent, tool
 

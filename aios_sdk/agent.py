@@ -1,4 +1,4 @@
-"""The base class of every app (spec §8.2, §8.3; DESIGN §7) and the ``@tool`` decorator.
+"""The base class of every app (docs/app-guide.md §4; DESIGN §7) and the ``@tool`` decorator.
 
 An app subclasses :class:`AIOSAgent`, sets its metadata, overrides
 :meth:`AIOSAgent.handle` and calls ``run()``. Inside ``handle`` it may call
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 5001
-"""The port of the spec's template (§13.3) when ``APP_PORT`` is not set."""
+"""The port an app serves on when ``APP_PORT`` is not set."""
 
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 _MARK = "__aios_tool__"
@@ -73,7 +73,7 @@ class ToolInfo:
 def tool(name: str | Callable[..., Any] | None = None, desc: str = "") -> Any:
     """Mark a method as a custom tool of this app; returns the method unchanged.
 
-    ``@tool(name="my_custom_tool", desc="…")`` as in spec §8.2; a bare
+    ``@tool(name="my_custom_tool", desc="…")`` as in docs/app-guide.md §4; a bare
     ``@tool`` uses the method's name and the first line of its docstring.
     The class collects its tools when it is created, and refuses two tools
     with one name or a name of an atomic tool.
@@ -360,7 +360,7 @@ class AIOSAgent:
                     self.__dict__["_aios_backend"] = backend
         return backend
 
-    # ------------------------------------------------------ spec §8.3
+    # ------------------------------------------------------ system calls
 
     def ask(
         self,
@@ -450,7 +450,7 @@ class AIOSAgent:
         return self._backend().llm(messages, tools, current_session_id(), **kw)
 
     def push(self, view_or_event: dict[str, Any]) -> bool:
-        """Push a live update to this app's window (spec §8.6).
+        """Push a live update to this app's window (docs/app-guide.md §6).
 
         A dict with ``view_type`` replaces the window's view; anything else is
         an event payload such as ``{"progress": 0.3}``. Best effort: returns
@@ -463,7 +463,7 @@ class AIOSAgent:
         return self._backend().push(view_or_event, current_session_id())
 
     def ui(self, op: dict[str, Any] | list[dict[str, Any]]) -> dict[str, Any]:
-        """Send UI operations (spec §9.4) to the desktop; needs ``desktop.control``.
+        """Send UI operations (docs/app-guide.md §9) to the desktop; needs ``desktop.control``.
 
         ``op`` is one operation or a list, e.g. ``{"op": "move", "id": "btn_play",
         "window": "music", "x": 20, "y": 20}`` (ops: move, resize, hide, show,

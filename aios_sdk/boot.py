@@ -12,8 +12,8 @@ runtime directory, which only the system and this app see):
   forwards each connection to it, so ``requests.post(AIOS_SYSTEM_URL ...)``
   works unchanged. The SDK's client skips the relay and uses the socket.
 * ``app.sock`` (the system connects): an SDK app serves it itself. An app
-  that serves plain TCP on ``APP_PORT`` instead (the spec's §13.3 raw Flask
-  template, ``0.0.0.0:APP_PORT``) is bridged: once that port accepts a
+  that serves plain TCP on ``APP_PORT`` instead (a raw Flask app without
+  the SDK, ``0.0.0.0:APP_PORT``) is bridged: once that port accepts a
   connection, a relay here listens on ``app.sock`` and forwards to it.
 
 Then the app's entry runs in this interpreter as ``__main__``, exactly as

@@ -1,4 +1,4 @@
-"""The context an app receives with every request (spec §4.3), typed, and its locale.
+"""The context an app receives with every request (docs/app-guide.md §2), typed, and its locale.
 
 ``handle(instruction, context, action_request)`` still gets the plain dict,
 so the spec's examples run unchanged; :meth:`AppContext.of` gives the same
@@ -37,7 +37,7 @@ def _str(value: Any) -> str:
 
 @dataclass(frozen=True)
 class AppContext:
-    """The fields of spec §4.3 plus ``upstream`` and ``locale``, as the system sends them."""
+    """The context's fields (docs/app-guide.md §2), as the system sends them."""
 
     app: str = ""
     role: str = ""

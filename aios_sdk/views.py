@@ -1,4 +1,4 @@
-"""Reply builders for the two views every app shows: a text and an error (spec §6.2).
+"""Reply builders for the two views every app shows: a text and an error.
 
 Each returns a complete reply dict (``status``, ``view_type``, ``data``,
 ``actions``, ``message``) that ``handle`` can return as it is.

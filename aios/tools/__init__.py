@@ -1,4 +1,4 @@
-"""The atomic toolbox (spec §7): ten tools, one module per family, one entry point.
+"""The atomic toolbox (docs/protocol.md §5): ten tools, one module per family, one entry point.
 
 :func:`invoke` is the only way tools run — from the executor's steps, from
 an app's ``call_tool`` through the system, and from the SDK's standalone

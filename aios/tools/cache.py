@@ -1,4 +1,4 @@
-"""``cache_get`` / ``cache_set``: a small key-value cache per app (spec §7.2, §9.2).
+"""``cache_get`` / ``cache_set``: a small key-value cache per app.
 
 Values live in the system store under the namespace ``ctx.app_id``; the
 namespace never comes from the key, so ``other_app:secret`` is just a key in

@@ -1,4 +1,4 @@
-"""``db_query``: one SQL statement against an SQLite database in the app's workdir (spec §7.2).
+"""``db_query``: one SQL statement against an SQLite database in the app's workdir.
 
 The DSN goes through :func:`aios.sandbox.resolve_dsn` (``sqlite:///notes.db``,
 ``notes.db`` or ``:memory:``, inside the workdir, or on the config's

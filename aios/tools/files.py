@@ -1,4 +1,4 @@
-"""``file_read``, ``file_write``, ``file_list``: files inside the app's workdir (spec §7.2).
+"""``file_read``, ``file_write``, ``file_list``: files inside the app's workdir.
 
 Every path goes through :func:`aios.sandbox.resolve_path` first (the
 refusal with its reason), and is then opened race-free from an fd of the

@@ -1,7 +1,7 @@
 # Longer than ~500 lines on purpose: one tool whose rules (redirects by hand, the resolved
 # address, ports, body caps, save_to) must be read together to see that none of them can be
 # bypassed.
-"""``http_request``: one HTTP(S) request under the network policy (spec §7.2, §7.4).
+"""``http_request``: one HTTP(S) request under the network policy (docs/protocol.md §5).
 
 Result shapes follow DESIGN §5: ``result`` is the body (parsed when the
 content-type says JSON, decoded text otherwise, a short description for

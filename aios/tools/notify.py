@@ -1,4 +1,4 @@
-"""``notify``: a notification toast on the desktop (spec §7.2).
+"""``notify``: a notification toast on the desktop.
 
 Inside the system ``ctx.emit`` sends a ``notify`` event to the desktop; the
 toast is titled with the sending app's display name (``app_name``), never

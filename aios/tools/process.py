@@ -1,4 +1,4 @@
-"""``process_start`` (spec §7.2) and the table of apps' background processes.
+"""``process_start`` and the table of apps' background processes.
 
 ``process_start(cmd, args=[], background=False)``: the same checks and the
 same sandbox as ``shell_exec``. In the foreground it runs to completion and

@@ -1,4 +1,4 @@
-"""``shell_exec`` (spec §7.2): run one command line in the app's sandbox.
+"""``shell_exec``: run one command line in the app's sandbox.
 
 There is no shell. The line is split into words (:func:`aios.sandbox.split_command`
 refuses operators and expansions), every pipeline stage passes

@@ -1,4 +1,4 @@
-"""The generic LLM app: an app that is only a role prompt (spec §1.1, §7.1).
+"""The generic LLM app: an app that is only a role prompt.
 
 An app folder whose ``main.py`` is::
 

@@ -451,7 +451,7 @@ class GenericAgent(AIOSAgent):
         return self._descriptions.get("en" if en else "zh-CN") or self.description
 
     def home_view(self, en: bool, *, hint: bool = False) -> dict[str, Any]:
-        """The view for an empty instruction (spec §12.1): who I am, and a place to ask."""
+        """The view for an empty instruction: who I am, and a place to ask."""
         name, description = self.name_in(en), self.description_in(en)
         if en:
             # The icon is the title bar's (a set name or file): not repeated in the text.

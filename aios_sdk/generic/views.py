@@ -1,4 +1,4 @@
-"""What the generic app checks in a view's ``data`` before showing it (spec §6.2 shapes)."""
+"""What the generic app checks in a view's ``data`` before showing it (docs/protocol.md §2)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 def view_data_problems(view_type: str, data: Any) -> list[str]:
-    """What is wrong with ``data`` for ``view_type`` (spec §6.2 shapes); [] when it is usable.
+    """What is wrong with ``data`` for ``view_type`` (docs/protocol.md §2); [] when it is usable.
 
-    The system never interprets ``data`` (spec §6.1); this check is the
+    The system never interprets ``data``; this check is the
     generic app's own, so that an LLM gets told why its view would render
     badly instead of the user seeing a broken window.
     """
