@@ -44,7 +44,7 @@ from aios.protocol import (
     forwardable_reply,
     parse_steps,
 )
-from aios.router import AppProfile, OfflineRouter
+from aios.router import AppProfile, OfflineRouter, manifest_examples, routed_as
 from aios.runs import Run, ask_step, gate, waiting_view
 
 if TYPE_CHECKING:
@@ -380,7 +380,14 @@ class Controller:
             record = self.launcher.get(intents.SYSTEM_AGENT)
             if record is not None and record.status == "running":
                 plan = Plan(
-                    tasks=[Task(id="t1", app=intents.SYSTEM_AGENT, instruction=text)],
+                    tasks=[
+                        Task(
+                            id="t1",
+                            app=intents.SYSTEM_AGENT,
+                            instruction=text,
+                            routed=routed_as(text, "system"),
+                        )
+                    ],
                     source="offline",
                 )
                 return self._dispatch(
@@ -568,7 +575,14 @@ class Controller:
             record = self._record(task.app)
             self.instances.open(task.app, sid)
             outcome = self.call_app(
-                record, task.instruction, None, sid, upstream=upstream, run=run, locale=lang
+                record,
+                task.instruction,
+                None,
+                sid,
+                upstream=upstream,
+                run=run,
+                locale=lang,
+                routed=task.routed or routed_as(task.instruction, "llm"),
             )
         except AppError as e:
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
@@ -608,6 +622,7 @@ class Controller:
         upstream: dict[str, Any] | None = None,
         run: Run | None = None,
         locale: str | None = None,
+        routed: dict[str, Any] | None = None,
     ) -> Outcome:
         """Call an app, run its steps, call again with tool_results, until a final view.
 
@@ -619,7 +634,7 @@ class Controller:
         Raises AppUnavailable / AppTimeout when the app cannot be reached;
         a reply that is reached but unusable becomes an error view.
         """
-        context = self.build_context(record, sid, upstream, locale=locale)
+        context = self.build_context(record, sid, upstream, locale=locale, routed=routed)
         tool_results: dict[str, Any] = {}
         previous_steps: list[dict[str, Any]] | None = None
         notes: list[str] = []
@@ -898,9 +913,12 @@ class Controller:
         upstream: dict[str, Any] | None = None,
         *,
         locale: str | None = None,
+        routed: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Every field of the context (docs/app-guide.md §2), plus upstream results and the locale
-        (``config.language`` unless the request named one)."""
+        """Every field of the context (docs/app-guide.md §2), plus upstream results, the locale
+        (``config.language`` unless the request named one) and ``routed``: the
+        task's part of the instruction and what chose the app (aios/router.py),
+        None for a call no instruction routed (an action, opening the window)."""
         state = self.store.agent_state(sid, record.id) or {}
         return {
             "app": record.id,
@@ -921,6 +939,7 @@ class Controller:
             "tool_results": {},
             "upstream": upstream or {},
             "locale": locale or self.config.language,
+            "routed": routed,
         }
 
     def history_summary(self, sid: str) -> str:
@@ -976,6 +995,7 @@ class Controller:
                 installed=r.installed,
                 other_names=tuple(r.display_names.values()),
                 other_descriptions=tuple(r.manifest.descriptions.values()),
+                examples=manifest_examples(r.manifest),
             )
             for r in self.launcher.apps()
             if r.manifest is not None and r.status in ("running", "starting", "restarting")

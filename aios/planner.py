@@ -112,8 +112,9 @@ Decide what to do with the user's instruction and call exactly one function:
 - dispatch_tasks: when apps should act. One task per step; use only the app ids \
 listed below; give each task an id (t1, t2, …), the app id, a self-contained \
 instruction in the user's language, and depends_on with the ids of tasks that \
-must finish first ("然后"/"then" means the later task depends on the earlier one; \
-independent tasks have depends_on []).
+must finish first: only when a task uses an earlier one's result ("然后用它…", \
+"把结果…", "and use that to…"); "然后"/"then" alone is order, not dependency, so \
+independent tasks have depends_on [].
 - reply_directly: when no app is needed; answer briefly in the user's language.
 
 Installed apps (id: name — description):

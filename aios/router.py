@@ -11,9 +11,18 @@ Scoring, per clause:
   Latin words are lowercased, stop-words dropped and lightly stemmed
   (``notes`` → ``note``, ``playing`` → ``play``), so mixed text such as
   "看看系统CPU占用" yields both kinds.
-- An app's terms come from its id and keywords and name (field weight 1.0),
-  description (0.6) and role prompt (0.4); a term keeps its best field weight
-  only, so a long role prompt repeating a word gains nothing.
+- An app's terms come from its id, name and keywords (field weight
+  :data:`STRONG_WEIGHT`), its ``examples`` (sample utterances,
+  :data:`EXAMPLE_WEIGHT`), its description (:data:`DESCRIPTION_WEIGHT`) and
+  role prompt (:data:`ROLE_WEIGHT`); a term keeps its best field weight only,
+  so a long role prompt repeating a word gains nothing, and a word that only
+  describes the app's data ("明天" in a weather app's description) weighs
+  less than a keyword or an example that uses it.
+- Each example is also compared with the clause as a whole (a Dice
+  similarity of their terms: character bigrams for Chinese, stemmed words for
+  English); the best example adds :data:`EXAMPLE_MATCH_WEIGHT` times that
+  similarity, so an instruction phrased like one of the app's own examples
+  wins even when its words are common.
 - Each matched term also counts by how specific it is across the installed
   apps (an IDF factor in (0, 1]): a word every app mentions, like "打开",
   decides little.
@@ -21,6 +30,17 @@ Scoring, per clause:
   share of the clause explained by the app: apps with long texts match more
   words but cannot outscore a short app that matches the clause's key words.
 - Naming an app ("打开记事本", "open notes") picks it outright.
+
+Clauses are independent tasks (``depends_on`` empty) unless a later clause
+says it uses an earlier one's result ("然后用它…", "把结果…", "and use that
+to…", "with the result"): then it depends on the task before it. Each task
+carries :attr:`Task.routed`, what the app receives as ``context["routed"]``:
+its part of the instruction with the routing words (the app's name, "打开",
+"用 X") stripped, the words the router matched, the score and the source.
+
+``OfflineRouter(apps, mode="baseline")`` is the router before examples,
+weights and independence (name/keywords 1.0, description 0.6, role 0.4,
+every clause chained): ``bench/bench_routing.py`` measures against it.
 """
 
 from __future__ import annotations
@@ -29,7 +49,8 @@ import logging
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +71,18 @@ class Task(BaseModel):
     alternatives: list[str] = Field(default_factory=list, exclude=True)
     """Other apps the offline router found too close to call: the controller asks the user
     to choose between ``app`` and these before the task runs (DESIGN §13)."""
+    routed: dict[str, Any] | None = Field(default=None, exclude=True)
+    """What the app gets as ``context["routed"]``: ``{text, matched, score, source}``
+    (see :func:`routed_info`); None for a task the router did not make (an LLM plan)."""
+
+
+RoutedSource = Literal["offline", "llm", "system"]
+
+
+def routed_as(text: str, source: RoutedSource, score: float = 1.0) -> dict[str, Any]:
+    """``context["routed"]`` for a task the offline router did not make: an LLM's task (its
+    instruction is already the app's part) or the system's own (undo / reset)."""
+    return {"text": text, "matched": [], "score": score, "source": source}
 
 
 NEAR_TIE = 0.9
@@ -70,6 +103,9 @@ class AppProfile:
     other_names: tuple[str, ...] = ()
     other_descriptions: tuple[str, ...] = ()
     """The other UI languages' name and description (manifests per locale): scored too."""
+    examples: tuple[str, ...] = ()
+    """Sample utterances from the manifest (every locale's): scored like keywords, and
+    each compared with the whole instruction."""
 
     @property
     def all_names(self) -> tuple[str, ...]:
@@ -88,7 +124,15 @@ class AppProfile:
             role_prompt=role_prompt or manifest.role_prompt or "",
             other_names=tuple(getattr(manifest, "names", {}).values()),
             other_descriptions=tuple(getattr(manifest, "descriptions", {}).values()),
+            examples=manifest_examples(manifest),
         )
+
+
+def manifest_examples(manifest: Any) -> tuple[str, ...]:
+    """Every locale's ``examples`` of an ``aios.protocol.Manifest``, once each, in order."""
+    given = getattr(manifest, "examples", None) or {}
+    lists = given.values() if isinstance(given, dict) else [given]
+    return tuple(dict.fromkeys(e for es in lists for e in es if isinstance(e, str) and e.strip()))
 
 
 # ------------------------------------------------------------- splitting
@@ -105,6 +149,8 @@ _SPLIT_RE = re.compile(
     | [，,、]\s*(?:之后|以后)再?                     # "，之后…" (not "五分钟之后")
     | [，,、\s]\s*再(?!KEEP)                        # "，再播放…"
     | \s*,?\s*\b(?:and\s+then|and\s+also|after\s+that|afterwards|then)\b\s*,?\s*
+    | \s*,?\s*\band\s+(?=(?:use|save|put|send|write|copy|note|add)\s+(?:it|that|them|the\s+))
+    | 并(?=把|用它|将)                                # "…并把结果记下来"
     """.replace("KEEP", "|".join(w[1:] for w in _ZAI_WORDS)),
     re.VERBOSE | re.IGNORECASE,
 )
@@ -163,16 +209,63 @@ def split_instruction(text: str) -> list[str]:
 # ------------------------------------------------------------ tokenising
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_HYPHEN = re.compile(r"\b([a-z]+)-([a-z]+)\b")
+"""'to-do', 'e-mail': one word ('todo', 'email'), not two stop-words."""
+_DATA = re.compile(
+    r"'[^']*'|\"[^\"]*\"|“[^”]*”|‘[^’]*’|「[^」]*」|《[^》]*》|[\w\-]+\.[a-z0-9]{1,5}\b",
+    re.IGNORECASE,
+)
+"""Quoted text and file names are the task's data ("print('hello')", "hello.txt"), not
+an app's name or keyword: they do not count for :data:`NAME_BONUS` or keyword phrases."""
 _WORD = re.compile(r"[a-z0-9]+(?:[+#][a-z0-9+#]*)?", re.IGNORECASE)
 
 UNIGRAM_WEIGHT = 0.3
-FIELD_WEIGHTS = {"name": 1.0, "keywords": 1.0, "id": 1.0, "description": 0.6, "role": 0.4}
+STRONG_WEIGHT = 1.0
+"""Field weight of a term from the app's id, name or keywords: the author's own routing words."""
+EXAMPLE_WEIGHT = 0.8
+"""Field weight of a term from the app's ``examples`` (what users say to it)."""
+DESCRIPTION_WEIGHT = 0.3
+"""Field weight of a term found only in the description: it describes the app's data
+("明天" in a weather app's description), so it counts for less than a keyword."""
+ROLE_WEIGHT = 0.2
+"""Field weight of a term found only in the role prompt (written for the model, not routing)."""
+FIELD_WEIGHTS = {
+    "name": STRONG_WEIGHT,
+    "keywords": STRONG_WEIGHT,
+    "id": STRONG_WEIGHT,
+    "examples": EXAMPLE_WEIGHT,
+    "description": DESCRIPTION_WEIGHT,
+    "role": ROLE_WEIGHT,
+}
+BASELINE_WEIGHTS = {
+    "name": 1.0,
+    "keywords": 1.0,
+    "id": 1.0,
+    "examples": 0.0,
+    "description": 0.6,
+    "role": 0.4,
+}
+"""The weights before examples were scored (``mode="baseline"``, for the benchmark)."""
+EXAMPLE_MATCH_WEIGHT = 0.5
+"""Added times the best example's similarity to the clause (Dice of their terms, in [0, 1])."""
+EXAMPLE_LEAD_WEIGHT = 0.5
+"""Added times the share of the clause in the words it starts with like one of
+the app's examples ("记一下…" and the example "记一下周五交报告", "remind me to…"): an
+instruction leads with what it asks, the rest is its data ("明天下午开会")."""
+EXAMPLE_MATCH_MIN = 0.3
+"""An example counts (and is listed in ``routed["matched"]``) from this similarity on."""
+DECIDING_WEIGHT = DESCRIPTION_WEIGHT
+"""A clause goes to an app only when one of its words or bigrams is in a field weighing at
+least this: words the app knows only from its role prompt ("好的" in "友好的") do not decide."""
 MAX_CHOICES = 3
 """At most this many apps are offered when the router cannot tell which one is meant."""
 MIN_SCORE = 0.08
 """Below this share of the clause's weight an app is not a match."""
 NAME_BONUS = 0.5
 """Mentioning an app's name (or id) anywhere in the clause."""
+KEYWORD_PHRASE_WEIGHT = 0.5
+"""Added times the share of the clause (characters) that the app's keywords of two or more
+characters cover verbatim: "记一下" is the author's phrase, more than its bigrams."""
 
 _CN_STOP_UNIGRAMS = frozenset(
     "的了我你他她它们帮把一个下是在和与吗呢吧啊请给让要想能可以这那些就也都很还有么"
@@ -252,7 +345,7 @@ def tokenize(text: str) -> dict[str, float]:
             bg = run[i : i + 2]
             if bg not in _CN_STOP_BIGRAMS:
                 terms[bg] = 1.0
-    for word in _WORD.findall(lowered):
+    for word in _WORD.findall(_HYPHEN.sub(r"\1\2", lowered)):
         if word in _EN_STOP or (len(word) < 2 and not word.isdigit()):
             continue
         terms[_stem(word)] = 1.0
@@ -270,27 +363,172 @@ def _norm_name(s: str) -> str:
     return s
 
 
+RouterMode = Literal["default", "baseline"]
+"""``default``: examples, field weights, independent clauses; ``baseline``: the router as it
+was before them (for ``bench/bench_routing.py``)."""
+
+# A later clause that refers to an earlier one's result depends on it.
+_DEPENDS_CN = re.compile(
+    r"它|结果|根据|据此|基于|上面的|上一步|刚才的|前面的|得到的|输出|把这|把那|这些|那些"
+    r"|(?:记|存|保存|写|抄|录)下来"
+)
+_DEPENDS_EN = re.compile(
+    r"\b(?:it|them|its|(?:use|using|with|from|save|send|note|write|put|add|copy)\s+"
+    r"(?:that|this|those|these)|the\s+(?:results?|output|answer|outcome)|based\s+on"
+    r"|accordingly)\b",
+    re.IGNORECASE,
+)
+
+
+def refers_back(clause: str) -> bool:
+    """Whether ``clause`` uses an earlier step's result ("然后用它…", "and use that to…")."""
+    return bool(_DEPENDS_CN.search(clause) or _DEPENDS_EN.search(clause))
+
+
+_POLITE_CN = r"(?:请|帮我|麻烦|给我)?\s*"
+_VERB_CN = r"打开|启动|运行|使用|用|让|叫|在|通过|去"
+_TAIL_CN = (
+    r"\s*(?:应用|程序|app)?\s*(?:里面|里|中|上)?\s*(?:来|去|帮我|给我|并且|然后|并|，|,|:|：|\s)*"
+)
+_POLITE_EN = r"(?:please\s+)?"
+_VERB_EN = r"(?:open|launch|start|use|using|with|in|ask|tell)\s+"
+_ARTICLE_EN = r"(?:the\s+|my\s+)?"
+_TAIL_EN = r"(?:\s+app(?:lication)?)?(?:\s*[,:]\s*|\s+)(?:(?:and|to|please)\s+)?"
+_TRAIL_CN = r"(?:，|,|\s)*(?:用|在|使用|通过)\s*{name}\s*(?:应用|程序|app)?\s*(?:里面|里|中|上)?$"
+_TRAIL_EN = r"(?:,|\s)+(?:in|with|using|on)\s+(?:the\s+|my\s+)?{name}(?:\s+app(?:lication)?)?$"
+
+
+def _contains_word(text: str, word: str) -> bool:
+    """``word`` in ``text`` (both lower case): a substring for Chinese, whole words else."""
+    if not word:
+        return False
+    if not word.isascii():
+        return word in text
+    return re.search(r"(?<![a-z0-9])" + re.escape(word) + r"(?![a-z0-9]{3,})", text) is not None
+
+
+_POLITE_LEAD = re.compile(
+    r"^(?:请问|请你|请|麻烦你|麻烦|你帮我|帮我|给我|能不能|可以|please\s+|can\s+you\s+|could\s+you\s+)+",
+    re.IGNORECASE,
+)
+LEAD_MIN_CJK = 2
+"""A common start of fewer Chinese characters than this ("记") is chance, not a phrase."""
+
+
+def _lead_text(text: str) -> str:
+    return _POLITE_LEAD.sub("", (text or "").strip().lower()).strip()
+
+
+def _common_lead(a: str, b: str) -> str:
+    """The start ``a`` and ``b`` share: whole words for Latin text, characters for Chinese."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    lead = a[:n]
+    if n < len(a) and n < len(b) and lead[-1:].isascii() and lead[-1:].isalnum():
+        lead = lead[: max(lead.rfind(" "), 0)]  # an English word cut in half does not count
+    lead = lead.strip()
+    if not lead:
+        return ""
+    if not lead.isascii() and len(_CJK_RUN.sub("", lead)) == 0 and len(lead) < LEAD_MIN_CJK:
+        return ""
+    return lead
+
+
+def _dice(a: dict[str, float], b: dict[str, float], idf: dict[str, float]) -> float:
+    """Dice similarity of two term bags, each term weighted by how specific it is, in [0, 1]:
+    sharing "show" with an example says less than sharing "memo"."""
+    both = sum(min(w, b[t]) * idf.get(t, 1.0) for t, w in a.items() if t in b)
+    total = sum(w * idf.get(t, 1.0) for bag in (a, b) for t, w in bag.items())
+    return 2 * both / total if total else 0.0
+
+
+PROFILE_CACHE = 256
+"""App profiles whose terms are kept: the controller builds a router per instruction."""
+
+_ProfileKey = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...], str]
+
+
+def _profile_key(app: AppProfile) -> _ProfileKey:
+    descriptions = tuple(dict.fromkeys((app.description, *app.other_descriptions)))
+    return (app.id, app.all_names, tuple(app.keywords), app.examples, descriptions, app.role_prompt)
+
+
+@lru_cache(maxsize=PROFILE_CACHE)
+def _profile_terms(key: _ProfileKey, mode: RouterMode) -> dict[str, float]:
+    """An app's terms, each with its best field weight (see the module docstring)."""
+    app_id, names, keywords, examples, descriptions, role = key
+    weights = BASELINE_WEIGHTS if mode == "baseline" else FIELD_WEIGHTS
+    fields = [
+        ("id", app_id.replace("_", " ")),
+        ("name", " ".join(names)),
+        ("keywords", " ".join(keywords)),
+        ("examples", " ".join(examples)),
+        ("description", " ".join(descriptions)),
+        ("role", role),
+    ]
+    out: dict[str, float] = {}
+    for fname, text in fields:
+        fw = weights[fname]
+        if fw <= 0:
+            continue
+        for term in tokenize(text):
+            out[term] = max(out.get(term, 0.0), fw)
+    return out
+
+
+@lru_cache(maxsize=PROFILE_CACHE)
+def _profile_names(
+    app_id: str, names: tuple[str, ...], keywords: tuple[str, ...]
+) -> frozenset[str]:
+    """Every spelling that names the app: id (and its parts), names, keywords; normalised."""
+    out = {_norm_name(app_id), *(_norm_name(n) for n in names)}
+    out.update(_norm_name(p) for p in app_id.split("_") if len(p) > 2 and p not in ("app", "agent"))
+    out.update(_norm_name(k) for k in keywords)
+    return frozenset(n for n in out if n)
+
+
+@lru_cache(maxsize=PROFILE_CACHE)
+def _example_terms(examples: tuple[str, ...]) -> tuple[tuple[str, dict[str, float]], ...]:
+    return tuple((e, tokenize(e)) for e in examples)
+
+
+@lru_cache(maxsize=PROFILE_CACHE)
+def _idf(keys: tuple[_ProfileKey, ...], mode: RouterMode) -> dict[str, float]:
+    """How specific each term is across the installed apps, in (0, 1]: 1 for a term only one
+    app has, log 2 / log(1+n) for one every app has."""
+    df: dict[str, int] = {}
+    for key in keys:
+        for t in _profile_terms(key, mode):
+            df[t] = df.get(t, 0) + 1
+    n = max(1, len(keys))
+    top = math.log(1 + n)
+    return {t: math.log(1 + n / c) / top for t, c in df.items()}
+
+
 class OfflineRouter:
     """Routes instructions to apps by their manifest text (no network, deterministic)."""
 
-    def __init__(self, apps: list[AppProfile], *, prefer: str | None = None):
+    def __init__(
+        self, apps: list[AppProfile], *, prefer: str | None = None, mode: RouterMode = "default"
+    ):
         """``prefer``: the app the session used last; it wins near-ties ("搜索 牛奶"
-        right after using notes means notes, not music)."""
+        right after using notes means notes, not music). ``mode``: see :data:`RouterMode`."""
         self.prefer = prefer
+        self.mode: RouterMode = mode
         # Stable: equal install orders keep the caller's order. Every "first app that
         # matches" below is then the one installed first (an app cannot take over a name).
         self.apps = sorted(apps, key=lambda a: a.installed)
         self._rank = {a.id: (a.installed, a.id) for a in self.apps}
         self._terms: dict[str, dict[str, float]] = {a.id: self._app_terms(a) for a in self.apps}
-        df: dict[str, int] = {}
-        for terms in self._terms.values():
-            for t in terms:
-                df[t] = df.get(t, 0) + 1
-        n = max(1, len(self.apps))
-        top = math.log(1 + n)
-        # In (0, 1]: 1 for a term only one app has; log 2 / log(1+n) for one every app has.
-        self._idf = {t: math.log(1 + n / c) / top for t, c in df.items()}
-        self._names: dict[str, set[str]] = {a.id: self._app_names(a) for a in self.apps}
+        self._examples: dict[str, list[tuple[str, dict[str, float]]]] = {
+            a.id: list(_example_terms(a.examples)) if mode == "default" else [] for a in self.apps
+        }
+        self._idf = _idf(tuple(_profile_key(a) for a in self.apps), mode)
+        self._scores: dict[str, list[tuple[str, float]]] = {}
+        self._names: dict[str, frozenset[str]] = {a.id: self._app_names(a) for a in self.apps}
         # A one-character keyword ("记", "歌", "算") is the author saying that character
         # alone is telling, so it counts like a word instead of a weak unigram.
         self._key_chars: dict[str, set[str]] = {
@@ -302,30 +540,12 @@ class OfflineRouter:
             for a in self.apps
         }
 
-    @staticmethod
-    def _app_terms(app: AppProfile) -> dict[str, float]:
-        fields = [
-            ("id", app.id.replace("_", " ")),
-            ("name", " ".join(app.all_names)),
-            ("keywords", " ".join(app.keywords)),
-            ("description", " ".join(dict.fromkeys((app.description, *app.other_descriptions)))),
-            ("role", app.role_prompt),
-        ]
-        out: dict[str, float] = {}
-        for fname, text in fields:
-            fw = FIELD_WEIGHTS[fname]
-            for term in tokenize(text):
-                out[term] = max(out.get(term, 0.0), fw)
-        return out
+    def _app_terms(self, app: AppProfile) -> dict[str, float]:
+        return _profile_terms(_profile_key(app), self.mode)
 
     @staticmethod
-    def _app_names(app: AppProfile) -> set[str]:
-        names = {_norm_name(app.id), *(_norm_name(n) for n in app.all_names)}
-        names.update(
-            _norm_name(p) for p in app.id.split("_") if len(p) > 2 and p not in ("app", "agent")
-        )
-        names.update(_norm_name(k) for k in app.keywords)
-        return {n for n in names if n}
+    def _app_names(app: AppProfile) -> frozenset[str]:
+        return _profile_names(app.id, app.all_names, tuple(app.keywords))
 
     # ------------------------------------------------------------ scoring
 
@@ -366,13 +586,66 @@ class OfflineRouter:
                     best = (len(name), app.id)
         return best[1] if best else None
 
+    def _lead_share(self, app_id: str, text: str) -> float:
+        """The largest share of the clause's characters in a start it has in common with one
+        of the app's examples (polite words aside), times how specific that start's terms
+        are (a shared "show" says less than a shared "记一下"); 0 without examples."""
+        said = _lead_text(text)
+        size = len(said.replace(" ", ""))
+        if not size or not self._examples[app_id]:
+            return 0.0
+        best = 0.0
+        for example, _ in self._examples[app_id]:
+            lead = _common_lead(said, _lead_text(example))
+            terms = tokenize(lead) if lead else {}
+            weight = sum(terms.values())
+            if not weight:
+                continue
+            specific = sum(w * self._idf.get(t, 1.0) for t, w in terms.items()) / weight
+            best = max(best, len(lead.replace(" ", "")) / size * specific)
+        return min(1.0, best)
+
+    def _best_example(self, app_id: str, query: dict[str, float]) -> tuple[str, float]:
+        """The app's example most like ``query`` and its similarity ("", 0 without any)."""
+        best = ("", 0.0)
+        for text, terms in self._examples[app_id]:
+            sim = _dice(query, terms, self._idf)
+            if sim > best[1]:
+                best = (text, sim)
+        return best
+
+    def _keyword_cover(self, app: AppProfile, low: str) -> float:
+        """Share of ``low``'s characters (spaces aside) covered by the app's keywords found
+        verbatim (two or more characters; 0 in the baseline mode)."""
+        size = len(low.replace(" ", ""))
+        if self.mode == "baseline" or not size:
+            return 0.0
+        covered = [False] * len(low)
+        for k in app.keywords:
+            k = k.strip().lower()
+            if len(k) < 2:
+                continue
+            for m in re.finditer(re.escape(k), low):
+                if k.isascii() and not _contains_word(low[m.start() :], k):
+                    continue
+                for i in range(m.start(), m.end()):
+                    covered[i] = True
+        return sum(1 for i, c in enumerate(covered) if c and low[i] != " ") / size
+
     def score(self, text: str) -> list[tuple[str, float]]:
         """(app id, score) for every app with a positive score, best first."""
+        cached = self._scores.get(text)
+        if cached is None:
+            cached = self._scores[text] = self._score(text)
+        return list(cached)
+
+    def _score(self, text: str) -> list[tuple[str, float]]:
         query = tokenize(text)
         total = sum(query.values())
         if not total:
             return []
-        flat = _norm_name(text)
+        low = _DATA.sub(" ", text).lower()
+        flat = _norm_name(low)
         scores: list[tuple[str, float]] = []
         for app in self.apps:
             terms, keys = self._terms[app.id], self._key_chars[app.id]
@@ -382,6 +655,11 @@ class OfflineRouter:
                 if t in terms
             )
             score = matched / total
+            if score > 0:
+                sim = self._best_example(app.id, query)[1]
+                score += EXAMPLE_MATCH_WEIGHT * sim if sim >= EXAMPLE_MATCH_MIN else 0.0
+                score += EXAMPLE_LEAD_WEIGHT * self._lead_share(app.id, text)
+            score += KEYWORD_PHRASE_WEIGHT * self._keyword_cover(app, low)
             names = (*(_norm_name(n) for n in app.all_names), _norm_name(app.id))
             if any(len(n) >= 2 and n in flat for n in names):
                 score += NAME_BONUS
@@ -408,7 +686,8 @@ class OfflineRouter:
         strong = [
             t
             for t, w in query.items()
-            if t in self._terms[app_id] and (w >= 1.0 or t in self._key_chars[app_id])
+            if self._terms[app_id].get(t, 0.0) >= DECIDING_WEIGHT
+            and (w >= 1.0 or t in self._key_chars[app_id])
         ]
         if not strong and score < NAME_BONUS:
             return None
@@ -437,38 +716,123 @@ class OfflineRouter:
             and names.get(app_id) != names.get(pick[0])
         ][: MAX_CHOICES - 1]
 
+    # ------------------------------------------------------------ routed
+
+    def matched_words(self, app_id: str, clause: str) -> list[str]:
+        """The app's names, keywords and examples ``clause`` matched (longest first kept)."""
+        app = next((a for a in self.apps if a.id == app_id), None)
+        if app is None:
+            return []
+        low, flat = clause.lower(), _norm_name(clause)
+        found = [
+            n for n in (*app.all_names, app.id) if len(_norm_name(n)) >= 2 and _norm_name(n) in flat
+        ]
+        found += [k for k in app.keywords if _contains_word(low, k.strip().lower())]
+        found = list({w.lower(): w for w in found[::-1]}.values())[::-1]  # first spelling kept
+        # "记" inside a matched "记一下" says nothing more
+        found = [w for w in found if not any(w != o and w.lower() in o.lower() for o in found)]
+        leads = [_common_lead(_lead_text(clause), _lead_text(e)) for e, _ in self._examples[app_id]]
+        lead = max((x for x in leads if tokenize(x)), key=len, default="")
+        if lead and not any(lead in w.lower() for w in found):
+            found.append(lead)  # "记一下", shared with an example
+        example, sim = self._best_example(app_id, tokenize(clause))
+        if example and sim >= EXAMPLE_MATCH_MIN:
+            found.append(example)
+        return found
+
+    def strip_routing(self, app_id: str, clause: str) -> str:
+        """``clause`` without the words that only chose the app: "打开记事本，记一下买牛奶"
+        → "记一下买牛奶", "用音乐播放七里香" → "播放七里香", "play jazz in music" → "play jazz"."""
+        app = next((a for a in self.apps if a.id == app_id), None)
+        text = clause.strip().strip(_CLAUSE_PUNCT)
+        if app is None:
+            return text
+        names = {n for n in (*app.all_names, app.id, app.id.replace("_", " ")) if len(n) >= 2}
+        # a keyword names the app only after a verb that picks one ("用回声说你好"); alone
+        # it is part of the request ("记一下买牛奶" keeps its 记一下)
+        aliases = {k.strip() for k in app.keywords if len(k.strip()) >= 2} - names
+        spellings = sorted(
+            [(n, False) for n in names] + [(k, True) for k in aliases],
+            key=lambda p: len(p[0]),
+            reverse=True,
+        )
+        for name, verb_needed in spellings:
+            esc = re.escape(name)
+            if name.isascii():
+                verb = f"(?:{_VERB_EN})" if verb_needed else f"(?:{_VERB_EN})?"
+                lead = re.compile(
+                    _POLITE_EN + verb + _ARTICLE_EN + esc + r"(?![a-z0-9])" + _TAIL_EN,
+                    re.IGNORECASE,
+                )
+                trail = re.compile(_TRAIL_EN.format(name=esc), re.IGNORECASE)
+            else:
+                verb = f"(?:{_VERB_CN})" if verb_needed else f"(?:{_VERB_CN})?"
+                lead = re.compile(_POLITE_CN + verb + r"\s*" + esc + _TAIL_CN, re.IGNORECASE)
+                trail = re.compile(_TRAIL_CN.format(name=esc), re.IGNORECASE)
+            m = lead.match(text + " ") if name.isascii() else lead.match(text)
+            if m:
+                return text[m.end() :].strip().strip(_CLAUSE_PUNCT)
+            m = trail.search(text)
+            if m and m.start() > 0:
+                return text[: m.start()].strip().strip(_CLAUSE_PUNCT)
+        return text
+
+    def routed_info(self, app_id: str, text: str, clauses: list[str]) -> dict[str, Any]:
+        """``context["routed"]`` for a task of ``app_id`` made of ``clauses`` (its ``text``)."""
+        picks = [self.best(c) for c in clauses]
+        score = max((p[1] for p in picks if p and p[0] == app_id), default=0.0)
+        matched: list[str] = []
+        for c in clauses:
+            matched += self.matched_words(app_id, c)
+        parts = [self.strip_routing(app_id, c) for c in clauses]
+        stripped = "，".join(p for p in parts if p) if len(parts) > 1 else parts[0]
+        if len(parts) > 1 and all(parts) and stripped.replace("，", "") == text.replace("，", ""):
+            stripped = text
+        return {
+            "text": stripped,
+            "matched": list(dict.fromkeys(matched)),
+            "score": round(score, 4),
+            "source": "offline",
+        }  # the shape of routed_as()
+
     def route(self, text: str) -> list[Task]:
         """Tasks for ``text``: one per run of clauses routed to the same app, in order.
 
         A clause that matches nothing stays with its neighbour's task (it usually
         continues it: "打开记事本并且写下购物清单"); consecutive clauses for the
-        same app become one task holding the user's original words. Each task
-        depends on the previous one, since "然后" means order. Nothing matched → [].
+        same app become one task holding the user's original words. Tasks are
+        independent unless a later one refers to an earlier result
+        (:func:`refers_back`); the baseline mode chains every task. Nothing
+        matched → [].
         """
         spans = _split_spans(text or "")
         picks = [(s, e, self.best(text[s:e])) for s, e in spans]
         if not any(p for _, _, p in picks):
             return []
-        groups: list[list[Any]] = []  # [start, end, app]
-        pending_start: int | None = None
+        groups: list[list[Any]] = []  # [start, end, app, [clauses]]
+        pending: list[tuple[int, int]] = []
         for s, e, pick in picks:
             if pick is None:
                 if groups:
                     groups[-1][1] = e
-                elif pending_start is None:
-                    pending_start = s
+                    groups[-1][3].append(text[s:e])
+                else:
+                    pending.append((s, e))
                 continue
             app_id = pick[0]
             if groups and groups[-1][2] == app_id:
                 groups[-1][1] = e
+                groups[-1][3].append(text[s:e])
             else:
-                start = pending_start if pending_start is not None and not groups else s
-                groups.append([start, e, app_id])
-            pending_start = None
+                start = pending[0][0] if pending and not groups else s
+                clauses = [text[ps:pe] for ps, pe in pending] if not groups else []
+                groups.append([start, e, app_id, [*clauses, text[s:e]]])
+            pending = []
         tasks: list[Task] = []
-        for i, (s, e, app_id) in enumerate(groups, start=1):
-            deps = [tasks[-1].id] if tasks else []
+        for i, (s, e, app_id, clauses) in enumerate(groups, start=1):
             clause = text[s:e].strip()
+            chained = self.mode == "baseline" or refers_back(clause)
+            deps = [tasks[-1].id] if tasks and chained else []
             tasks.append(
                 Task(
                     id=f"t{i}",
@@ -476,7 +840,8 @@ class OfflineRouter:
                     instruction=clause,
                     depends_on=deps,
                     alternatives=self.close_call(clause),
+                    routed=self.routed_info(app_id, clause, clauses),
                 )
             )
-        logger.debug("offline route %r -> %s", text, [(t.id, t.app) for t in tasks])
+        logger.debug("offline route %r -> %s", text, [(t.id, t.app, t.depends_on) for t in tasks])
         return tasks

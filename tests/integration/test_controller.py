@@ -154,12 +154,31 @@ def test_offline_routing_in_chinese_and_english(system_all: Running) -> None:
 
 
 def test_compound_instruction_runs_in_order_with_upstream(system_all: Running) -> None:
-    out = system_all.instruct("echo hello and then slow nap 0.1")
+    out = system_all.instruct("echo hello and then use that with slow nap 0.1")
     assert [t["app"] for t in out["plan"]] == ["echo", "slow"]
     assert out["plan"][1]["depends_on"] == [out["plan"][0]["id"]]
     upstream = out["results"][1]["response"]["data"]["upstream"]
     assert upstream[out["plan"][0]["id"]]["app"] == "echo"
     assert "echo" in out["message"] and "slept" in out["message"]
+
+
+def test_independent_steps_do_not_wait_for_each_other(system_all: Running) -> None:
+    out = system_all.instruct("echo hello and then slow nap 0.1")
+    assert [(t["app"], t["depends_on"]) for t in out["plan"]] == [("echo", []), ("slow", [])]
+    assert out["results"][1]["response"]["data"]["upstream"] == {}
+    assert "echo" in out["message"] and "slept" in out["message"]
+
+
+def test_the_app_gets_its_part_of_the_instruction_in_context_routed(system_all: Running) -> None:
+    out = system_all.instruct("用回声说你好，然后慢 nap 0.1")
+    assert [t["app"] for t in out["plan"]] == ["echo", "slow"]
+    data = out["results"][0]["response"]["data"]
+    assert data["instruction"] == "用回声说你好"  # the task's words, as before
+    routed = data["context"]["routed"]
+    assert routed["text"] == "说你好" and routed["source"] == "offline"
+    assert "回声" in routed["matched"] and routed["score"] > 0
+    # a call no instruction routed (opening the window) has none
+    assert system_all.open("echo")["response"]["data"]["context"]["routed"] is None
 
 
 def test_nothing_matches_suggests_apps(system_all: Running) -> None:
@@ -295,7 +314,7 @@ def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) ->
         source="llm",
     )
     run = system_all.system.runs.start("instruction", "echo", sid, text="x")
-    outcomes = ctl._run_plan(plan, "x", sid, run)
+    outcomes = ctl._run_plan(plan, "x", sid, run, "zh-CN")
     assert [o.response["status"] for o in outcomes] == ["error", "error", "error", "ok"]
     assert all("skipped" in o.response["message"] for o in outcomes[:3])
 

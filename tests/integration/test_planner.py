@@ -171,7 +171,7 @@ def test_llm_server_errors_fall_back_with_a_note(fake: FakeOpenAI, llm: LLMClien
     fake.default = http_error(500)
     p = plan("打开记事本然后播放音乐", llm)
     assert p.source == "offline"
-    assert [(t.app, t.depends_on) for t in p.tasks] == [("notes", []), ("music", ["t1"])]
+    assert [(t.app, t.depends_on) for t in p.tasks] == [("notes", []), ("music", [])]
     [note] = p.notes
     assert note.startswith("LLM unavailable:") and "HTTP 500" in note
     assert len(fake.requests) == 2  # max_retries=1, then no second plan attempt
@@ -289,5 +289,5 @@ def test_plan_serialises_for_the_api() -> None:
         "id": "t2",
         "app": "music",
         "instruction": "播放音乐",
-        "depends_on": ["t1"],
+        "depends_on": [],  # "然后" is order; nothing of t1's result is used
     }

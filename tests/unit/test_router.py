@@ -154,19 +154,45 @@ def test_opening_an_app_by_name_beats_word_overlap(router: OfflineRouter) -> Non
 @pytest.mark.parametrize(
     "text", ["打开记事本然后播放音乐", "open notes and then play music", "先打开记事本再播放音乐"]
 )
-def test_compound_instruction_gives_sequential_tasks(router: OfflineRouter, text: str) -> None:
+def test_compound_instruction_gives_independent_tasks_in_order(
+    router: OfflineRouter, text: str
+) -> None:
     tasks = router.route(text)
+    # "then" is order, not data: neither step uses the other's result
     assert [(t.id, t.app, t.depends_on) for t in tasks] == [
         ("t1", "notes", []),
-        ("t2", "music", ["t1"]),
+        ("t2", "music", []),
     ]
     assert "播放" in tasks[1].instruction or "play" in tasks[1].instruction
 
 
-def test_three_clauses_chain_dependencies(router: OfflineRouter) -> None:
+def test_three_independent_clauses(router: OfflineRouter) -> None:
     tasks = router.route("看看天气，然后播放音乐，再看看CPU占用")
     assert apps_of(tasks) == ["weather", "music", "monitor"]
-    assert [t.depends_on for t in tasks] == [[], ["t1"], ["t2"]]
+    assert [t.depends_on for t in tasks] == [[], [], []]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "查一下明天的天气，然后用它记一条笔记",
+        "看看天气，然后把结果记到记事本",
+        "查天气，然后据此记一条笔记",
+        "check the weather forecast and use that to write a note",
+        "check the weather forecast, then save the result in my notes",
+        "check the weather forecast and then note it",
+    ],
+)
+def test_a_step_that_uses_the_previous_result_depends_on_it(
+    router: OfflineRouter, text: str
+) -> None:
+    tasks = router.route(text)
+    assert [(t.app, t.depends_on) for t in tasks] == [("weather", []), ("notes", ["t1"])]
+
+
+def test_the_baseline_mode_chains_every_clause() -> None:
+    tasks = OfflineRouter(APPS, mode="baseline").route("打开记事本然后播放音乐")
+    assert [t.depends_on for t in tasks] == [[], ["t1"]]
 
 
 def test_clauses_for_the_same_app_stay_one_task_with_the_users_words(router: OfflineRouter) -> None:
@@ -264,3 +290,104 @@ def test_the_sessions_last_app_wins_a_near_tie() -> None:
     assert plain  # without a preference it still picks one of them
     # a clear winner is not overridden by the preference
     assert [t.app for t in OfflineRouter(apps, prefer="music").route("记事本 搜索")] == ["notes"]
+
+
+# ------------------------------------------- the issue's third-party apps
+
+# Shaped like the three apps of issue 14, written from the docs by a new developer:
+# their descriptions mention the data they show ("明天", "提醒"); the to-do list has
+# few keywords, its examples say what users ask it.
+THIRD_PARTY = [
+    AppProfile(
+        "todo",
+        "待办清单",
+        "待办事项清单：添加、完成、删除待办",
+        ["待办", "待办清单", "todo", "to-do", "task"],
+        "你是待办清单小AI。",
+        examples=(
+            "记一下周五交报告",
+            "提醒我给妈妈打电话",
+            "remind me to call mom",
+            "mark call mom as done",
+        ),
+    ),
+    AppProfile(
+        "weather",
+        "天气看板",
+        "显示今天和明天的天气、气温曲线和下雨概率，数据来自网上",
+        ["天气", "气温", "weather", "forecast", "temperature"],
+        "你是天气小AI。",
+        examples=("北京明天天气怎么样", "上海会下雨吗", "weather in Paris"),
+    ),
+    AppProfile(
+        "pomodoro",
+        "番茄钟",
+        "番茄工作法计时器：专注 25 分钟，到点提醒你休息，标记完成的番茄",
+        ["番茄钟", "番茄", "专注", "计时", "pomodoro", "timer", "focus"],
+        "你是番茄钟小AI。",
+        examples=("开始一个番茄钟", "专注 25 分钟", "start a pomodoro", "start a 25 minute timer"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "app"),
+    [
+        ("记一下明天下午开会", "todo"),  # went to weather: 明天 in its description
+        ("提醒我明天买牛奶", "todo"),  # went to the timer: 提醒 in its description
+        ("remind me to buy bread", "todo"),  # found no app
+        ("mark buy milk as done", "todo"),  # found no app
+        ("明天会下雨吗", "weather"),
+        ("专注 25 分钟", "pomodoro"),
+        ("start a 25 minute timer", "pomodoro"),
+    ],
+)
+def test_the_issues_instructions_reach_the_app_meant(text: str, app: str) -> None:
+    assert apps_of(OfflineRouter(THIRD_PARTY).route(text)) == [app]
+
+
+def test_a_word_only_in_the_description_weighs_less_than_a_keyword() -> None:
+    # weather has 明天 in its description and an example, the to-do app its phrase 记一下
+    scores = dict(OfflineRouter(THIRD_PARTY).score("记一下明天下午开会"))
+    assert scores["todo"] > scores["weather"]
+    # a word only in one app's description, the same word as another's keyword
+    desc_only = AppProfile("a", "甲", "查看明天的安排", [], "")
+    keyword = AppProfile("b", "乙", "", ["明天"], "")
+    assert OfflineRouter([desc_only, keyword]).score("明天")[0][0] == "b"
+
+
+# ------------------------------------------------------------ routed
+
+
+@pytest.mark.parametrize(
+    ("text", "app", "stripped"),
+    [
+        ("打开待办清单，记一下买牛奶", "todo", "记一下买牛奶"),
+        ("用待办清单记一下买牛奶", "todo", "记一下买牛奶"),
+        ("用待办记一下买牛奶", "todo", "记一下买牛奶"),  # a keyword after 用 names the app
+        ("待办清单 搜索 牛奶", "todo", "搜索 牛奶"),
+        ("在待办清单里记一下买牛奶", "todo", "记一下买牛奶"),
+        ("open todo and add buy milk", "todo", "add buy milk"),
+        ("remind me to buy bread", "todo", "remind me to buy bread"),
+        ("番茄钟 开始", "pomodoro", "开始"),
+        ("start a 25 minute timer with pomodoro", "pomodoro", "start a 25 minute timer"),
+    ],
+)
+def test_the_app_gets_its_part_without_the_routing_words(
+    text: str, app: str, stripped: str
+) -> None:
+    [task] = OfflineRouter(THIRD_PARTY).route(text)
+    assert task.app == app and task.instruction == text
+    assert task.routed is not None
+    assert task.routed["text"] == stripped
+    assert task.routed["source"] == "offline" and task.routed["score"] > 0
+
+
+def test_routed_says_what_the_router_matched_per_segment() -> None:
+    tasks = OfflineRouter(THIRD_PARTY).route("记一下明天下午开会，然后开始一个番茄钟")
+    assert apps_of(tasks) == ["todo", "pomodoro"]
+    todo, timer = (t.routed or {} for t in tasks)
+    assert todo["text"] == "记一下明天下午开会" and "记一下" in todo["matched"]
+    assert timer["text"] == "开始一个番茄钟" and "番茄钟" in timer["matched"]
+    assert "开始一个番茄钟" in timer["matched"]  # the example it is phrased like
+    assert "routed" not in tasks[0].model_dump()  # the plan the desktop sees is unchanged
