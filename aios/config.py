@@ -97,6 +97,13 @@ class LLMConfig(LLMProvider):
     model: str = "deepseek-chat"
     max_retries: int = Field(default=2, ge=0, le=10)
     fallback: LLMProvider = Field(default_factory=LLMProvider)
+    # part 15-P: planning with real models
+    planner: Literal["hybrid", "llm", "offline"] = "hybrid"
+    """Who plans an instruction: ``hybrid`` (the model, but the offline router wins — or the
+    user is asked — when it matched an app's name or keyword and the model disagrees),
+    ``llm`` (the model alone; the router only when its plan is unusable), ``offline``."""
+    plan_max_tokens: int = Field(default=512, ge=16, le=8192)
+    """The longest planning answer (temperature 0); cut there it is an invalid plan."""
 
 
 class VoiceConfig(_Section):

@@ -292,7 +292,9 @@ class Controller:
             history_summary=self.history_summary(sid),
         )
         for note in plan.notes:
-            log.warning("planner: %s", note)
+            log.warning("planner (plan from %s): %s", plan.source, note)
+        if not plan.notes:
+            log.info("planner: plan from %s", plan.source)
         if not plan.tasks and not plan.reply:
             return self._no_match(text, sid, lang, profiles, apps, plan.notes)
         if not plan.tasks:

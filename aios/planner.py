@@ -13,20 +13,28 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import threading
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from aios.errors import LLMError
-from aios.llm import LLMClient
-from aios.router import AppProfile, OfflineRouter, Task
+from aios.llm import ChatResult, LLMClient, normalize_base_url
+from aios.router import AppProfile, OfflineRouter, Task, refers_back, split_instruction
+from aios.toolcalls import extract, looks_like_code, repair_json
 
 __all__ = [
     "MAX_TASKS",
     "Plan",
     "PlanInvalid",
     "Task",
+    "normalise_tasks",
     "plan_instruction",
+    "plan_schema",
+    "remember_schema_support",
+    "schema_supported",
     "summarize_history",
     "validate_tasks",
 ]
@@ -37,6 +45,10 @@ MAX_TASKS = 8
 """More tasks than this from one instruction is a model running away, not a plan."""
 
 
+PlanSource = Literal["llm", "llm-normalised", "hybrid", "offline", "none"]
+PlannerMode = Literal["hybrid", "llm", "offline"]
+
+
 class Plan(BaseModel):
     """What the controller dispatches: tasks, or a direct reply, and where it came from."""
 
@@ -45,8 +57,11 @@ class Plan(BaseModel):
     tasks: list[Task] = Field(default_factory=list)
     reply: str | None = None
     """A direct answer when no app is needed."""
-    source: Literal["llm", "offline", "none"] = "none"
+    source: PlanSource = "none"
+    """Which path made it: the model's plan as given (``llm``) or repaired and normalised
+    (``llm-normalised``), the router over the model (``hybrid``), ``offline``, ``none``."""
     notes: list[str] = Field(default_factory=list)
+    """Why: what was normalised, why the model's plan was not used…"""
 
 
 class PlanInvalid(ValueError):
@@ -142,6 +157,9 @@ def build_messages(
 
 # ------------------------------------------------------------- validation
 
+NumberedRef = re.compile(r"^(?:t|task\s*)?#?(\d+)$", re.IGNORECASE)
+"""A depends_on entry naming a task by number: "t2", "2", "task 2", "#2"."""
+
 
 def _resolve_app(value: Any, apps: list[AppProfile]) -> str:
     if not isinstance(value, str) or not value.strip():
@@ -151,58 +169,142 @@ def _resolve_app(value: Any, apps: list[AppProfile]) -> str:
         if v == a.id:
             return a.id
     for a in apps:  # models sometimes give the display name; that is unambiguous enough
-        if v.lower() in (a.name.lower(), a.id.lower()):
+        if v.lower() in (*(n.lower() for n in a.all_names), a.id.lower()):
             return a.id
     ids = ", ".join(a.id for a in apps)
     raise PlanInvalid(f"unknown app {v!r}; use one of: {ids}")
 
 
-def validate_tasks(raw: Any, apps: list[AppProfile]) -> list[Task]:
-    """Check a model's task list and return it in dependency order with ids t1…tn.
+def _clause_for(n: int, count: int, text: str) -> str:
+    """The user's words for the n-th (1-based) of ``count`` tasks: its clause of ``text``
+    when the text has that many clauses, else the whole text."""
+    clauses = split_instruction(text) if text else []
+    if count > 1 and len(clauses) == count:
+        return clauses[n - 1].strip()
+    return text.strip()
 
-    Raises PlanInvalid naming the first broken rule.
-    """
-    if not isinstance(raw, list) or not raw:
-        raise PlanInvalid("tasks must be a non-empty list")
-    if len(raw) > MAX_TASKS:
-        raise PlanInvalid(f"too many tasks ({len(raw)}; at most {MAX_TASKS})")
-    items: list[tuple[str, str, str, list[str]]] = []
+
+def _raw_items(
+    raw: list[Any], apps: list[AppProfile], text: str, notes: list[str]
+) -> list[tuple[str, str, str, Any]]:
+    """(id, app, instruction, depends_on as given) for each task; ids made unique."""
+    items: list[tuple[str, str, str, Any]] = []
     seen: set[str] = set()
     for n, t in enumerate(raw, start=1):
+        if isinstance(t, str) and text:  # a bare app id: "notes"
+            notes.append(f"task #{n} was only an app id ({t!r}): given the user's words")
+            t = {"app": t}
         if not isinstance(t, dict):
             raise PlanInvalid(f"task #{n} must be an object with id, app, instruction")
         tid = str(t.get("id") if t.get("id") not in (None, "") else f"t{n}").strip()
         if tid in seen:
-            raise PlanInvalid(f"task id {tid!r} is used twice; ids must be unique")
+            if not text:
+                raise PlanInvalid(f"task id {tid!r} is used twice; ids must be unique")
+            fresh = next(f"t{k}" for k in range(n, n + len(raw) + 2) if f"t{k}" not in seen)
+            notes.append(f"task id {tid!r} was used twice: the second is {fresh}")
+            tid = fresh
         seen.add(tid)
         app = _resolve_app(t.get("app"), apps)
         instruction = t.get("instruction")
+        if (not isinstance(instruction, str) or not instruction.strip()) and text:
+            instruction = _clause_for(n, len(raw), text)
+            if t.get("instruction") is not None or isinstance(raw[n - 1], dict):
+                notes.append(f"task {tid!r} had no instruction: given the user's words")
         if not isinstance(instruction, str) or not instruction.strip():
             raise PlanInvalid(f"task {tid!r} has an empty instruction")
-        deps = t.get("depends_on") or []
+        items.append((tid, app, instruction.strip(), t.get("depends_on")))
+    return items
+
+
+def _deps(
+    items: list[tuple[str, str, str, Any]], strict: bool, notes: list[str]
+) -> list[tuple[str, str, str, list[str]]]:
+    """Each task's depends_on as a list of known ids; what cannot be used is dropped (with a
+    note) and the order taken from the text's own words (router.refers_back), or, when
+    ``strict``, PlanInvalid."""
+    ids = [it[0] for it in items]
+    out: list[tuple[str, str, str, list[str]]] = []
+    for pos, (tid, app, instruction, given) in enumerate(items):
+        deps = given or []
         if isinstance(deps, str | int):
             deps = [deps]
         if not isinstance(deps, list):
-            raise PlanInvalid(f"task {tid!r}: depends_on must be a list of task ids")
-        items.append((tid, app, instruction.strip(), [str(d).strip() for d in deps]))
-    for tid, _, _, deps in items:
-        for d in deps:
-            if d == tid:
-                raise PlanInvalid(f"task {tid!r} depends on itself")
-            if d not in seen:
+            if strict:
+                raise PlanInvalid(f"task {tid!r}: depends_on must be a list of task ids")
+            deps = [deps]
+        kept: list[str] = []
+        dropped: list[str] = []
+        for d in (str(x).strip() for x in deps):
+            if d in ids and d != tid:
+                kept.append(d)
+                continue
+            if strict:
+                if d == tid:
+                    raise PlanInvalid(f"task {tid!r} depends on itself")
                 raise PlanInvalid(f"task {tid!r} depends on unknown task {d!r}")
-    order = _topological(items)
+            m = NumberedRef.match(d)
+            if m and 1 <= int(m.group(1)) <= len(ids) and ids[int(m.group(1)) - 1] != tid:
+                kept.append(ids[int(m.group(1)) - 1])
+            else:
+                dropped.append(d)
+        if dropped:
+            chained = pos > 0 and refers_back(instruction)
+            kept = [ids[pos - 1]] if chained and not kept else kept
+            order = f"depends on {kept[0]}" if kept else "independent"
+            notes.append(
+                f"task {tid!r}: dropped depends_on {dropped} (not other tasks' ids); "
+                f"from the text's words it is {order}"
+            )
+        out.append((tid, app, instruction, list(dict.fromkeys(kept))))
+    return out
+
+
+def validate_tasks(raw: Any, apps: list[AppProfile], text: str = "") -> list[Task]:
+    """Check a model's task list and return it in dependency order with ids t1…tn.
+
+    With the user's ``text`` a nearly-right plan is normalised instead of refused
+    (use :func:`normalise_tasks` to get the notes saying how). Raises PlanInvalid
+    naming the first broken rule that cannot be normalised.
+    """
+    return normalise_tasks(raw, apps, text)[0]
+
+
+def normalise_tasks(
+    raw: Any, apps: list[AppProfile], text: str = ""
+) -> tuple[list[Task], list[str]]:
+    """:func:`validate_tasks` and the notes on what was normalised (none without ``text``):
+    a task given as a bare app id, duplicate ids renumbered, depends_on entries that are
+    not other tasks' ids (app ids, "然后", the task itself, "2" for "t2") dropped or
+    mapped, a dependency cycle broken by keeping only dependencies on earlier tasks."""
+    if isinstance(raw, dict) and isinstance(raw.get("app"), str):
+        raw = [raw]  # one task, not in a list
+    if not isinstance(raw, list) or not raw:
+        raise PlanInvalid("tasks must be a non-empty list")
+    if len(raw) > MAX_TASKS:
+        raise PlanInvalid(f"too many tasks ({len(raw)}; at most {MAX_TASKS})")
+    notes: list[str] = []
+    items = _deps(_raw_items(raw, apps, text, notes), not text, notes)
+    try:
+        order = _topological(items)
+    except PlanInvalid as e:
+        if not text:
+            raise
+        notes.append(f"{e}: kept only dependencies on earlier tasks")
+        earlier = {it[0]: {x[0] for x in items[:i]} for i, it in enumerate(items)}
+        items = [(t, a, s, [d for d in ds if d in earlier[t]]) for t, a, s, ds in items]
+        order = _topological(items)
     new_id = {tid: f"t{i}" for i, tid in enumerate(order, start=1)}
     by_id = {it[0]: it for it in items}
-    return [
+    tasks = [
         Task(
             id=new_id[tid],
             app=by_id[tid][1],
             instruction=by_id[tid][2],
-            depends_on=[new_id[d] for d in dict.fromkeys(by_id[tid][3])],
+            depends_on=[new_id[d] for d in by_id[tid][3]],
         )
         for tid in order
     ]
+    return tasks, notes
 
 
 def _topological(items: list[tuple[str, str, str, list[str]]]) -> list[str]:
@@ -220,32 +322,67 @@ def _topological(items: list[tuple[str, str, str, list[str]]]) -> list[str]:
     return order
 
 
-def _parse_reply(result_message: dict[str, Any], apps: list[AppProfile]) -> Plan:
-    """The model's answer as a Plan, or PlanInvalid saying what to fix."""
-    calls = result_message.get("tool_calls") or []
-    if not calls:
-        content = (result_message.get("content") or "").strip()
-        if content:  # a plain answer is a direct reply that skipped the function
-            return Plan(reply=content, source="llm")
-        raise PlanInvalid("no function was called; call dispatch_tasks or reply_directly")
-    fn = calls[0].get("function") or {}
-    name = fn.get("name")
-    if name not in ("dispatch_tasks", "reply_directly"):
-        raise PlanInvalid(f"unknown function {name!r}; call dispatch_tasks or reply_directly")
+def _plan_of(tasks_raw: Any, apps: list[AppProfile], text: str) -> Plan:
+    tasks, notes = normalise_tasks(tasks_raw, apps, text)
+    if notes:
+        return Plan(tasks=tasks, source="llm-normalised", notes=[f"normalised: {n}" for n in notes])
+    return Plan(tasks=tasks, source="llm")
+
+
+def _reply_plan(reply: Any, notes: list[str]) -> Plan:
+    if not isinstance(reply, str) or not reply.strip():
+        raise PlanInvalid("reply_directly needs a non-empty text")
+    if looks_like_code(reply):
+        raise PlanInvalid("the reply must be plain words for the user, not JSON or code")
+    return Plan(reply=reply.strip(), source="llm", notes=notes)
+
+
+def _parse_schema_content(content: str) -> dict[str, Any] | None:
+    """The ``{"tasks": [...], "reply": "..."}`` object a constrained answer holds, if any."""
+    s = content.strip()
+    if not s.startswith("{"):
+        return None
     try:
-        args = json.loads(fn.get("arguments") or "{}")
-    except json.JSONDecodeError as e:
-        raise PlanInvalid(
-            f"the arguments of {name} are not valid JSON ({e.msg} at character {e.pos})"
-        ) from e
-    if not isinstance(args, dict):
-        raise PlanInvalid(f"the arguments of {name} must be a JSON object")
+        value = json.loads(s)
+    except json.JSONDecodeError:
+        repaired = repair_json(s)
+        value = repaired[0] if repaired else None
+    if isinstance(value, dict) and "tasks" in value and "name" not in value:
+        return value
+    return None
+
+
+def _parse_reply(result_message: dict[str, Any], apps: list[AppProfile], text: str = "") -> Plan:
+    """The model's answer as a Plan, or PlanInvalid saying what to fix."""
+    schema_obj = _parse_schema_content(result_message.get("content") or "")
+    if schema_obj is not None and not result_message.get("tool_calls"):
+        tasks = schema_obj.get("tasks")
+        if tasks:
+            return _plan_of(tasks, apps, text)
+        return _reply_plan(schema_obj.get("reply"), [])
+    ex = extract(result_message, [DISPATCH_TOOL, REPLY_TOOL])
+    if not ex.calls:
+        if ex.text:  # a plain answer is a direct reply that skipped the function
+            return Plan(reply=ex.text, source="llm")
+        if ex.refused:
+            raise PlanInvalid(
+                f"unknown function {ex.refused[0]!r}; call dispatch_tasks or reply_directly"
+            )
+        detail = "; ".join(ex.notes[-1:]) or "no function was called"
+        if result_message.get("tool_calls"):
+            raise PlanInvalid(f"{detail}; call dispatch_tasks or reply_directly")
+        raise PlanInvalid(f"{detail}; call dispatch_tasks or reply_directly")
+    name, args = ex.calls[0]  # glued calls: the first real one
+    notes = [n for n in ex.notes if not n.startswith("refused")]
+    if len(ex.calls) > 1:
+        notes.append(f"the model made {len(ex.calls)} calls: the first ({name}) was used")
     if name == "reply_directly":
-        reply = args.get("text")
-        if not isinstance(reply, str) or not reply.strip():
-            raise PlanInvalid("reply_directly needs a non-empty text")
-        return Plan(reply=reply.strip(), source="llm")
-    return Plan(tasks=validate_tasks(args.get("tasks"), apps), source="llm")
+        return _reply_plan(args.get("text"), notes)
+    plan = _plan_of(args.get("tasks"), apps, text)
+    if not ex.native:
+        plan.source = "llm-normalised"
+    plan.notes = notes + plan.notes
+    return plan
 
 
 def _feedback(result_message: dict[str, Any], error: str) -> list[dict[str, Any]]:
@@ -266,12 +403,222 @@ def _feedback(result_message: dict[str, Any], error: str) -> list[dict[str, Any]
     ]
 
 
+# ----------------------------------------------------- constrained decoding
+
+SCHEMA_ID_CHARS = 8
+SCHEMA_INSTRUCTION_CHARS = 300
+SCHEMA_REPLY_CHARS = 400
+"""Caps written into the plan's JSON schema: a constrained model cannot run away in a field."""
+OLLAMA_PORT = 11434
+"""Ollama's port: its native ``format`` field is sent along with ``response_format``."""
+_REJECTED = re.compile(r"\(HTTP (?:400|404|415|422|501)\)")
+"""An LLMError for a request the server refused as such (an unknown field, not a failure)."""
+
+_schema_support: dict[str, bool] = {}
+_schema_lock = threading.Lock()
+
+
+def plan_schema(apps: list[AppProfile]) -> dict[str, Any]:
+    """The JSON schema of a plan: tasks first (the app an enum of the running apps' ids),
+    then the direct reply; every length capped."""
+    task = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "maxLength": SCHEMA_ID_CHARS},
+            "app": {"type": "string", "enum": [a.id for a in apps]},
+            "instruction": {"type": "string", "maxLength": SCHEMA_INSTRUCTION_CHARS},
+            "depends_on": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": SCHEMA_ID_CHARS},
+                "maxItems": MAX_TASKS,
+            },
+        },
+        "required": ["id", "app", "instruction", "depends_on"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "tasks": {"type": "array", "items": task, "maxItems": MAX_TASKS},
+            "reply": {"type": "string", "maxLength": SCHEMA_REPLY_CHARS},
+        },
+        "required": ["tasks", "reply"],
+        "additionalProperties": False,
+    }
+
+
+def _schema_body(base_url: str, apps: list[AppProfile]) -> dict[str, Any]:
+    schema = plan_schema(apps)
+    body: dict[str, Any] = {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "plan", "strict": True, "schema": schema},
+        }
+    }
+    if urlsplit(base_url).port == OLLAMA_PORT:
+        body["format"] = schema
+    return body
+
+
+def schema_supported(base_url: str) -> bool | None:
+    """What this process learnt about ``base_url``: True, False, or None (not tried yet)."""
+    with _schema_lock:
+        return _schema_support.get(normalize_base_url(base_url))
+
+
+def remember_schema_support(base_url: str, supported: bool | None) -> None:
+    """Record (or, with None, forget) whether ``base_url`` takes a JSON schema."""
+    url = normalize_base_url(base_url)
+    with _schema_lock:
+        if supported is None:
+            _schema_support.pop(url, None)
+        else:
+            _schema_support[url] = supported
+
+
+def _base_url(llm: LLMClient) -> str:
+    return str(llm.status().get("base_url") or "")
+
+
+def _ask(
+    llm: LLMClient,
+    messages: list[dict[str, Any]],
+    apps: list[AppProfile],
+    max_tokens: int,
+    notes: list[str],
+) -> ChatResult:
+    """One planning request: constrained by the plan's schema where the endpoint takes it
+    (found out once per base_url), else function calling."""
+    url = _base_url(llm)
+    if apps and schema_supported(url) is not False:
+        try:
+            result = llm.chat(
+                _schema_messages(messages),
+                purpose="plan",
+                temperature=0.0,
+                max_tokens=max_tokens,
+                extra_body=_schema_body(url, apps),
+            )
+        except LLMError as e:
+            if not _REJECTED.search(str(e)):
+                raise
+            remember_schema_support(url, False)
+            logger.info("%s takes no response_format json_schema: planning with tools", url)
+        else:
+            remember_schema_support(url, True)
+            return result
+    return llm.chat(
+        messages,
+        tools=[DISPATCH_TOOL, REPLY_TOOL],
+        tool_choice="auto",
+        purpose="plan",
+        temperature=0.0,
+        max_tokens=max_tokens,
+    )
+
+
+SCHEMA_HINT = """
+Answer with one JSON object and nothing else: {"tasks": [...], "reply": ""}. \
+"tasks" holds what dispatch_tasks would take (empty when no app is needed); "reply" \
+is what reply_directly would say (empty when there are tasks)."""
+
+
+def _schema_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    first = dict(messages[0])
+    first["content"] = str(first.get("content") or "") + SCHEMA_HINT
+    return [first, *messages[1:]]
+
+
+# ------------------------------------------------------------------ hybrid
+
+HYBRID_PLAUSIBLE = 0.5
+"""In hybrid mode, the model's app is worth asking about (a choice) when the router scored
+it at least this share of its own best app for the same words."""
+
+
+def _strong_words(router: OfflineRouter, task: Task) -> list[str]:
+    """The app's names and keywords the router matched for ``task`` (none: a weak match)."""
+    app = next((a for a in router.apps if a.id == task.app), None)
+    if app is None:
+        return []
+    strong = {w.lower() for w in (*app.all_names, app.id, *app.keywords) if w.strip()}
+    matched = (task.routed or {}).get("matched") or router.matched_words(task.app, task.instruction)
+    return [w for w in matched if w.lower() in strong]
+
+
+def _hybrid(text: str, model: Plan, router: OfflineRouter, offline: list[Task]) -> Plan:
+    """The model's plan, unless the router matched an app by name or keyword for every one
+    of its tasks and the model contradicts it (a direct reply, or a plan without one of
+    those apps): then the router's tasks, with the model's app offered as a choice where
+    the router also scored it well for the same words (Controller._clarify). A model's
+    plan that has the router's apps and more (a finer split) is kept."""
+    strong = [_strong_words(router, t) for t in offline]
+    if not offline or not all(strong):
+        return model
+    if model.tasks and {t.app for t in offline} <= {t.app for t in model.tasks}:
+        return model
+    said = (
+        f"the model's plan ({', '.join(t.app for t in model.tasks)})"
+        if model.tasks
+        else "the model's direct reply"
+    )
+    notes = list(model.notes)
+    asked: list[str] = []
+    for i, task in enumerate(offline):
+        other = model.tasks[i].app if i < len(model.tasks) else None
+        if other is None or other == task.app or other in task.alternatives:
+            continue
+        scores = dict(router.score(task.instruction))
+        if scores.get(other, 0.0) >= HYBRID_PLAUSIBLE * scores.get(task.app, 0.0) > 0:
+            task.alternatives = [*task.alternatives, other]
+            asked.append(f"{task.app} or {other}")
+    words = "; ".join(f"{t.app}: {', '.join(w)}" for t, w in zip(offline, strong, strict=True))
+    how = f"the user is asked ({'; '.join(asked)})" if asked else "router preferred"
+    notes.append(f"hybrid: {how} — it matched {words} — over {said}")
+    return Plan(tasks=offline, source="hybrid", notes=notes)
+
+
 # ------------------------------------------------------------------ entry
 
 
 def _offline(text: str, router: OfflineRouter, notes: list[str]) -> Plan:
     tasks = router.route(text)
     return Plan(tasks=tasks, source="offline" if tasks else "none", notes=notes)
+
+
+def _llm_plan(
+    text: str,
+    apps: list[AppProfile],
+    llm: LLMClient,
+    history_summary: str,
+    max_tokens: int,
+) -> Plan | str:
+    """The model's plan, or why there is none (a note)."""
+    messages = build_messages(text, apps, history_summary)
+    error = ""
+    notes: list[str] = []
+    for attempt in range(2):
+        try:
+            result = _ask(llm, messages, apps, max_tokens, notes)
+        except LLMError as e:
+            return f"LLM unavailable: {e}"
+        try:
+            if result.finish_reason == "length":
+                raise PlanInvalid(
+                    f"the answer was cut at llm.plan_max_tokens ({max_tokens} tokens): "
+                    "the model ran away"
+                )
+            plan = _parse_reply(result.message, apps, text)
+        except PlanInvalid as e:
+            error = str(e)
+            if result.finish_reason == "length":
+                break  # at temperature 0 it would run away again
+            messages = messages + _feedback(result.message, error)
+            continue
+        if attempt:
+            plan.notes.append(f"LLM plan corrected after: {error}")
+        return plan
+    return f"LLM plan invalid: {error}"
 
 
 def plan_instruction(
@@ -281,35 +628,35 @@ def plan_instruction(
     llm: LLMClient | None,
     router: OfflineRouter,
     history_summary: str = "",
+    mode: PlannerMode | None = None,
 ) -> Plan:
     """Plan what to do with ``text``; never raises for a bad model answer or a dead LLM.
 
-    What went wrong on the way is in ``Plan.notes``, not in the log: the caller
-    (the controller) logs the notes once and shows them to the user.
+    ``mode`` (default ``llm.planner`` of the LLM's config): ``offline``, ``llm``, or
+    ``hybrid`` (see :func:`_hybrid`). Whatever the model returns, the plan is a
+    validated task list, a direct reply in plain words, or the offline router's.
+    What went wrong on the way, and which path produced the plan, is in
+    ``Plan.notes`` (the caller logs them once and shows them); ``Plan.source``
+    is ``llm``, ``llm-normalised``, ``hybrid``, ``offline`` or ``none``.
     """
     text = (text or "").strip()
     if not text:
         return Plan(source="none", notes=["empty instruction"])
     if llm is None or not llm.enabled:
         return _offline(text, router, [])
-    messages = build_messages(text, apps, history_summary)
-    tools = [DISPATCH_TOOL, REPLY_TOOL]
-    error = ""
-    for attempt in range(2):
-        try:
-            result = llm.chat(messages, tools=tools, tool_choice="auto", purpose="plan")
-        except LLMError as e:
-            return _offline(text, router, [f"LLM unavailable: {e}; used offline router"])
-        try:
-            plan = _parse_reply(result.message, apps)
-        except PlanInvalid as e:
-            error = str(e)
-            messages = messages + _feedback(result.message, error)
-            continue
-        if attempt:
-            plan.notes.append(f"LLM plan corrected after: {error}")
-        return plan
-    return _offline(text, router, [f"LLM plan invalid: {error}; used offline router"])
+    cfg = llm.config.llm
+    mode = mode or cfg.planner
+    if mode == "offline":
+        return _offline(text, router, [])
+    got = _llm_plan(text, apps, llm, history_summary, cfg.plan_max_tokens)
+    if isinstance(got, str):
+        plan = _offline(text, router, [f"{got}; used offline router"])
+    elif mode == "hybrid":
+        offline = router.route(text)
+        plan = _hybrid(text, got, router, offline)
+    else:
+        plan = got
+    return plan
 
 
 # ---------------------------------------------------------------- history

@@ -20,6 +20,19 @@ A script item is a ``Reply``, a plain string (text content) or a dict spec
     {"delay": 3, "then": {...}}                  # answer late (client timeouts)
     {"raw": {...}}                               # this JSON body verbatim
     {"body": "not json"}                         # HTTP 200 with this non-JSON text
+    {"content": "...", "finish_reason": "length"} # cut at max_tokens (a runaway)
+    {"content": "...", "constrained": "{...}"}   # the answer when the request had a schema
+
+Transcript replay (issue 15: real small models): a script is a transcript, one
+canned response per request, in order; ``delay`` holds back the first byte;
+``finish_reason`` is sent as given; ``requests`` records every body so a test
+can assert ``max_tokens``, ``temperature`` and ``response_format``.
+``FakeOpenAI(json_schema=False)`` answers a request carrying
+``response_format: {"type": "json_schema"}`` with HTTP 400, like a server
+without constrained decoding; with ``json_schema=True`` (the default) a reply's
+``constrained`` text is sent instead of its content, and it must validate
+against the request's schema (else HTTP 500 names the violation: a fake
+that honours the schema cannot answer outside it).
 
 Standalone, for benchmarks and manual runs::
 
@@ -64,6 +77,10 @@ class Reply:
     """When set, sent verbatim as the JSON body (to break the schema on purpose)."""
     body: str | None = None
     """When set, sent verbatim as a 200 body labelled JSON that is not (a broken proxy)."""
+    finish_reason: str | None = None
+    """Sent as is; default ``tool_calls`` or ``stop``."""
+    constrained: str | None = None
+    """The content sent instead when the request carries a JSON schema (response_format)."""
 
     @classmethod
     def from_spec(cls, spec: Reply | str | dict[str, Any]) -> Reply:
@@ -86,9 +103,14 @@ class Reply:
                 int(spec["status"]), spec.get("message", ""), retry_after=spec.get("retry_after")
             )
         calls = [(c["name"], c.get("arguments", {})) for c in spec.get("tool_calls", [])]
-        if calls:
-            return tool_calls(*calls, content=spec.get("content"))
-        return text(spec.get("content", ""))
+        reply = (
+            tool_calls(*calls, content=spec.get("content"))
+            if calls
+            else text(spec.get("content", ""))
+        )
+        reply.finish_reason = spec.get("finish_reason")
+        reply.constrained = spec.get("constrained")
+        return reply
 
 
 def _args_text(arguments: Any) -> str:
@@ -223,7 +245,19 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._send_json(401, _error_body(401, _DEFAULT_ERRORS[401]))
             return
+        fmt = body.get("response_format") if isinstance(body, dict) else None
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and not owner.json_schema:
+            self._send_json(400, _error_body(400, "response_format json_schema is not supported"))
+            return
         reply = owner._next()
+        if isinstance(fmt, dict) and reply.constrained is not None:
+            problem = _schema_violation(fmt, reply.constrained)
+            if problem:
+                self._send_json(500, _error_body(500, f"constrained answer invalid: {problem}"))
+                return
+            reply = Reply(
+                content=reply.constrained, finish_reason=reply.finish_reason, delay=reply.delay
+            )
         if reply.delay and owner._stop.wait(reply.delay):
             return  # shutting down: drop the late answer
         if reply.body is not None:
@@ -247,6 +281,20 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
     }
 
 
+def _schema_violation(fmt: dict[str, Any], content: str) -> str:
+    """Why ``content`` is outside the request's JSON schema ("" when it is inside)."""
+    import jsonschema
+
+    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    try:
+        jsonschema.validate(json.loads(content), schema)
+    except json.JSONDecodeError as e:
+        return f"not JSON ({e.msg})"
+    except jsonschema.ValidationError as e:
+        return e.message
+    return ""
+
+
 def _count_tokens(value: Any) -> int:
     """A rough, deterministic token count (≈ 4 characters a token), at least 1."""
     return max(1, len(json.dumps(value, ensure_ascii=False)) // 4)
@@ -262,11 +310,14 @@ class FakeOpenAI:
         model: str = "fake-model",
         port: int = 0,
         default: Reply | str | dict[str, Any] = "ok",
+        json_schema: bool = True,
     ):
         self.api_key = api_key
         """When set, requests without ``Authorization: Bearer <api_key>`` get 401."""
         self.model = model
         self.default = Reply.from_spec(default)
+        self.json_schema = json_schema
+        """Whether ``response_format: {"type": "json_schema"}`` is taken (else HTTP 400)."""
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         """Every chat request body, in order (including refused ones)."""
@@ -370,7 +421,8 @@ class FakeOpenAI:
                     "index": 0,
                     "message": message,
                     "logprobs": None,
-                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                    "finish_reason": reply.finish_reason
+                    or ("tool_calls" if reply.tool_calls else "stop"),
                 }
             ],
             "usage": {

@@ -57,7 +57,11 @@ def test_llm_plan_runs_two_independent_tasks_concurrently(
     assert set(upstream) == {"t1", "t2"} and upstream["t1"]["message"] == "slept 1.0"
     sent = fake.requests[0]
     assert sent["model"] == "fake-model"
-    assert {t["function"]["name"] for t in sent["tools"]} == {"dispatch_tasks", "reply_directly"}
+    # constrained decoding (the fake takes a JSON schema): the app is an enum of the apps
+    schema = sent["response_format"]["json_schema"]["schema"]
+    app_field = schema["properties"]["tasks"]["items"]["properties"]["app"]
+    assert set(app_field["enum"]) >= {"echo", "slow"}
+    assert sent["temperature"] == 0 and sent["max_tokens"] == 512
     assert "睡两觉然后回声" in sent["messages"][-1]["content"]
 
 

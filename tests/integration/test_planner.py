@@ -15,6 +15,7 @@ from aios.planner import (
     PlanInvalid,
     history_extract,
     plan_instruction,
+    remember_schema_support,
     summarize_history,
     validate_tasks,
 )
@@ -37,7 +38,10 @@ ROUTER = OfflineRouter(APPS)
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(api_key=KEY) as f:
+    with FakeOpenAI(api_key=KEY, json_schema=False) as f:
+        # these tests are about function calling: the endpoint is known to take no schema
+        # (constrained decoding: tests/integration/test_planner_real_models.py)
+        remember_schema_support(f.url, False)
         yield f
 
 
@@ -120,8 +124,8 @@ def test_unknown_app_is_sent_back_once_then_the_corrected_plan_is_used(
 def test_invalid_twice_falls_back_to_the_offline_router(fake: FakeOpenAI, llm: LLMClient) -> None:
     fake.script(
         [
-            dispatch(task("t1", "music", "播放", ["t9"])),
-            dispatch(task("t1", "music", "")),
+            dispatch(task("t1", "spotify", "播放")),
+            dispatch(task("t1", "radio", "播放")),
             text("never asked"),
         ]
     )
@@ -129,22 +133,40 @@ def test_invalid_twice_falls_back_to_the_offline_router(fake: FakeOpenAI, llm: L
     assert p.source == "offline" and [t.app for t in p.tasks] == ["music"]
     assert p.tasks[0].instruction == "帮我播放周杰伦的歌"
     assert len(fake.requests) == 2
-    assert "depends on unknown task 't9'" in tool_messages(fake.requests[1])[0]
+    assert "unknown app 'spotify'" in tool_messages(fake.requests[1])[0]
     [note] = p.notes
-    assert note.startswith("LLM plan invalid: task 't1' has an empty instruction")
+    assert note.startswith("LLM plan invalid: unknown app 'radio'")
     assert note.endswith("used offline router")
+
+
+def test_an_unknown_dependency_is_dropped_not_sent_back(fake: FakeOpenAI, llm: LLMClient) -> None:
+    fake.script([dispatch(task("t1", "music", "播放", ["t9"]))])
+    p = plan("帮我播放周杰伦的歌", llm)
+    assert p.source == "llm-normalised" and [(t.app, t.depends_on) for t in p.tasks] == [
+        ("music", [])
+    ]
+    assert len(fake.requests) == 1
+    assert any("dropped depends_on ['t9']" in n for n in p.notes)
 
 
 def test_malformed_arguments_are_retried(fake: FakeOpenAI, llm: LLMClient) -> None:
     fake.script(
         [
-            tool_call("dispatch_tasks", '{"tasks": [{"id": "t1", "app": "music",'),
+            tool_call("dispatch_tasks", '{"tasks": [{"id": "t1", "app": "music", "instr'),
             dispatch(task("t1", "music", "播放音乐")),
         ]
     )
     p = plan("放点音乐", llm)
     assert p.source == "llm" and [t.app for t in p.tasks] == ["music"]
     assert "not valid JSON" in tool_messages(fake.requests[1])[0]
+
+
+def test_truncated_arguments_closed_when_unambiguous(fake: FakeOpenAI, llm: LLMClient) -> None:
+    fake.script([tool_call("dispatch_tasks", '{"tasks": [{"id": "t1", "app": "music",')])
+    p = plan("放点音乐", llm)
+    assert p.source == "llm-normalised" and len(fake.requests) == 1
+    assert [(t.app, t.instruction) for t in p.tasks] == [("music", "放点音乐")]
+    assert any("repaired the arguments" in n for n in p.notes)
 
 
 def test_unknown_function_is_retried(fake: FakeOpenAI, llm: LLMClient) -> None:
