@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.integration.conftest import Running
 
@@ -21,15 +23,31 @@ APP = "todo_lite"
 _BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
+def first_blocks(guide: Path, section: int) -> dict[str, str]:
+    """The first code block of each language in section ``section`` of ``guide``."""
+    text = guide.read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}.", 1)[1].split(f"\n## {section + 1}.", 1)[0]
+    blocks: dict[str, str] = {}
+    for lang, code in _BLOCK.findall(body):
+        blocks.setdefault(lang, code)
+    return blocks
+
+
 def first_app_files(guide: Path) -> tuple[str, str]:
     """``(manifest.json, main.py)``: the first json and python blocks of section 1."""
-    text = guide.read_text(encoding="utf-8")
-    section = text.split("\n## 1.", 1)[1].split("\n## 2.", 1)[0]
-    blocks: dict[str, str] = {}
-    for lang, body in _BLOCK.findall(section):
-        blocks.setdefault(lang, body)
+    blocks = first_blocks(guide, 1)
     assert "json" in blocks and "python" in blocks, f"{guide.name} §1 lost its example"
     return blocks["json"], blocks["python"]
+
+
+def write_first_app(apps_dir: Path) -> Path:
+    manifest, main = first_app_files(GUIDES["en"])
+    folder = apps_dir / APP
+    (folder / "workspace").mkdir(parents=True)
+    json.loads(manifest)  # the guide's manifest is valid JSON
+    (folder / "manifest.json").write_text(manifest, encoding="utf-8")
+    (folder / "main.py").write_text(main, encoding="utf-8")
+    return folder
 
 
 def act(system: Running, sid: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -54,11 +72,7 @@ def test_the_guides_first_app_answers_in_the_real_system(
     assert first_app_files(GUIDES["zh-CN"]) == (manifest, main), (
         "app-guide.zh-CN.md §1 shows other code than app-guide.md"
     )
-    folder = tmp_path / "apps" / APP
-    (folder / "workspace").mkdir(parents=True)
-    json.loads(manifest)  # the guide's manifest is valid JSON
-    (folder / "manifest.json").write_text(manifest, encoding="utf-8")
-    (folder / "main.py").write_text(main, encoding="utf-8")
+    write_first_app(tmp_path / "apps")
     system = make_system(apps_dir=tmp_path / "apps")
     apps = {a["id"]: a for a in system.get("/api/apps").json()}
     assert apps[APP]["status"] == "running", apps[APP]
@@ -69,12 +83,12 @@ def test_the_guides_first_app_answers_in_the_real_system(
     sid = opened["session_id"]
 
     out = system.post(
-        "/api/instruction", {"text": "todo buy milk", "session_id": sid, "locale": "en"}
+        "/api/instruction", {"text": "to-do lite: buy milk", "session_id": sid, "locale": "en"}
     ).json()
     [result] = out["results"]
     assert result["app"] == APP
     [added] = items(result["response"])
-    assert added["title"].endswith("buy milk") and added["done"] is False
+    assert added["title"] == "buy milk" and added["done"] is False  # routed.text: the name stripped
     done_box, delete = added["actions"]
     assert done_box["type"] == "checkbox" and delete["variant"] == "danger"
 
@@ -88,3 +102,16 @@ def test_the_guides_first_app_answers_in_the_real_system(
     gone = act(system, sid, {"action_id": "delete", "params": {"id": added["id"]}})
     assert [i["title"] for i in items(gone)] == ["call mum"]
     assert gone["message"] == "To-dos: 1"
+
+
+def test_the_guides_test_kit_example_passes_on_the_first_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§13's pytest example, run as written from the project root's place."""
+    code = first_blocks(GUIDES["en"], 13)["python"]
+    assert first_blocks(GUIDES["zh-CN"], 13)["python"] == code
+    write_first_app(tmp_path / "apps")
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "app-guide.md §13", "exec"), scope)
+    scope["test_add_and_tick"](tmp_path / "kit")
