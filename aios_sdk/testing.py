@@ -360,7 +360,8 @@ class AppHarness:
         upstream: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The ``context`` the system sends (aios/controller.py ``build_context``)."""
+        """The ``context`` the system sends (aios/controller.py ``build_context``);
+        ``routed`` is None unless given (an action, an opened window)."""
         from aios.controller import _list_files  # the system's own listing of cwd_state.files
 
         role = manifest_metadata(self.app_dir).get("role_prompt", "")
@@ -375,8 +376,21 @@ class AppHarness:
             "tool_results": dict(tool_results or {}),
             "upstream": dict(upstream or {}),
             "locale": locale or self.locale,
+            "routed": None,
             **extra,
         }
+
+    def routed(self, text: str) -> dict[str, Any]:
+        """``context.routed`` for ``text`` given to this app: the system's offline router's
+        ``{text, matched, score, source}`` (aios/router.py), with this app alone installed."""
+        from aios.router import AppProfile, OfflineRouter
+
+        if self.manifest is None:
+            raise ManifestError(f"{self.app_dir} has no {MANIFEST_FILE}: nothing to route by")
+        role = manifest_metadata(self.app_dir).get("role_prompt", "")
+        profile = AppProfile.from_manifest(self.app_id, self.manifest, role)
+        info: dict[str, Any] = OfflineRouter([profile]).routed_info(self.app_id, text, [text])
+        return info
 
     # ------------------------------------------------------------ calls
 
@@ -391,8 +405,10 @@ class AppHarness:
     ) -> dict[str, Any]:
         """The app's reply to an instruction (``follow``: after running its steps to the end).
 
-        Extra keyword arguments become ``context`` fields (``upstream=...``, ``routed=...``).
+        Extra keyword arguments become ``context`` fields (``upstream=...``); ``routed``
+        defaults to what the system's router makes of ``text`` (:meth:`routed`).
         """
+        context.setdefault("routed", self.routed(text))
         ctx = self.context(locale=locale, **context)
         return self._call(text, None, ctx, follow, answers)
 

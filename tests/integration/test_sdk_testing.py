@@ -139,6 +139,30 @@ def test_a_reply_the_system_would_refuse_is_an_error_naming_the_field(tmp_path: 
     assert str(err.value).startswith("invalid reply: view_type")
 
 
+ECHO_APP = """
+import json
+from aios_sdk import AIOSAgent, text_view
+
+
+class Echo(AIOSAgent):
+    def handle(self, instruction, context, action_request=None):
+        return text_view(json.dumps(context, sort_keys=True), state={"seen": instruction})
+"""
+
+
+def test_the_context_has_the_systems_fields_routed_and_the_saved_state(tmp_path: Path) -> None:
+    folder = make_app(tmp_path, "echo", ECHO_APP)
+    raw = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    (folder / "manifest.json").write_text(json.dumps({**raw, "keywords": ["echo"]}), "utf-8")
+    with AppHarness(folder, locale="en") as app:
+        first = json.loads(app.instruct("echo hi")["data"]["content"])
+        again = json.loads(app.action("x", {"id": 1})["data"]["content"])
+    assert first["routed"]["matched"] == ["echo"] and first["routed"]["source"] == "offline"
+    assert first["locale"] == "en" and first["app"] == "echo" and first["role"] == "test"
+    assert {"ask", "launch", "file_read"} <= set(first["available_tools"])
+    assert again["routed"] is None and again["cwd_state"]["seen"] == "echo hi"
+
+
 def test_standalone_honours_aios_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = make_app(tmp_path / "src", "plain", SAME_NAMES_APP, **{"lib.py": "WORD = ''\n"})
     monkeypatch.setenv(WORKDIR_ENV, str(tmp_path / "work"))
