@@ -461,6 +461,14 @@ class Controller:
 
     # ----------------------------------------------------------------- the DAG
 
+    def _reroute(self, task: Task, app_id: str) -> None:
+        """Give ``task`` to ``app_id`` (the user's choice): its ``routed`` is that app's."""
+        if app_id != task.app:
+            task.app = app_id
+            task.routed = OfflineRouter(self.profiles()).routed_info(
+                app_id, task.instruction, [task.instruction]
+            )
+
     def _clarify(self, plan: Plan, sid: str, run: Run, lang: str) -> bool:
         """Ask the user which app a task is for when the router could not tell (DESIGN §13).
 
@@ -475,7 +483,7 @@ class Controller:
             rivals = [task.app, *task.alternatives]
             key = "|".join(sorted(rivals))
             if remembered.get(key) in rivals:
-                task.app = remembered[key]
+                self._reroute(task, remembered[key])
                 continue
             shown = [names.get(a, a) for a in rivals]
             prompt = intents.say(
@@ -497,7 +505,7 @@ class Controller:
                 return False
             chosen = (result.result or {}).get("value") if result.status == "ok" else None
             if chosen in rivals:
-                task.app = str(chosen)
+                self._reroute(task, str(chosen))
                 remembered[key] = task.app
                 self.store.set_context_var(sid, ROUTE_CHOICES, remembered)
             # expired or unanswered: the router's best guess stands

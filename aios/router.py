@@ -393,7 +393,9 @@ _TAIL_CN = (
 _POLITE_EN = r"(?:please\s+)?"
 _VERB_EN = r"(?:open|launch|start|use|using|with|in|ask|tell)\s+"
 _ARTICLE_EN = r"(?:the\s+|my\s+)?"
-_TAIL_EN = r"(?:\s+app(?:lication)?)?(?:\s*[,:]\s*|\s+)(?:(?:and|to|please)\s+)?"
+_TAIL_EN = (
+    r"(?:\s+app(?:lication)?)?(?:\s*[,:，：]\s*|\s+|(?=[^\x00-\x7f]))(?:(?:and|to|please)\s+)?"
+)
 _TRAIL_CN = r"(?:，|,|\s)*(?:用|在|使用|通过)\s*{name}\s*(?:应用|程序|app)?\s*(?:里面|里|中|上)?$"
 _TRAIL_EN = r"(?:,|\s)+(?:in|with|using|on)\s+(?:the\s+|my\s+)?{name}(?:\s+app(?:lication)?)?$"
 
@@ -759,9 +761,15 @@ class OfflineRouter:
         for name, verb_needed in spellings:
             esc = re.escape(name)
             if name.isascii():
-                verb = f"(?:{_VERB_EN})" if verb_needed else f"(?:{_VERB_EN})?"
+                # an English name after a Chinese verb too: "用 Memo 记录 …"
+                verb = f"(?:{_VERB_EN}|(?:{_VERB_CN})\\s*)" + ("" if verb_needed else "?")
                 lead = re.compile(
-                    _POLITE_EN + verb + _ARTICLE_EN + esc + r"(?![a-z0-9])" + _TAIL_EN,
+                    f"(?:{_POLITE_EN}|{_POLITE_CN})"
+                    + verb
+                    + _ARTICLE_EN
+                    + esc
+                    + r"(?![a-z0-9])"
+                    + _TAIL_EN,
                     re.IGNORECASE,
                 )
                 trail = re.compile(_TRAIL_EN.format(name=esc), re.IGNORECASE)
@@ -779,8 +787,11 @@ class OfflineRouter:
 
     def routed_info(self, app_id: str, text: str, clauses: list[str]) -> dict[str, Any]:
         """``context["routed"]`` for a task of ``app_id`` made of ``clauses`` (its ``text``)."""
-        picks = [self.best(c) for c in clauses]
-        score = max((p[1] for p in picks if p and p[0] == app_id), default=0.0)
+        score = 0.0
+        for c in clauses:
+            pick = self.best(c)  # "打开记事本" scores as the app it names; a rival by its words
+            mine = pick[1] if pick and pick[0] == app_id else dict(self.score(c)).get(app_id, 0.0)
+            score = max(score, mine)
         matched: list[str] = []
         for c in clauses:
             matched += self.matched_words(app_id, c)

@@ -391,3 +391,18 @@ def test_routed_says_what_the_router_matched_per_segment() -> None:
     assert timer["text"] == "开始一个番茄钟" and "番茄钟" in timer["matched"]
     assert "开始一个番茄钟" in timer["matched"]  # the example it is phrased like
     assert "routed" not in tasks[0].model_dump()  # the plan the desktop sees is unchanged
+
+
+def test_routed_for_a_rival_the_user_chose_is_that_apps() -> None:
+    apps = [
+        AppProfile("jotter", "Jotter", "记录 笔记", ["记录", "笔记"], ""),
+        AppProfile("memo", "Memo", "记录 笔记", ["记录", "笔记"], ""),
+    ]
+    router = OfflineRouter(apps)
+    [task] = router.route("记录 买牛奶")
+    assert task.alternatives  # too close: the desktop asks
+    rival = "memo" if task.app == "jotter" else "jotter"
+    routed = router.routed_info(rival, "用 Memo 记录 买牛奶", ["用 Memo 记录 买牛奶"])
+    assert routed["score"] > 0 and routed["matched"]
+    if rival == "memo":
+        assert routed["text"] == "记录 买牛奶"
