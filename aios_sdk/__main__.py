@@ -1,4 +1,4 @@
-"""``python -m aios_sdk new NAME [--dir apps]`` / ``python -m aios_sdk check PATH``."""
+"""``python -m aios_sdk new NAME [--dir apps]`` / ``check PATH`` / ``dev PATH``."""
 
 from __future__ import annotations
 

@@ -547,7 +547,8 @@ def _warn_collisions(
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m aios_sdk", description="Create or check a Triton AIOS app folder."
+        prog="python -m aios_sdk",
+        description="Create, check or develop (dev: run, restart on change) a Triton AIOS app.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     new = sub.add_parser("new", help="create an app folder (DESIGN §3)")
@@ -571,6 +572,9 @@ def _parser() -> argparse.ArgumentParser:
         help="a folder of installed apps to compare names and keywords with (repeatable; "
         "default: the app's parent folder and the config's apps_dir)",
     )
+    from aios_sdk import dev  # the dev loop's subcommand (aios_sdk/dev.py)
+
+    dev.add_parser(sub)
     return parser
 
 
@@ -624,4 +628,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "dev":
+        from aios_sdk.dev import run_from_args
+
+        return run_from_args(args)
     return _new(args) if args.command == "new" else _check(args)
