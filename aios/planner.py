@@ -1,12 +1,23 @@
-"""Intent → task DAG: one function-calling request, validated, else offline.
+"""Intent → task DAG: one planning request, validated and normalised, else offline.
 
-With an LLM, ``plan_instruction`` sends ONE request offering two functions,
-``dispatch_tasks`` and ``reply_directly``. The answer is validated (known
-apps, unique ids, dependencies that exist and form no cycle, non-empty
-instructions); a bad answer is sent back once with the validation error so
-the model can correct it, and if it is still bad, or the LLM cannot be
-reached, the offline router plans instead and the plan says why in
-``notes``. Without an LLM the offline router plans directly.
+With an LLM, ``plan_instruction`` sends ONE request at temperature 0, capped at
+``llm.plan_max_tokens``: constrained by a JSON schema of the plan (the app an
+enum of the running apps) where the endpoint takes ``response_format``
+(found out once per base_url), else offering two functions, ``dispatch_tasks``
+and ``reply_directly``. The calls are read by aios/toolcalls.py wherever the
+model put them (native tool calls, or JSON text in ``content``, as small local
+models write them). A nearly-right plan is normalised, with notes (unknown or
+self references in depends_on, duplicate ids, a task given as a bare app id);
+a plan that breaks a rule that cannot be normalised (an unknown app, no
+instruction) is sent back once with the error, and if it is still bad, cut at
+max_tokens, or the LLM cannot be reached, the offline router plans instead.
+
+``llm.planner`` picks the mode: ``hybrid`` (default) keeps the model's plan
+unless the offline router matched an app's name or keyword that the model's
+plan lacks — then the router's plan runs, or the user is asked to choose when
+the router also found the model's app plausible; ``llm``; ``offline``.
+``Plan.source`` and ``Plan.notes`` say which path made the plan and why.
+Without an LLM the offline router plans directly.
 """
 
 from __future__ import annotations
@@ -369,8 +380,6 @@ def _parse_reply(result_message: dict[str, Any], apps: list[AppProfile], text: s
                 f"unknown function {ex.refused[0]!r}; call dispatch_tasks or reply_directly"
             )
         detail = "; ".join(ex.notes[-1:]) or "no function was called"
-        if result_message.get("tool_calls"):
-            raise PlanInvalid(f"{detail}; call dispatch_tasks or reply_directly")
         raise PlanInvalid(f"{detail}; call dispatch_tasks or reply_directly")
     name, args = ex.calls[0]  # glued calls: the first real one
     notes = [n for n in ex.notes if not n.startswith("refused")]
@@ -485,7 +494,6 @@ def _ask(
     messages: list[dict[str, Any]],
     apps: list[AppProfile],
     max_tokens: int,
-    notes: list[str],
 ) -> ChatResult:
     """One planning request: constrained by the plan's schema where the endpoint takes it
     (found out once per base_url), else function calling."""
@@ -546,7 +554,7 @@ def _strong_words(router: OfflineRouter, task: Task) -> list[str]:
     return [w for w in matched if w.lower() in strong]
 
 
-def _hybrid(text: str, model: Plan, router: OfflineRouter, offline: list[Task]) -> Plan:
+def _hybrid(model: Plan, router: OfflineRouter, offline: list[Task]) -> Plan:
     """The model's plan, unless the router matched an app by name or keyword for every one
     of its tasks and the model contradicts it (a direct reply, or a plan without one of
     those apps): then the router's tasks, with the model's app offered as a choice where
@@ -596,10 +604,9 @@ def _llm_plan(
     """The model's plan, or why there is none (a note)."""
     messages = build_messages(text, apps, history_summary)
     error = ""
-    notes: list[str] = []
     for attempt in range(2):
         try:
-            result = _ask(llm, messages, apps, max_tokens, notes)
+            result = _ask(llm, messages, apps, max_tokens)
         except LLMError as e:
             return f"LLM unavailable: {e}"
         try:
@@ -653,7 +660,7 @@ def plan_instruction(
         plan = _offline(text, router, [f"{got}; used offline router"])
     elif mode == "hybrid":
         offline = router.route(text)
-        plan = _hybrid(text, got, router, offline)
+        plan = _hybrid(got, router, offline)
     else:
         plan = got
     return plan
