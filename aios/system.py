@@ -35,7 +35,7 @@ from aios.launcher import AppRecord, AppStatus, Launcher
 from aios.llm import LLMClient
 from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PROCESSES, Grants
 from aios.processes import ProcessTable
-from aios.protocol import ATOMIC_TOOLS, ToolResult, parse_ui_op
+from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, parse_ui_op
 from aios.pruner import Pruner
 from aios.risk import classify
 from aios.runs import Runs, confirm_call, gate
@@ -451,6 +451,7 @@ class System:
             app_token=record.token,
             app_secret=record.launch_secret,
             app_name=record.shown_name,
+            app_names={loc: record.name_in(loc) for loc in LOCALES},
             notify_allowed=self.notify_limiter.gate(record.id),
         )
 

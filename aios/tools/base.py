@@ -54,6 +54,8 @@ class ToolContext:
     """Send an event to the desktop (``notify``); None outside the system."""
     app_name: str = ""
     """The app's name as the desktop shows it (a notification says who sent it)."""
+    app_names: dict[str, str] = field(default_factory=dict)
+    """:attr:`app_name` per UI language (the desktop titles a toast in its own)."""
     notify_allowed: Callable[[], bool] | None = None
     """False once the app exceeded its notification rate (``apps.notify_burst``)."""
     processes: ProcessTable | None = None

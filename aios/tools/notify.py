@@ -83,6 +83,7 @@ def notify(ctx: ToolContext, args: NotifyArgs) -> ToolOutput:
         "id": note_id,
         "app": ctx.app_id,
         "app_name": ctx.app_name or ctx.app_id,
+        "app_names": dict(ctx.app_names),
         "title": args.title,
         "body": args.body,
         "level": args.level,

@@ -71,13 +71,18 @@ export function toast(text, opts = {}) {
  * The toast is titled with the sending app's name (the server's app_name, which is
  * unique), never the app's own title: an app cannot pose as the system or another app.
  */
+/** The server's name of the sender in the UI language, when it sent one per language. */
+function localName(names) {
+  return names && typeof names === 'object' && !Array.isArray(names) ? toText(names[state.lang]) : '';
+}
+
 export function notify(ev, appName) {
   const entry = {
     id: toText(ev.id),
     title: toText(ev.title),
     body: toText(ev.body),
     level: level(ev.level),
-    app: toText(ev.app_name) || appName || toText(ev.app),
+    app: localName(ev.app_names) || toText(ev.app_name) || appName || toText(ev.app),
     ts: typeof ev.ts === 'number' ? new Date(ev.ts * (ev.ts < 1e12 ? 1000 : 1)) : new Date(),
   };
   items.unshift(entry);

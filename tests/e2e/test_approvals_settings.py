@@ -146,13 +146,13 @@ def test_a_tool_set_to_never_is_the_apps_policy_and_shows_after_a_reload(desk: D
         assert set((shown.get_attribute("data-risks") or "").split()) == expected, tool
     shell = page.locator("#policy_gallery_shell_exec")
     expect(shell).to_have_value("default")
-    expect(shell).to_have_accessible_name("shell_exec for 组件展示")
+    expect(shell).to_have_accessible_name("shell_exec for Gallery")
 
     shell.select_option("never")
-    expect(page.locator("#policy_status")).to_have_text("shell_exec for 组件展示: Never")
+    expect(page.locator("#policy_status")).to_have_text("shell_exec for Gallery: Never")
     assert desk.api("GET", "/api/apps/gallery/policy") == {"shell_exec": "never"}
     page.locator("#policy_gallery_cache_set").select_option("ask")
-    expect(page.locator("#policy_status")).to_have_text("cache_set for 组件展示: Ask")
+    expect(page.locator("#policy_status")).to_have_text("cache_set for Gallery: Ask")
     assert desk.api("GET", "/api/apps/gallery/policy") == {
         "shell_exec": "never",
         "cache_set": "ask",
@@ -171,7 +171,7 @@ def test_a_tool_set_to_never_is_the_apps_policy_and_shows_after_a_reload(desk: D
     reset = section.locator(".policy-reset")
     reset.focus()
     page.keyboard.press("Enter")
-    expect(page.locator("#policy_status")).to_have_text("All tools of 组件展示 are back to default")
+    expect(page.locator("#policy_status")).to_have_text("All tools of Gallery are back to default")
     assert desk.api("GET", "/api/apps/gallery/policy") == {}
     expect(page.locator("#policy_gallery_shell_exec")).to_have_value("default")
     expect(reset).to_be_hidden()

@@ -82,7 +82,7 @@ def test_open_from_the_start_menu_and_from_the_taskbar_icon(desk: Desk) -> None:
     expect(page.locator("#start_menu")).to_be_hidden()
     body = desk.body("gallery")
     expect(body.locator(".view-title")).to_have_text("Gallery: every view type")
-    expect(body.locator(".list-item")).to_have_count(16)
+    expect(body.locator(".list-item")).to_have_count(18)
     expect(page.locator("#icon_gallery")).to_have_class(re.compile(r"\bis-active\b"))
 
     desk.win("gallery").locator(".win-close").click()
@@ -91,7 +91,7 @@ def test_open_from_the_start_menu_and_from_the_taskbar_icon(desk: Desk) -> None:
 
     page.locator("#icon_gallery").click()
     expect(body.locator(".view-title")).to_have_text("Gallery: every view type")
-    expect(desk.win("gallery").locator(".win-title")).to_have_text("组件展示")
+    expect(desk.win("gallery").locator(".win-title")).to_have_text("Gallery")
     desk.shot("reopened")
 
 

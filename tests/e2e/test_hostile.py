@@ -289,7 +289,7 @@ def test_hostile_notifications_and_ui_texts_stay_text(desk: Desk) -> None:
     )
     toast = desk.page.locator("#toasts .toast").last
     # titled with the sender's name (an app cannot pose as the system); its title follows
-    expect(toast.locator(".toast-title")).to_have_text("组件展示")
+    expect(toast.locator(".toast-title")).to_have_text("Gallery")
     expect(toast.locator(".toast-body")).to_have_text(f"{H.SCRIPT}: {H.IMG_ONERROR}")
     expect(toast).to_have_class(re.compile(r"\btoast-info\b"))  # unknown level → info
 

@@ -69,7 +69,7 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
     success = toasts.filter(has_text="A notification, level success.")
     expect(success).to_have_class(re.compile(r"\btoast-success\b"))
     # the sending app's name titles the toast, never a title the app chose
-    expect(success.locator(".toast-title")).to_have_text("组件展示")
+    expect(success.locator(".toast-title")).to_have_text("Gallery")
     expect(success.locator(".toast-body")).to_have_text(
         re.compile(r"^Gallery: A notification, level success\.$")
     )
@@ -82,7 +82,7 @@ def test_a_notify_step_shows_a_toast_and_a_list_entry(desk: Desk) -> None:
     expect(items.locator(".notify-body")).to_have_text(
         ["A notification, level success.", "A notification, level info."]
     )
-    expect(items.first.locator(".notify-app")).to_have_text("组件展示")
+    expect(items.first.locator(".notify-app")).to_have_text("Gallery")
     expect(page.locator("#notifications_count")).to_be_hidden()
     desk.shot("notification_list")
 
