@@ -24,9 +24,15 @@ is a hit when:
 Modes are functions ``(text, Apps) -> Prediction`` in :data:`MODES`:
 ``offline`` is the router as the controller uses it; ``baseline`` is the
 router before examples, weights and independent clauses (``mode="baseline"``
-of aios/router.py) measured in the same run. A mode that needs an LLM (issue
-15) is one more entry. Printed per mode: accuracy overall, per kind and per
-language, p50 / p95 latency per instruction, and the misses.
+of aios/router.py) measured in the same run. The LLM modes (issue 15) run the
+planner (aios/planner.py) in its ``hybrid`` and ``llm`` modes against the fake
+OpenAI server (tests/fakes/fake_openai.py, real HTTP) replaying a ``good``
+model (the right plan, constrained by the schema) or a ``bad`` one (the shapes
+a 0.5 B local model produced, one per instruction in turn: :data:`BAD_SHAPES`),
+and, when ``AIOS_BENCH_LLM_URL`` names a local OpenAI-compatible server
+(``AIOS_BENCH_LLM_MODEL``, ``AIOS_BENCH_LLM_KEY``), against it (``-real``).
+Printed per mode: accuracy overall, per kind and per language, p50 / p95
+latency per instruction, and the misses.
 """
 
 from __future__ import annotations
@@ -151,9 +157,153 @@ def _router_mode(mode: RouterMode) -> Mode:
     return run
 
 
+# ------------------------------------------------------------ with an LLM (issue 15)
+
+ORACLE: dict[str, Case] = {}
+"""The labelled cases by text: what the fake model's replies are made from (set by main)."""
+BAD_SHAPES = (
+    "bare",
+    "fenced",
+    "glued",
+    "wrong-app",
+    "runaway",
+    "invented",
+    "truncated",
+    "then-deps",
+    "chat",
+    "garbage",
+)
+"""What a 0.5 B local model did, in turn (issue 15), one per instruction."""
+BENCH_LLM_TIMEOUT = 120.0
+"""Seconds a real endpoint (AIOS_BENCH_LLM_URL) may take per planning request."""
+
+
+def _good_tasks(case: Case) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"t{i}",
+            "app": app,
+            "instruction": case.text,
+            "depends_on": [f"t{i - 1}"] if case.dependent and i > 1 else [],
+        }
+        for i, app in enumerate(case.expect, start=1)
+    ]
+
+
+def _call_text(name: str, arguments: Any) -> str:
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def _good_replies(case: Case) -> list[Any]:
+    """A model that plans right, constrained by the schema."""
+    from tests.fakes.fake_openai import Reply
+
+    plan = {"tasks": _good_tasks(case), "reply": "" if case.expect else "好的。"}
+    return [Reply(content="", constrained=json.dumps(plan, ensure_ascii=False))]
+
+
+def _bad_replies(case: Case, n: int) -> list[Any]:
+    """One of :data:`BAD_SHAPES` (the n-th, cycling); repeated for the planner's one retry."""
+    from tests.fakes.fake_openai import Reply, tool_call
+
+    tasks = _good_tasks(case)
+    call = _call_text("dispatch_tasks", {"tasks": tasks})
+    if not tasks:
+        call = _call_text("reply_directly", {"text": "你好！"})
+    shape = BAD_SHAPES[n % len(BAD_SHAPES)]
+    wrong = "code" if "files" in case.expect else "files"
+    reply: Any = {
+        "bare": Reply(content=call),
+        "fenced": Reply(content=f"```json\n{call}\n```"),
+        "glued": Reply(content=call + _call_text("reply_directly", {"text": "ok"})),
+        "wrong-app": tool_call(
+            "dispatch_tasks", {"tasks": [{**t, "app": wrong} for t in tasks] or None}
+        ),
+        "runaway": Reply(content='{"tasks": [' + '{"id": "t1", ' * 80, finish_reason="length"),
+        "invented": Reply(content=_call_text("hello", {"text": case.text})),
+        "truncated": Reply(content=call[:-3]),
+        "then-deps": tool_call(
+            "dispatch_tasks", {"tasks": [{**t, "depends_on": ["然后"]} for t in tasks]}
+        ),
+        "chat": Reply(content="好的，我来帮你处理。"),
+        "garbage": Reply(content="```json"),
+    }[shape]
+    return [reply, reply]
+
+
+class _PlannerMode:
+    """``plan_instruction`` in a planner mode against an LLM: the fake server replaying a
+    good or a bad model, or a real endpoint (``AIOS_BENCH_LLM_URL``)."""
+
+    def __init__(self, planner: str, model: str):
+        self.planner = planner
+        self.model = model
+        self.n = 0
+        self._fake: Any = None
+        self._llm: Any = None
+
+    def _client(self) -> Any:
+        if self._llm is not None:
+            return self._llm
+        import os
+
+        from aios.config import Config
+        from aios.llm import LLMClient
+
+        if self.model == "real":
+            llm = {
+                "base_url": os.environ["AIOS_BENCH_LLM_URL"],
+                "model": os.environ.get("AIOS_BENCH_LLM_MODEL", "local"),
+                "api_key": os.environ.get("AIOS_BENCH_LLM_KEY", "no-key"),
+                "timeout": BENCH_LLM_TIMEOUT,
+            }
+        else:
+            from tests.fakes.fake_openai import FakeOpenAI
+
+            self._fake = FakeOpenAI(api_key="sk-bench", json_schema=self.model == "good")
+            self._fake.start()
+            llm = {"base_url": self._fake.url, "model": "fake", "api_key": "sk-bench"}
+        config = Config.model_validate(
+            {"llm": {**llm, "max_retries": 0, "measure_local": False, "planner": self.planner}}
+        )
+        self._llm = LLMClient(config)
+        return self._llm
+
+    def __call__(self, text: str, apps: Apps) -> Prediction:
+        from aios.planner import plan_instruction
+
+        said = _intent_prediction(text, apps)
+        if said is not None:
+            return said
+        llm = self._client()
+        if self._fake is not None:
+            case = ORACLE.get(text) or Case(text, "zh-CN", [], "smalltalk")
+            self._fake.reset()
+            self._fake.script(
+                _good_replies(case) if self.model == "good" else _bad_replies(case, self.n)
+            )
+            self.n += 1
+        plan = plan_instruction(text, apps.profiles, llm=llm, router=OfflineRouter(apps.profiles))
+        tasks = plan.tasks
+        dependent = any(t.depends_on for t in tasks) if len(tasks) > 1 else None
+        return Prediction(apps=[t.app for t in tasks], dependent=dependent)
+
+
+def _llm_modes() -> dict[str, Mode]:
+    import os
+
+    models = ["good", "bad"] + (["real"] if os.environ.get("AIOS_BENCH_LLM_URL") else [])
+    return {
+        f"{planner}-{model}": _PlannerMode(planner, model)
+        for model in models
+        for planner in ("hybrid", "llm")
+    }
+
+
 MODES: dict[str, Mode] = {
     "offline": _router_mode("default"),
     "baseline": _router_mode("baseline"),
+    **_llm_modes(),
 }
 """Benchmark modes by name; the first is the one the test holds to its floor."""
 
@@ -257,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown mode(s) {', '.join(unknown)}; known: {', '.join(MODES)}")
     cases = load_set(args.set)
+    ORACLE.update({c.text: c for c in cases})
     apps = load_apps()
     kinds = {k: sum(c.kind == k for c in cases) for k in KINDS}
     print(f"{len(cases)} instructions ({kinds}), {len(apps.profiles)} apps")

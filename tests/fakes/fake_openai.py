@@ -283,7 +283,7 @@ def _error_body(status: int, message: str) -> dict[str, Any]:
 
 def _schema_violation(fmt: dict[str, Any], content: str) -> str:
     """Why ``content`` is outside the request's JSON schema ("" when it is inside)."""
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped]
 
     schema = (fmt.get("json_schema") or {}).get("schema") or {}
     try:
@@ -291,7 +291,7 @@ def _schema_violation(fmt: dict[str, Any], content: str) -> str:
     except json.JSONDecodeError as e:
         return f"not JSON ({e.msg})"
     except jsonschema.ValidationError as e:
-        return e.message
+        return str(e.message)
     return ""
 
 
