@@ -499,13 +499,6 @@ class AIOSAgent:
         """
         return self._backend().disks()
 
-    # ------------------------------------------------------ serving
-
-    def make_app(self) -> Any:
-        """The Flask application serving this agent (for a WSGI server of your choice)."""
-        from aios_sdk.serving import create_app
-
-        return create_app(self)
     def end_process(self, pid: int) -> dict[str, Any]:
         """End one host process ("end task"); needs ``system.processes``. Ask the user first
         (``self.ask("confirm", ...)``): this ends a program the app did not start.
@@ -516,6 +509,13 @@ class AIOSAgent:
         """
         return self._backend().end_process(pid, current_session_id())
 
+    # ------------------------------------------------------ serving
+
+    def make_app(self) -> Any:
+        """The Flask application serving this agent (for a WSGI server of your choice)."""
+        from aios_sdk.serving import create_app
+
+        return create_app(self)
 
     def run(self, host: str = "127.0.0.1", port: int | None = None) -> None:
         """Serve ``/handle``, ``/tools/<name>``, ``/tools`` and ``/health`` on ``APP_PORT``."""

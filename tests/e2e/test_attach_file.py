@@ -47,7 +47,9 @@ def test_notes_launches_files_to_pick_a_file_and_gets_it_back(desk: Desk) -> Non
     # the files app opens in front, in its pick mode, saying who opened it
     expect(desk.control("files", "pick")).to_be_visible()
     expect_in_front(desk, "files")
-    expect(desk.win("files").locator(".win-opener")).to_contain_text("Notes")  # its name in the UI language
+    expect(desk.win("files").locator(".win-opener")).to_contain_text(
+        "Notes"
+    )  # its name in the UI language
     desk.shot("files_picking_for_notes")
     # by keyboard: in the small launched window the table's scroll area overlaps the
     # per-row buttons for the pointer (noted; a keyboard user picks the same way)

@@ -40,7 +40,7 @@ def test_suggestion_chips_send_their_instruction(desk: Desk) -> None:
     card.locator(".suggestion-chip", has_text="What can you do?").click()
     # the chip's instruction ran: the help answer, one chip per app
     expect(card.locator(".intent-text")).to_contain_text("Just say what you'd like to do")
-    expect(card.locator('.suggestion-chip[data-suggest]')).to_have_count(1)
+    expect(card.locator(".suggestion-chip[data-suggest]")).to_have_count(1)
     desk.shot("help-card")
     # nothing understood: the closest apps, and the start menu searching for the text
     send(desk, "qwxzv")

@@ -45,7 +45,9 @@ def test_switching_off_desktop_control_revokes_it(desk: Desk) -> None:
     switch.focus()
     page.keyboard.press("Space")
     # the app's display name is its manifest's, in the UI language (DESIGN §3)
-    expect(page.locator("#perms_status")).to_have_text("Revoked from System Control: Control the desktop")
+    expect(page.locator("#perms_status")).to_have_text(
+        "Revoked from System Control: Control the desktop"
+    )
     expect(switch).not_to_be_checked()
     assert grants(desk, "system_agent") == {"requested": ["desktop.control"], "granted": []}
 
@@ -64,5 +66,7 @@ def test_switching_off_desktop_control_revokes_it(desk: Desk) -> None:
 
     page.keyboard.press("Space")  # and on again
     expect(switch).to_be_checked()
-    expect(page.locator("#perms_status")).to_have_text("Granted to System Control: Control the desktop")
+    expect(page.locator("#perms_status")).to_have_text(
+        "Granted to System Control: Control the desktop"
+    )
     assert grants(desk, "system_agent")["granted"] == ["desktop.control"]
