@@ -58,6 +58,8 @@ class ChatResult:
     model: str
     usage: dict[str, int] = field(default_factory=dict)
     latency_ms: float = 0.0
+    finish_reason: str | None = None
+    """``stop``, ``tool_calls``, ``length`` (cut at max_tokens: the answer is incomplete)…"""
 
     @property
     def content(self) -> str:
@@ -244,8 +246,11 @@ class LLMClient:
         purpose: str | None = None,
         temperature: float = 0.2,
         max_tokens: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion; retries and falls back as configured.
+
+        ``extra_body`` goes into the request as is (``response_format``, Ollama's ``format``…).
 
         Raises LLMUnavailable when no LLM is configured, LLMError naming each
         provider's failure when none could answer.
@@ -268,6 +273,8 @@ class LLMClient:
                 kwargs["tool_choice"] = tool_choice
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
+        if extra_body:
+            kwargs["extra_body"] = extra_body
 
         failures: list[str] = []
         for i, provider in enumerate(self._providers):
@@ -349,6 +356,7 @@ class LLMClient:
                     "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
                 }
                 model = str(resp.model or provider.model)
+                finish = getattr(choices[0], "finish_reason", None)
             except Exception as e:  # noqa: BLE001 - every provider failure is an LLM failure
                 latency = (time.monotonic() - start) * 1000
                 failure = _classify(e, provider)
@@ -380,6 +388,7 @@ class LLMClient:
                 model=model,
                 usage=usage_d,
                 latency_ms=round(latency, 1),
+                finish_reason=str(finish) if finish else None,
             )
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
