@@ -96,7 +96,16 @@ class LLMConfig(LLMProvider):
     base_url: str = "https://api.deepseek.com"
     model: str = "deepseek-chat"
     max_retries: int = Field(default=2, ge=0, le=10)
+    """Retries of errors that may pass; a timeout against a loopback endpoint (a local
+    server still reading the prompt) is never retried."""
     fallback: LLMProvider = Field(default_factory=LLMProvider)
+    # part 15-L: local models
+    context_tokens: int = Field(default=0, ge=0)
+    """The server's context size in tokens (0: ask the server, llama.cpp ``/props`` n_ctx or
+    Ollama's ``num_ctx``); a prompt that may not fit is warned about once."""
+    measure_local: bool = True
+    """For a loopback endpoint, time one tiny streamed request at start (in the background)
+    and raise ``llm.timeout`` / ``handle_timeout`` for LLM calls to what that server needs."""
     # part 15-P: planning with real models
     planner: Literal["hybrid", "llm", "offline"] = "hybrid"
     """Who plans an instruction: ``hybrid`` (the model, but the offline router wins — or the

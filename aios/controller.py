@@ -9,9 +9,11 @@ It never interprets an app's ``data``; it validates replies, runs their
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -119,6 +121,10 @@ class Controller:
         self._http.mount("http://", HTTPAdapter(pool_connections=32, pool_maxsize=32))
         launcher.mount(self._http, pool_connections=32, pool_maxsize=32)
         self._summaries: dict[str, tuple[int, str]] = {}
+        self._deadlines: dict[str, dict[int, float]] = {}
+        """Per app, the ``time.monotonic()`` deadline of each call in flight (part 15-L)."""
+        self._deadline_ids = itertools.count()
+        self._deadline_lock = threading.Lock()
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""
 
@@ -659,7 +665,7 @@ class Controller:
                 "session_id": sid,
             }
             try:
-                reply = self._post(record, body)
+                reply = self._post(record, body, run.run_id if run is not None else None)
             except AppReplyInvalid as e:
                 return Outcome(record.id, error_response(str(e), title=record.id), round_no)
             steps = reply.get("steps") or []
@@ -815,7 +821,21 @@ class Controller:
             return error(f"launch: {target} failed: {got['error']}")
         return ToolResult(tool=LAUNCH_TOOL, status="ok", result=got)
 
-    def _post(self, record: AppRecord, body: dict[str, Any]) -> dict[str, Any]:
+    def app_deadline(self, app_id: str) -> float | None:
+        """When the latest call in flight to ``app_id`` times out (``time.monotonic()``),
+        or None: an LLM call the app makes for it is closed then (/api/sys/llm)."""
+        with self._deadline_lock:
+            pending = self._deadlines.get(app_id)
+            return max(pending.values()) if pending else None
+
+    def handle_timeout(self) -> float:
+        """``handle_timeout``, raised to what a measured local LLM needs (aios/llm.py)."""
+        configured = self.config.handle_timeout
+        return self.llm.handle_timeout(configured) if self.llm is not None else configured
+
+    def _post(
+        self, record: AppRecord, body: dict[str, Any], run_id: str | None = None
+    ) -> dict[str, Any]:
         if record.status != "running" or record.port is None or record.manifest is None:
             raise AppUnavailable(
                 f"app {record.id!r} is not running (status: {record.status})"
@@ -826,7 +846,8 @@ class Controller:
         with self.slots.slot(record.id, self.config.apps):
             try:
                 resp, raw = self._exchange(record, url, body, limit)
-            except AppTimeout:
+            except AppTimeout as e:
+                log.warning("%s (run %s)", e, run_id or "-")
                 self.launcher.note_handle(record.id, timed_out=True)
                 raise
         self.launcher.note_handle(record.id, timed_out=False)
@@ -861,7 +882,7 @@ class Controller:
         socket timeout that covers the longest wait, and the deadline here
         moves on for as long as the app waits on a decision.
         """
-        timeout = self.config.handle_timeout
+        timeout = self.handle_timeout()
         fut = run_in_thread(
             self._exchange_now,
             record,
@@ -872,14 +893,28 @@ class Controller:
             name=f"aios-call-{record.id}",
         )
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return fut.result(timeout=max(0.0, deadline - time.monotonic()))
-            except FutureTimeout:
-                if self.approvals.waits_for(record.id):
-                    deadline = time.monotonic() + timeout
-                    continue
-                raise AppTimeout(f"app {record.id!r} did not answer within {timeout:g} s") from None
+        key = next(self._deadline_ids)
+        with self._deadline_lock:
+            self._deadlines.setdefault(record.id, {})[key] = deadline
+        try:
+            while True:
+                try:
+                    return fut.result(timeout=max(0.0, deadline - time.monotonic()))
+                except FutureTimeout:
+                    if self.approvals.waits_for(record.id):
+                        deadline = time.monotonic() + timeout
+                        with self._deadline_lock:
+                            self._deadlines[record.id][key] = deadline
+                        continue
+                    raise AppTimeout(
+                        f"app {record.id!r} did not answer within {timeout:g} s"
+                    ) from None
+        finally:
+            with self._deadline_lock:
+                pending = self._deadlines.get(record.id, {})
+                pending.pop(key, None)
+                if not pending:
+                    self._deadlines.pop(record.id, None)
 
     def _exchange_now(
         self, record: AppRecord, url: str, body: dict[str, Any], limit: int, timeout: float

@@ -13,15 +13,29 @@ Every attempt, failed ones included, is recorded in the store's
 the ``JSONDecodeError`` the client lets escape on a 200 whose body is not
 JSON — are mapped to ``LLMError`` here with a message naming the provider and
 the cause, so callers fall back (offline router) as for an HTTP 500.
+
+Local models (a llama.cpp / Ollama / vLLM server on a loopback address): a timeout
+there means the server is still reading the prompt, so it is not retried (a retry
+only queues the same prompt behind the first). A call made for an app
+(``deadline``) is bounded by the app's remaining time and closed when it passes
+(recorded as cancelled: no late answer nobody receives). At start, one tiny
+streamed request measures the server's time to first token in the background
+(``llm.measure_local``) and the timeouts for LLM calls are raised to what that
+server needs, or one log line says what to set; the server's context size
+(``llm.context_tokens``, llama.cpp ``/props``, Ollama ``/api/show``) is read
+too, and a prompt that may not fit is warned about once.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from aios.config import Config
 from aios.errors import LLMError, LLMUnavailable, StoreError
@@ -45,6 +59,24 @@ RETRY_AFTER_CAP = 2.0
 """Seconds: the longest we wait on a Retry-After before the next attempt (a user is waiting)."""
 BACKOFF_BASE = 0.25
 """Seconds before the first retry without Retry-After; doubles each time, capped as above."""
+PROBE_TIMEOUT = 120.0
+"""Seconds the start-up probe of a local server may take (a cold model loads first)."""
+PROBE_PROMPT = "Reply with one word: ok. " * 25
+"""The probe's prompt: long enough (~200 tokens) that reading it says something about speed."""
+TYPICAL_PROMPT_TOKENS = 3300
+"""Tokens of the largest prompt we send (the generic assistant: role, tool schemas, state)."""
+TIMEOUT_FACTOR = 2.0
+"""The derived timeout is this many times the estimated time to read a typical prompt."""
+MIN_DERIVED_TIMEOUT = 30.0
+"""Seconds (the default ``llm.timeout``): a derived timeout below this leaves the configured
+ones as they are; the probe's noise on a busy machine never slows down a fast server's
+failures."""
+CHARS_PER_TOKEN = 3.0
+"""For estimating a prompt's tokens before sending it (JSON and Chinese run below 4)."""
+APP_REPLY_MARGIN = 1.5
+"""Seconds an app keeps, once its LLM call is closed at its deadline, to say it ran out of time."""
+CONTEXT_HEADROOM = 0.9
+"""A prompt estimated above this share of the server's context is warned about."""
 
 
 @dataclass
@@ -70,6 +102,21 @@ class ChatResult:
         return list(self.message.get("tool_calls") or [])
 
 
+class LLMCancelled(LLMError):
+    """The call was closed because the app it was made for ran out of time."""
+
+
+def is_loopback(base_url: str) -> bool:
+    """``localhost``, 127.0.0.0/8 or ::1: a server on this machine (a local model)."""
+    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclass
 class _Provider:
     name: str
@@ -78,6 +125,10 @@ class _Provider:
     api_key: str
     timeout: float
     retries: int
+
+    @property
+    def local(self) -> bool:
+        return is_loopback(self.base_url)
 
     def describe(self) -> str:
         return f"{self.name} LLM ({self.model} at {self.base_url})"
@@ -88,6 +139,7 @@ class _Failure:
     message: str
     retryable: bool
     retry_after: float | None = None
+    timeout: bool = False
 
 
 def normalize_base_url(url: str) -> str:
@@ -127,11 +179,19 @@ def _api_message(e: openai.APIStatusError) -> str:
     return ""
 
 
-def _classify(e: Exception, provider: _Provider) -> _Failure:
+def _classify(e: Exception, provider: _Provider, timeout: float | None = None) -> _Failure:
     """Map an ``openai`` exception to a message for a person and whether to retry."""
     openai = _openai()
     if isinstance(e, openai.APITimeoutError):
-        return _Failure(f"timed out after {provider.timeout:g} s", True)
+        seconds = provider.timeout if timeout is None else timeout
+        if provider.local:
+            return _Failure(
+                f"timed out after {seconds:g} s (a local server: not retried; "
+                "raise llm.timeout if it needs longer to read the prompt)",
+                False,
+                timeout=True,
+            )
+        return _Failure(f"timed out after {seconds:g} s", True, timeout=True)
     if isinstance(e, openai.APIConnectionError):
         cause = e.__cause__ or e.__context__
         detail = f": {cause}" if cause else ""
@@ -230,10 +290,29 @@ class LLMClient:
         self._last_error: str | None = None
         self._last_ok_ts: float | None = None
         self._last_provider: _Provider | None = None
+        self._derived_timeout: float | None = None
+        self._context_tokens: int | None = llm.context_tokens or None
+        self._context_warned = False
+        self.ttft: float | None = None
+        """Seconds to the first token of the start-up probe (a local primary only)."""
+        self.probed = threading.Event()
+        if self._providers and self._providers[0].local and llm.measure_local:
+            threading.Thread(target=self._probe, name="aios-llm-probe", daemon=True).start()
+        else:
+            self.probed.set()
 
     @property
     def enabled(self) -> bool:
         return bool(self._providers)
+
+    def timeout_for(self, provider: _Provider) -> float:
+        """The configured timeout, raised to what the probe found a local server needs."""
+        derived = self._derived_timeout if provider.local else None
+        return max(provider.timeout, derived or 0.0)
+
+    def handle_timeout(self, configured: float) -> float:
+        """``handle_timeout`` for a call to an app that may use the LLM (raised the same way)."""
+        return max(configured, self._derived_timeout or 0.0)
 
     # ------------------------------------------------------------- public
 
@@ -246,11 +325,14 @@ class LLMClient:
         purpose: str | None = None,
         temperature: float = 0.2,
         max_tokens: int | None = None,
+        deadline: float | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion; retries and falls back as configured.
 
-        ``extra_body`` goes into the request as is (``response_format``, Ollama's ``format``…).
+        ``deadline`` (``time.monotonic()`` seconds): the call is closed when it passes,
+        whatever the timeouts say (LLMCancelled; no retry, no fallback). ``extra_body``
+        goes into the request as is (``response_format``, Ollama's ``format``…).
 
         Raises LLMUnavailable when no LLM is configured, LLMError naming each
         provider's failure when none could answer.
@@ -275,6 +357,7 @@ class LLMClient:
             kwargs["max_tokens"] = max_tokens
         if extra_body:
             kwargs["extra_body"] = extra_body
+        self._check_context(messages, tools)
 
         failures: list[str] = []
         for i, provider in enumerate(self._providers):
@@ -286,7 +369,7 @@ class LLMClient:
                     provider.describe(),
                 )
             try:
-                result = self._call_provider(provider, kwargs, purpose)
+                result = self._call_provider(provider, kwargs, purpose, deadline)
             except _ProviderFailed as e:
                 failures.append(str(e))
                 continue
@@ -337,14 +420,28 @@ class LLMClient:
             return client
 
     def _call_provider(
-        self, provider: _Provider, kwargs: dict[str, Any], purpose: str | None
+        self,
+        provider: _Provider,
+        kwargs: dict[str, Any],
+        purpose: str | None,
+        deadline: float | None = None,
     ) -> ChatResult:
         client = self._client(provider)
         attempts = provider.retries + 1
         for attempt in range(attempts):
+            timeout = self.timeout_for(provider)
+            bounded = False
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._cancelled(provider, purpose, 0.0, None)
+                if left < timeout:
+                    timeout, bounded = left, True
             start = time.monotonic()
             try:
-                resp = client.chat.completions.create(model=provider.model, **kwargs)
+                resp = client.chat.completions.create(
+                    model=provider.model, timeout=timeout, **kwargs
+                )
                 choices = getattr(resp, "choices", None)
                 if not choices or getattr(choices[0], "message", None) is None:
                     raise LLMError("invalid response: no message in the reply")
@@ -359,7 +456,9 @@ class LLMClient:
                 finish = getattr(choices[0], "finish_reason", None)
             except Exception as e:  # noqa: BLE001 - every provider failure is an LLM failure
                 latency = (time.monotonic() - start) * 1000
-                failure = _classify(e, provider)
+                failure = _classify(e, provider, timeout)
+                if failure.timeout and bounded:
+                    raise self._cancelled(provider, purpose, latency, e) from e
                 self._record(provider, purpose, latency, ok=False, error=failure.message)
                 last = attempt == attempts - 1
                 if not failure.retryable or last:
@@ -371,6 +470,8 @@ class LLMClient:
                     else BACKOFF_BASE * 2**attempt
                 )
                 wait = min(wait, RETRY_AFTER_CAP)
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    raise self._cancelled(provider, purpose, latency, e) from e
                 logger.info(
                     "LLM %s attempt %d failed (%s); retrying in %.2f s",
                     provider.name,
@@ -391,6 +492,132 @@ class LLMClient:
                 finish_reason=str(finish) if finish else None,
             )
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _cancelled(
+        self, provider: _Provider, purpose: str | None, latency_ms: float, cause: Any
+    ) -> LLMCancelled:
+        """Record and return the error of a call closed at its caller's deadline."""
+        message = (
+            f"cancelled after {latency_ms / 1000:.1f} s: out of time (the request it was "
+            "made for had to be answered by then)"
+        )
+        self._record(provider, purpose, latency_ms, ok=False, error=message)
+        logger.warning("LLM call%s %s", f" for {purpose}" if purpose else "", message)
+        return LLMCancelled(f"{provider.describe()}: {message}")
+
+    # ------------------------------------------------------- local servers
+
+    def _probe(self) -> None:
+        """Time to first token and context size of a local primary; never raises."""
+        try:
+            self._measure(self._providers[0])
+        finally:
+            self.probed.set()
+
+    def _measure(self, provider: _Provider) -> None:
+        try:
+            self._probe_context(provider)
+            client = self._client(provider)
+            start = time.monotonic()
+            stream = client.chat.completions.create(
+                model=provider.model,
+                messages=[{"role": "user", "content": PROBE_PROMPT}],
+                max_tokens=1,
+                temperature=0,
+                stream=True,
+                timeout=PROBE_TIMEOUT,
+            )
+            try:
+                for _chunk in stream:
+                    break
+            finally:
+                stream.close()
+            self.ttft = time.monotonic() - start
+        except Exception as e:  # noqa: BLE001 - a probe that fails changes nothing
+            logger.info("could not time the local LLM at %s: %s", provider.base_url, e)
+            return
+        probe_tokens = max(1, len(PROBE_PROMPT) // 4)
+        estimate = self.ttft / probe_tokens * TYPICAL_PROMPT_TOKENS
+        needed = round(TIMEOUT_FACTOR * estimate)
+        if needed >= MIN_DERIVED_TIMEOUT and needed > min(
+            provider.timeout, self.config.handle_timeout
+        ):
+            self._derived_timeout = float(needed)
+            logger.warning(
+                "local LLM %s: first token after %.1f s for a %d-token prompt, so a "
+                "%d-token prompt needs about %.0f s; LLM calls use a %d s timeout "
+                '(set "llm": {"timeout": %d} and "handle_timeout": %d to keep it)',
+                provider.model,
+                self.ttft,
+                probe_tokens,
+                TYPICAL_PROMPT_TOKENS,
+                estimate,
+                needed,
+                needed,
+                needed,
+            )
+        else:
+            logger.info(
+                "local LLM %s: first token after %.2f s; llm.timeout %g s is enough",
+                provider.model,
+                self.ttft,
+                provider.timeout,
+            )
+
+    def _probe_context(self, provider: _Provider) -> None:
+        """llama.cpp ``/props`` n_ctx or Ollama ``/api/show`` num_ctx, when the server says."""
+        if self._context_tokens:
+            return
+        import requests
+
+        root = provider.base_url.removesuffix("/v1")
+        n: Any = None
+        try:
+            r = requests.get(f"{root}/props", timeout=PROBE_TIMEOUT)
+            if r.ok:
+                props = r.json()
+                settings = props.get("default_generation_settings") or {}
+                n = props.get("n_ctx") or settings.get("n_ctx")
+            if not n:
+                r = requests.post(
+                    f"{root}/api/show", json={"model": provider.model}, timeout=PROBE_TIMEOUT
+                )
+                if r.ok:
+                    show = r.json()
+                    params = str(show.get("parameters") or "")
+                    for line in params.splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "num_ctx":
+                            n = value.strip()
+                    info = show.get("model_info") or {}
+                    n = n or next(
+                        (v for k, v in info.items() if k.endswith(".context_length")), None
+                    )
+        except (requests.RequestException, ValueError, AttributeError):
+            return
+        try:
+            self._context_tokens = int(n) if n else None
+        except (TypeError, ValueError):
+            self._context_tokens = None
+
+    def _check_context(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> None:
+        """Warn once when a prompt may not fit in the server's context."""
+        limit = self._context_tokens
+        if not limit or self._context_warned:
+            return
+        size = len(json.dumps([messages, tools or []], ensure_ascii=False))
+        tokens = int(size / CHARS_PER_TOKEN)
+        if tokens > CONTEXT_HEADROOM * limit:
+            self._context_warned = True
+            logger.warning(
+                "an LLM prompt of about %d tokens may not fit the server's context of %d "
+                "tokens: raise the server's context size (llama.cpp -c, Ollama num_ctx) "
+                "or set llm.context_tokens",
+                tokens,
+                limit,
+            )
 
     def _record(
         self,

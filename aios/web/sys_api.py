@@ -6,6 +6,7 @@ from flask import Blueprint, Response, g, jsonify
 
 from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
 from aios.launcher import AppRecord
+from aios.llm import APP_REPLY_MARGIN, LLMCancelled
 from aios.protocol import forwardable_reply
 from aios.web.request import check_progress, error, json_body, session, system
 from aios.web.schemas import SysLLMBody, SysToolBody, parse
@@ -43,15 +44,22 @@ def sys_push() -> Response:
 @bp.post("/llm")
 def sys_llm() -> Response:
     body = parse(SysLLMBody, json_body())
+    sys_, app_id = system(), _caller().id
+    # Bounded by the time the app has left to answer the call it is working on, less a
+    # moment for it to say it ran out of time: nobody would receive a later answer.
+    app_deadline = sys_.controller.app_deadline(app_id)
     try:
-        result = system().llm.chat(
+        result = sys_.llm.chat(
             body.messages,
             tools=body.tools,
             tool_choice=body.tool_choice,
-            purpose=f"app:{_caller().id}",
+            purpose=f"app:{app_id}",
+            deadline=app_deadline - APP_REPLY_MARGIN if app_deadline is not None else None,
         )
     except LLMUnavailable as e:
         return error(503, str(e))
+    except LLMCancelled as e:
+        return error(504, str(e))
     except LLMError as e:
         return error(502, str(e))
     return jsonify(

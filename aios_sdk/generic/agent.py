@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 
 from aios.errors import LLMError, LLMUnavailable, ManifestError, ProtocolError
 from aios.protocol import VIEW_TYPES, error_response, parse_response
+from aios.toolcalls import extract, looks_like_code
 from aios_sdk._session import current_session_id
 from aios_sdk.agent import AIOSAgent
 from aios_sdk.context import locale_of
@@ -19,14 +21,18 @@ from aios_sdk.generic.loop import (
     STATE_CHARS,
     Outcome,
     assistant_message,
+    call_key,
     check_args,
+    clean_args,
     dumps,
     parse_call,
     question_from,
     result_text,
+    result_view,
 )
 from aios_sdk.generic.memory import ConversationMemory, conversation_key
-from aios_sdk.generic.prompts import SHOW_VIEW, SHOW_VIEW_TOOL, system_prompt
+from aios_sdk.generic.prompts import SHOW_VIEW, SHOW_VIEW_TOOL, system_prompt, with_context
+from aios_sdk.generic.toolset import relevant_tools, short_schema
 from aios_sdk.generic.views import view_data_problems
 from aios_sdk.views import desktop_button, text_view
 
@@ -145,8 +151,10 @@ class GenericAgent(AIOSAgent):
                 conv = {
                     "messages": [
                         {"role": "system", "content": self.system_prompt(context)},
-                        {"role": "user", "content": user_text},
+                        {"role": "user", "content": with_context(context, user_text)},
                     ],
+                    "offer": question or user_text,
+                    "done": {},
                     "round": 0,
                     "next_step": 1,
                     "pending": [],
@@ -207,13 +215,23 @@ class GenericAgent(AIOSAgent):
 
     # ------------------------------------------------------------- the LLM
 
-    def tool_specs(self, context: dict[str, Any]) -> list[dict[str, Any]]:
-        """Function schemas offered to the LLM: atomic tools, this app's tools, show_view."""
+    def tool_specs(self, context: dict[str, Any], request: str = "") -> list[dict[str, Any]]:
+        """Function schemas offered to the LLM: atomic tools, this app's tools, show_view.
+
+        With ``request``, only the atomic tools its words call for (all when it names
+        none, toolset.relevant_tools), their schemas shortened.
+        """
         from aios.tools import tool_schemas
 
         available = context.get("available_tools")
         allowed = set(available) if isinstance(available, list) and available else None
-        specs = [s for s in tool_schemas() if allowed is None or s["function"]["name"] in allowed]
+        wanted = relevant_tools(request) if request else None
+        specs = [
+            short_schema(s) if request else s
+            for s in tool_schemas()
+            if (allowed is None or s["function"]["name"] in allowed)
+            and (wanted is None or s["function"]["name"] in wanted)
+        ]
         for name, info in self.custom_tools().items():
             specs.append(
                 {
@@ -252,12 +270,12 @@ class GenericAgent(AIOSAgent):
                 }
             )
         else:
-            tools = self.tool_specs(context)
+            tools = self.tool_specs(context, str(conv.get("offer") or ""))
         names = {t["function"]["name"] for t in tools}
         problem = ""
         for attempt in range(2):
             reply = self.llm(messages, tools=tools)
-            outcome = self._interpret(reply, names, conv, context)
+            outcome = self._interpret(reply, names, conv, context, tools)
             if outcome.kind == "problem":
                 problem = outcome.problem
                 if attempt == 0:
@@ -273,6 +291,11 @@ class GenericAgent(AIOSAgent):
             self._memory.forget(key)
             return outcome.reply
         self._memory.forget(key)
+        last = conv.get("done", {}).get(conv.get("last_done") or "")
+        if last:
+            # Tools ran but the model cannot finish: their last result is the answer.
+            log.info("LLM answer still unusable (%s); showing the last tool result", problem)
+            return self._finish(self._result_view(last, context), conv, en)
         title = "The assistant gave an unusable answer" if en else "智能助手的回答无法显示"
         message = (
             f"The LLM's answer could not be used, even after it was told why: {problem}"
@@ -281,11 +304,80 @@ class GenericAgent(AIOSAgent):
         )
         return self._error(message, title, conv.get("question", ""), en)
 
+    def _result_view(self, done: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
+        en = locale_of(context) == "en"
+        view = result_view(str(done.get("tool")), done.get("entry"), en)
+        checked, problem = self._validate_view(view, context)
+        if problem:
+            return _text_view(dumps(done.get("entry"), STATE_CHARS), en)
+        return checked
+
+    def _calls_from_text(
+        self, reply: dict[str, Any], tools: list[dict[str, Any]], conv: dict[str, Any]
+    ) -> tuple[list[Any], str | None, list[str]]:
+        """Calls a model wrote as text in ``content`` (aios/toolcalls.py), as native ones:
+        the reply is rewritten so the conversation stays well formed. Returns the calls,
+        the plain text when there is no call, and the names refused."""
+        ex = extract(reply, tools)
+        for note in ex.notes:
+            log.info("LLM answer: %s", note)
+        if not ex.calls:
+            return [], ex.text, ex.refused
+        calls = [
+            {
+                "id": f"call_{conv['next_step']}_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+            for i, (name, args) in enumerate(ex.calls)
+        ]
+        reply["tool_calls"], reply["content"] = calls, None
+        return calls, None, ex.refused
+
+    def _text_outcome(
+        self,
+        reply: dict[str, Any],
+        names: set[str],
+        conv: dict[str, Any],
+        tools: list[dict[str, Any]],
+        en: bool,
+    ) -> tuple[list[Any], Outcome | None]:
+        """An answer in ``content``: the calls written in it, or what to answer instead."""
+        calls, plain, refused = self._calls_from_text(reply, tools, conv)
+        if calls:
+            return calls, None
+        if plain is not None:
+            return [], Outcome.done(self._finish(_text_view(plain, en), conv, en))
+        if refused:
+            offered = ", ".join(sorted(names))
+            return [], Outcome.bad(
+                f"unknown function(s) {', '.join(refused)}",
+                [
+                    {
+                        "role": "user",
+                        "content": f"There is no function {', '.join(refused)}. The "
+                        f"functions are: {offered}. Call one of them, or answer in words.",
+                    }
+                ],
+            )
+        # JSON or markup that is no call: shown as it is, never spoken.
+        text = str(reply.get("content") or "").strip()
+        return [], Outcome.done(self._finish(_text_view(text, en), conv, en))
+
     def _interpret(
-        self, reply: dict[str, Any], names: set[str], conv: dict[str, Any], context: dict[str, Any]
+        self,
+        reply: dict[str, Any],
+        names: set[str],
+        conv: dict[str, Any],
+        context: dict[str, Any],
+        tools: list[dict[str, Any]] | None = None,
     ) -> Outcome:
         en = locale_of(context) == "en"
         calls = reply.get("tool_calls") or []
+        if (not isinstance(calls, list) or not calls) and str(reply.get("content") or "").strip():
+            calls, answered = self._text_outcome(reply, names, conv, tools or [], en)
+            if answered is not None:
+                return answered
         if not isinstance(calls, list) or not calls:
             text = str(reply.get("content") or "").strip()
             if not text:
@@ -300,11 +392,8 @@ class GenericAgent(AIOSAgent):
                         }
                     ],
                 )
-            return Outcome.done(self._finish(_text_view(text), conv, en))
-        parsed: list[tuple[str, str, Any, str]] = []  # (call id, name, args, problem)
-        for call in calls:
-            cid, name, args, problem = parse_call(call, names)
-            parsed.append((cid, name, args, problem))
+            return Outcome.done(self._finish(_text_view(text, en), conv, en))
+        parsed = self._parse_calls(calls, names, tools or [])
         work = [p for p in parsed if p[1] != SHOW_VIEW]
         views = [p for p in parsed if p[1] == SHOW_VIEW]
         problems = {cid: problem for cid, _, _, problem in parsed if problem}
@@ -333,22 +422,11 @@ class GenericAgent(AIOSAgent):
                 for cid, _, _, _ in parsed
             ]
             return Outcome.bad("; ".join(problems.values()), feedback)
-        steps: list[dict[str, Any]] = []
-        pending: list[dict[str, Any]] = []
-        for cid, name, args, _ in parsed:
-            if name == SHOW_VIEW:
-                pending.append(
-                    {
-                        "id": cid,
-                        "answer": "not shown: call show_view alone, after "
-                        "the results of the other calls",
-                    }
-                )
-                continue
-            step_id = conv["next_step"]
-            conv["next_step"] = step_id + 1
-            steps.append({"step_id": step_id, "tool": name, "args": args})
-            pending.append({"id": cid, "step": f"step_{step_id}"})
+        steps, pending, repeated = self._plan(parsed, conv)
+        if repeated and not steps:
+            log.info("the LLM repeated a call it already made; showing its result")
+            view = self._result_view(conv["done"][repeated], context)
+            return Outcome.done(self._finish(view, conv, en))
         try:
             steps = self.plan_steps(steps)
         except ProtocolError as e:
@@ -359,17 +437,79 @@ class GenericAgent(AIOSAgent):
                     for cid, _, _, _ in parsed
                 ],
             )
-        tools = ", ".join(s["tool"] for s in steps)
+        used = ", ".join(s["tool"] for s in steps)
         said = str(reply.get("content") or "").strip()
         loading = {
             "status": "ok",
             "view_type": "loading",
-            "data": {"message": said or (f"Working: {tools}…" if en else f"正在执行：{tools}…")},
+            "data": {"message": said or (f"Working: {used}…" if en else f"正在执行：{used}…")},
             "actions": [],
             "steps": steps,
             "message": said or ("Working on it…" if en else "正在处理…"),
         }
         return Outcome("steps", reply=loading, pending=pending)
+
+    def _parse_calls(
+        self, calls: list[Any], names: set[str], tools: list[dict[str, Any]]
+    ) -> list[tuple[str, str, Any, str]]:
+        """(call id, name, args, problem) of each call, the arguments cleaned (loop.clean_args)."""
+        params = {t["function"]["name"]: t["function"].get("parameters") for t in tools}
+        parsed: list[tuple[str, str, Any, str]] = []
+        for call in calls:
+            cid, name, args, problem = parse_call(call, names)
+            if not problem and name != SHOW_VIEW and isinstance(args, dict):
+                args, notes = clean_args(name, args, self._full_params(name, params), self.app_id())
+                for note in notes:
+                    log.info("tool call repaired: %s", note)
+            parsed.append((cid, name, args, problem))
+        return parsed
+
+    def _plan(
+        self, parsed: list[tuple[str, str, Any, str]], conv: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+        """The steps of a turn, what answers each call, and the key of a repeated call."""
+        steps: list[dict[str, Any]] = []
+        pending: list[dict[str, Any]] = []
+        done: dict[str, Any] = conv.setdefault("done", {})
+        repeated = ""
+        for cid, name, args, _ in parsed:
+            if name == SHOW_VIEW:
+                pending.append(
+                    {
+                        "id": cid,
+                        "answer": "not shown: call show_view alone, after "
+                        "the results of the other calls",
+                    }
+                )
+                continue
+            ckey = call_key(name, args)
+            if ckey in done:
+                # The loop guard: the same (tool, arguments) again is answered, not re-run.
+                repeated = ckey
+                pending.append(
+                    {
+                        "id": cid,
+                        "answer": "already called with the same arguments; its result: "
+                        + result_text(done[ckey]["entry"]),
+                    }
+                )
+                continue
+            step_id = conv["next_step"]
+            conv["next_step"] = step_id + 1
+            steps.append({"step_id": step_id, "tool": name, "args": args})
+            pending.append({"id": cid, "step": f"step_{step_id}", "key": ckey, "tool": name})
+        return steps, pending, repeated
+
+    def _full_params(self, name: str, offered: dict[str, Any]) -> dict[str, Any] | None:
+        """A tool's full parameter schema (the offered one may be shortened)."""
+        from aios.tools import tool_schemas
+
+        for spec in tool_schemas():
+            if spec["function"]["name"] == name:
+                full: dict[str, Any] = spec["function"]["parameters"]
+                return full
+        found = offered.get(name)
+        return found if isinstance(found, dict) else None
 
     def _validate_view(self, args: Any, context: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """The reply for a show_view call, and "" or the reason it is unusable."""
@@ -402,6 +542,8 @@ class GenericAgent(AIOSAgent):
 
     def _finish(self, view: dict[str, Any], conv: dict[str, Any], en: bool) -> dict[str, Any]:
         """The final reply: the view, a follow-up input, and the state for later clicks."""
+        if looks_like_code(view.get("message")):
+            view = {**view, "message": _pick(en, "这是模型的回答。", "Here is the model's answer.")}
         actions = list(view.get("actions") or [])
         if not any(isinstance(a, dict) and a.get("action_id") == "ask" for a in actions):
             actions.append(_ask_input(en, follow_up=True))
@@ -432,7 +574,15 @@ class GenericAgent(AIOSAgent):
             if "answer" in call:
                 content = call["answer"]
             elif call.get("step") in results:
-                content = result_text(results[call["step"]])
+                entry = results[call["step"]]
+                content = result_text(entry)
+                if call.get("key"):
+                    kept = entry if len(dumps(entry, STATE_CHARS + 1)) <= STATE_CHARS else content
+                    conv.setdefault("done", {})[call["key"]] = {
+                        "tool": call.get("tool"),
+                        "entry": kept,
+                    }
+                    conv["last_done"] = call["key"]
             else:
                 content = "not run: an earlier step of the same turn failed and stopped the plan"
             conv["messages"].append(
@@ -566,11 +716,14 @@ def _ask_input(en: bool, *, follow_up: bool) -> dict[str, Any]:
     return {"type": "input", "label": label, "action_id": "ask", "placeholder": placeholder}
 
 
-def _text_view(text: str) -> dict[str, Any]:
-    # The spoken message is the first sentence; "todo.txt" is not the end of one.
+def _text_view(text: str, en: bool = False) -> dict[str, Any]:
+    # The spoken message is the first sentence; "todo.txt" is not the end of one. Text that
+    # is JSON, a fenced block or markup is shown, never spoken: a plain sentence is.
     line = text.strip().split("\n", 1)[0]
     end = _SENTENCE_END.search(line)
     first = line[: end.end()] if end else line
+    if looks_like_code(text) or looks_like_code(first):
+        first = _pick(en, "这是模型的回答。", "Here is the model's answer.")
     return {
         "status": "ok",
         "view_type": "text",

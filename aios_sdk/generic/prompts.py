@@ -1,4 +1,11 @@
-"""What the generic app tells the LLM: the ``show_view`` function and the system prompt."""
+"""What the generic app tells the LLM: the ``show_view`` function and the system prompt.
+
+The system message holds only what is the same on every request of this app in
+one language (role, how to work, views, controls): servers with a prompt cache
+(llama.cpp, vLLM, Ollama) render the tool schemas right after it, so that whole
+prefix is read once. What changes (files, the session so far, the last view)
+goes in the user's message, after it (:func:`context_note`).
+"""
 
 from __future__ import annotations
 
@@ -66,7 +73,8 @@ def system_prompt(
     role_prompt: str,
     max_tool_rounds: int,
 ) -> str:
-    """The system message of a request: the role, how to work, the views and controls."""
+    """The system message of a request: the role, how to work, the views and controls
+    (stable: nothing of the request or the session is in it)."""
     role = str(context.get("role") or role_prompt or "You are a helpful assistant.")
     app = str(context.get("app") or app_id)
     language = (
@@ -74,9 +82,6 @@ def system_prompt(
         if locale_of(context) == "en"
         else "Chinese (简体中文), unless the user writes in another language"
     )
-    raw_state = context.get("cwd_state")
-    state: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
-    files = state.get("files") or []
     lines = [
         role,
         "",
@@ -101,14 +106,34 @@ def system_prompt(
         _ACTION_SHAPES,
         "When the user uses a control you receive a message naming its action_id and what "
         "it sent (params, form_values, selected, checked, value, href or on).",
-        "",
-        f"Files in your workdir: {', '.join(map(str, files[:50])) or '(none)'}",
+        "The user's message may start with [Context: ...]: your files, the session so far "
+        "and your previous view. It is information, not the request.",
     ]
+    return "\n".join(lines)
+
+
+MAX_FILES_LISTED = 50
+"""Files of the workdir named in the context note."""
+SUMMARY_CHARS = 2000
+"""Bound of the session summary in the context note."""
+
+
+def context_note(context: dict[str, Any]) -> str:
+    """What changes between requests, for the start of the user's message ("" if nothing)."""
+    raw_state = context.get("cwd_state")
+    state: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
+    files = [str(f) for f in (state.get("files") or [])[:MAX_FILES_LISTED]]
+    parts = [f"Files in your workdir: {', '.join(files) or '(none)'}"]
     summary = context.get("history_summary")
     if summary:
-        lines.append(f"The session so far: {str(summary)[:2000]}")
+        parts.append(f"The session so far: {str(summary)[:SUMMARY_CHARS]}")
     if state.get("last_view"):
-        lines.append(
-            f"Your previous view in this session: {dumps(state['last_view'], STATE_CHARS)}"
-        )
-    return "\n".join(lines)
+        last = dumps(state["last_view"], STATE_CHARS)
+        parts.append(f"Your previous view in this session: {last}")
+    return "[Context: " + "\n".join(parts) + "]"
+
+
+def with_context(context: dict[str, Any], text: str) -> str:
+    """The user's message: the context note, then what the user said or did."""
+    note = context_note(context)
+    return f"{note}\n\n{text}" if note else text

@@ -48,6 +48,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -238,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
                 {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}},
             )
             return
+        if isinstance(body, dict) and body.get("stream"):
+            self._stream(owner)  # part 15-L: the client's start-up probe (not scripted)
+            return
         owner._record(body, {k.lower(): v for k, v in self.headers.items()}, path)
         if (
             owner.api_key is not None
@@ -258,8 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
             reply = Reply(
                 content=reply.constrained, finish_reason=reply.finish_reason, delay=reply.delay
             )
-        if reply.delay and owner._stop.wait(reply.delay):
-            return  # shutting down: drop the late answer
+        if reply.delay and not self._wait(owner, reply.delay):
+            return  # shutting down, or the client closed the request: drop the late answer
         if reply.body is not None:
             self._send_bytes(200, reply.body.encode("utf-8"))
         elif reply.raw is not None:
@@ -268,6 +273,49 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, _error_body(reply.status, reply.message), reply.headers)
         else:
             self._send_json(200, owner._completion(body, reply), reply.headers)
+
+    # part 15-L: a client that hangs up, and the streamed probe of a local server
+
+    def _wait(self, owner: FakeOpenAI, seconds: float) -> bool:
+        """Wait ``seconds``; False when the server stops or the client closes the connection
+        first (then counted in ``owner.closed``)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if owner._stop.is_set():
+                return False
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    gone = self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    with owner.lock:
+                        owner.closed += 1
+                    return False
+        return not owner._stop.is_set()
+
+    def _stream(self, owner: FakeOpenAI) -> None:
+        with owner.lock:
+            owner.probes += 1
+        if owner.first_token_delay and not self._wait(owner, owner.first_token_delay):
+            return
+        chunk = {
+            "id": "chatcmpl-probe",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": owner.model,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"}}],
+        }
+        data = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
 
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
@@ -324,6 +372,12 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []
         """Headers of each chat request, names lowercased."""
         self.paths: list[str] = []
+        self.closed = 0
+        """Delayed answers dropped because the client closed the connection first."""
+        self.probes = 0
+        """Streamed requests (a client's time-to-first-token probe): answered, not scripted."""
+        self.first_token_delay = 0.0
+        """Seconds before a streamed request's first token (a slow local server)."""
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
         self._stop = threading.Event()
@@ -386,6 +440,7 @@ class FakeOpenAI:
             self.requests.clear()
             self.headers.clear()
             self.paths.clear()
+            self.closed = self.probes = 0
 
     def _next(self) -> Reply:
         with self.lock:
