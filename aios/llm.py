@@ -102,6 +102,10 @@ class ChatResult:
         return list(self.message.get("tool_calls") or [])
 
 
+OUT_OF_TIME = "out of time"
+"""In the message of a call closed at its caller's deadline (apps tell it apart by this)."""
+
+
 class LLMCancelled(LLMError):
     """The call was closed because the app it was made for ran out of time."""
 
@@ -498,7 +502,7 @@ class LLMClient:
     ) -> LLMCancelled:
         """Record and return the error of a call closed at its caller's deadline."""
         message = (
-            f"cancelled after {latency_ms / 1000:.1f} s: out of time (the request it was "
+            f"cancelled after {latency_ms / 1000:.1f} s: {OUT_OF_TIME} (the request it was "
             "made for had to be answered by then)"
         )
         self._record(provider, purpose, latency_ms, ok=False, error=message)
@@ -565,7 +569,8 @@ class LLMClient:
             )
 
     def _probe_context(self, provider: _Provider) -> None:
-        """llama.cpp ``/props`` n_ctx or Ollama ``/api/show`` num_ctx, when the server says."""
+        """The server's context size, when it says: ``/v1/models`` (vLLM max_model_len),
+        llama.cpp ``/props`` n_ctx, Ollama ``/api/show`` num_ctx (or the model's length)."""
         if self._context_tokens:
             return
         import requests
@@ -573,11 +578,17 @@ class LLMClient:
         root = provider.base_url.removesuffix("/v1")
         n: Any = None
         try:
+            r = requests.get(f"{provider.base_url}/models", timeout=PROBE_TIMEOUT)
+            if r.ok:
+                models = r.json().get("data") or []
+                for m in models if isinstance(models, list) else []:
+                    if isinstance(m, dict) and m.get("id") == provider.model:
+                        n = m.get("max_model_len") or n
             r = requests.get(f"{root}/props", timeout=PROBE_TIMEOUT)
             if r.ok:
                 props = r.json()
                 settings = props.get("default_generation_settings") or {}
-                n = props.get("n_ctx") or settings.get("n_ctx")
+                n = props.get("n_ctx") or settings.get("n_ctx") or n
             if not n:
                 r = requests.post(
                     f"{root}/api/show", json={"model": provider.model}, timeout=PROBE_TIMEOUT

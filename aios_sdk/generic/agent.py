@@ -682,6 +682,20 @@ class GenericAgent(AIOSAgent):
         )
 
     def _llm_error_view(self, en: bool, reason: str, question: str) -> dict[str, Any]:
+        from aios.llm import OUT_OF_TIME
+
+        if OUT_OF_TIME in reason:
+            # The system closed the call at this request's deadline (a slow local model).
+            message = _pick(
+                en,
+                "时间不够了：大语言模型没能在时限内答完。本地模型读长提示词较慢，"
+                "可以调大 llm.timeout 和 handle_timeout。",
+                f"I ran {OUT_OF_TIME}: the language model did not finish within the time "
+                "limit. A local model reads long prompts slowly; raise llm.timeout and "
+                "handle_timeout.",
+            )
+            title = _pick(en, "大语言模型超时", "The LLM ran out of time")
+            return self._error(message, title, question, en, detail=reason)
         title = "The LLM did not answer" if en else "大语言模型没有回答"
         message = (
             f"The language model could not answer: {reason}"

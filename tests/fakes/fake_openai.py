@@ -212,7 +212,17 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "object": "list",
                     "data": [
-                        {"id": owner.model, "object": "model", "created": 0, "owned_by": "fake"}
+                        {
+                            "id": owner.model,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "fake",
+                            **(
+                                {"max_model_len": owner.max_model_len}
+                                if owner.max_model_len
+                                else {}
+                            ),
+                        }
                     ],
                 },
             )
@@ -378,6 +388,8 @@ class FakeOpenAI:
         """Streamed requests (a client's time-to-first-token probe): answered, not scripted."""
         self.first_token_delay = 0.0
         """Seconds before a streamed request's first token (a slow local server)."""
+        self.max_model_len = 0
+        """When set, ``/v1/models`` gives it as the context size (as vLLM does)."""
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
         self._stop = threading.Event()

@@ -111,9 +111,10 @@ def test_the_probe_derives_the_timeouts_and_the_context_is_checked(
     fake: RoutingFake, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake.first_token_delay = 1.5  # ~150 probe tokens in 1.5 s: 3,300 need ~30 s
+    model, fake.max_model_len, fake.model = fake.model, 200, "m"  # a context size, as vLLM says
     try:
         with caplog.at_level(logging.INFO, logger="aios.llm"):
-            llm = client(fake, timeout=5, context_tokens=200)
+            llm = client(fake, timeout=5)
             assert llm.probed.wait(WAIT) and llm.ttft is not None and llm.ttft >= 1.5
             primary = llm._providers[0]
             derived = llm.timeout_for(primary)
@@ -130,7 +131,7 @@ def test_the_probe_derives_the_timeouts_and_the_context_is_checked(
         assert "context of 200 tokens" in fits[0].getMessage()
         llm.close()
     finally:
-        fake.first_token_delay = 0.0
+        fake.first_token_delay, fake.max_model_len, fake.model = 0.0, 0, model
 
 
 # ------------------------------------------------------------- the app's time
@@ -144,7 +145,8 @@ def test_the_llm_call_is_closed_when_the_apps_time_is_up(
     reply = ask(running, "What is the capital of France?")
     assert time.monotonic() - start < HANDLE_TIMEOUT  # the app answered, in time
     assert reply["status"] == "error"
-    assert "out of time" in reply["message"]
+    assert reply["message"].startswith("I ran out of time: the language model did not finish")
+    assert "cancelled after" in reply["data"]["detail"]  # the system's own words, folded
     until(lambda: fake.closed == 1, "the fake sees the request closed")
     usage = running.system.store.llm_usage(limit=5)
     assert usage[0]["ok"] in (0, False) and "cancelled" in usage[0]["error"]
