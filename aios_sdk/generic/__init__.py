@@ -26,6 +26,18 @@ One request, several rounds
   :func:`view_data_problems`. A bad view (or a bad tool call: unknown tool,
   arguments that are not JSON or fail the tool's schema) is fed back to the
   LLM once with the reason; a second bad answer becomes an error view.
+* Small models (issue 15): calls written as JSON text in ``content`` are read
+  with :mod:`aios.toolcalls`; arguments that only echo the schema
+  (``"required"``, ``"type"``, ``timeout: 0``) are dropped and
+  ``/apps/<id>/files/x`` is the workdir's ``x``; a call repeated with the same
+  (tool, arguments) is not run again: the loop stops and its result is shown
+  (a table or text view), as it is when the model cannot finish after tools
+  ran. Text that is JSON or markup is shown, never spoken.
+* The prompt: the system message is stable (role, how to work, views), so a
+  server's prompt cache keeps it with the tool schemas; files, the session so
+  far and the last view come in the user's message. Only the tools the
+  request's words call for are offered (:mod:`aios_sdk.generic.toolset`; all of
+  them when it names none), with shortened schemas.
 * A plain text answer becomes a ``text`` view. After ``max_tool_rounds``
   rounds of tools the LLM is offered ``show_view`` alone. The system caps a
   request at ``max_rounds`` (config, default 5) as well, so
