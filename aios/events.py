@@ -146,9 +146,13 @@ class EventBus:
             while not sub.ended:
                 if sub._resync:
                     sub._resync = False
-                    sub.cursor = self.seq
+                    # the stream goes on from where the reader was put (its hello's seq):
+                    # what was emitted since it subscribed still reaches it; only a reader
+                    # the buffer has moved past starts again from now
+                    if not self._holds_after(sub.cursor):
+                        sub.cursor = self.seq
                     return [
-                        {"type": RESYNC, "seq": self.seq, "epoch": self.epoch, "ts": time.time()}
+                        {"type": RESYNC, "seq": sub.cursor, "epoch": self.epoch, "ts": time.time()}
                     ]
                 if sub.cursor < self.seq:
                     if not self._holds_after(sub.cursor):

@@ -66,16 +66,16 @@ export function toast(text, opts = {}) {
   return node;
 }
 
-/**
- * A notify event from the server: {app, app_name, title, body, level, id, ts}.
- * The toast is titled with the sending app's name (the server's app_name, which is
- * unique), never the app's own title: an app cannot pose as the system or another app.
- */
 /** The server's name of the sender in the UI language, when it sent one per language. */
 function localName(names) {
   return names && typeof names === 'object' && !Array.isArray(names) ? toText(names[state.lang]) : '';
 }
 
+/**
+ * A notify event from the server: {app, app_name, app_names, title, body, level, id, ts}.
+ * The toast is titled with the sending app's name (the server's app_name, which is
+ * unique), never the app's own title: an app cannot pose as the system or another app.
+ */
 export function notify(ev, appName) {
   const entry = {
     id: toText(ev.id),

@@ -372,6 +372,9 @@ def test_the_desktop_reconnects_after_the_server_restarts(
         expect(net).not_to_have_attribute("data-state", "open")
         second = start_system(apps, tmp_path / "data", port=first.system.port, **settings)
         expect(net).to_have_attribute("data-state", "open", timeout=30_000)
+        # the socket opens (handshake) a moment before the server subscribes it to events:
+        # what happens before that is state the page reloads (the resync), not replayed
+        wait_until(lambda: second is not None and second.system.bus.subscribers >= 1)
         # events of the new server reach the page, and its API answers the page
         second.system.bus.emit(
             "notify",

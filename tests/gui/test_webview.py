@@ -41,6 +41,20 @@ pytestmark = [
 ]
 
 
+def _selftest_args(tmp_path: Path) -> list[str]:
+    """Open the window once on the echo app copied into ``tmp_path`` (the selftest)."""
+    shutil.copytree(SYSTEM_APPS / "echo", tmp_path / "apps" / "echo")
+    return [
+        "--selftest",
+        "--port",
+        "0",
+        "--apps-dir",
+        str(tmp_path / "apps"),
+        "--data-dir",
+        str(tmp_path / "data"),
+    ]
+
+
 def _exec_of(entry: Path) -> list[str]:
     """The entry's ``Exec`` command as a launcher runs it (field codes dropped)."""
     line = next(x for x in entry.read_text().splitlines() if x.startswith("Exec="))
@@ -73,7 +87,6 @@ def _installed_entry(home: Path) -> Path:
 def test_the_desktop_entry_opens_the_window_and_closing_it_stops_the_system(
     tmp_path: Path,
 ) -> None:
-    shutil.copytree(SYSTEM_APPS / "echo", tmp_path / "apps" / "echo")
     command = _exec_of(_installed_entry(tmp_path / "home"))
     assert Path(command[0]).is_file(), f"Exec names no program: {command}"
     proc = subprocess.run(
@@ -83,13 +96,7 @@ def test_the_desktop_entry_opens_the_window_and_closing_it_stops_the_system(
             "-s",
             "-screen 0 1280x800x24",
             *command,
-            "--selftest",
-            "--port",
-            "0",
-            "--apps-dir",
-            str(tmp_path / "apps"),
-            "--data-dir",
-            str(tmp_path / "data"),
+            *_selftest_args(tmp_path),
         ],
         capture_output=True,
         text=True,
@@ -105,20 +112,9 @@ def test_the_desktop_entry_opens_the_window_and_closing_it_stops_the_system(
 
 
 def test_without_a_display_the_start_says_what_to_do(tmp_path: Path) -> None:
-    shutil.copytree(SYSTEM_APPS / "echo", tmp_path / "apps" / "echo")
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "desktop_app.py"),
-            "--selftest",
-            "--port",
-            "0",
-            "--apps-dir",
-            str(tmp_path / "apps"),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
+        [sys.executable, str(ROOT / "desktop_app.py"), *_selftest_args(tmp_path)],
         capture_output=True,
         text=True,
         timeout=90,

@@ -56,7 +56,10 @@ def test_spoken_command_is_transcribed_and_reaches_the_app(
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["text"] == phrase
-    assert [t["app"] for t in body["result"]["plan"]] == [app]
+    # "open X" is the desktop's own intent: the app's window opens with its first view
+    assert body["result"]["intent"] == "open_app"
+    assert [op["app"] for op in body["result"]["desktop"]] == [app]
+    assert [r["app"] for r in body["result"]["results"]] == [app]
     assert body["result"]["results"][0]["response"]["status"] == "ok"
     # the conversation keeps it as a spoken turn
     turns = voice_system.system.store.history(body["result"]["session_id"])

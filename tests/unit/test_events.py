@@ -185,3 +185,18 @@ def test_get_many_returns_what_is_there_up_to_the_limit_in_order() -> None:
     assert [e["seq"] for e in sub.get_many(timeout=1, limit=4)] == [1, 2, 3, 4]
     assert [e["seq"] for e in sub.get_many(timeout=1, limit=100)] == list(range(5, 11))
     assert sub.get_many(timeout=0, limit=100) == []
+
+
+def test_events_emitted_between_a_resync_subscription_and_its_first_read_are_kept() -> None:
+    """A page of an earlier run reconnects (another epoch): its hello says seq N; what
+    the system emits before the stream is first read still follows the resync."""
+    bus = EventBus()
+    for _ in range(3):
+        bus.emit("log", {})
+    sub = bus.subscribe(since=2, epoch="an-earlier-run")
+    assert sub.start_seq == 3
+    bus.emit("notify", {"body": "right after the reconnect"})
+    first = sub.get(timeout=1)
+    assert first is not None and first["type"] == RESYNC and first["seq"] == 3
+    after = sub.get(timeout=1)
+    assert after is not None and after["body"] == "right after the reconnect"

@@ -46,7 +46,7 @@ def test_bundled_apps_cover_every_view_action_and_tool(everything: Running) -> N
             "notes",
             {"action_id": "add", "form_values": {"title": "买牛奶", "body": "", "tag": "生活"}},
         )
-        replies.extend(r["response"] for r in everything.instruct("搜索 周杰伦")["results"])
+        replies.extend(r["response"] for r in everything.instruct("搜索歌曲 周杰伦")["results"])
         # the gallery shows every view and every control
         for view in (*VIEW_TYPES, "controls", "notify"):
             act("gallery", {"action_id": "show", "params": {"view": view}})
