@@ -111,6 +111,38 @@ function endRedraw(content) {
   requestAnimationFrame(() => setTimeout(() => content.classList.remove('is-redraw'), 0));
 }
 
+/**
+ * A list item not yet laid out (content-visibility: auto) stands in at an estimated height;
+ * when it is laid out for real, everything below it moves (a row scrolled to with its
+ * neighbours still estimated, 80 px instead of 61.75 px, jumps by a row's worth for each).
+ * So each list takes its estimate from its first item laid out for real (--item-h), before
+ * the frame is painted: the items still to be laid out then stand in at that height.
+ */
+function sizeLazyItems(winId, content) {
+  if (typeof ResizeObserver !== 'function') return;
+  const lists = [...content.querySelectorAll('.list')].filter((l) => l.querySelector(':scope > .list-item'));
+  if (!lists.length) return;
+  const pending = new Set(lists);
+  const laidOut = (item) => (typeof item.checkVisibility === 'function'
+    ? item.checkVisibility({ contentVisibilityAuto: true })
+    : getComputedStyle(item).contentVisibility !== 'auto');
+  const observer = new ResizeObserver((entries) => {
+    for (const entry of entries) {
+      const item = entry.target;
+      const list = item.parentElement;
+      if (!pending.has(list) || !item.isConnected || !laidOut(item)) continue;
+      const height = entry.contentRect.height;
+      if (!(height > 0)) continue;
+      list.style.setProperty('--item-h', `${height}px`);
+      pending.delete(list);
+      observer.unobserve(item);
+    }
+    if (!pending.size) observer.disconnect();
+  });
+  for (const list of lists) observer.observe(list.querySelector(':scope > .list-item'));
+  wm.addCleanup(winId, () => observer.disconnect());
+}
+
 /** Two replies show "the same view" when view_type and title agree. */
 function viewKey(reply) {
   const title = isObject(reply.data) && typeof reply.data.title === 'string' ? reply.data.title : '';
@@ -327,6 +359,7 @@ export function renderResponse(winId, response, opts = {}) {
   // scroll position they are laid out for real once, which "auto" then remembers.
   if (same) content.classList.add('is-redraw');
   w.body.replaceChildren(...parts);
+  sizeLazyItems(winId, content);
   if (shown) restoreScroll(w.body, scroll);
   w.pendingScroll = shown ? null : scroll;
   w.lastScroll = shown ? scrollPositions(w.body) : scroll;
