@@ -128,17 +128,26 @@ class SystemClient:
     # --------------------------------------------------------------- ui
 
     def ui(self, ops: list[dict[str, Any]], session_id: str | None) -> dict[str, Any]:
+        body = {"ops": ops, "session_id": session_id}
+        reply: dict[str, Any] = self._post_object(
+            "/api/sys/ui", body, "ui", "the system refused the operation: "
+        )
+        return reply
+
+    def _post_object(self, path: str, body: dict[str, Any], what: str, refused: str = "") -> Any:
+        """POST ``body`` to the system and return its JSON object; a 4xx is ToolRefused,
+        anything else that is not 200 with an object (or no answer at all) ToolFailed."""
         try:
-            resp = self._post("/api/sys/ui", {"ops": ops, "session_id": session_id})
+            resp = self._post(path, body)
         except requests.RequestException as e:
             raise ToolFailed(
-                f"ui: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
+                f"{what}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
             ) from e
         reply = _json(resp)
         if resp.status_code != 200 or not isinstance(reply, dict):
             message = _error_text(resp, reply)
             cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
-            raise cls(f"ui: the system refused the operation: {message}")
+            raise cls(f"{what}: {refused}{message}")
         return reply
 
     # -------------------------------------------------------- processes
@@ -150,18 +159,10 @@ class SystemClient:
         return self._host_list("disks")
 
     def end_process(self, pid: int, session_id: str | None) -> dict[str, Any]:
-        what = f"end process {pid}"
-        try:
-            resp = self._post(f"/api/sys/processes/{int(pid)}/end", {"session_id": session_id})
-        except requests.RequestException as e:
-            raise ToolFailed(
-                f"{what}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
-            ) from e
-        reply = _json(resp)
-        if resp.status_code != 200 or not isinstance(reply, dict):
-            message = _error_text(resp, reply)
-            cls: type[ToolError] = ToolRefused if 400 <= resp.status_code < 500 else ToolFailed
-            raise cls(f"{what}: {message}")
+        path = f"/api/sys/processes/{int(pid)}/end"
+        reply: dict[str, Any] = self._post_object(
+            path, {"session_id": session_id}, f"end process {pid}"
+        )
         return reply
 
     def _host_list(self, what: str) -> list[dict[str, Any]]:
