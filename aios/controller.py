@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import requests
 from requests.adapters import HTTPAdapter
 
-from aios import app_secret, intents, jsondepth
+from aios import app_secret, intents, jsondepth, owners
 from aios.dispatch import AppSlots, run_in_thread
 from aios.errors import (
     AppError,
@@ -518,8 +518,67 @@ class Controller:
         run.app = ",".join(dict.fromkeys(t.app for t in plan.tasks))
         return True
 
+    def _ask_owners(self, plan: Plan, text: str, run: Run, lang: str) -> bool:
+        """A task routed to an app that takes words an earlier app owns asks the user first
+        (DESIGN §14.7); the answer is remembered in the store. False when cancelled.
+
+        Asked before any task runs: nothing reaches the later app until the user
+        says so. Unanswered (expired), the task goes to the owner.
+        """
+        profiles = self.profiles()
+        router = OfflineRouter(profiles)
+        names = {p.id: p.name for p in profiles}
+
+        def label(app_id: str) -> str:
+            name = names.get(app_id, app_id)
+            return name if name.endswith(f"({app_id})") else f"{name} ({app_id})"
+
+        for task in plan.tasks:
+            if task.alternatives:
+                continue  # the user picks among the close rivals (_clarify)
+            said = task.instruction if len(plan.tasks) > 1 else f"{text}\n{task.instruction}"
+            found = owners.contest(router, task.app, said)
+            if found is None:
+                continue
+            remembered = self.store.route_owner_choices(task.app)
+            refused = [o for o in found.owners if remembered.get(o) == o]
+            if refused:
+                self._reroute(task, refused[0])
+                continue
+            open_owners = [o for o in found.owners if remembered.get(o) != task.app]
+            if not open_owners:
+                continue  # the user let this app take these owners' words
+            rivals = [*open_owners, task.app]
+            prompt = intents.say(
+                "owned_words",
+                lang,
+                text=task.instruction[:CLARIFY_ECHO_CHARS],
+                owners=intents.say("choose_or", lang).join(label(o) for o in open_owners),
+                words="、".join(found.words[:4]),
+                newcomer=label(task.app),
+            )
+            options = [{"value": a, "label": label(a)} for a in rivals]
+            result = ask_step(
+                self.approvals,
+                self.runs,
+                run,
+                "",
+                f"owner_{task.id}",
+                {"kind": "choice", "prompt": prompt, "options": options},
+            )
+            if run.cancel.is_set():
+                return False
+            chosen = (result.result or {}).get("value") if result.status == "ok" else None
+            if chosen in rivals:
+                self.store.set_route_owner_choice(open_owners, task.app, str(chosen))
+                self._reroute(task, str(chosen))
+            else:  # expired or unanswered: the owner keeps its words, nothing remembered
+                self._reroute(task, open_owners[0])
+        run.app = ",".join(dict.fromkeys(t.app for t in plan.tasks))
+        return True
+
     def _run_plan(self, plan: Plan, text: str, sid: str, run: Run, lang: str) -> list[Outcome]:
-        if not self._clarify(plan, sid, run, lang):
+        if not self._clarify(plan, sid, run, lang) or not self._ask_owners(plan, text, run, lang):
             return [
                 Outcome(t.app, error_response("cancelled by the user", title=t.app))
                 for t in plan.tasks

@@ -115,6 +115,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "done": ("完成", "Done"),
     "choose_app": ("你是想用{apps}？（{text}）", "Did you mean {apps}? ({text})"),
     "choose_or": (" 还是 ", " or "),
+    "owned_words": (
+        "「{text}」用到了 {owners} 的词（{words}），而 {newcomer} 是后来安装的。交给哪个应用？",
+        "“{text}” uses words of {owners} ({words}), and {newcomer} was installed later. "
+        "Which app should get it?",
+    ),
 }
 
 

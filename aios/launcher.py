@@ -110,7 +110,10 @@ class Launcher:
         self._reload_lock = threading.RLock()
         self._records: dict[str, AppRecord] = {}
         self._installs = 0
-        """Apps found so far: each record's ``installed`` order."""
+        """Generations handed out by the default :attr:`install_order` (no store)."""
+        self.install_order: Callable[[list[str]], dict[str, int]] = self._count_installs
+        """Each app's install generation (set by the system to the store's, which persists
+        it): apps found in one scan share one, a later scan's apps get a later one."""
         self._sups: dict[str, AppSupervisor] = {}
         self._prints: dict[str, tuple[Any, ...]] = {}
         self._closing = threading.Event()
@@ -162,7 +165,8 @@ class Launcher:
                     f"the apps folder {self.apps_dir} cannot be listed: {e.strerror or e}"
                 ) from e
             self._ports.load()
-            records = [self._add(path) for path in folders.values()]
+            order = self.install_order(list(folders))
+            records = [self._add(path, order[app_id]) for app_id, path in folders.items()]
             # Apps that name a port in their manifest choose first, so a port
             # remembered from a previous run never pushes them off it.
             records.sort(key=lambda r: (r.manifest is None or r.manifest.port is None, r.id))
@@ -337,7 +341,7 @@ class Launcher:
         rec = self.get(app_id)
         if rec is None:
             log.info("app %s: new folder, loading", app_id)
-            rec = self._add(path)
+            rec = self._add(path, self.install_order([app_id])[app_id])
             if rec.status != AppStatus.INVALID:
                 self._prepare(rec).start()
             return True
@@ -407,13 +411,18 @@ class Launcher:
                     self._sockets.pop(rec.port, None)
         self._notify(rec)
 
-    def _add(self, path: Path) -> AppRecord:
+    def _count_installs(self, app_ids: list[str]) -> dict[str, int]:
+        """Install generations kept in memory only (a launcher without a store)."""
+        with self._lock:
+            self._installs += 1
+            return dict.fromkeys(app_ids, self._installs)
+
+    def _add(self, path: Path, installed: int) -> AppRecord:
         """Create and register the record of a new folder (not started)."""
         prints = fingerprint(path)  # before reading, so a change in between is seen
         rec = load_app(path, self.logs_dir)
         with self._lock:
-            self._installs += 1
-            rec.installed = self._installs
+            rec.installed = installed
             self._records[rec.id] = rec
             self._prints[rec.id] = prints
             assign_display_names(list(self._records.values()))

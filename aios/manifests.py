@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aios import confusables
 from aios.errors import ProtocolError
 from aios.names import APP_ID_PATTERN
 from aios.protocol import DEFAULT_LOCALE, LOCALES, Manifest, parse_manifest
@@ -59,8 +60,9 @@ class AppRecord:
     ready_at: float | None = None
     """time.monotonic() when the latest instance first accepted a connection."""
     installed: int = 0
-    """Order in which the launcher found the app: name clashes and routing ties go to the
-    app found first (at start, folders are found in name order)."""
+    """Install generation: when the app was first seen (kept in the store across restarts;
+    apps found in one scan share one). Name clashes, routing ties and routing words go to
+    the app installed first (DESIGN §14.7); within a generation, to the first by id."""
     confined: bool = False
     """Whether the latest launch runs in a sandbox (DESIGN §11)."""
     display_name: str = ""
@@ -105,20 +107,26 @@ class AppRecord:
 
 
 def assign_display_names(records: list[AppRecord]) -> None:
-    """Give each record its ``display_name``: the first found keeps a shared name."""
-    taken: dict[str, set[str]] = {loc: set() for loc in LOCALES}
+    """Give each record its ``display_name``: the app installed first keeps a shared name.
+
+    Names are compared as a person sees them (:func:`aios.confusables.same_name`:
+    NFKC, invisible characters, case, the UTS #39 skeleton), across every
+    locale: a later app whose name in any locale looks like a name an earlier
+    app shows in any locale is shown as ``Name (id)``. Every shown name has its
+    invisible characters removed (:func:`aios.confusables.shown`).
+    """
+    taken: set[str] = set()
     for rec in sorted(records, key=lambda r: (r.installed, r.id)):
         if rec.manifest is None:
             rec.display_name, rec.display_names = "", {}
             continue
-        shown = {}
-        for loc in LOCALES:
-            name = rec.manifest.name_in(loc)
-            key = name.strip().casefold()
-            shown[loc] = f"{name} ({rec.id})" if key in taken[loc] else name
-            taken[loc].add(key)
-        rec.display_names = shown
-        rec.display_name = shown[DEFAULT_LOCALE]
+        names = {loc: confusables.shown(rec.manifest.name_in(loc)) or rec.id for loc in LOCALES}
+        keys = {loc: confusables.name_keys(name) for loc, name in names.items()}
+        rec.display_names = {
+            loc: f"{name} ({rec.id})" if keys[loc] & taken else name for loc, name in names.items()
+        }
+        rec.display_name = rec.display_names[DEFAULT_LOCALE]
+        taken.update(*keys.values())
 
 
 def _inside(child: Path, parent: Path) -> bool:

@@ -5,7 +5,9 @@
 
 Tables: ``tool_calls_log`` (audit), ``cache`` (per-app namespaces, TTL),
 ``sessions``, ``history``, ``tasks``, ``agent_state``, ``llm_usage``, ``meta``,
-``grants`` (the user's decision on each permission an app requested). The
+``grants`` (the user's decision on each permission an app requested),
+``app_installs`` (when each app was first seen) and ``route_owners`` (the user's
+answer when a later app would take an earlier app's words, DESIGN §14.7). The
 tables of runs, interactions and tool policy are ``aios.runstore``'s: it goes
 through this store's pool, transactions and error mapping, and registers its
 retention with ``add_retention``.
@@ -151,6 +153,20 @@ CREATE TABLE IF NOT EXISTS grants (
     granted INTEGER NOT NULL,
     ts REAL NOT NULL,
     PRIMARY KEY (app, permission)
+);
+
+CREATE TABLE IF NOT EXISTS app_installs (
+    app TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    first_seen REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS route_owners (
+    owner TEXT NOT NULL,
+    newcomer TEXT NOT NULL,
+    chosen TEXT NOT NULL,
+    ts REAL NOT NULL,
+    PRIMARY KEY (owner, newcomer)
 );
 """
 
@@ -893,4 +909,43 @@ class Store:
             db.executemany(
                 f"{verb} INTO grants (app, permission, granted, ts) VALUES (?, ?, ?, ?)",
                 [(app, p, int(g), now) for p, g in decisions.items()],
+            )
+
+    # ------------------------------------------------- installs and route owners
+
+    def record_installs(self, apps: list[str]) -> dict[str, int]:
+        """Each app's install generation: the one it got when first seen, or a new one.
+
+        Apps first seen together (one scan) share a generation, one more than
+        any before; an app seen before keeps its own, across restarts.
+        """
+        now = time.time()
+        with self._tx() as db:
+            known = {
+                str(r[0]): int(r[1])
+                for r in db.execute("SELECT app, generation FROM app_installs").fetchall()
+            }
+            new = [a for a in dict.fromkeys(apps) if a not in known]
+            if new:
+                generation = max(known.values(), default=0) + 1
+                db.executemany(
+                    "INSERT INTO app_installs (app, generation, first_seen) VALUES (?, ?, ?)",
+                    [(a, generation, now) for a in new],
+                )
+                known.update(dict.fromkeys(new, generation))
+        return {a: known[a] for a in apps}
+
+    def route_owner_choices(self, newcomer: str) -> dict[str, str]:
+        """Owner -> the app the user chose when ``newcomer`` would take the owner's words."""
+        rows = self._query("SELECT owner, chosen FROM route_owners WHERE newcomer=?", (newcomer,))
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def set_route_owner_choice(self, owners: list[str], newcomer: str, chosen: str) -> None:
+        """Remember the user's answer for each (owner, ``newcomer``) pair that was asked."""
+        now = time.time()
+        with self._tx() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO route_owners (owner, newcomer, chosen, ts) "
+                "VALUES (?, ?, ?, ?)",
+                [(o, newcomer, chosen, now) for o in owners],
             )

@@ -107,6 +107,7 @@ class System:
         self.launcher.network_granted = lambda rec: (
             NETWORK in self.grants.granted(rec.id, _requested(rec))
         )
+        self.launcher.install_order = self.store.record_installs  # DESIGN §14.7
         self._http = requests.Session()
         self._http.trust_env = False
         self.launcher.mount(self._http)
