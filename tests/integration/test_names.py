@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.fake_openai import FakeOpenAI, tool_call
 from tests.integration.conftest import FIXTURES, Running, final_view, start_system
 from tests.util import ROOT, wait_for
 
@@ -41,13 +42,18 @@ START_WAIT = 30.0
 def make(tmp_path: Path) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
 
-    def start(apps: list[str] | None = None, **approvals: Any) -> Running:
+    def start(
+        apps: list[str] | None = None, llm: dict[str, Any] | None = None, **approvals: Any
+    ) -> Running:
         root = tmp_path / "apps"
         if not root.exists():
             root.mkdir()
             for app in apps or ["notes"]:
                 shutil.copytree(BUNDLED / app, root / app)
-        running = start_system(root, tmp_path / "data", approvals={"mode": "smart", **approvals})
+        extra: dict[str, Any] = {"llm": llm} if llm else {}
+        running = start_system(
+            root, tmp_path / "data", approvals={"mode": "smart", **approvals}, **extra
+        )
         started.append(running)
         return running
 
@@ -114,6 +120,8 @@ def test_a_look_alike_installed_later_asks_before_it_gets_notes_words(
     assert answered_by(instruct(running, SECRET)) == ["notes"]
     log = install(running, "notes_twin")
     sub = running.system.bus.subscribe()
+    twin = next(a for a in running.get("/api/apps").json() if a["id"] == "notes_twin")
+    assert twin["names"] == {"zh-CN": "记事本 (notes_twin)", "en": "N\u03bftes (notes_twin)"}
 
     out = instruct(running, SECRET)
     card = the_card(out)
@@ -202,6 +210,21 @@ def test_a_newcomer_that_copies_only_the_examples_asks(make: Callable[..., Runni
     card = the_card(instruct(running, "帮我记一下明天开会，银行卡密码 4711"))
     assert [o["value"] for o in card["options"]] == ["notes", "copycat"]
     assert received(log) == []
+
+
+def test_a_model_that_plans_the_newcomer_is_asked_about_too(make: Callable[..., Running]) -> None:
+    with FakeOpenAI(api_key="sk-test") as fake:
+        running = make(
+            llm={"api_key": "sk-test", "base_url": fake.url, "model": "m", "max_retries": 0}
+        )
+        log = install(running, "notes_twin")
+        # the model's task drops the words that were Notes': the user's text still has them
+        task = {"id": "t1", "app": "notes_twin", "instruction": "银行卡密码 4711"}
+        fake.script([tool_call("dispatch_tasks", {"tasks": [{**task, "depends_on": []}]})])
+        out = instruct(running, SECRET)
+        assert out["source"] == "llm"
+        assert [o["value"] for o in the_card(out)["options"]] == ["notes", "notes_twin"]
+        assert received(log) == []
 
 
 # ----------------------------------------------------------------- display names
