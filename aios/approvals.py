@@ -68,6 +68,10 @@ class Review:
     """The arguments as the audit log shows them (secrets redacted, size capped)."""
     blocked: str | None = None
     """The block list's refusal: such a step is never asked about, the tool refuses it."""
+    chain: tuple[str, ...] = ()
+    """Work another app started: the launchers, outermost first, then the app (§14.4)."""
+    why: str = ""
+    """The rule that decided (:class:`Decision`)."""
 
     @property
     def asks(self) -> bool:
@@ -84,7 +88,30 @@ class Review:
         }
         if self.blocked is not None:
             out["blocked"] = self.blocked
+        if self.chain:
+            out["chain"] = list(self.chain)
         return out
+
+
+@dataclass(frozen=True)
+class Call:
+    """What :meth:`Approvals.decide` decides about: one tool call or system action."""
+
+    tool: str
+    risk: Risk | None
+    """None: a custom ``@tool`` (the app's own code, with its own rights)."""
+    needs: str | None = None
+    """A permission the call needs (``desktop.control`` for UI operations)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    rule: Rule
+    why: str
+    """The rule that decided, in words (for the audit log and tests)."""
+
+
+_STRICTNESS: dict[Rule, int] = {"allow": 0, "ask": 1, "never": 2}
 
 
 @dataclass
@@ -108,6 +135,8 @@ class Interaction:
     state: str = "pending"
     answer: dict[str, Any] | None = None
     answered: threading.Event = field(default_factory=threading.Event)
+    chain: tuple[str, ...] = ()
+    """Launchers then the app, when another app started the work (§14.4)."""
 
     def public(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -128,6 +157,9 @@ class Interaction:
             out["placeholder"] = self.placeholder
         if self.answer is not None:
             out["answer"] = self.answer
+        if self.chain:
+            out["chain"] = list(self.chain)
+            out["on_behalf_of"] = list(self.chain[:-1])
         return out
 
 
@@ -147,10 +179,87 @@ class Approvals:
         self._clock = clock
         self._lock = threading.Lock()
         self._waiting: dict[str, Interaction] = {}
-        self._session_allows: set[tuple[str, str, str]] = set()
-        """(session id, app id, tool) allowed "for this session"."""
+        self._session_allows: set[tuple[str, tuple[str, ...], str]] = set()
+        """(session id, chain, tool) allowed "for this session": the chain is the app
+        alone, or the launchers then the app for work another app started."""
+        self.name: Callable[[str], str] = lambda app: app
+        """An app's name as the user sees it (set by the system)."""
+        self.granted: Callable[[str], frozenset[str]] = lambda app: frozenset()
+        """The permissions the user granted an app (set by the system)."""
 
     # ------------------------------------------------------------ the policy
+
+    def decide(
+        self,
+        app: str,
+        session_id: str,
+        call: Call,
+        chain: Sequence[str] = (),
+        policy: dict[str, str] | None = None,
+    ) -> Decision:
+        """THE decision whether a call may run (DESIGN §12, §14.4): ``allow``, ``ask`` or
+        ``never``, and the rule that decided. Plans (:meth:`review`), synchronous
+        ``call_tool``, UI operations and launched work all come here.
+
+        ``session_id`` is the session the system vouches for (never one an app
+        wrote into its call; "" for none). ``chain`` is the launchers of the work,
+        outermost first (empty: the app acts for the user). Work another app started
+        runs with the intersection of every app's rights in the chain: the strictest
+        rule of them all; an "allow for this session" the user gave to exactly this
+        chain in this session lifts an ``ask`` (never a ``never``, never a persisted
+        ``ask``). ``policy`` is ``app``'s persisted policy when the caller read it.
+        """
+        apps = (*chain, app)
+        if call.needs is not None:
+            if call.needs not in self.granted(app):
+                return Decision("never", f"{call.needs} is not granted to {app}")
+            lacking = [a for a in chain if call.needs not in self.granted(a)]
+            if not lacking:
+                return Decision("allow", f"{call.needs} granted to {' and '.join(apps)}")
+            if self._allowed_for_session(session_id, apps, call.tool):
+                return Decision("allow", "allowed for this session (this launch chain)")
+            return Decision("ask", f"{call.needs} is not granted to {', '.join(lacking)}")
+        if call.risk is None:
+            return Decision("allow", "a custom tool: the app's own code, its own rights")
+        worst: Decision | None = None
+        persisted = False
+        for a in apps:
+            chosen = self._store.policy(a) if policy is None or a != app else policy
+            own = self._own_rule(a, session_id, call.tool, call.risk, chosen)
+            persisted = persisted or (own.rule != "allow" and call.tool in chosen)
+            if worst is None or _STRICTNESS[own.rule] > _STRICTNESS[worst.rule]:
+                worst = own
+        assert worst is not None
+        if (
+            worst.rule == "ask"
+            and chain
+            and not persisted
+            and self._allowed_for_session(session_id, apps, call.tool)
+        ):
+            return Decision("allow", "allowed for this session (this launch chain)")
+        return worst
+
+    def _allowed_for_session(self, session_id: str, chain: tuple[str, ...], tool: str) -> bool:
+        if not session_id:
+            return False  # no session vouches for the call: nothing given "for this session"
+        with self._lock:
+            return (session_id, chain, tool) in self._session_allows
+
+    def _own_rule(
+        self, app: str, session_id: str, tool: str, risk: Risk, chosen: dict[str, str]
+    ) -> Decision:
+        """One app's own rule for a call: its persisted choice, an allow for this
+        session, else the mode's default."""
+        rule = chosen.get(tool)
+        for known in RULES:
+            if rule == known:
+                return Decision(known, f"{app}: {tool} {known} (persisted)")
+        if self._allowed_for_session(session_id, (app,), tool):
+            return Decision("allow", f"{app}: allowed for this session")
+        mode = self._config().mode
+        if risk in ASKED_AT[mode]:
+            return Decision("ask", f"{app}: {mode} mode asks for {risk} steps")
+        return Decision("allow", f"{app}: {mode} mode allows {risk} steps")
 
     def rule(
         self,
@@ -160,17 +269,8 @@ class Approvals:
         risk: Risk | None,
         policy: dict[str, str] | None = None,
     ) -> Rule:
-        """The rule for one call; ``policy`` is the app's, when the caller read it already."""
-        if risk is None:
-            return "allow"  # a custom @tool: the app's own code, its own rights
-        chosen = (self._store.policy(app) if policy is None else policy).get(tool)
-        for known in RULES:
-            if chosen == known:
-                return known
-        with self._lock:
-            if (session_id, app, tool) in self._session_allows:
-                return "allow"
-        return "ask" if risk in ASKED_AT[self._config().mode] else "allow"
+        """The rule for one call of an app acting for the user (:meth:`decide`)."""
+        return self.decide(app, session_id, Call(tool, risk), (), policy).rule
 
     def review(
         self,
@@ -178,27 +278,43 @@ class Approvals:
         session_id: str,
         steps: Sequence[Step],
         policy: SandboxPolicy | None = None,
+        chain: Sequence[str] = (),
     ) -> list[Review]:
         """Each step's risk, rule and plain words; with the app's sandbox ``policy``, also
-        whether the block list will refuse it (then nobody is asked about it)."""
+        whether the block list will refuse it (then nobody is asked about it). With a
+        ``chain`` (launchers of the work), the words name both apps (§14.4)."""
         from aios.tools import audit_args
 
         out = []
         chosen = self._store.policy(app)  # once per plan
+        full = (*chain, app) if chain else ()
         for step in steps:
             risk = classify(step.tool, step.args)
+            decision = self.decide(app, session_id, Call(step.tool, risk), chain, chosen)
+            text = describe(step.tool, step.args)
             out.append(
                 Review(
                     step_id=step.key,
                     tool=step.tool,
                     risk=risk,
-                    rule=self.rule(app, session_id, step.tool, risk, chosen),
-                    text=describe(step.tool, step.args),
+                    rule=decision.rule,
+                    text=self.on_behalf(full, text),
                     args=audit_args(step.args),
                     blocked=blocked(policy, step.tool, step.args) if policy is not None else None,
+                    chain=full,
+                    why=decision.why,
                 )
             )
         return out
+
+    def on_behalf(self, chain: Sequence[str], text: str) -> str:
+        """A step's words on the card of work another app started: "Code, asked by Evil,
+        wants to run: <text>" (the step's own words for an app acting for the user)."""
+        from aios.rights import asked_by
+
+        if len(chain) < 2:
+            return text
+        return f"{asked_by(chain, self.name)}, wants to run: {text}"
 
     def policy(self, app: str) -> dict[str, str]:
         return self._store.policy(app)
@@ -233,8 +349,15 @@ class Approvals:
         *,
         options: list[Any] | None = None,
     ) -> Interaction:
+        """A plan preview card. Work another app started (its reviews carry the chain)
+        offers no "always allow": that would be a rule for one app, and the chain's
+        rights are the intersection of its apps' (§14.4)."""
+        from aios.rights import asked_by
+
         now = self._clock()
         asked = [r for r in reviews if r.asks]
+        chain = next((r.chain for r in reviews if r.chain), ())
+        who = asked_by(chain, self.name) if chain else app
         ia = Interaction(
             id=new_id("ia"),
             run_id=run_id,
@@ -244,12 +367,15 @@ class Approvals:
             created=now,
             expires=now + self._config().timeout,
             prompt=(
-                f"{app} wants to run {len(reviews)} step(s); "
+                f"{who} wants to run {len(reviews)} step(s); "
                 f"{len(asked)} need(s) your approval: {', '.join(r.tool for r in asked)}"
             ),
+            chain=chain,
         )
         if options is not None:
             ia.options = options
+        if chain:
+            ia.options = [o for o in ia.options if o != "allow_always"]
         self._store.create_interaction(ia.public())
         with self._lock:
             self._waiting[ia.id] = ia
@@ -379,14 +505,19 @@ class Approvals:
         )
 
     def _apply(self, row: dict[str, Any], decision: str) -> None:
-        app, sid = str(row.get("app")), str(row.get("session_id"))
+        # the session is the interaction's: the one the user answered in, which the
+        # system chose (a run's), never one an app wrote into its call
+        app, sid = str(row.get("app")), str(row.get("session_id") or "")
         asked = [s for s in row.get("steps") or [] if s.get("rule") == "ask"]
-        if decision == "allow_session":
+        if decision == "allow_session" and sid:
             with self._lock:
-                self._session_allows.update((sid, app, str(s["tool"])) for s in asked)
+                self._session_allows.update(
+                    (sid, tuple(s.get("chain") or (app,)), str(s["tool"])) for s in asked
+                )
         elif decision == "allow_always":
             for s in asked:
-                self._store.set_policy(app, str(s["tool"]), "allow")
+                if not s.get("chain"):  # a chain's card never offers it (see ask)
+                    self._store.set_policy(app, str(s["tool"]), "allow")
         with self._lock:
             ia = self._waiting.get(str(row["id"]))
         if ia is not None:

@@ -174,6 +174,10 @@ class AppsConfig(_Section):
     """Open files per process of an app (RLIMIT_NOFILE)."""
     tmp_mb: int = Field(default=64, ge=1, le=65536)
     """Size of a confined app's private /tmp (and /dev/shm)."""
+    launch_max_depth: int = Field(default=3, ge=1, le=3)
+    """Launches in one chain (A launches B: 1; B then launches C: 2); DESIGN §14.4: ≤ 3."""
+    launch_max_per_run: int = Field(default=4, ge=1, le=64)
+    """``launch`` steps one run may make in all (fan-out); more are refused."""
     default_grants: dict[str, list[str]] = Field(
         default_factory=lambda: {k: list(v) for k, v in DEFAULT_GRANTS.items()}
     )

@@ -46,6 +46,7 @@ from aios.protocol import (
     forwardable_reply,
     parse_steps,
 )
+from aios.rights import Acting, LaunchLimits, check_launch
 from aios.router import AppProfile, OfflineRouter, manifest_examples, routed_as
 from aios.runs import Run, ask_step, gate, waiting_view
 
@@ -127,6 +128,8 @@ class Controller:
         self._deadline_lock = threading.Lock()
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""
+        self.acting = Acting()
+        """Which app acts for whom, in which session, right now (DESIGN §14.4)."""
 
     def reconfigure(self, config: Config, *, llm: LLMClient | None) -> None:
         """Use new settings (and the LLM client built for them) from the next call on."""
@@ -700,8 +703,14 @@ class Controller:
         run: Run | None = None,
         locale: str | None = None,
         routed: dict[str, Any] | None = None,
+        launchers: tuple[str, ...] = (),
     ) -> Outcome:
         """Call an app, run its steps, call again with tool_results, until a final view.
+
+        ``launchers``: the apps whose work this is (outermost first; DESIGN §14.4),
+        empty when the app acts for the user. For the whole call the app is
+        *acting* (:class:`~aios.rights.Acting`): what it asks the system for
+        meanwhile is tied to this session, this run and this chain.
 
         Within a ``run`` each plan is reviewed first and may wait for the
         user (DESIGN §12); once the run is cancelled, the app is called once
@@ -711,6 +720,23 @@ class Controller:
         Raises AppUnavailable / AppTimeout when the app cannot be reached;
         a reply that is reached but unusable becomes an error view.
         """
+        with self.acting.frame(record.id, sid, run, launchers):
+            return self._call_app(
+                record, instruction, action, sid, upstream, run, locale, routed, launchers
+            )
+
+    def _call_app(
+        self,
+        record: AppRecord,
+        instruction: str | None,
+        action: ActionRequest | None,
+        sid: str,
+        upstream: dict[str, Any] | None,
+        run: Run | None,
+        locale: str | None,
+        routed: dict[str, Any] | None,
+        launchers: tuple[str, ...],
+    ) -> Outcome:
         context = self.build_context(record, sid, upstream, locale=locale, routed=routed)
         tool_results: dict[str, Any] = {}
         previous_steps: list[dict[str, Any]] | None = None
@@ -752,20 +778,29 @@ class Controller:
             if run is None:
                 tool_results = self.executor.run(steps, ctx, on_step=None)
             else:
-                tool_results = self._run_steps(run, record.id, steps, ctx)
+                tool_results = self._run_steps(run, record.id, steps, ctx, launchers)
             previous_steps = steps
         final = {**reply, "steps": [], "notes": notes}
         return Outcome(record.id, final, round_no, notes)
 
     def _run_steps(
-        self, run: Run, app: str, steps: list[dict[str, Any]], ctx: ToolContext
+        self,
+        run: Run,
+        app: str,
+        steps: list[dict[str, Any]],
+        ctx: ToolContext,
+        launchers: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        """One plan within a run: reviewed (maybe waiting for the user), then run, announced."""
+        """One plan within a run: reviewed (maybe waiting for the user), then run, announced.
+
+        ``launchers``: work another app started runs with the chain's rights (§14.4)."""
         try:
             parsed: list[Step] | list[dict[str, Any]] = parse_steps(steps)  # once, for both
         except ProtocolError:
             parsed = steps  # the executor reports what is wrong with it
-        presets, decisions = gate(self.approvals, self.runs, run, app, parsed, ctx.policy)
+        presets, decisions = gate(
+            self.approvals, self.runs, run, app, parsed, ctx.policy, chain=launchers
+        )
         current: dict[str, str] = {}
 
         def before(key: str, tool: str) -> None:
@@ -797,7 +832,7 @@ class Controller:
                     decisions,
                     progress,
                     lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
-                    lambda key, args: self._launch(run, app, args),
+                    lambda key, args: self._launch(run, (*launchers, app), args),
                 ),
                 on_step=after,
                 before_step=before,
@@ -806,24 +841,37 @@ class Controller:
         finally:
             self.runs.flush(run)
 
-    def _launch(self, run: Run, parent_app: str, args: dict[str, Any]) -> ToolResult:
+    def _launch(self, run: Run, chain: tuple[str, ...], args: dict[str, Any]) -> ToolResult:
         """A plan's ``launch`` step (DESIGN §13): open another app as a child instance.
 
-        The child's window comes to the front with its reply to ``instruction``;
+        ``chain`` is the launching app (last) and the apps whose work it does. The
+        child's window comes to the front with its reply to ``instruction``;
         with ``await_result`` the plan waits until the child's reply carries
         ``result``, the user closes its window, or it fails; then the focus
-        returns to the parent. The wait expires like an approval.
+        returns to the parent. The wait expires like an approval. The child works
+        with the chain's rights (DESIGN §14.4); a cycle, a chain deeper than
+        ``apps.launch_max_depth`` or more than ``apps.launch_max_per_run`` launches
+        in the run are step errors.
         """
         from aios.protocol import ToolResult
 
         def error(message: str) -> ToolResult:
             return ToolResult(tool=LAUNCH_TOOL, status="error", error=message)
 
+        parent_app = chain[-1]
         target = args.get("app")
         if not isinstance(target, str) or not target:
             return error("launch: give the app to open (its id)")
-        if target == parent_app:
-            return error(f"launch: {parent_app} cannot launch itself")
+        limits = LaunchLimits(
+            self.config.apps.launch_max_depth, self.config.apps.launch_max_per_run
+        )
+        with self.runs.lock:
+            refused = check_launch(chain, target, run.launches, limits)
+            if refused is None:
+                run.launches += 1
+        if refused is not None:
+            log.info("run %s: %s", run.run_id, refused)
+            return error(refused)
         record = self.launcher.get(target)
         if record is None:
             return error(f"launch: no app {target!r}")
@@ -840,7 +888,7 @@ class Controller:
         child = self.instances.open(target, sid, parent=parent)
         child.awaited = bool(args.get("await_result"))
         try:
-            outcome = self.call_app(record, instruction, None, sid, run=run)
+            outcome = self.call_app(record, instruction, None, sid, run=run, launchers=chain)
         except AppError as e:
             self.instances.fail(target, str(e))
             return error(f"launch: {target} failed: {e}")

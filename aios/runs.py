@@ -31,7 +31,7 @@ from aios.executor import ASK_TOOL, stopped
 from aios.protocol import Step, ToolResult, parse_steps
 
 if TYPE_CHECKING:
-    from aios.approvals import Approvals, Interaction
+    from aios.approvals import Approvals, Interaction, Review
     from aios.events import EventBus
     from aios.runstore import RunStore
     from aios.sandbox import SandboxPolicy
@@ -72,6 +72,8 @@ class Run:
     """Calls a yes to one of this run's confirms approved, once each (:func:`covered_key`)."""
     locale: str = ""
     """The UI language its messages are in: the request's, else ``config.language``."""
+    launches: int = 0
+    """``launch`` steps this run made (DESIGN §14.4: a fan-out over the limit is refused)."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -309,13 +311,19 @@ def gate(
     app: str,
     steps: Sequence[Step] | Sequence[dict[str, Any]],
     policy: SandboxPolicy | None = None,
+    *,
+    chain: Sequence[str] = (),
+    reviews: list[Review] | None = None,
+    options: list[Any] | None = None,
 ) -> tuple[dict[str, ToolResult], dict[str, str]]:
     """Review a plan before it runs; ask the user when a step needs it, and wait.
 
     Returns the results of the steps that must not run (denied, expired,
     refused by policy, cancelled) and, for the others, how each was allowed
     (``policy`` or ``user``) for the audit log. An invalid plan is left to
-    the executor, which reports it.
+    the executor, which reports it. ``chain``: the apps that launched ``app``'s
+    work (DESIGN §14.4); ``reviews``: the steps' reviews when the caller made them
+    already (one decision per call); ``options``: the card's answers, when not all.
     """
     plan = [x for x in steps if isinstance(x, Step)]
     if len(plan) != len(steps):
@@ -323,7 +331,8 @@ def gate(
             plan = parse_steps(steps)
         except ProtocolError:
             return {}, {}
-    reviews = approvals.review(app, run.session_id, plan, policy)
+    if reviews is None:
+        reviews = approvals.review(app, run.session_id, plan, policy, chain)
     runs.plan(run, [{**r.public(), "status": "pending"} for r in reviews])
     presets: dict[str, ToolResult] = {
         r.step_id: stopped(r.tool, "never") for r in reviews if r.rule == "never"
@@ -338,7 +347,7 @@ def gate(
             asked.append(r)
     if not asked:
         return presets, decisions
-    ia = approvals.ask(run.run_id, app, run.session_id, reviews)
+    ia = approvals.ask(run.run_id, app, run.session_id, reviews, options=options)
     got = _wait_on(approvals, runs, run, ia)
     decision = got if isinstance(got, str) else str(got.get("decision"))
     codes: dict[str, Literal["denied", "expired", "cancelled"]] = {

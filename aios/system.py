@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import requests
 
 from aios import app_secret, os_sandbox
-from aios.approvals import Approvals
+from aios.approvals import DECISIONS, Approvals, Call, Review
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
 from aios.errors import (
@@ -37,7 +38,7 @@ from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PR
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, parse_ui_op
 from aios.pruner import Pruner
-from aios.risk import classify
+from aios.rights import describe_ui_op
 from aios.runs import Runs, confirm_call, gate
 from aios.runstore import RunStore
 from aios.sandbox import SandboxPolicy
@@ -95,6 +96,8 @@ class System:
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
         self.grants.language = lambda: self.config.language
+        self.approvals.name = self._app_name
+        self.approvals.granted = self._granted
         self.launcher = Launcher(
             self.apps_dir,
             self.data_dir,
@@ -272,24 +275,49 @@ class System:
     ) -> ToolResult:
         """An app's synchronous tool call (``self.call_tool``), under the user's policy.
 
-        A call that needs a decision shows the same approval card as a plan
-        (one step) and waits for it; the app's own ``/handle`` is not timed out
-        meanwhile. It belongs to the app's active run in that session, or to a
-        run of its own.
+        It belongs to what the app is doing now (:meth:`acting`): that session,
+        that run, and, for work another app launched, that chain's rights
+        (DESIGN §14.4); ``session_id`` only picks among the app's own calls in
+        flight. It is decided once (:meth:`~aios.approvals.Approvals.decide`, via
+        the review); one that needs a decision shows the same approval card as a
+        plan (one step) and waits for it; the app's own ``/handle`` is not timed
+        out meanwhile. A call outside any request of the system belongs to no
+        session: no "allow for this session" covers it, and its card offers none.
         """
-        ctx = self.tool_context(record.id, session_id)
-        sid = session_id or ""
+        from aios.protocol import parse_steps
+
+        frame = self.controller.acting.frame_for(record.id, session_id)
+        sid = frame.session_id if frame is not None else ""
+        launchers = frame.launchers if frame is not None else ()
+        ctx = self.tool_context(record.id, sid or session_id)
         step_args: dict[str, Any] = args if isinstance(args, dict) else {}
         step = {"step_id": "call", "tool": name, "args": step_args}
-        run = next((r for r in self.runs.active(sid) if record.id in r.app.split(",")), None)
-        risk = classify(name, step_args) if name in ATOMIC_TOOLS else None
-        if self.approvals.rule(record.id, sid, name, risk) == "allow":
+        run = frame.run if frame is not None and frame.run is not None else None
+        run = run if run is not None and self.runs.get(run.run_id) is not None else None
+        try:
+            (review,) = self.approvals.review(
+                record.id, sid, parse_steps([step]), ctx.policy, launchers
+            )
+        except ProtocolError:
+            return invoke(name, args, ctx)  # the tool names what is wrong with the call
+        if review.rule == "allow" or review.blocked:
             return invoke(name, args, ctx if run is None else ctx.for_run(run.run_id, run.cancel))
         own = run is None
         if run is None:
-            run = self.runs.start("tool", record.id, sid, text=name)
+            run = self.runs.start("tool", record.id, sid or session_id or "", text=name)
+        options = None if sid else [d for d in DECISIONS if d != "allow_session"]
         try:
-            presets, decisions = gate(self.approvals, self.runs, run, record.id, [step], ctx.policy)
+            presets, decisions = gate(
+                self.approvals,
+                self.runs,
+                run,
+                record.id,
+                [step],
+                ctx.policy,
+                chain=launchers,
+                reviews=[review],
+                options=options,
+            )
             ctx = ctx.for_run(run.run_id, run.cancel, decisions)
             preset = next(iter(presets.values()), None)
             if preset is not None:
@@ -305,6 +333,62 @@ class System:
             self.runs.finish(run, None, failed=result.status != "ok")
         return result
 
+    def _app_name(self, app_id: str) -> str:
+        record = self.launcher.get(app_id)
+        return record.name_in(self.config.language) if record is not None else app_id
+
+    def _granted(self, app_id: str) -> frozenset[str]:
+        record = self.launcher.get(app_id)
+        if record is None:
+            return frozenset()
+        return self.grants.granted(app_id, _requested(record))
+
+    def require_for_chain(
+        self,
+        record: AppRecord,
+        permission: str,
+        session_id: str | None,
+        what: Callable[[], str],
+    ) -> None:
+        """A call that needs ``permission`` made by an app working for another app
+        (DESIGN §14.4): allowed when every app of the chain is granted it, else the
+        user is asked on a card naming both apps ("System Control, asked by Evil,
+        wants to run: …"); PermissionDenied when denied, expired or cancelled.
+        An app acting for the user needs only its own grant (checked before)."""
+        frame = self.controller.acting.frame_for(record.id, session_id)
+        if frame is None or not frame.launchers:
+            return
+        call = Call("ui_op" if permission == DESKTOP_CONTROL else permission, "high", permission)
+        decision = self.approvals.decide(record.id, frame.session_id, call, frame.launchers)
+        if decision.rule == "allow":
+            return
+        who = self.approvals.on_behalf(frame.chain, what())
+        if decision.rule == "never" or frame.run is None:
+            raise PermissionDenied(f"{who}: refused: {decision.why}")
+        review = Review(
+            step_id=f"step_{call.tool}",
+            tool=call.tool,
+            risk="high",
+            rule="ask",
+            text=who,
+            args=audit_args({"permission": permission, "what": what}),
+            chain=frame.chain,
+            why=decision.why,
+        )
+        step = {"step_id": call.tool, "tool": call.tool, "args": {}}
+        presets, _ = gate(
+            self.approvals,
+            self.runs,
+            frame.run,
+            record.id,
+            [step],
+            chain=frame.launchers,
+            reviews=[review],
+        )
+        stopped_by = next(iter(presets.values()), None)
+        if stopped_by is not None:
+            raise PermissionDenied(f"{who}: {stopped_by.error or 'not allowed'} ({decision.why})")
+
     def _restart_quietly(self, app_id: str) -> None:
         try:
             self.launcher.restart(app_id)
@@ -314,11 +398,15 @@ class System:
     def process_list(self, record: AppRecord) -> list[dict[str, Any]]:
         """The host's processes, read-only, for an app granted ``system.processes``."""
         self.require_permission(record, SYSTEM_PROCESSES)
+        self.require_for_chain(
+            record, SYSTEM_PROCESSES, None, lambda: "read the host's process list"
+        )
         return host_processes()
 
     def disk_list(self, record: AppRecord) -> list[dict[str, Any]]:
         """The host's disks, read-only, for an app granted ``system.processes``."""
         self.require_permission(record, SYSTEM_PROCESSES)
+        self.require_for_chain(record, SYSTEM_PROCESSES, None, lambda: "read the host's disks")
         return host_disks()
 
     def end_process(
@@ -337,8 +425,10 @@ class System:
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
             raise BadRequest(f"pid must be a positive whole number, got {pid!r}")
         started = time.monotonic()
-        sid = session_id or ""
-        run = next((r for r in self.runs.active(sid) if record.id in r.app.split(",")), None)
+        frame = self.controller.acting.frame_for(record.id, session_id)
+        sid = frame.session_id if frame is not None else (session_id or "")
+        run = frame.run if frame is not None else None
+        run = run if run is not None and self.runs.get(run.run_id) is not None else None
         own = run is None
         if run is None:
             run = self.runs.start("tool", record.id, sid, text="end_process")
@@ -351,7 +441,9 @@ class System:
                 asked_in,
                 record.id,
                 ("end_process", {"pid": pid}),
-                f"end process {pid} ({name})",
+                self.approvals.on_behalf(
+                    frame.chain if frame is not None else (), f"end process {pid} ({name})"
+                ),
             )
             if why is not None:
                 raise PermissionDenied(f"process {pid} ({name}) was not ended: {why} by the user")
@@ -398,6 +490,23 @@ class System:
         ops: list[Any] = listed if isinstance(listed, list) else [body]
         try:
             checked = [parse_ui_op(op) for op in ops]
+            claimed = body.get("session_id")
+            self.require_for_chain(
+                record,
+                DESKTOP_CONTROL,
+                claimed if isinstance(claimed, str) else None,
+                lambda: "; ".join(describe_ui_op(op) for op in checked),
+            )
+        except PermissionDenied as e:
+            self.store.audit(
+                app=record.id,
+                tool="ui_op",
+                args=audit_args(ops),
+                status="denied",
+                duration_ms=0.0,
+                error=str(e),
+            )
+            raise
         except ProtocolError as e:
             self.store.audit(
                 app=record.id,
