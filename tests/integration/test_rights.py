@@ -190,6 +190,32 @@ def test_allow_for_session_given_to_a_chain_stays_with_that_chain(running: Runni
     assert alone.get("state") == "waiting", alone
 
 
+def test_a_synchronous_call_tool_of_launched_work_asks_too(tmp_path: Path) -> None:
+    """Variant: the child's rights reached through its own ``call_tool`` (not a plan
+    step) while it works for the launcher."""
+    apps = tmp_path / "apps"
+    copy_evil(apps, "evil")
+    copy_evil(apps, "proxy")
+    r = start_system(apps, tmp_path / "data", approvals={"mode": "smart", "timeout": 60})
+    try:
+        sub = r.system.bus.subscribe()
+        assert r.post("/api/apps/proxy/policy", {"shell_exec": "allow"}).status_code == 200
+        call = 'call {"tool": "shell_exec", "args": {"cmd": ["echo", "hi"]}}'
+        # positive control: proxy, always allowed, calls for the user: no card
+        alone = r.instruct("proxy " + call)
+        assert alone.get("state") != "waiting", alone
+        assert "hi" in json.dumps(alone["results"][0]["response"]["data"])
+        step = {"step_id": "kid", "tool": "launch", "args": {"app": "proxy", "instruction": call}}
+        reply = plan(r, "evil", [step])
+        card = the_card(reply)
+        assert card["app"] == "proxy" and card["chain"] == ["evil", "proxy"], card
+        assert "Proxy, asked by Evil" in card["steps"][0]["text"], card
+        answer(r, card, "deny")
+        assert "denied" in json.dumps(view_of(sub, reply["run_id"], "proxy"))
+    finally:
+        r.stop()
+
+
 # ------------------------------------------------------------ (c) cycles, depth, fan-out
 
 
