@@ -1,33 +1,38 @@
 """App folders: what makes one valid, and the record the launcher keeps of it.
 
 Spec §3.4, §13.2; DESIGN §3. :func:`load_app` reads one folder (its
-``manifest.json``, its role prompt, its workdir) into an :class:`AppRecord`
-and never raises for a bad folder: the record is ``invalid`` and its
-``error`` says why. :func:`fingerprint` is what hot reload compares. A
+``manifest.json``, its role prompt, its icon, its workdir) into an
+:class:`AppRecord` and never raises for a bad folder: the record is
+``invalid`` and its ``error`` says why. Every file is read through
+:mod:`aios.app_files` (DESIGN §14.1: no links, regular files, caps).
+:func:`fingerprint` is what hot reload compares. A
 transient failure to read (EMFILE...) raises OSError instead, since it says
 nothing about the folder. Processes and ports are not this module's business.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from aios import confusables
+from aios.app_files import (
+    MANIFEST,
+    ROLE_FILE,
+    AppFileError,
+    AppFolder,
+    folder_fingerprint,
+    raise_if_transient,
+)
 from aios.errors import ProtocolError
 from aios.names import APP_ID_PATTERN
-from aios.protocol import DEFAULT_LOCALE, LOCALES, Manifest, parse_manifest
+from aios.protocol import DEFAULT_LOCALE, LOCALES, Manifest, icon_file, parse_manifest
 from aios.supervisor import AppStatus
 
 APP_ID_RE = re.compile(APP_ID_PATTERN)
-MANIFEST = "manifest.json"
-ROLE_FILE = "role.md"
-TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN})
-"""Errors that say the machine is busy, not that a file is bad: never make an app invalid."""
 
 
 UNCONFINED_NOTICE = (
@@ -47,6 +52,8 @@ class AppRecord:
     manifest: Manifest | None = None
     role_prompt: str = ""
     workdir: Path | None = None
+    icon: bytes | None = field(default=None, repr=False)
+    """The icon file's bytes as read at validation (None: no icon file)."""
     port: int | None = None
     token: str = field(default="", repr=False)
     launch_secret: str = field(default="", repr=False)
@@ -129,33 +136,47 @@ def assign_display_names(records: list[AppRecord]) -> None:
         taken.update(*keys.values())
 
 
-def _inside(child: Path, parent: Path) -> bool:
-    return child == parent or child.is_relative_to(parent)
+@dataclass(frozen=True)
+class Validated:
+    """What validating a folder read from it (each file once, by :mod:`aios.app_files`)."""
+
+    manifest: Manifest
+    role: str
+    workdir: Path
+    icon: bytes | None
 
 
-def _raise_if_transient(e: BaseException) -> None:
-    if isinstance(e, OSError) and e.errno in TRANSIENT_ERRNOS:
-        raise e
+def validate(app_id: str, path: Path, *, create_workdir: bool = True) -> Validated:
+    """Read and check one folder; ValueError (often :class:`AppFileError`) says why it is bad.
 
-
-def validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
-    """Manifest, role prompt and (created) workdir of a folder; ManifestError-like ValueError."""
+    Every file comes through :class:`AppFolder` (no links, regular, one name, capped).
+    Without ``create_workdir`` (``aios_sdk check``) a missing workdir is left missing.
+    """
     if not APP_ID_RE.match(app_id):
         raise ValueError(
             f"folder name {app_id!r} is not a valid app id: it must match "
             "[a-z0-9_][a-z0-9_-]* (lowercase letters, digits, '_' and '-')"
         )
-    mpath = path / MANIFEST
-    if not mpath.is_file():
-        raise ValueError(f"no {MANIFEST} in the app folder")
     try:
-        raw = json.loads(mpath.read_text(encoding="utf-8"))
+        folder = AppFolder(path)
+    except OSError as e:
+        raise_if_transient(e)
+        raise ValueError(f"the app folder cannot be opened: {e.strerror or e}") from e
+    with folder:
+        return _validate(folder, create_workdir)
+
+
+def _validate(folder: AppFolder, create_workdir: bool) -> Validated:
+    try:
+        text = folder.read(MANIFEST, "manifest").data.decode("utf-8")
+        raw = json.loads(text)
+    except FileNotFoundError as e:
+        raise ValueError(f"no {MANIFEST} in the app folder") from e
     except json.JSONDecodeError as e:
         raise ValueError(
             f"{MANIFEST} is not valid JSON: line {e.lineno} column {e.colno}: {e.msg}"
         ) from e
-    except (OSError, UnicodeDecodeError) as e:
-        _raise_if_transient(e)
+    except UnicodeDecodeError as e:
         raise ValueError(f"{MANIFEST} cannot be read: {e}") from e
     if not isinstance(raw, dict):
         raise ValueError(f"{MANIFEST} must hold a JSON object, not {type(raw).__name__}")
@@ -163,33 +184,62 @@ def validate(app_id: str, path: Path) -> tuple[Manifest, str, Path]:
         manifest = parse_manifest(raw)
     except ProtocolError as e:
         raise ValueError(str(e)) from e
-    root = path.resolve()
-    entry = path / manifest.entry
-    if not entry.is_file():
-        raise ValueError(f"entry file {manifest.entry!r} not found in the app folder")
-    workdir = (path / manifest.workdir).resolve()
-    if not _inside(workdir, root):
-        raise ValueError(
-            f"workdir {manifest.workdir!r} resolves to {workdir}, outside the app folder"
-        )
+    try:
+        folder.check(manifest.entry, "entry")
+    except FileNotFoundError as e:
+        raise ValueError(f"entry file {manifest.entry!r} not found in the app folder") from e
     role = (manifest.role_prompt or "").strip()
-    if not role and (path / ROLE_FILE).is_file():
-        try:
-            role = (path / ROLE_FILE).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as e:
-            _raise_if_transient(e)
-            raise ValueError(f"{ROLE_FILE} cannot be read: {e}") from e
+    if not role:
+        role = _read_text(folder, ROLE_FILE, "role")
     if not role:
         raise ValueError(
             f'no role prompt: set "role_prompt" in {MANIFEST} or add a non-empty {ROLE_FILE}'
         )
-    if workdir.exists() and not workdir.is_dir():
-        raise ValueError(f"workdir {manifest.workdir!r} exists and is not a folder")
+    icon_rel = icon_file(manifest.icon)
+    icon = None
+    if icon_rel is not None:
+        try:
+            icon = folder.read(icon_rel, "icon").data
+        except FileNotFoundError:
+            icon = None  # the desktop shows the app's initial, as for no icon
+    own = [MANIFEST, manifest.entry, *([icon_rel] if icon_rel else [])]
+    if not manifest.role_prompt:
+        own.append(ROLE_FILE)
+    _check_workdir(manifest.workdir, own)
+    workdir = folder.workdir(manifest.workdir, create=create_workdir)
+    return Validated(manifest, role, workdir, icon)
+
+
+def _read_text(folder: AppFolder, rel: str, kind: str) -> str:
+    """The file's text, stripped; "" when there is none."""
     try:
-        workdir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"workdir {manifest.workdir!r} cannot be created: {e}") from e
-    return manifest, role, workdir
+        data = folder.read(rel, kind).data
+    except FileNotFoundError:
+        return ""
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{rel} cannot be read: {e}") from e
+
+
+def _parts(rel: str) -> tuple[str, ...]:
+    return tuple(p for p in PurePosixPath(rel).parts if p != ".")
+
+
+def _check_workdir(workdir: str, own_files: list[str]) -> None:
+    """A strict subfolder holding none of the app's own files (DESIGN §14.1)."""
+    parts = _parts(workdir)
+    if not parts or PurePosixPath(workdir).is_absolute() or ".." in parts or "\\" in workdir:
+        raise ValueError(
+            f"workdir {workdir!r} is not a subfolder of the app folder: the app could then "
+            "rewrite its own code and manifest; use a subfolder such as workspace"
+        )
+    for rel in own_files:
+        if _parts(rel)[: len(parts)] == parts:
+            raise ValueError(
+                f"workdir {workdir!r} holds the app's own file {rel!r}: the app could "
+                "rewrite it; keep the workdir apart from the app's files"
+            )
 
 
 def load_app(path: Path, logs_dir: Path) -> AppRecord:
@@ -206,27 +256,29 @@ def load_app(path: Path, logs_dir: Path) -> AppRecord:
         log_path=logs_dir / f"{app_id}.log" if APP_ID_RE.match(app_id) else None,
     )
     try:
-        rec.manifest, rec.role_prompt, rec.workdir = validate(app_id, path)
+        found = validate(app_id, path)
     except ValueError as e:
         rec.status, rec.error = AppStatus.INVALID, str(e)
+    else:
+        rec.manifest, rec.role_prompt, rec.workdir = found.manifest, found.role, found.workdir
+        rec.icon = found.icon
     return rec
 
 
-def fingerprint(path: Path) -> tuple[Any, ...]:
-    """What hot reload compares: the manifest (mtime and bytes) and role.md (bytes).
-
-    A missing or unreadable file counts as None; a transient error (EMFILE...)
-    raises OSError, so that a busy machine never looks like a changed app.
-    """
-    out: list[Any] = []
-    for name in (MANIFEST, ROLE_FILE):
-        try:
-            st = (path / name).stat()
-            out.append((st.st_mtime_ns if name == MANIFEST else 0, (path / name).read_bytes()))
-        except OSError as e:
-            _raise_if_transient(e)
-            out.append(None)
-    return tuple(out)
+def fingerprint(path: Path, workdir: str | None) -> tuple[Any, ...]:
+    """What hot reload compares: the whole folder outside ``workdir`` (see
+    :func:`aios.app_files.folder_fingerprint`)."""
+    return folder_fingerprint(path, workdir)
 
 
-__all__ = ["APP_ID_RE", "MANIFEST", "ROLE_FILE", "AppRecord", "fingerprint", "load_app", "validate"]
+__all__ = [
+    "APP_ID_RE",
+    "MANIFEST",
+    "ROLE_FILE",
+    "AppFileError",
+    "AppRecord",
+    "Validated",
+    "fingerprint",
+    "load_app",
+    "validate",
+]

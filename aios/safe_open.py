@@ -14,6 +14,10 @@ to a path string:
   ``O_NOFOLLOW | O_DIRECTORY`` relative to the previous directory's fd,
   symlinks read with ``readlinkat`` and expanded, ``..`` popping our own
   stack of fds (so it can never climb above the root).
+* :func:`open_plain` is stricter, for files the *system* reads from an app
+  folder (DESIGN §14.1): ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS``, so no
+  component may be a symlink at all (``ELOOP``), even one staying beneath;
+  :func:`open_plain_dir` walks (and may create) a folder the same way.
 * :func:`open_parent` pins the folder a new file goes into (creating missing
   folders with ``mkdirat``) and returns its fd plus the final name; the caller
   creates a temp file with ``O_EXCL | O_NOFOLLOW`` and renames it relative to
@@ -38,6 +42,7 @@ from pathlib import Path
 SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437}
 """The openat2 syscall number per machine (the same on both)."""
 RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 MAX_SYMLINKS = 40
 """Symlinks followed in one lookup at most, as the kernel's own limit."""
@@ -60,12 +65,12 @@ def openat2_available() -> bool:
     return _openat2_works
 
 
-def _openat2(dir_fd: int, rel: str, flags: int, mode: int) -> int:
+def _openat2(
+    dir_fd: int, rel: str, flags: int, mode: int, resolve: int = RESOLVE_NO_MAGICLINKS
+) -> int:
     assert _libc is not None and _syscall_nr is not None
     how = _OpenHow(
-        flags | os.O_CLOEXEC,
-        mode if flags & os.O_CREAT else 0,
-        RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, RESOLVE_BENEATH | resolve
     )
     while True:
         fd = int(
@@ -149,6 +154,82 @@ def _walk(root_fd: int, rel: str, flags: int, mode: int) -> int:
     finally:
         for fd in stack:
             os.close(fd)
+
+
+def open_plain(root_fd: int, rel: str, flags: int) -> int:
+    """Open ``rel`` beneath ``root_fd`` through no symlink at all (``ELOOP`` if one is met).
+
+    ``..`` and absolute paths are ``EXDEV``. Meant for reading (no ``O_CREAT``).
+    """
+    global _openat2_works
+    parts = _plain_parts(rel)
+    if _openat2_works:
+        try:
+            return _openat2(
+                root_fd, "/".join(parts), flags, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+            )
+        except OSError as e:
+            if e.errno != errno.ENOSYS:
+                raise
+            _openat2_works = False
+    head = open_plain_dir(root_fd, "/".join(parts[:-1]))
+    try:
+        return _open_no_link(head, parts[-1], flags | os.O_NOFOLLOW)
+    finally:
+        os.close(head)
+
+
+def open_plain_dir(root_fd: int, rel: str, *, create: bool = False) -> int:
+    """An fd on the folder ``rel`` beneath ``root_fd``, reached through no symlink.
+
+    With ``create``, missing folders are made (``mkdirat``) on the way. ``""``
+    is the root itself.
+    """
+    parts = _plain_parts(rel) if rel not in ("", ".") else []
+    fd = os.dup(root_fd)
+    try:
+        for name in parts:
+            try:
+                nxt = _open_no_link(fd, name, DIR_FLAGS | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nxt = _open_no_link(fd, name, DIR_FLAGS | os.O_NOFOLLOW)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _plain_parts(rel: str) -> list[str]:
+    if rel.startswith("/"):
+        raise OSError(errno.EXDEV, "absolute path", rel)
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise OSError(errno.EXDEV, "'..' in the path", rel)
+    if not parts:
+        raise OSError(errno.EISDIR, "names the folder itself", rel)
+    return parts
+
+
+def _open_no_link(dir_fd: int, name: str, flags: int) -> int:
+    """``openat(dir_fd, name, flags | O_NOFOLLOW)``; a symlink is ``ELOOP`` whatever the flags."""
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        try:
+            os.readlink(name, dir_fd=dir_fd)
+        except OSError:
+            raise e from None  # not a link: a real file used as a folder
+        raise OSError(errno.ELOOP, "a symbolic link", name) from None
 
 
 def open_dir(root_fd: int, rel: str, *, create: bool = False) -> int:

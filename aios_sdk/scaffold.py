@@ -39,6 +39,7 @@ from pydantic import ValidationError
 
 from aios.config import Config, load_config
 from aios.errors import ConfigError, ProtocolError
+from aios.manifests import validate
 from aios.names import APP_ID_PATTERN
 from aios.protocol import LOCALES, Manifest, parse_manifest
 from aios.sandbox import _domain_allowed
@@ -223,6 +224,8 @@ def check_app(
     _check_workdir(folder, raw.get("workdir", "workspace"), problems)
     role = _check_role(folder, raw.get("role_prompt"), problems)
     _check_words(raw, problems)
+    if not problems:
+        _check_as_the_launcher(app_id, folder, problems)
     if config is None:
         config = _global_config(report.warnings)
     _warn_placeholders(raw, role, report.warnings)
@@ -232,6 +235,15 @@ def check_app(
         dirs = apps_dirs if apps_dirs is not None else [folder.resolve().parent, config.apps_path]
         _warn_collisions(folder, app_id, manifest, dirs, report.warnings)
     return report
+
+
+def _check_as_the_launcher(app_id: str, folder: Path, problems: list[str]) -> None:
+    """What the launcher itself would refuse (links, FIFOs, hard links, caps, a workdir
+    holding the app's files: DESIGN §14.1), so that a clean check means a valid app."""
+    try:
+        validate(app_id, folder, create_workdir=False)
+    except ValueError as e:
+        problems.append(str(e))
 
 
 def _read_manifest(path: Path, problems: list[str]) -> dict[str, Any] | None:
