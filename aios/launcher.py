@@ -47,6 +47,7 @@ from aios.manifests import (
 )
 from aios.os_sandbox import SANE_PATH
 from aios.ports import PortMap, write_json_atomic
+from aios.protocol import Manifest
 from aios.supervisor import (
     AppStatus,
     AppSupervisor,
@@ -71,6 +72,10 @@ WATCH_INTERVAL = 1.0
 """Seconds between two hot-reload passes."""
 SETTLE_POLL = 0.05
 """Seconds between two looks at the starting apps while :meth:`Launcher.start` waits."""
+LOAD_ATTEMPTS = 3
+"""Reads of a folder that changes while it is read, before the next pass takes over."""
+DEFAULT_WORKDIR: str = Manifest.model_fields["workdir"].default
+"""The manifest's default ``workdir`` (the first guess of the folder the watcher skips)."""
 
 
 # ------------------------------------------------------------------- launcher
@@ -345,18 +350,10 @@ class Launcher:
             if rec.status != AppStatus.INVALID:
                 self._prepare(rec).start()
             return True
-        new, old = fingerprint(path), self._prints.get(app_id)
-        if (
-            new != old
-            and rec.status != AppStatus.INVALID
-            and old
-            and new[0] == old[0]
-            and self._refresh_role(rec, new)
-        ):
-            return False
-        if new != old or (
-            rec.status == AppStatus.INVALID and load_app(path, self.logs_dir).error != rec.error
-        ):
+        new, old = fingerprint(path, self._workdir_of(rec)), self._prints.get(app_id)
+        if new != old:
+            # Any change outside the workdir (code, manifest, role.md, a link, a new file):
+            # the app restarts from a fresh validation, never keeps running on a re-read.
             log.info("app %s: folder changed, reloading", app_id)
             self._reload(rec)
             return True
@@ -419,8 +416,7 @@ class Launcher:
 
     def _add(self, path: Path, installed: int) -> AppRecord:
         """Create and register the record of a new folder (not started)."""
-        prints = fingerprint(path)  # before reading, so a change in between is seen
-        rec = load_app(path, self.logs_dir)
+        rec, prints = self._load(path, None)
         with self._lock:
             rec.installed = installed
             self._records[rec.id] = rec
@@ -431,31 +427,41 @@ class Launcher:
             self._notify(rec)
         return rec
 
-    def _refresh_role(self, rec: AppRecord, fingerprint: tuple[Any, ...]) -> bool:
-        """Only role.md changed: take the new role without restarting the process."""
-        fresh = load_app(rec.path, self.logs_dir)
-        if fresh.status == AppStatus.INVALID:
-            return False
-        with self._lock:
-            rec.role_prompt = fresh.role_prompt
-            self._prints[rec.id] = fingerprint
-        log.info("app %s: role prompt reloaded", rec.id)
-        return True
+    @staticmethod
+    def _workdir_of(rec: AppRecord) -> str | None:
+        return rec.manifest.workdir if rec.manifest is not None else None
+
+    def _load(self, path: Path, workdir: str | None) -> tuple[AppRecord, tuple[Any, ...]]:
+        """Validate a folder and fingerprint it as it was read (see :meth:`_rescan_one`).
+
+        The fingerprint is taken before and after reading and kept only when both agree,
+        so a change while reading is seen at the next pass. ``workdir`` is the guess of
+        the folder to leave out (the previous manifest's); a new manifest may move it.
+        """
+        guess = workdir or DEFAULT_WORKDIR
+        for _ in range(LOAD_ATTEMPTS):
+            before = fingerprint(path, guess)
+            rec = load_app(path, self.logs_dir)
+            found = self._workdir_of(rec)
+            if found == guess and fingerprint(path, guess) == before:
+                return rec, before
+            guess = found or guess
+        return rec, ()  # kept changing: the next pass reloads it
 
     def _reload(self, rec: AppRecord) -> AppSupervisor | None:
         """Re-read ``rec``'s folder, stop its process and start it again (if valid).
 
         Reading first: a transient OSError leaves the running app untouched.
         """
-        prints = fingerprint(rec.path)
-        fresh = load_app(rec.path, self.logs_dir)
+        fresh, prints = self._load(rec.path, self._workdir_of(rec))
         self._halt(rec.id, final=False)
         with self._lock:
             self._prints[rec.id] = prints
-            rec.manifest, rec.role_prompt, rec.workdir = (
+            rec.manifest, rec.role_prompt, rec.workdir, rec.icon = (
                 fresh.manifest,
                 fresh.role_prompt,
                 fresh.workdir,
+                fresh.icon,
             )
             rec.restarts = 0
             assign_display_names(list(self._records.values()))

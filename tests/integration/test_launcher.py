@@ -98,7 +98,7 @@ def no_file_descriptors() -> Iterator[None]:
 
 
 def launches(d: Path) -> list[int]:
-    f = d / "launches.txt"
+    f = d / "workspace" / "launches.txt"
     return [int(x) for x in f.read_text().split()] if f.exists() else []
 
 
@@ -224,8 +224,8 @@ def test_every_folder_is_listed_and_invalid_ones_say_exactly_why(
         "entry_missing": "entry file 'nope.py' not found in the app folder",
         "workdir_dotdot": "invalid manifest: workdir: Value error, must be a path inside the "
         "app folder (got '../elsewhere')",
-        "workdir_link": f"workdir 'data/ws' resolves to {outside.resolve() / 'ws'}, "
-        "outside the app folder",
+        "workdir_link": "workdir 'data/ws' is or passes through a symbolic link; "
+        "the workdir must be a plain subfolder of the app folder",
         "no_role": 'no role prompt: set "role_prompt" in manifest.json or add a non-empty role.md',
         "no_manifest": "no manifest.json in the app folder",
         "Bad Name": "folder name 'Bad Name' is not a valid app id: it must match "
@@ -387,7 +387,7 @@ def test_app_env_has_its_settings_and_none_of_the_system_secrets(
     launcher.start()
 
     rec = launcher.get("envy")
-    env = json.loads((d / "env.json").read_text())
+    env = json.loads((d / "workspace" / "env.json").read_text())
     assert env["APP_PORT"] == str(rec.port)
     assert env["AIOS_APP_ID"] == "envy"
     assert env["AIOS_SYSTEM_URL"] == SYSTEM_URL
@@ -415,7 +415,7 @@ def test_app_env_has_its_settings_and_none_of_the_system_secrets(
     launcher.restart("envy")
     assert rec.status == AppStatus.RUNNING and rec.pid != old_pid and not alive(old_pid)
     assert rec.token != old_token and launcher.by_token(old_token) is None
-    assert json.loads((d / "env.json").read_text())["AIOS_APP_TOKEN"] == rec.token
+    assert json.loads((d / "workspace" / "env.json").read_text())["AIOS_APP_TOKEN"] == rec.token
     with pytest.raises(AppNotFound):
         launcher.restart("nope")
 
@@ -496,9 +496,9 @@ def test_a_crashed_apps_leftover_processes_die_before_it_restarts(
     launcher.start()
 
     assert launcher.get("messy").status == AppStatus.RUNNING and len(launches(d)) == 2
-    orphan = int((d / "grandchild1.pid").read_text())
+    orphan = int((d / "workspace" / "grandchild1.pid").read_text())
     assert not alive(orphan)  # it ignored SIGTERM and outlived its parent, but not the launcher
-    assert alive(int((d / "grandchild2.pid").read_text()))
+    assert alive(int((d / "workspace" / "grandchild2.pid").read_text()))
 
 
 def test_runs_longer_than_stable_start_time_reset_the_crash_count(
@@ -562,10 +562,12 @@ def test_hot_reload_loads_new_unloads_removed_and_restarts_changed(
     assert json.loads(port_map.read_text()) == {"alpha": rec_a.port, "beta": rec_b.port}
     assert set(json.loads(routes.read_text())) == {"alpha", "beta"}
 
-    # role.md edited -> new role, same process.
+    # role.md edited -> restarted with the new role (never re-read into a running app).
     (alpha / "role.md").write_text("Role two.")
     launcher.rescan()
-    assert rec_a.role_prompt == "Role two." and rec_a.pid == pid_a
+    wait_for(lambda: rec_a.status == AppStatus.RUNNING and rec_a.pid != pid_a, what="restart")
+    assert rec_a.role_prompt == "Role two." and not alive(pid_a)
+    pid_a = rec_a.pid
 
     # Manifest changed -> restarted with the new manifest.
     write_manifest(alpha, name="Alpha Two")
@@ -642,7 +644,9 @@ def test_stop_leaves_no_process_behind(
         "broken": AppStatus.INVALID,
     }
     pids = [r.pid for r in launcher.apps() if r.pid]
-    grandchildren = [int((d / "grandchild1.pid").read_text()) for d in (stubborn, escaper)]
+    grandchildren = [
+        int((d / "workspace" / "grandchild1.pid").read_text()) for d in (stubborn, escaper)
+    ]
     assert len(pids) == 3 and all(alive(p) for p in pids + grandchildren)
 
     launcher.stop()
@@ -703,7 +707,9 @@ def test_stop_kills_every_app_even_when_proc_cannot_be_read(
     make_app(apps, "plain")
     launcher = make_launcher(grace=0.5)
     launcher.start()
-    pids = [r.pid for r in launcher.apps()] + [int((grouped / "grandchild1.pid").read_text())]
+    pids = [r.pid for r in launcher.apps()] + [
+        int((grouped / "workspace" / "grandchild1.pid").read_text())
+    ]
     assert all(alive(p) for p in pids)
     with no_file_descriptors():  # psutil cannot read /proc; signals and wait() still work
         launcher.stop()
