@@ -213,6 +213,36 @@ def test_a_change_to_the_folder_restarts_the_app_from_a_fresh_validation(
     assert role_seen(running, "reader") == ROLE
 
 
+@needs_bwrap
+def test_the_icon_is_served_as_read_at_validation_never_through_a_link(
+    tmp_path: Path, system: Callable[[], Running]
+) -> None:
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    pic = make_reader(apps, "pic", icon="icon.png")
+    (pic / "icon.png").write_bytes(b"\x89PNG first")
+    linked = make_reader(apps, "linked", icon="icon.png")
+    (linked / "icon.png").symlink_to("/etc/passwd")
+    running = system()
+    wait_status(running, "pic", "running")
+    grants = running.get("/api/file-grants").json()["grants"]
+
+    def icon(app_id: str) -> Any:
+        return running.http.get(f"{running.url}/apps/{app_id}/icon", params=grants[app_id])
+
+    r = icon("pic")  # positive control
+    assert r.status_code == 200 and r.content == b"\x89PNG first"
+    assert r.headers["Content-Type"] == "image/png"
+    assert apps_by_id(running)["linked"]["error"] == f"icon.png {LINK_REASON}"
+    r = icon("linked")
+    assert r.status_code == 404 and b"root:" not in r.content
+    # Swapped for a link while the app runs: the app is stopped and invalid, nothing served.
+    relink(pic / "icon.png", "/etc/passwd")
+    assert wait_status(running, "pic", "invalid")["error"] == f"icon.png {LINK_REASON}"
+    r = icon("pic")
+    assert r.status_code == 404 and b"root:" not in r.content
+
+
 # ------------------------------------------------------------------ variants
 
 
