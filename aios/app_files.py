@@ -85,7 +85,6 @@ class FileRead:
 
     rel: str
     data: bytes
-    mtime_ns: int
 
 
 class AppFolder:
@@ -112,28 +111,12 @@ class AppFolder:
             os.close(self.fd)
             self.fd = -1
 
-    def exists(self, rel: str) -> bool:
-        """Whether the folder has an entry ``rel`` of any type (a link counts; never followed)."""
-        head, _, name = rel.rpartition("/")
-        try:
-            dfd = safe_open.open_plain_dir(self.fd, head)
-        except OSError as e:
-            raise_if_transient(e)
-            return e.errno != errno.ENOENT  # a blocked path is there, and wrong
-        try:
-            os.stat(name, dir_fd=dfd, follow_symlinks=False)
-            return True
-        except FileNotFoundError:
-            return False
-        finally:
-            os.close(dfd)
-
     def read(self, rel: str, kind: str) -> FileRead:
         """The bytes of the regular file ``rel``, at most ``CAPS[kind]`` of them."""
         cap = CAPS[kind]
         fd = self._open(rel)
         try:
-            st = self._check(fd, rel, cap)
+            self._check(fd, rel, cap)
             chunks: list[bytes] = []
             got = 0
             while got <= cap:
@@ -144,7 +127,7 @@ class AppFolder:
                 got += len(chunk)
             if got > cap:  # it grew after the fstat
                 raise AppFileError(f"{rel} is larger than the cap of {cap} bytes for a {kind} file")
-            return FileRead(rel, b"".join(chunks), st.st_mtime_ns)
+            return FileRead(rel, b"".join(chunks))
         finally:
             os.close(fd)
 

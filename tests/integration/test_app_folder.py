@@ -81,11 +81,13 @@ needs_bwrap = pytest.mark.skipif(
 
 
 @pytest.fixture
-def system(tmp_path: Path) -> Iterator[Callable[[], Running]]:
+def system(tmp_path: Path) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
 
-    def start() -> Running:
-        running = start_system(tmp_path / "apps", tmp_path / "data", app_start_timeout=30)
+    def start(**overrides: Any) -> Running:
+        running = start_system(
+            tmp_path / "apps", tmp_path / "data", app_start_timeout=30, **overrides
+        )
         started.append(running)
         return running
 
@@ -125,7 +127,7 @@ def role_seen(running: Running, app_id: str) -> str:
 
 @needs_bwrap
 def test_role_md_linked_to_the_systems_environ_makes_the_app_invalid(
-    tmp_path: Path, system: Callable[[], Running]
+    tmp_path: Path, system: Callable[..., Running]
 ) -> None:
     apps = tmp_path / "apps"
     apps.mkdir()
@@ -151,7 +153,7 @@ def test_role_md_linked_to_the_systems_environ_makes_the_app_invalid(
 
 @needs_bwrap
 def test_workdir_dot_is_refused_and_a_confined_app_cannot_repoint_its_role(
-    tmp_path: Path, system: Callable[[], Running]
+    tmp_path: Path, system: Callable[..., Running]
 ) -> None:
     apps = tmp_path / "apps"
     apps.mkdir()
@@ -178,7 +180,7 @@ def test_workdir_dot_is_refused_and_a_confined_app_cannot_repoint_its_role(
 
 @needs_bwrap
 def test_a_change_to_the_folder_restarts_the_app_from_a_fresh_validation(
-    tmp_path: Path, system: Callable[[], Running]
+    tmp_path: Path, system: Callable[..., Running]
 ) -> None:
     apps = tmp_path / "apps"
     apps.mkdir()
@@ -213,9 +215,30 @@ def test_a_change_to_the_folder_restarts_the_app_from_a_fresh_validation(
     assert role_seen(running, "reader") == ROLE
 
 
+def test_unconfined_an_app_that_repoints_its_role_is_stopped_not_read(
+    tmp_path: Path, system: Callable[..., Running]
+) -> None:
+    """Without bubblewrap the app can write its own folder: the change restarts it, and
+    the re-validation refuses the link instead of reading it into context.role."""
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    reader = make_reader(apps, "reader")
+    running = system(apps={"confinement": "off"})
+    assert wait_status(running, "reader", "running")["confined"] is False
+    assert role_seen(running, "reader") == ROLE
+    reply = running.act(
+        "reader", {"action_id": "repoint", "params": {"target": "/proc/self/environ"}}
+    )
+    assert reply["data"]["content"] == "repointed" and (reader / "role.md").is_symlink()
+    seen = wait_status(running, "reader", "invalid")
+    assert seen["error"] == f"role.md {LINK_REASON}"
+    assert ENVIRON_MARK not in running.system.launcher.get("reader").role_prompt
+    assert ENVIRON_MARK not in json.dumps(apps_by_id(running))
+
+
 @needs_bwrap
 def test_the_icon_is_served_as_read_at_validation_never_through_a_link(
-    tmp_path: Path, system: Callable[[], Running]
+    tmp_path: Path, system: Callable[..., Running]
 ) -> None:
     apps = tmp_path / "apps"
     apps.mkdir()
