@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -136,6 +137,56 @@ def assign_display_names(records: list[AppRecord]) -> None:
         taken.update(*keys.values())
 
 
+RESERVED_APP_IDS: frozenset[str] = frozenset(
+    {
+        # the system's own windows and parts (DESIGN §14.3)
+        "settings",
+        "audit",
+        "conversation",
+        "desktop",
+        "system",
+        "aios",
+        # every window and part the renderer draws itself (renderer/js/system/*.js WIN_NAME,
+        # the settings pages, the desktop's own elements): an app can look like none of them
+        "approvals",
+        "permissions",
+        "blocklist",
+        "taskbar",
+        "start",
+        "startmenu",
+        "tray",
+        "clock",
+        "calendar",
+        "notifications",
+        "notify",
+        "toasts",
+        "modal",
+        "intent",
+        "sys",
+        "triton",
+    }
+)
+"""App ids no app may take (compared after :func:`normalised_id`)."""
+
+_ID_SEPARATORS = str.maketrans("", "", "-_. ")
+
+
+def normalised_id(app_id: str) -> str:
+    """An id as compared with the reserved ones: NFKC, case folded, separators dropped."""
+    return unicodedata.normalize("NFKC", app_id).casefold().translate(_ID_SEPARATORS)
+
+
+def reserved_id_reason(app_id: str) -> str | None:
+    """Why ``app_id`` may not be an app's id, or None when it may (DESIGN §14.3)."""
+    key = normalised_id(app_id)
+    if key in RESERVED_APP_IDS:
+        return (
+            f"folder name {app_id!r} is reserved for the system's own windows "
+            f"(reserved: {', '.join(sorted(RESERVED_APP_IDS))}); rename the app's folder"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Validated:
     """What validating a folder read from it (each file once, by :mod:`aios.app_files`)."""
@@ -152,6 +203,9 @@ def validate(app_id: str, path: Path, *, create_workdir: bool = True) -> Validat
     Every file comes through :class:`AppFolder` (no links, regular, one name, capped).
     Without ``create_workdir`` (``aios_sdk check``) a missing workdir is left missing.
     """
+    reserved = reserved_id_reason(app_id)
+    if reserved:
+        raise ValueError(reserved)
     if not APP_ID_RE.match(app_id):
         raise ValueError(
             f"folder name {app_id!r} is not a valid app id: it must match "
@@ -274,11 +328,14 @@ def fingerprint(path: Path, workdir: str | None) -> tuple[Any, ...]:
 __all__ = [
     "APP_ID_RE",
     "MANIFEST",
+    "RESERVED_APP_IDS",
     "ROLE_FILE",
     "AppFileError",
     "AppRecord",
     "Validated",
     "fingerprint",
     "load_app",
+    "normalised_id",
+    "reserved_id_reason",
     "validate",
 ]

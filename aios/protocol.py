@@ -754,6 +754,48 @@ def parse_response(payload: Any) -> AgentResponse:
     return _parse(AgentResponse, payload, "reply")
 
 
+SYSTEM_REPLY_FIELDS: frozenset[str] = frozenset(
+    {
+        # a run's own fields: the cards of a paused run are drawn from these (DESIGN §12)
+        "pending",
+        "run_id",
+        "interaction",
+        "interactions",
+        "answer",
+        "cancelled",
+        "resume",
+        # the envelope of an entry point's reply and of the events that carry a view
+        "app",
+        "apps",
+        "session_id",
+        "results",
+        "plan",
+        "interim",
+        "pushed",
+        "type",
+        "seq",
+        "epoch",
+        # a system intent's answer: its desktop operations and chips (aios/intents.py)
+        "source",
+        "intent",
+        "suggestions",
+        "desktop",
+    }
+)
+"""Fields only the system may set on a reply (DESIGN §14.3): an app's reply or push never
+carries them on. ``state`` is not one: it is the app's own stored state (docs/protocol.md
+§2); the ``state`` of a waiting run is set by the system on its own reply's envelope."""
+
+
+def without_system_fields(payload: dict[str, Any]) -> dict[str, Any]:
+    """An app's reply or push with every field only the system may set taken out.
+
+    The one place (DESIGN §14.3): everything an app sends the desktop passes here before
+    anything else sees it; the system adds its own fields afterwards.
+    """
+    return {k: v for k, v in payload.items() if k not in SYSTEM_REPLY_FIELDS}
+
+
 def forwardable_reply(payload: Any) -> dict[str, Any]:
     """Validate an app's reply and return what the system forwards: the app's own JSON.
 
@@ -761,10 +803,12 @@ def forwardable_reply(payload: Any) -> dict[str, Any]:
     defaults the app never sent (a form field gaining ``"required": false``)
     and reorder keys, so ``data``, ``actions`` and every other field go on
     exactly as sent; only an absent ``data`` / ``actions`` / ``steps`` is filled
-    with its empty default. Raises ProtocolError naming each bad field.
+    with its empty default, and the fields only the system may set
+    (:data:`SYSTEM_REPLY_FIELDS`) are dropped. Raises ProtocolError naming each
+    bad field.
     """
     parse_response(payload)
-    reply = dict(payload)
+    reply = without_system_fields(payload)
     reply.setdefault("data", {})
     reply.setdefault("actions", [])
     reply.setdefault("steps", [])

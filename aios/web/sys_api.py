@@ -7,7 +7,7 @@ from flask import Blueprint, Response, g, jsonify
 from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
 from aios.launcher import AppRecord
 from aios.llm import APP_REPLY_MARGIN, LLMCancelled
-from aios.protocol import forwardable_reply
+from aios.protocol import forwardable_reply, without_system_fields
 from aios.web.request import check_progress, error, json_body, session, system
 from aios.web.schemas import SysLLMBody, SysToolBody, parse
 
@@ -37,7 +37,7 @@ def sys_push() -> Response:
         bus.emit("view", {"app": record.id, "response": view, "pushed": True})
     else:
         check_progress(body)
-        bus.emit("push", {"app": record.id, "data": body})
+        bus.emit("push", {"app": record.id, "data": without_system_fields(body)})
     return jsonify({"ok": True, "listeners": bus.subscribers})
 
 
