@@ -10,6 +10,7 @@ import { emit } from './bus.js';
 import { t } from './i18n.js';
 import { icon } from './icons.js';
 import { chips, sendSuggestion } from './intents.js';
+import { cardHead, cardText, decisionButtons } from './runs/cards.js';
 import { el, isObject, toText } from './safe.js';
 import { rememberSession, state } from './state.js';
 
@@ -21,7 +22,6 @@ const REFRESH_DELAY_MS = 120;
 const SCROLL_TOP_PX = 24;
 /** Sessions the switcher lists. */
 const SESSIONS_SHOWN = 30;
-const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
 const LIVE_EVENTS = new Set(['run', 'interaction', 'interaction_done', 'view']);
 /** Whether the panel was open, kept for this tab so that a reload shows it again. */
 const OPEN_KEY = 'aios.conversation.open';
@@ -417,10 +417,7 @@ function cardButtons(ia, open) {
   const disabled = !open;
   const button = (props, text) => el('button', { type: 'button', class: 'conv-card-btn', disabled,
     attrs: { 'aria-disabled': String(disabled) }, ...props, text });
-  if (ia.kind === 'approval') {
-    const options = Array.isArray(ia.options) ? DECISIONS.filter((d) => ia.options.includes(d)) : DECISIONS;
-    return options.map((d) => button({ dataset: { decision: d } }, t(`runs.decision_${d}`)));
-  }
+  if (ia.kind === 'approval') return decisionButtons(ia, { cls: 'conv-card-btn', disabled });
   if (ia.kind === 'confirm') {
     return [button({ dataset: { value: 'true' } }, t('conv.yes')), button({ dataset: { value: 'false' } }, t('conv.no'))];
   }
@@ -441,12 +438,11 @@ function cardBody(ia) {
   if (!isObject(ia)) return null;
   const open = ia.state === 'pending';
   const app = toText(ia.app);
-  const prompt = ia.kind === 'approval'
-    ? t('conv.approval', { app: appName(app), n: Array.isArray(ia.steps) ? ia.steps.length : 0 })
-    : toText(ia.prompt);
-  return el('div', { class: ['conv-card', open ? 'is-open' : 'is-closed'] },
+  // The same card as the window's (runs/cards.js): the system's mark, the app, every step.
+  return el('div', { class: ['conv-card', open ? 'is-open' : 'is-closed'], dataset: { systemChrome: '' } },
+    cardHead(ia, { titleClass: 'conv-card-title' }),
     el('div', { class: 'conv-apps' }, app ? appLink(app) : null),
-    el('p', { class: 'conv-card-prompt', text: prompt }),
+    cardText(ia, { promptClass: 'conv-card-prompt' }),
     el('div', { class: 'conv-card-buttons' }, cardButtons(ia, open)),
     open ? null : el('p', { class: 'conv-card-answer', text: answerText(ia) }),
     el('p', { class: 'conv-card-error', hidden: true, attrs: { role: 'alert' } }));

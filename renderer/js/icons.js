@@ -3,6 +3,7 @@
 const NS = 'http://www.w3.org/2000/svg';
 
 const SHAPES = {
+  shield: [['path', { d: 'M12 3l7 3v5c0 4.5-3 8.2-7 10-4-1.8-7-5.5-7-10V6z' }], ['path', { d: 'M9 12l2 2 4-4' }]],
   start: [['rect', { x: 3, y: 3, width: 7, height: 7, rx: 1.5 }], ['rect', { x: 14, y: 3, width: 7, height: 7, rx: 1.5 }],
     ['rect', { x: 3, y: 14, width: 7, height: 7, rx: 1.5 }], ['rect', { x: 14, y: 14, width: 7, height: 7, rx: 1.5 }]],
   mic: [['rect', { x: 9, y: 2, width: 6, height: 12, rx: 3 }], ['path', { d: 'M5 10a7 7 0 0 0 14 0' }],

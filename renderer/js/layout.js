@@ -77,8 +77,9 @@ export async function restore({ openWindow, known }) {
   if (sid === state.sessionId) {
     for (const win of saved.sort((a, b) => a.z - b.z)) {
       if (!known(win.app)) continue;
-      openWindow(win.app);
-      wm.place(win.app, win);
+      // the window's id (a system window's differs from its saved name, see wm.systemId)
+      const id = openWindow(win.app) || win.app;
+      wm.place(id, win);
     }
     lastSent = JSON.stringify([sid, wm.layout()]);
   }

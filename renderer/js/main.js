@@ -24,6 +24,8 @@ import * as voice from './voice.js';
 import * as wm from './wm.js';
 
 const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID]);
+/** System windows by the name the saved layout knows them by. */
+const SYSTEM_NAMES = new Map([[settings.WIN_NAME, settings], [audit.WIN_NAME, audit]]);
 let welcomed = false;
 
 // Requests this desktop has in flight, per app window ('*': instructions, whose apps are known
@@ -72,6 +74,8 @@ function statusLine(id) {
 
 /** Make sure the app's window exists (opening it shows a loading view until content arrives). */
 function ensureWindow(id) {
+  // A system window's name is never an app's window (the system refuses such app ids too).
+  if (SYSTEM_NAMES.has(id)) return null;
   const existing = wm.get(id);
   if (existing) {
     if (existing.minimized) wm.restore(id);
@@ -95,7 +99,7 @@ async function loadApps({ announce = false } = {}) {
     localizeApps();
     relabelWindows();
     taskbar.renderApps();
-    layout.restore({ openWindow: reopenWindow, known: (id) => SYSTEM_WINDOWS.has(id) || state.apps.has(id) });
+    layout.restore({ openWindow: reopenWindow, known: (id) => SYSTEM_NAMES.has(id) || state.apps.has(id) });
     conversation.relabel(); // the entries name apps: now with their display names
     if (announce) notify.toast(t('apps.refreshed'), { level: 'success' });
   } catch (err) {
@@ -156,14 +160,19 @@ async function restartApp({ id }) {
   }
 }
 
-/** A window of a saved layout (layout.js): a system panel or an app's window, filled. */
-function reopenWindow(id) {
-  if (id === settings.WIN_ID) settings.open();
-  else if (id === audit.WIN_ID) audit.open();
-  else openApp(id);
+/** A window of a saved layout (layout.js): a system panel or an app's window, filled; its id. */
+function reopenWindow(name) {
+  const system = SYSTEM_NAMES.get(name);
+  if (system) {
+    system.open();
+    return system.WIN_ID;
+  }
+  openApp(name);
+  return name;
 }
 
 function activateApp({ id, fromTaskbar }) {
+  if (SYSTEM_NAMES.has(id)) return;
   if (wm.get(id)) {
     if (fromTaskbar) wm.toggleFromTaskbar(id);
     else wm.restore(id);

@@ -12,17 +12,14 @@ import { t } from './i18n.js';
 import { icon } from './icons.js';
 import { clearProgress } from './render.js';
 import { el, isObject, toText } from './safe.js';
+import { cardHead, cardText, decisionButtons, isQuestion } from './runs/cards.js';
 import { state } from './state.js';
 import * as wm from './wm.js';
 
 const ACTIVE = new Set(['running', 'waiting']);
 const FINAL = new Set(['done', 'failed', 'cancelled', 'interrupted']);
-const RISKS = new Set(['safe', 'low', 'medium', 'high']);
-const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
 /** Outcomes of a card that the window keeps saying until the app's next run starts. */
 const LASTING = new Set(['deny', 'denied', 'expired', 'cancelled', 'withdrawn']);
-/** Interaction kinds that are questions of a plan's `ask` step, answered with {value}. */
-const QUESTIONS = new Set(['choice', 'confirm', 'input']);
 
 /** id -> interaction (pending ones only). */
 const cards = new Map();
@@ -422,54 +419,16 @@ function closeCard(id, answer, app, { elsewhere = false } = {}) {
   else setNote(where, text, LASTING.has(answer) ? 'warn' : 'ok');
 }
 
-function riskBadge(risk) {
-  const r = RISKS.has(risk) ? risk : 'none';
-  return el('span', { class: `risk-badge risk-${r}`, dataset: { risk: r }, text: t(`risk.${r}`) });
-}
-
-function stepItem(step) {
-  const rule = toText(step.rule);
-  const detail = el('details', { class: 'run-step-detail' },
-    el('summary', { text: t('runs.detail') }),
-    el('dl', { class: 'run-step-facts' },
-      el('dt', { text: t('runs.tool') }), el('dd', { text: toText(step.tool) }),
-      el('dt', { text: t('runs.step_id') }), el('dd', { text: toText(step.step_id) }),
-      step.args !== undefined ? [el('dt', { text: t('runs.args') }),
-        el('dd', null, el('pre', { class: 'run-step-args', text: JSON.stringify(step.args, null, 2) }))] : null));
-  return el('li', { class: ['run-step', `rule-${rule || 'allow'}`], dataset: { stepId: toText(step.step_id), rule } },
-    el('div', { class: 'run-step-head' },
-      riskBadge(step.risk),
-      el('code', { class: 'run-step-text', text: toText(step.text || step.tool) }),
-      rule === 'ask' ? el('span', { class: 'run-step-mark', text: t('runs.needs_approval') }) : null,
-      rule === 'never' ? el('span', { class: 'run-step-mark is-never', text: t('runs.never') }) : null,
-      step.blocked ? el('span', { class: 'run-step-mark is-never', text: t('runs.blocked') }) : null),
-    step.blocked ? el('p', { class: 'run-step-blocked', text: toText(step.blocked) }) : null,
-    detail);
-}
-
-/** An approval's prompt in the page's language (the server's own words are English). */
-function promptText(ia, steps) {
-  if (ia.kind !== 'approval' || !steps.length) return toText(ia.prompt);
-  const app = state.apps.get(toText(ia.app));
-  const asked = steps.filter((s) => s.rule === 'ask');
-  return t('runs.prompt', { app: app ? toText(app.name) : toText(ia.app), n: steps.length, k: asked.length,
-    tools: [...new Set(asked.map((s) => toText(s.tool)))].join(', ') });
-}
-
 function renderCard(ia) {
   const titleId = `iatitle_${ia.id}`;
-  const options = Array.isArray(ia.options) ? DECISIONS.filter((d) => ia.options.includes(d)) : DECISIONS;
-  const steps = Array.isArray(ia.steps) ? ia.steps.filter(isObject) : [];
-  const buttons = el('div', { class: 'run-card-buttons' }, options.map((d) => el('button', {
-    type: 'button', class: ['run-card-btn', `decision-${d}`], dataset: { decision: d }, text: t(`runs.decision_${d}`),
-  })));
+  const promptId = `iaprompt_${ia.id}`;
+  const buttons = el('div', { class: 'run-card-buttons' }, decisionButtons(ia));
   const card = el('section', {
-    class: 'run-card', tabIndex: -1, dataset: { interaction: ia.id, runId: toText(ia.run_id) },
-    attrs: { role: 'alertdialog', 'aria-labelledby': titleId, 'aria-describedby': `iaprompt_${ia.id}` },
+    class: 'run-card', tabIndex: -1, dataset: { interaction: ia.id, runId: toText(ia.run_id), systemChrome: '' },
+    attrs: { role: 'alertdialog', 'aria-labelledby': titleId, 'aria-describedby': promptId },
   },
-  el('h3', { class: 'run-card-title', id: titleId, text: t('runs.card_title', { n: steps.length }) }),
-  el('p', { class: 'run-card-prompt', id: `iaprompt_${ia.id}`, text: promptText(ia, steps) }),
-  el('ol', { class: 'run-steps' }, steps.map(stepItem)),
+  cardHead(ia, { titleId }),
+  cardText(ia, { promptId, promptClass: 'run-card-prompt' }),
   el('p', { class: 'run-card-expires muted', attrs: { 'aria-live': 'off' } }),
   el('p', { class: 'run-card-error', hidden: true, attrs: { role: 'alert' } }),
   buttons);
@@ -500,6 +459,7 @@ function drawCards(app) {
     return;
   }
   const layer = part(w, 'run-cards', w.body);
+  layer.dataset.systemChrome = ''; // the system's, above anything the app draws (runs.css)
   // Only ended questions left: they stay said without covering the window's content.
   layer.toggleAttribute('data-settled', !mine.some((ia) => cards.has(ia.id)));
   const shown = new Map([...layer.querySelectorAll(':scope > .run-card')].map((n) => [n.dataset.interaction, n]));
@@ -566,10 +526,6 @@ async function decide(ia, decision, card) {
 
 // ------------------------------------------------------------------ question cards (DESIGN §13)
 
-function isQuestion(ia) {
-  return isObject(ia) && QUESTIONS.has(ia.kind);
-}
-
 function optionValue(option) {
   return isObject(option) && 'value' in option ? option.value : option;
 }
@@ -602,25 +558,18 @@ function outcomeText(ia, done) {
   return t('ask.entered', { text: toText(done.value) });
 }
 
-/** The calls a yes to this confirm approves (its step's `covers`), as on an approval card. */
-function coveredSteps(ia) {
-  const step = Array.isArray(ia.steps) && isObject(ia.steps[0]) ? ia.steps[0] : null;
-  const covers = step && Array.isArray(step.covers) ? step.covers.filter(isObject) : [];
-  return covers.length ? el('ol', { class: 'run-steps ask-covers' }, covers.map(stepItem)) : null;
-}
-
 function renderQuestion(ia, done) {
   const titleId = `iatitle_${ia.id}`;
   const promptId = `iaprompt_${ia.id}`;
   const controls = ia.kind === 'input' ? inputForm(ia, done, promptId) : choiceButtons(ia, done);
   const card = el('section', {
     class: ['run-card', 'ask-card'], tabIndex: -1,
-    dataset: { interaction: ia.id, runId: toText(ia.run_id), kind: ia.kind, state: done ? done.state : 'pending' },
+    dataset: { interaction: ia.id, runId: toText(ia.run_id), kind: ia.kind, state: done ? done.state : 'pending',
+      systemChrome: '' },
     attrs: { role: done ? 'group' : 'alertdialog', 'aria-labelledby': titleId, 'aria-describedby': promptId },
   },
-  el('h3', { class: 'run-card-title', id: titleId, text: t(`ask.title_${ia.kind}`) }),
-  el('p', { class: 'ask-prompt', id: promptId, text: toText(ia.prompt) }),
-  coveredSteps(ia),
+  cardHead(ia, { titleId }),
+  cardText(ia, { promptId, promptClass: 'ask-prompt' }),
   controls,
   done
     ? el('p', { class: 'ask-outcome', dataset: { state: done.state }, attrs: { role: 'status' } },

@@ -48,8 +48,8 @@ export function collect() {
     }
   }
   for (const w of wm.list()) {
-    out.push(item(w.el, `win_${w.id}`, 'window', w.titleEl.textContent));
-    out.push(item(w.body, `winbody_${w.id}`, 'panel', w.titleEl.textContent, w.id));
+    out.push(item(w.el, `win_${w.name}`, 'window', w.titleEl.textContent));
+    out.push(item(w.body, `winbody_${w.name}`, 'panel', w.titleEl.textContent, w.name));
     for (const ctl of w.el.querySelectorAll('[data-id^="btn_"]')) {
       out.push(item(ctl, ctl.dataset.id, ctl.dataset.actionType || 'control', ctl.dataset.label || '', w.id));
     }

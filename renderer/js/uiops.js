@@ -44,14 +44,27 @@ function within(v, key, lo, hi) {
   return v;
 }
 
+/**
+ * The system's own UI (DESIGN §14.3): its windows, the cards, the conversation panel, dialogs.
+ * No UI operation reaches into it: an app could otherwise retitle a card, hide it, move its
+ * own content over it or recolour a system window.
+ */
+const SYSTEM_CHROME = '[data-system-chrome], #conversation, #modal_layer, #intent_reply';
+
 /** desktop ids via getElementById; btn_* inside #win_<window> when a window is given. */
 export function lookup(id, windowId) {
   if (typeof id !== 'string' || !id) return null;
+  let node;
   if (id.startsWith('btn_')) {
     const scope = windowId ? document.getElementById(`win_${windowId}`) : document;
-    return scope ? scope.querySelector(`[data-id="${CSS.escape(id)}"]`) : null;
+    node = scope ? scope.querySelector(`[data-id="${CSS.escape(id)}"]`) : null;
+  } else {
+    node = document.getElementById(id);
   }
-  return document.getElementById(id);
+  if (node && (node.closest(SYSTEM_CHROME) || node.querySelector(SYSTEM_CHROME))) {
+    throw new Refused(`${id} is part of the system's own UI: no app may change it`);
+  }
+  return node;
 }
 
 function keyOf(op) {

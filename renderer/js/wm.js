@@ -6,6 +6,7 @@ import { emit } from './bus.js';
 import { DEFAULTS } from './defaults.js';
 import { t } from './i18n.js';
 import { icon, setIcon } from './icons.js';
+import { systemMark } from './runs/cards.js';
 import { el } from './safe.js';
 
 const windows = new Map();
@@ -24,6 +25,24 @@ export function init(desktopEl) {
     for (const w of windows.values()) clampIntoView(w);
     emit('layout:changed');
   });
+}
+
+/**
+ * App windows and system windows live in separate id spaces (DESIGN §14.3): a system window's
+ * id is `sys:<name>` (renderer/js/system/*.js WIN_ID), which no app id can be (app ids have no
+ * colon), so an app can never reach, draw into or share a system window, whatever its id.
+ * Both keep the DOM ids of DESIGN §10: `win_<app_id>` / `win_<name>`.
+ */
+export const SYSTEM_PREFIX = 'sys:';
+
+/** The window id of the system window `name` ("settings" -> "sys:settings"). */
+export function systemId(name) {
+  return `${SYSTEM_PREFIX}${name}`;
+}
+
+/** The name a window has in the DOM ids and the saved layout (`settings`, or the app id). */
+export function nameOf(id) {
+  return id.startsWith(SYSTEM_PREFIX) ? id.slice(SYSTEM_PREFIX.length) : id;
 }
 
 export function get(id) {
@@ -74,6 +93,10 @@ export function setRunActive(id, runId) {
  * opts: {title, icon (a manifest icon: set name, image file or text), system: bool, width?, height?}
  */
 export function open(id, opts = {}) {
+  if (!!opts.system !== id.startsWith(SYSTEM_PREFIX)) {
+    // an app's window under a system id (or the reverse) is a bug, never a shared window
+    throw new Error(`window ${id}: ${opts.system ? 'a system window' : 'an app window'} in the wrong id space`);
+  }
   let w = windows.get(id);
   if (w) {
     if (opts.title) setTitle(id, opts.title, opts.icon);
@@ -92,17 +115,19 @@ export function open(id, opts = {}) {
       titleButton('max', 'maximize', 'win.maximize'),
       titleButton('close', 'close', 'win.close')));
   const banner = el('div', { class: 'win-banner', hidden: true });
-  const body = el('div', { class: 'win-body', id: `winbody_${id}` });
+  if (opts.system) bar.insertBefore(systemMark(), titleEl.nextSibling);
+  const name = nameOf(id);
+  const body = el('div', { class: 'win-body', id: `winbody_${name}` });
   const frame = el('section', {
     class: ['window', opts.system ? 'window-system' : ''],
-    id: `win_${id}`,
-    dataset: { winId: id },
+    id: `win_${name}`,
+    dataset: { winId: id, ...(opts.system ? { systemChrome: '' } : {}) },
     attrs: { role: 'dialog', 'aria-label': opts.title || id },
   }, bar, banner, body, DIRS.map((d) => el('div', { class: `win-resize win-resize-${d}`, dataset: { dir: d } })));
 
   const rect = initialRect(opts.width, opts.height);
   Object.assign(frame.style, { left: `${rect.x}px`, top: `${rect.y}px`, width: `${rect.w}px`, height: `${rect.h}px` });
-  w = { id, el: frame, body, banner, titleEl, iconEl, statusEl, openerEl, minimized: false, maximized: false,
+  w = { id, name, el: frame, body, banner, titleEl, iconEl, statusEl, openerEl, minimized: false, maximized: false,
     cleanups: [], system: !!opts.system, icon: opts.icon || '', response: null };
   windows.set(id, w);
   setTitle(id, '', opts.icon || '');
@@ -289,7 +314,7 @@ export function layout() {
     .map((w) => ({ w, z: Number(w.el.style.zIndex) || 0 }))
     .sort((a, b) => a.z - b.z)
     .map(({ w }, i) => ({
-      app: w.id,
+      app: w.name,
       x: px(w.el.style.left),
       y: px(w.el.style.top),
       w: px(w.el.style.width),

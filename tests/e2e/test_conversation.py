@@ -116,9 +116,16 @@ def test_an_approval_answered_in_the_panel_runs_the_plan_and_is_disabled_everywh
     assert ia_id and run_id
     card = card_in_panel(page, ia_id)
     expect(card).to_have_attribute("data-state", "pending")
+    # the same card as the window's (DESIGN §14.3): the prompt, every step with its risk
     expect(card.locator(".conv-card-prompt")).to_have_text(
-        "Runs wants to run 2 step(s) and needs your approval"
+        "Runs wants to run 2 step(s); 1 need(s) your approval: shell_exec"
     )
+    steps = card.locator(".run-step")
+    expect(steps).to_have_count(2)
+    expect(steps.nth(0).locator(".risk-badge")).to_have_attribute("data-risk", "high")
+    expect(steps.nth(0).locator(".run-step-text")).to_contain_text("hello from the command")
+    expect(steps.nth(1).locator(".run-step-text")).to_contain_text("note.txt")
+    expect(card.locator(".sys-mark")).to_be_visible()
     run = conv.locator(f'[data-kind="run"][data-run-id="{run_id}"]')
     expect(run).to_have_attribute("data-state", "waiting")
     card.locator('[data-decision="allow"]').click()

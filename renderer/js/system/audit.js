@@ -9,7 +9,9 @@ import { state } from '../state.js';
 import { renderView } from '../views/index.js';
 import * as wm from '../wm.js';
 
-export const WIN_ID = 'audit';
+/** The window's name (DOM id win_audit, the saved layout); an app can never be named so. */
+export const WIN_NAME = 'audit';
+export const WIN_ID = wm.systemId(WIN_NAME);
 const COLUMNS = ['ts', 'session_id', 'app', 'step_id', 'tool', 'args', 'status', 'duration_ms', 'error'];
 const COL_KEYS = { ts: 'ts', session_id: 'session', app: 'app', step_id: 'step', tool: 'tool', args: 'args',
   status: 'status', duration_ms: 'duration', error: 'error' };

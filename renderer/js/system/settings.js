@@ -15,7 +15,9 @@ import { el, isObject, toText } from '../safe.js';
 import { state } from '../state.js';
 import * as wm from '../wm.js';
 
-export const WIN_ID = 'settings';
+/** The window's name (DOM id win_settings, the saved layout); an app can never be named so. */
+export const WIN_NAME = 'settings';
+export const WIN_ID = wm.systemId(WIN_NAME);
 const VOICES = ['zh-CN', 'en-US'];
 const SPEAK_REPLIES = ['voice', 'always', 'never'];
 const PAGES = ['general', 'permissions', 'approvals'];

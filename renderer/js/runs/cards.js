@@ -1,0 +1,140 @@
+// The one card module (DESIGN §12, §13, §14.3): what an approval or question card shows, drawn
+// the same in the app's window (runs.js) and in the conversation panel (conversation.js).
+//
+// - Only the system draws a card: it carries the system's mark and the app it is for (its
+//   icon and name), and it comes from the system's own interaction objects (an app's reply or
+//   push never carries one: aios/protocol.py without_system_fields).
+// - Every step is shown with its risk and its whole text: never cut, never inside a folded
+//   <details>; a long one scrolls inside its box and says how long it is (DESIGN §14.2).
+// - A question card (choice / confirm / input) is the app's question: it says so, with the
+//   app's name and icon, and an input card reminds the user that the system never asks for a
+//   key or a password there.
+// Elements keep the classes and data attributes tests and assistive tools find them by:
+// data-interaction on the card, data-decision / data-value on the buttons.
+import { appIcon } from '../appicon.js';
+import { t } from '../i18n.js';
+import { icon } from '../icons.js';
+import { el, isObject, toText } from '../safe.js';
+import { state } from '../state.js';
+
+export const RISKS = new Set(['safe', 'low', 'medium', 'high']);
+export const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
+/** Interaction kinds that are questions of a plan's `ask` step, answered with {value}. */
+export const QUESTIONS = new Set(['choice', 'confirm', 'input']);
+/** A step text longer than this says its length (it may scroll inside its box). */
+export const LONG_STEP_CHARS = 160;
+
+export function isQuestion(ia) {
+  return isObject(ia) && QUESTIONS.has(ia.kind);
+}
+
+/** The app's display name (its id while the app list is not loaded). */
+export function appName(id) {
+  const app = state.apps.get(toText(id));
+  return app ? toText(app.name) : toText(id);
+}
+
+/** The system's mark: only the system's windows and cards carry it (wm.systemMark's twin). */
+export function systemMark() {
+  return el('span', { class: 'sys-mark', title: t('sys.mark_title'), attrs: { 'aria-label': t('sys.mark_title') } },
+    icon('shield'), el('span', { class: 'sys-mark-text', text: t('sys.mark') }));
+}
+
+/** The app a card is for: its icon and name (the id beside a name that is not unique). */
+export function appLabel(id) {
+  const app = state.apps.get(toText(id)) || { id: toText(id), name: toText(id), icon: '' };
+  return el('span', { class: 'card-app', dataset: { app: toText(id) } },
+    appIcon({ id: toText(id), name: toText(app.name), icon: toText(app.icon) }, 'app-tile-small'),
+    el('span', { class: 'card-app-name', text: toText(app.name) || toText(id) }));
+}
+
+export function riskBadge(risk) {
+  const r = RISKS.has(risk) ? risk : 'none';
+  return el('span', { class: `risk-badge risk-${r}`, dataset: { risk: r }, text: t(`risk.${r}`) });
+}
+
+/** A step's text, whole: a long one scrolls in its box and states its length. */
+function stepText(step) {
+  const text = toText(step.text || step.tool);
+  const chars = [...text].length;
+  const node = el('code', { class: 'run-step-text', text, dataset: { length: String(chars) } });
+  if (chars <= LONG_STEP_CHARS) return [node];
+  node.classList.add('is-long');
+  node.tabIndex = 0; // a scrolling box the keyboard can scroll too
+  return [node, el('span', { class: 'run-step-length muted', text: t('runs.chars', { n: chars }) })];
+}
+
+export function stepItem(step) {
+  const rule = toText(step.rule);
+  const detail = el('details', { class: 'run-step-detail' },
+    el('summary', { text: t('runs.detail') }),
+    el('dl', { class: 'run-step-facts' },
+      el('dt', { text: t('runs.tool') }), el('dd', { text: toText(step.tool) }),
+      el('dt', { text: t('runs.step_id') }), el('dd', { text: toText(step.step_id) }),
+      step.args !== undefined ? [el('dt', { text: t('runs.args') }),
+        el('dd', null, el('pre', { class: 'run-step-args', text: JSON.stringify(step.args, null, 2) }))] : null));
+  return el('li', { class: ['run-step', `rule-${rule || 'allow'}`], dataset: { stepId: toText(step.step_id), rule } },
+    el('div', { class: 'run-step-head' },
+      riskBadge(step.risk),
+      ...stepText(step),
+      rule === 'ask' ? el('span', { class: 'run-step-mark', text: t('runs.needs_approval') }) : null,
+      rule === 'never' ? el('span', { class: 'run-step-mark is-never', text: t('runs.never') }) : null,
+      step.blocked ? el('span', { class: 'run-step-mark is-never', text: t('runs.blocked') }) : null),
+    step.blocked ? el('p', { class: 'run-step-blocked', text: toText(step.blocked) }) : null,
+    detail);
+}
+
+/** The steps a card is about: an approval's plan, or the calls a confirm's yes approves. */
+export function cardSteps(ia) {
+  const all = Array.isArray(ia.steps) ? ia.steps.filter(isObject) : [];
+  if (!isQuestion(ia)) return all;
+  const step = all[0];
+  return step && Array.isArray(step.covers) ? step.covers.filter(isObject) : [];
+}
+
+export function stepList(ia) {
+  const steps = cardSteps(ia);
+  if (!steps.length) return null;
+  return el('ol', { class: ['run-steps', isQuestion(ia) ? 'ask-covers' : ''] }, steps.map(stepItem));
+}
+
+/** An approval's prompt in the page's language (the server's own words are English). */
+export function promptText(ia) {
+  const steps = cardSteps(ia);
+  if (ia.kind !== 'approval' || !steps.length) return toText(ia.prompt);
+  const asked = steps.filter((s) => s.rule === 'ask');
+  return t('runs.prompt', { app: appName(ia.app), n: steps.length, k: asked.length,
+    tools: [...new Set(asked.map((s) => toText(s.tool)))].join(', ') });
+}
+
+/** The card's title line: the system's mark, the app it is for, the title. */
+export function cardHead(ia, { titleId, titleClass = 'run-card-title' } = {}) {
+  const title = isQuestion(ia) ? t(`ask.title_${ia.kind}`) : t('runs.card_title', { n: cardSteps(ia).length });
+  return el('header', { class: 'card-head' },
+    systemMark(),
+    appLabel(ia.app),
+    el('h3', { class: titleClass, id: titleId || null, text: title }));
+}
+
+/**
+ * The card's words: the prompt (an app's question says it is the app's) and every step.
+ * ``promptClass`` keeps each place's class for the prompt (tests and styles find it by it).
+ */
+export function cardText(ia, { promptId, promptClass }) {
+  const question = isQuestion(ia);
+  return [
+    question ? el('p', { class: 'ask-from muted', text: t('ask.from_app', { app: appName(ia.app) }) }) : null,
+    el('p', { class: promptClass, id: promptId || null, text: promptText(ia) }),
+    ia.kind === 'input' ? el('p', { class: 'ask-no-secrets', text: t('ask.no_secrets') }) : null,
+    stepList(ia),
+  ];
+}
+
+/** An approval's decision buttons (data-decision), in the order of DECISIONS. */
+export function decisionButtons(ia, { cls = 'run-card-btn', disabled = false } = {}) {
+  const options = Array.isArray(ia.options) ? DECISIONS.filter((d) => ia.options.includes(d)) : DECISIONS;
+  return options.map((d) => el('button', {
+    type: 'button', class: [cls, `decision-${d}`], dataset: { decision: d }, text: t(`runs.decision_${d}`),
+    disabled, attrs: disabled ? { 'aria-disabled': 'true' } : null,
+  }));
+}
