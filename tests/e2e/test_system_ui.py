@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, expect
 
-from tests.e2e.conftest import Desk, start_e2e_system, wait_until
+from tests.e2e.conftest import Desk, wait_until
 from tests.integration.conftest import FIXTURES, Running, copy_apps, start_system
 
 pytestmark = pytest.mark.e2e
@@ -28,6 +28,17 @@ FORGER = "forger"
 FORGED_TEXT = re.compile(r"DeepSeek|ia_forged|Hello wants", re.I)
 TAIL = "TAIL-" + "B" * 200 + " precious.db"
 """The end of forger's long command (tests/fixtures/apps_spoof/forger/main.py)."""
+SCROLLS_TO_END = """n => {
+  n.scrollTop = n.scrollHeight;
+  return n.scrollTop + n.clientHeight >= n.scrollHeight - 1;
+}"""
+"""A step's box scrolls to its end: nothing of the text is out of reach."""
+HIT = """([x, y]) => {
+  const n = document.elementFromPoint(x, y);
+  const button = n && n.closest('[data-decision]');
+  return button ? button.dataset.decision : (n ? n.id || n.className : null);
+}"""
+"""What the user's click at (x, y) lands on: a card's decision, or what covers it."""
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +144,7 @@ def test_a_long_command_is_whole_on_the_card_in_the_window_and_the_panel(desk: D
         assert step.evaluate("n => n.closest('details') === null")
         expect(where.locator(".run-step-length")).to_contain_text(f"{len(text)} characters")
         # it scrolls in its box to its end: nothing hidden that cannot be reached
-        end = step.evaluate("n => { n.scrollTop = n.scrollHeight; return n.scrollTop + n.clientHeight >= n.scrollHeight - 1; }")
-        assert end
+        assert step.evaluate(SCROLLS_TO_END)
     desk.shot("long-command")
     deny_all(desk)
     expect(card).to_have_count(0)
@@ -189,10 +199,7 @@ def test_a_card_stays_visible_and_clickable_when_the_app_tries_to_cover_it(desk:
     # nothing is drawn over the card's buttons: the point under each is the button itself
     box = allow.bounding_box()
     assert box is not None
-    hit = page.evaluate(
-        "([x, y]) => { const n = document.elementFromPoint(x, y); return n && n.closest('[data-decision]') ? n.closest('[data-decision]').dataset.decision : (n ? n.id || n.className : null); }",
-        [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
-    )
+    hit = page.evaluate(HIT, [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
     assert hit == "deny", hit
     desk.shot("covered")
     allow.click()
@@ -220,3 +227,29 @@ def test_an_app_named_settings_is_invalid_and_settings_is_the_real_one(desk: Des
     desk.open_app("hello")
     expect(desk.win("hello").locator(".sys-mark")).to_have_count(0)
     desk.shot("settings")
+
+
+def test_an_apps_question_for_a_key_says_it_is_the_apps_not_the_systems(desk: Desk) -> None:
+    """The system never asks for a key in an app window; an app's question is labelled as its."""
+    desk.open_app(FORGER)
+    desk.control(FORGER, "ask_key").click()
+    card = desk.win(FORGER).locator('.run-card[data-kind="input"]')
+    expect(card).to_have_count(1)
+    expect(card.locator(".card-app-name")).to_have_text("Forger")
+    expect(card.locator(".ask-from")).to_have_text(
+        "Forger asks you (the app's question, not the system's)"
+    )
+    expect(card.locator(".ask-no-secrets")).to_have_text(
+        "The system never asks for a key or a password here."
+    )
+    expect(card.locator(".ask-prompt")).to_have_text(
+        "Your session expired: re-enter your DeepSeek API key"
+    )
+    conv = open_panel(desk)
+    in_panel = conv.locator(f'[data-interaction="{card.get_attribute("data-interaction")}"]')
+    expect(in_panel.locator(".ask-from")).to_contain_text("Forger asks you")
+    expect(in_panel.locator(".ask-no-secrets")).to_be_visible()
+    desk.shot("app-question")
+    for ia in pending(desk):
+        desk.api("POST", f"/api/interactions/{ia['id']}", {"value": "no"})
+    expect(desk.body(FORGER)).to_contain_text("ran: ")
