@@ -19,6 +19,8 @@ decision is taken once and survives a restart.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import secrets
 import threading
 import time
@@ -26,8 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from aios.approved import Approval, Pin, pins_of, runs_written, step_hash, template_refs
 from aios.errors import BadRequest, Conflict, NotFound
-from aios.risk import Risk, blocked, classify, describe
+from aios.risk import Risk, blocked, classify, describe, describe_raw, visible
 
 if TYPE_CHECKING:
     from aios.config import ApprovalsConfig
@@ -72,24 +75,49 @@ class Review:
     """Work another app started: the launchers, outermost first, then the app (§14.4)."""
     why: str = ""
     """The rule that decided (:class:`Decision`)."""
+    hash: str = ""
+    """Of the step as it will run (:func:`aios.approved.step_hash`): what a yes approves."""
+    chars: int = 0
+    """Length of the step's text before invisible characters were made visible."""
+    files: tuple[Pin, ...] = ()
+    """Workdir files the step's interpreter may run: shown, and covered by the hash."""
+    deferred: tuple[str, ...] = ()
+    """The steps whose results its arguments use: it is reviewed once they are known."""
+
+    interpreter: bool = False
+    """A command running an interpreter (its files are looked up again before it runs)."""
 
     @property
     def asks(self) -> bool:
-        return self.rule == "ask" and self.blocked is None
+        return self.rule == "ask" and self.blocked is None and not self.deferred
+
+    def approval(self) -> Approval:
+        """What running this step requires: the same hash (files read again)."""
+        return Approval(self.hash, reads_files=self.interpreter)
 
     def public(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "step_id": self.step_id,
             "tool": self.tool,
             "risk": self.risk,
-            "rule": "ask" if self.asks else ("never" if self.blocked else self.rule),
+            "rule": (
+                "ask"
+                if self.asks
+                else ("never" if self.blocked else "later" if self.deferred else self.rule)
+            ),
             "text": self.text,
+            "chars": self.chars,
             "args": self.args,
+            "hash": self.hash,
         }
         if self.blocked is not None:
             out["blocked"] = self.blocked
         if self.chain:
             out["chain"] = list(self.chain)
+        if self.files:
+            out["files"] = [p.public() for p in self.files]
+        if self.deferred:
+            out["deferred"] = list(self.deferred)
         return out
 
 
@@ -283,29 +311,63 @@ class Approvals:
         """Each step's risk, rule and plain words; with the app's sandbox ``policy``, also
         whether the block list will refuse it (then nobody is asked about it). With a
         ``chain`` (launchers of the work), the words name both apps (§14.4)."""
+        chosen = self._store.policy(app)  # once per plan
+        out = []
+        written: dict[str, str] = {}  # files earlier steps write -> step: code not known yet
+        for step in steps:
+            r = self.review_call(
+                app, session_id, step.key, step.tool, step.args, policy, chosen, chain
+            )
+            if written and r.interpreter and not r.deferred:
+                later = runs_written(step.tool, step.args, written)
+                if later:
+                    r = dataclasses.replace(r, deferred=later, files=())
+            out.append(r)
+            target = step.args.get("save_to" if step.tool == "http_request" else "path")
+            if step.tool in ("file_write", "http_request") and isinstance(target, str):
+                written[os.path.normpath(target)] = step.key
+        return out
+
+    def review_call(
+        self,
+        app: str,
+        session_id: str,
+        key: str,
+        tool: str,
+        args: dict[str, Any],
+        policy: SandboxPolicy | None = None,
+        chosen: dict[str, str] | None = None,
+        chain: Sequence[str] = (),
+    ) -> Review:
+        """One step as it will run (DESIGN §14.2): whole text, hash, pinned files; a step
+        whose arguments use other steps' results is ``deferred`` (reviewed once known)."""
+        from aios.approved import command_argvs, is_interpreter
         from aios.tools import audit_args
 
-        out = []
-        chosen = self._store.policy(app)  # once per plan
+        risk = classify(tool, args)
+        decision = self.decide(app, session_id, Call(tool, risk), chain, chosen)
         full = (*chain, app) if chain else ()
-        for step in steps:
-            risk = classify(step.tool, step.args)
-            decision = self.decide(app, session_id, Call(step.tool, risk), chain, chosen)
-            text = describe(step.tool, step.args)
-            out.append(
-                Review(
-                    step_id=step.key,
-                    tool=step.tool,
-                    risk=risk,
-                    rule=decision.rule,
-                    text=self.on_behalf(full, text),
-                    args=audit_args(step.args),
-                    blocked=blocked(policy, step.tool, step.args) if policy is not None else None,
-                    chain=full,
-                    why=decision.why,
-                )
-            )
-        return out
+        refs = template_refs(args)
+        raw = describe_raw(tool, args)
+        argvs = command_argvs(tool, args)
+        interp = any(a and is_interpreter(a[0]) for a in argvs)
+        pins = pins_of(policy, tool, args, argvs) if interp and not refs else ()
+        return Review(
+            step_id=key,
+            tool=tool,
+            risk=risk,
+            rule=decision.rule,
+            text=self.on_behalf(full, visible(raw)),
+            args=audit_args(args),
+            blocked=blocked(policy, tool, args) if policy is not None else None,
+            chain=full,
+            why=decision.why,
+            hash=step_hash(tool, args, pins),
+            chars=len(raw),
+            files=pins,
+            deferred=tuple(refs),
+            interpreter=interp,
+        )
 
     def on_behalf(self, chain: Sequence[str], text: str) -> str:
         """A step's words on the card of work another app started: "Code, asked by Evil,

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, TimeoutError as FutureTimeout, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,10 +48,11 @@ from aios.protocol import (
 )
 from aios.rights import Acting, LaunchLimits, check_launch
 from aios.router import AppProfile, OfflineRouter, manifest_examples, routed_as
-from aios.runs import Run, ask_step, gate, waiting_view
+from aios.runs import Run, ask_step, gate, recheck, waiting_view
 
 if TYPE_CHECKING:
     from aios.approvals import Approvals
+    from aios.approved import Approval
     from aios.config import Config
     from aios.events import EventBus
     from aios.instances import Instances
@@ -798,8 +799,16 @@ class Controller:
             parsed: list[Step] | list[dict[str, Any]] = parse_steps(steps)  # once, for both
         except ProtocolError:
             parsed = steps  # the executor reports what is wrong with it
+        approved: dict[str, Approval] = {}
         presets, decisions = gate(
-            self.approvals, self.runs, run, app, parsed, ctx.policy, chain=launchers
+            self.approvals,
+            self.runs,
+            run,
+            app,
+            parsed,
+            ctx.policy,
+            chain=launchers,
+            approved=approved,
         )
         current: dict[str, str] = {}
 
@@ -823,17 +832,32 @@ class Controller:
                 entry["error"] = result.error
             self.runs.step(run, entry)
 
+        in_run = ctx.for_run(
+            run.run_id,
+            run.cancel,
+            decisions,
+            progress,
+            lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
+            lambda key, args: self._launch(run, (*launchers, app), args),
+        )
+        in_run = replace(
+            in_run,
+            recheck=lambda key, tool, args: recheck(
+                self.approvals,
+                self.runs,
+                run,
+                app,
+                ctx.policy,
+                approved,
+                in_run.decisions,
+                (key, tool, args),
+                chain=launchers,
+            ),
+        )
         try:
             return self.executor.run(
                 parsed,
-                ctx.for_run(
-                    run.run_id,
-                    run.cancel,
-                    decisions,
-                    progress,
-                    lambda key, args: ask_step(self.approvals, self.runs, run, app, key, args),
-                    lambda key, args: self._launch(run, (*launchers, app), args),
-                ),
+                in_run,
                 on_step=after,
                 before_step=before,
                 presets=presets,

@@ -130,6 +130,12 @@ class Executor:
             toolbox.record(ctx, step.tool, step.args, result, step_id=step.key)
             return result
         if step.tool in ATOMIC_TOOLS:
+            if ctx.recheck is not None:
+                # the card is the execution: run only what was approved (DESIGN §14.2)
+                refused = ctx.recheck(step.key, step.tool, args)
+                if refused is not None:
+                    toolbox.record(ctx, step.tool, args, refused, step_id=step.key, denied=True)
+                    return refused
             return toolbox.invoke(step.tool, args, ctx, step_id=step.key, timeout=step.timeout)
         if step.tool == ASK_TOOL:
             return self._ask(step, args, ctx)

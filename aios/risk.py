@@ -3,8 +3,10 @@
 :func:`classify` gives each atomic tool call its risk class, which the
 approval policy turns into "ask" or "allow"; :func:`describe` is the line the
 plan preview card shows for it: the command line as it will run, the path,
-``METHOD URL``. Both are pure and never raise on bad arguments (the tool
-itself refuses those when it runs). The block list, which refuses whatever
+``METHOD URL``, always whole (DESIGN §14.2: never cut, never folded) with
+every control and invisible character made visible (:func:`visible`). Both
+are pure and never raise on bad arguments (the tool itself refuses those
+when it runs). The block list, which refuses whatever
 the risk, is part of the command policy (:func:`aios.sandbox.check_block_list`);
 :func:`blocked` asks it about a step before the step runs.
 """
@@ -12,6 +14,7 @@ the risk, is part of the command policy (:func:`aios.sandbox.check_block_list`);
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -26,11 +29,17 @@ Risk = Literal["safe", "low", "medium", "high"]
 RISK_ORDER: Final[tuple[Risk, ...]] = ("safe", "low", "medium", "high")
 """Least to most; ``RISK_ORDER.index(r)`` compares two classes."""
 
-MAX_DESCRIBE_CHARS = 300
-"""Longest step text on a preview card; longer is cut with an ellipsis."""
-MAX_SQL_CHARS = 160
-"""Characters of a db_query's SQL shown (whitespace collapsed)."""
-ELLIPSIS = "…"
+MARK_OPEN, MARK_CLOSE = "\u27e8", "\u27e9"
+"""⟨ ⟩: around a character made visible (``⟨U+200B⟩``, ``⟨\\n⟩``); a ⟨ in the text
+itself is shown as ``⟨U+27E8⟩``, so a marker can never be forged by the text."""
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+INVISIBLE_PRINTABLE = frozenset(
+    "\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"
+    + "".join(chr(c) for c in range(0xFE00, 0xFE10))
+    + "".join(chr(c) for c in range(0xE0100, 0xE01F0))
+)
+"""Characters Python calls printable that draw nothing (Hangul fillers, the braille
+blank, the combining grapheme joiner, variation selectors)."""
 SHELL_SAFE = frozenset("@%+=:,./-_")
 """Characters besides letters and digits that a shell never needs quoted."""
 
@@ -206,23 +215,52 @@ def _pragma_reads(rest: list[str]) -> bool:
 
 
 def describe(tool: str, args: dict[str, Any]) -> str:
-    """The step in plain, language-neutral words, at most :data:`MAX_DESCRIBE_CHARS`."""
+    """The step in plain, language-neutral words: whole, invisible characters visible."""
+    return visible(describe_raw(tool, args))
+
+
+def describe_raw(tool: str, args: dict[str, Any]) -> str:
+    """:func:`describe` before :func:`visible`: its length is the command's length."""
     try:
         text = _describe(tool, args)
     except (TypeError, ValueError, AttributeError):
         text = _compact(args)
-    text = " ".join(text.split()) if tool == "db_query" else text
-    return _cut(text or tool, MAX_DESCRIBE_CHARS)
+    return text or tool
+
+
+def visible(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` with every control, format and invisible character shown as a marker:
+    ``⟨\\n⟩``, ``⟨\\t⟩``, ``⟨\\r⟩``, else ``⟨U+XXXX⟩`` (C0/C1 controls, zero-width and
+    bidi characters, spaces other than U+0020, unassigned code points…). Nothing is
+    removed or cut. ``keep_lines`` (a file's content) keeps line breaks and tabs."""
+    if keep_lines:  # most lines of a file need nothing: only the others are walked
+        return "".join(
+            part if part in ("\n", "\t") else visible(part) for part in _LINES.split(text)
+        )
+    if text.isprintable() and MARK_OPEN not in text and INVISIBLE_PRINTABLE.isdisjoint(text):
+        return text
+    out: list[str] = []
+    for c in text:
+        if c.isprintable() and c != MARK_OPEN and c not in INVISIBLE_PRINTABLE:
+            out.append(c)
+        elif c in _NAMED:
+            out.append(MARK_OPEN + _NAMED[c] + MARK_CLOSE)
+        else:
+            out.append(f"{MARK_OPEN}U+{ord(c):04X}{MARK_CLOSE}")
+    return "".join(out)
+
+
+_LINES = re.compile(r"([\n\t])")
 
 
 def _describe(tool: str, args: dict[str, Any]) -> str:
     if tool == "shell_exec":
-        return command_line(args.get("cmd"))
+        return _in_cwd(command_line(args.get("cmd")), args)
     if tool == "process_start":
         cmd = args.get("cmd")
         extra = args.get("args") or []
         line = command_line([cmd, *extra] if extra and isinstance(cmd, str) else cmd)
-        return f"{line} &" if args.get("background") else line
+        return _in_cwd(f"{line} &" if args.get("background") else line, args)
     if tool in ("file_read", "file_write"):
         return str(args.get("path", ""))
     if tool == "file_list":
@@ -232,7 +270,7 @@ def _describe(tool: str, args: dict[str, Any]) -> str:
     if tool == "http_request":
         return _http(args)
     if tool == "db_query":
-        sql = _cut(" ".join(str(args.get("sql", "")).split()), MAX_SQL_CHARS)
+        sql = str(args.get("sql", ""))
         dsn = args.get("dsn")
         return f"{dsn}: {sql}" if dsn else sql
     if tool in ("cache_get", "cache_set"):
@@ -242,6 +280,11 @@ def _describe(tool: str, args: dict[str, Any]) -> str:
     return f"{tool} {_compact(args)}"
 
 
+def _in_cwd(line: str, args: dict[str, Any]) -> str:
+    cwd = args.get("cwd")
+    return line if cwd in (None, "", ".") else f"{line}  (cwd {_join([str(cwd)])})"
+
+
 def command_line(cmd: Any) -> str:
     """The command as the shell tool will run it: its argv lists, shell-quoted,
     pipeline stages joined by ``|``; text it cannot split is shown as given."""
@@ -249,11 +292,18 @@ def command_line(cmd: Any) -> str:
         return _join([str(a) for a in cmd])
     if not isinstance(cmd, str):
         return "" if cmd is None else str(cmd)
-    try:
-        stages = split_command(_DESCRIBE_POLICY, cmd)
-    except ToolRefused:
-        return cmd.strip()
+    stages = split_for_display(cmd)
+    if stages is None:
+        return cmd
     return " | ".join(_join(argv) for argv in stages)
+
+
+def split_for_display(cmd: str) -> list[list[str]] | None:
+    """The argv lists the shell tool splits ``cmd`` into; None when it cannot."""
+    try:
+        return split_command(_DESCRIBE_POLICY, cmd)
+    except ToolRefused:
+        return None
 
 
 def _join(argv: list[str]) -> str:
@@ -281,7 +331,3 @@ def _compact(args: Any) -> str:
         return json.dumps(args, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
         return str(args)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - len(ELLIPSIS)] + ELLIPSIS

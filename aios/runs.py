@@ -17,7 +17,6 @@ ending with a ``view`` event carrying the ``run_id``.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from aios.approvals import check_covers, new_id
+from aios.approved import Approval, step_hash
 from aios.errors import BadRequest, Conflict, NotFound, ProtocolError
 from aios.executor import ASK_TOOL, stopped
 from aios.protocol import Step, ToolResult, parse_steps
@@ -315,6 +315,7 @@ def gate(
     chain: Sequence[str] = (),
     reviews: list[Review] | None = None,
     options: list[Any] | None = None,
+    approved: dict[str, Approval] | None = None,
 ) -> tuple[dict[str, ToolResult], dict[str, str]]:
     """Review a plan before it runs; ask the user when a step needs it, and wait.
 
@@ -324,6 +325,10 @@ def gate(
     the executor, which reports it. ``chain``: the apps that launched ``app``'s
     work (DESIGN §14.4); ``reviews``: the steps' reviews when the caller made them
     already (one decision per call); ``options``: the card's answers, when not all.
+    ``approved`` receives, per step allowed, the hash it was allowed as (DESIGN
+    §14.2): :func:`recheck` compares the step with it right before it runs. A step
+    whose arguments use results not known yet is not decided here (``deferred``):
+    :func:`recheck` reviews it.
     """
     plan = [x for x in steps if isinstance(x, Step)]
     if len(plan) != len(steps):
@@ -337,11 +342,16 @@ def gate(
     presets: dict[str, ToolResult] = {
         r.step_id: stopped(r.tool, "never") for r in reviews if r.rule == "never"
     }
-    decisions = {r.step_id: "policy" for r in reviews if r.rule == "allow" or r.blocked}
+    decisions = {
+        r.step_id: "policy" for r in reviews if (r.rule == "allow" or r.blocked) and not r.deferred
+    }
+    keep = approved if approved is not None else {}
+    keep.update((k, r.approval()) for r in reviews if (k := r.step_id) in decisions)
     asked = []
-    for r, step in zip(reviews, plan, strict=True):
-        if r.asks and _take_covered(runs, run, covered_key(step.tool, step.args)):
+    for r in reviews:
+        if r.asks and _take_covered(runs, run, r.hash):
             decisions[r.step_id] = "user"  # the user said yes to exactly this call
+            keep[r.step_id] = r.approval()
             runs.step(run, {"step_id": r.step_id, "decision": "confirmed"})
         elif r.asks:
             asked.append(r)
@@ -361,13 +371,79 @@ def gate(
             presets[r.step_id] = stopped(r.tool, code)
         else:
             decisions[r.step_id] = "user"
+            keep[r.step_id] = r.approval()
         runs.step(run, {"step_id": r.step_id, "decision": code or decision})
     return presets, decisions
 
 
+STOP_CODES: dict[str, Literal["denied", "expired", "cancelled"]] = {
+    "deny": "denied",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+RECHECK_ASKS = 5
+"""Cards in a row for one step whose arguments or files keep changing under the user."""
+
+
+def recheck(
+    approvals: Approvals,
+    runs: Runs,
+    run: Run,
+    app: str,
+    policy: SandboxPolicy | None,
+    approved: dict[str, Approval],
+    decisions: dict[str, str],
+    call: tuple[str, str, dict[str, Any]],
+    *,
+    chain: Sequence[str] = (),
+    options: list[Any] | None = None,
+) -> ToolResult | None:
+    """Right before a step runs (DESIGN §14.2): None when it is what was approved —
+    the same canonical arguments, templates resolved, and the same content of the
+    files its interpreter runs. Otherwise it is a new decision: reviewed as it will
+    run, and asked about on a card of its own when the rules say so (the run waits
+    again); the result of a step that must not run, or None once allowed."""
+    key, tool, args = call
+    for _ in range(RECHECK_ASKS):
+        had = approved.pop(key, None)
+        if had is not None and had.holds(tool, args, policy):
+            return None
+        r = approvals.review_call(app, run.session_id, key, tool, args, policy, chain=chain)
+        runs.step(run, {**r.public(), "status": "pending"})
+        if r.rule == "never" and not r.blocked:
+            return stopped(tool, "never")
+        if not r.asks:
+            decisions[key] = "policy"
+            runs.step(run, {"step_id": key, "status": "started"})
+            return None  # allowed by the rules, or refused by the tool itself (blocked)
+        if _take_covered(runs, run, r.hash):
+            decisions[key] = "user"
+            runs.step(run, {"step_id": key, "decision": "confirmed", "status": "started"})
+            return None
+        ia = approvals.ask(run.run_id, app, run.session_id, [r], options=options)
+        got = _wait_on(approvals, runs, run, ia)
+        decision = got if isinstance(got, str) else str(got.get("decision"))
+        code = STOP_CODES.get(decision)
+        runs.step(run, {"step_id": key, "decision": code or decision})
+        if code is not None:
+            return stopped(tool, code)
+        decisions[key] = "user"
+        approved[key] = r.approval()  # checked again: a file may have changed meanwhile
+        if approved[key].holds(tool, args, policy):
+            runs.step(run, {"step_id": key, "status": "started"})
+            return None
+    return ToolResult(
+        tool=tool,
+        status="error",
+        error=f"{key} was not run: its arguments or files kept changing after each approval",
+        code="denied",
+    )
+
+
 def covered_key(tool: str, args: dict[str, Any]) -> str:
-    """One call, as a yes to a confirm that covers it is remembered (arguments exactly)."""
-    return json.dumps([tool, args], sort_keys=True, ensure_ascii=False, default=str)
+    """One call, as a yes to a confirm that covers it is remembered: the same canonical
+    hash a step is approved as (a step pinning files never matches a bare call)."""
+    return step_hash(tool, args)
 
 
 def _take_covered(runs: Runs, run: Run, key: str) -> bool:

@@ -18,6 +18,7 @@ import requests
 
 from aios import app_secret, os_sandbox
 from aios.approvals import DECISIONS, Approvals, Call, Review
+from aios.approved import Approval
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.controller import Controller
 from aios.errors import (
@@ -39,7 +40,7 @@ from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, parse_ui_op
 from aios.pruner import Pruner
 from aios.rights import describe_ui_op
-from aios.runs import Runs, confirm_call, gate
+from aios.runs import Runs, confirm_call, gate, recheck
 from aios.runstore import RunStore
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
@@ -307,6 +308,7 @@ class System:
             run = self.runs.start("tool", record.id, sid or session_id or "", text=name)
         options = None if sid else [d for d in DECISIONS if d != "allow_session"]
         try:
+            approved: dict[str, Approval] = {}
             presets, decisions = gate(
                 self.approvals,
                 self.runs,
@@ -317,9 +319,21 @@ class System:
                 chain=launchers,
                 reviews=[review],
                 options=options,
+                approved=approved,
             )
             ctx = ctx.for_run(run.run_id, run.cancel, decisions)
-            preset = next(iter(presets.values()), None)
+            preset = next(iter(presets.values()), None) or recheck(
+                self.approvals,
+                self.runs,
+                run,
+                record.id,
+                ctx.policy,
+                approved,
+                ctx.decisions,
+                ("step_call", name, step_args),
+                chain=launchers,
+                options=options,
+            )
             if preset is not None:
                 record_call(ctx, name, args, preset, step_id="step_call", denied=True)
                 result = preset

@@ -1008,6 +1008,7 @@ def decision_parts(system: Any, sid: str) -> dict[str, float]:
         + parts["review_per_step"]
         + parts["plan_per_step"]
     )
+    parts.update(card_review(system, sid))
     out(
         f"  where it goes, per step: Runs.step started {parts['step_started']:.3f} ms + done "
         f"{parts['step_done']:.3f} ms (RunStore.update_step {parts['update_step']:.3f} ms, a "
@@ -1017,6 +1018,82 @@ def decision_parts(system: Any, sid: str) -> dict[str, float]:
         f"write transaction alone (floor of update_step) {parts['write_tx']:.3f} ms"
     )
     return parts
+
+
+CMD_PLAN = [
+    {"step_id": i, "tool": "shell_exec", "args": {"cmd": f"echo hello {i}"}}
+    if i % 2
+    else {"step_id": i, "tool": "shell_exec", "args": {"cmd": "python3 small.py"}}
+    for i in range(1, RUN_STEPS + 1)
+]
+"""Ten commands, half of them an interpreter running a workdir file (pinned: read, hashed)."""
+CARD_REVIEW_MAX_MS = 0.1
+HASH_CHECK_MAX_MS = 0.01
+
+
+def card_review(system: Any, sid: str) -> dict[str, float]:
+    """DESIGN §14.2: the review of a 10-step plan with each step's canonical hash, against
+    the review's parts of before (risk, rule, text, audit args; no hash) re-enacted in the
+    same run; and the check an approved step passes right before it runs."""
+    from aios.approvals import Review
+    from aios.approved import Approval
+    from aios.protocol import parse_steps
+    from aios.risk import classify, describe
+    from aios.tools import audit_args
+
+    approvals = system.approvals
+    policy = system.tool_context("planner", sid).policy
+    (policy.workdir / "small.py").write_text("print('hello')\n" * 20, encoding="utf-8")
+    reps = 300
+    figures: dict[str, float] = {}
+    for label, plan in (("safe", SAFE_PLAN), ("cmd", CMD_PLAN)):
+        parsed = parse_steps(plan)
+
+        def before(parsed: list[Any] = parsed) -> list[Review]:
+            chosen = system.runstore.policy("planner")
+            return [
+                Review(
+                    step_id=s.key,
+                    tool=s.tool,
+                    risk=(risk := classify(s.tool, s.args)),
+                    rule=approvals.rule("planner", sid, s.tool, risk, chosen),
+                    text=describe(s.tool, s.args),
+                    args=audit_args(s.args),
+                )
+                for s in parsed
+            ]
+
+        figures[f"card_review_before_{label}"] = per_call_ms(before, reps) / RUN_STEPS
+        figures[f"card_review_{label}"] = (
+            per_call_ms(
+                lambda parsed=parsed: approvals.review("planner", sid, parsed, policy), reps
+            )
+            / RUN_STEPS
+        )
+    checks: dict[str, tuple[str, dict[str, Any], Approval]] = {}
+    for step in (SAFE_PLAN[0], CMD_PLAN[1], CMD_PLAN[0]):
+        (r,) = approvals.review("planner", sid, parse_steps([step]), policy)
+        checks[f"{step['tool']} {r.text}"] = (str(step["tool"]), dict(step["args"]), r.approval())
+    for text, (tool, args, approval) in checks.items():
+        if not approval.holds(tool, args, policy):
+            raise RuntimeError(f"an approved step does not hold: {text}")
+        figures[f"hash_check {text}"] = per_call_ms(
+            lambda t=tool, a=args, ap=approval: ap.holds(t, a, policy), reps * 10
+        )
+    out(
+        "  the card is the execution (§14.2), review per step of a 10-step plan: reads "
+        f"{figures['card_review_safe']:.4f} ms with the hash (before: "
+        f"{figures['card_review_before_safe']:.4f} ms), commands "
+        f"{figures['card_review_cmd']:.4f} ms with hashes and 5 pinned files (before: "
+        f"{figures['card_review_before_cmd']:.4f} ms); limit {CARD_REVIEW_MAX_MS} ms"
+    )
+    for text in checks:
+        out(
+            f"  hash check of an approved step right before it runs, {text}: "
+            f"{figures[f'hash_check {text}']:.4f} ms (limit {HASH_CHECK_MAX_MS} ms"
+            f"{', the file read and hashed again' if 'small.py' in text else ''})"
+        )
+    return figures
 
 
 def one_write(store: Any, run_id: str) -> None:

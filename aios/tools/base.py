@@ -78,6 +78,11 @@ class ToolContext:
     """Reports how far a long step got (a command's output tail, bytes saved)."""
     decisions: dict[str, str] = field(default_factory=dict, compare=False)
     """Step id -> how it was allowed (``policy`` | ``user``), for the audit (DESIGN §12)."""
+    recheck: Callable[[str, str, dict[str, Any]], ToolResult | None] | None = field(
+        default=None, compare=False
+    )
+    """Right before a plan's step runs (step id, tool, arguments as resolved): None when it
+    is what was approved, else the result of a step that must not run (DESIGN §14.2)."""
 
     def timeout(self, tool: str, requested: float | None = None) -> float:
         limit = self.timeouts.get(tool, 30.0)

@@ -24,12 +24,12 @@ from aios.errors import ConfigError
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, ToolResult
 from aios.risk import (
-    MAX_DESCRIBE_CHARS,
-    MAX_SQL_CHARS,
     RISK_ORDER,
     blocked,
     classify,
     describe,
+    describe_raw,
+    visible,
 )
 from aios.sandbox import BLOCK_REASONS, SandboxPolicy
 from aios.store import Store
@@ -429,7 +429,7 @@ def test_describe_says_each_step_in_plain_words() -> None:
         == "POST https://x.example/a?x=1&q=a+b → out.bin"
     )
     assert describe("db_query", {"dsn": "notes.db", "sql": "SELECT *\n  FROM t"}) == (
-        "notes.db: SELECT * FROM t"
+        "notes.db: SELECT *⟨\\n⟩  FROM t"
     )
     assert describe("cache_get", {"key": "weather:北京"}) == "weather:北京"
     assert describe("cache_set", {"key": "k", "value": [1] * 1000}) == "k"
@@ -437,23 +437,40 @@ def test_describe_says_each_step_in_plain_words() -> None:
     assert describe("search_songs", {"q": "周杰伦"}) == 'search_songs {"q":"周杰伦"}'
 
 
-def test_describe_is_capped() -> None:
+def test_describe_is_never_cut_nor_folded() -> None:
+    """DESIGN §14.2: the whole step, however long; no whitespace collapsed (a SQL
+    ``-- comment`` folded onto one line would seem to swallow the next statement)."""
     long_sql = "SELECT " + ", ".join(f"c{i}" for i in range(500)) + " FROM t"
-    text = describe("db_query", {"sql": long_sql})
-    assert len(text) == MAX_SQL_CHARS and text.endswith("…")
-    for tool, args in [
-        ("shell_exec", {"cmd": "echo " + "a" * 5000}),
-        ("file_read", {"path": "d/" * 5000}),
-        ("http_request", {"url": "https://x.example/" + "p" * 5000}),
-        ("search_songs", {"q": "x" * 5000}),
+    assert describe("db_query", {"sql": long_sql}) == long_sql
+    sneaky = "SELECT 1; -- tidy up\nDROP TABLE notes"
+    assert describe("db_query", {"sql": sneaky}) == "SELECT 1; -- tidy up⟨\\n⟩DROP TABLE notes"
+    for tool, args, tail in [
+        ("shell_exec", {"cmd": "echo " + "a" * 5000 + " " * 400 + "rm"}, "rm"),
+        ("file_read", {"path": "d/" * 5000 + "x"}, "x"),
+        ("http_request", {"url": "https://x.example/" + "p" * 5000 + "?k=v"}, "?k=v"),
+        ("search_songs", {"q": "x" * 5000 + "end"}, 'end"}'),
     ]:
         text = describe(tool, args)
-        assert len(text) == MAX_DESCRIBE_CHARS and text.endswith("…"), tool
+        assert len(text) > 5000 and text.endswith(tail) and "…" not in text, tool
+        assert len(describe_raw(tool, args)) == len(text)
+
+
+def test_visible_marks_every_invisible_character_and_only_those() -> None:
+    assert visible("plain 七里香 text") == "plain 七里香 text"
+    assert visible("a\nb\tc\rd") == "a⟨\\n⟩b⟨\\t⟩c⟨\\r⟩d"
+    assert visible("x\u200by\u202ez\u2066\x00\x7f\x9b") == (
+        "x⟨U+200B⟩y⟨U+202E⟩z⟨U+2066⟩⟨U+0000⟩⟨U+007F⟩⟨U+009B⟩"
+    )
+    assert visible("\u00a0\u3000\u2028\ufeff\u3164\ufe0f") == (
+        "⟨U+00A0⟩⟨U+3000⟩⟨U+2028⟩⟨U+FEFF⟩⟨U+3164⟩⟨U+FE0F⟩"
+    )
+    assert visible("⟨U+200B⟩") == "⟨U+27E8⟩U+200B⟩"  # the text cannot forge a marker
+    assert visible("l1\n\tl2\u202e", keep_lines=True) == "l1\n\tl2⟨U+202E⟩"
 
 
 def test_a_refused_command_is_shown_as_given() -> None:
     assert describe("shell_exec", {"cmd": "ls; rm -rf /"}) == "ls; rm -rf /"
-    assert describe("shell_exec", {"cmd": "  echo 'unclosed "}) == "echo 'unclosed"
+    assert describe("shell_exec", {"cmd": "  echo 'unclosed "}) == "  echo 'unclosed "
 
 
 def test_the_command_line_shown_is_the_argv_that_runs(tools: ToolContext) -> None:
