@@ -150,11 +150,6 @@ def test_a_long_command_is_whole_on_the_card_in_the_window_and_the_panel(desk: D
     expect(card).to_have_count(0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the system cuts a step's words at 300 characters (aios/risk.py MAX_DESCRIBE_CHARS) "
-    "until the card slice (DESIGN §14.2) shows the whole argv; then this passes, remove the mark",
-)
 def test_a_600_character_command_is_visible_text_to_its_end(desk: Desk) -> None:
     card = cover_card(desk)
     try:
