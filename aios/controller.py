@@ -129,7 +129,7 @@ class Controller:
         self._deadline_lock = threading.Lock()
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""
-        self.acting = Acting()
+        self.acting: Acting[Run] = Acting()
         """Which app acts for whom, in which session, right now (DESIGN §14.4)."""
 
     def reconfigure(self, config: Config, *, llm: LLMClient | None) -> None:

@@ -25,16 +25,17 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from aios.runs import Run
+Run = TypeVar("Run")
+"""The run a frame belongs to (:class:`aios.runs.Run`; generic so that this module,
+which the approvals import, does not import the runs)."""
 
 ARROW = " → "
 
 
 @dataclass(frozen=True)
-class Frame:
+class Frame(Generic[Run]):
     """One call of the system to an app, in flight."""
 
     app: str
@@ -48,17 +49,17 @@ class Frame:
         return self.chain[:-1]
 
 
-class Acting:
+class Acting(Generic[Run]):
     """The frames in flight, per app (one per system, thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._frames: dict[str, list[Frame]] = {}
+        self._frames: dict[str, list[Frame[Run]]] = {}
 
     @contextmanager
     def frame(
         self, app: str, session_id: str, run: Run | None, launchers: Sequence[str] = ()
-    ) -> Iterator[Frame]:
+    ) -> Iterator[Frame[Run]]:
         """The app acts for ``launchers`` (or the user) in ``session_id`` for the block."""
         frame = Frame(app, session_id, run, (*launchers, app))
         with self._lock:
@@ -73,7 +74,7 @@ class Acting:
                 if not frames:
                     self._frames.pop(app, None)
 
-    def frame_for(self, app: str, claimed_session: str | None) -> Frame | None:
+    def frame_for(self, app: str, claimed_session: str | None) -> Frame[Run] | None:
         """The frame a call of ``app`` belongs to; None when the app is not acting now.
 
         Work another app launched comes first (its rights are the narrower ones); the
