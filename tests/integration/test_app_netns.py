@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import threading
 import uuid
@@ -34,6 +35,14 @@ import pytest
 
 from aios import nat, os_sandbox
 from tests.integration.conftest import TOKEN, Running, start_system
+from tests.integration.test_orphans import (
+    CONFINED,
+    Desktop,
+    app_procs,
+    assert_gone_within,
+    descends_from,
+    write_app,
+)
 from tests.util import ROOT, wait_for
 
 if os_sandbox.detect().bwrap is None:
@@ -343,3 +352,32 @@ def test_the_nat_helper_ends_with_its_app(
     # removed: its folder goes, so do the app and its pasta
     shutil.rmtree(running.apps_dir / APP)
     wait_for(lambda: not helper.is_running(), "the removed app's pasta to end", GONE_WITHIN)
+
+
+@needs_pasta
+@pytest.mark.parametrize("event", ["kill-9", "sigterm"])
+def test_the_nat_helper_does_not_outlive_the_system(tmp_path: Path, event: str) -> None:
+    """``desktop_app.py`` as its own process, killed: the app and its pasta go with it."""
+    desktop = Desktop(tmp_path, CONFINED)
+    config = json.loads(desktop.config.read_text())
+    config["apps"]["default_grants"] = {"alpha": ["network"]}
+    desktop.config.write_text(json.dumps(config))
+    alpha = write_app(desktop.apps, "alpha", "child")
+    manifest = json.loads((alpha / "manifest.json").read_text())
+    (alpha / "manifest.json").write_text(json.dumps({**manifest, "permissions": ["network"]}))
+    try:
+        system = desktop.start()
+        a = app_procs(alpha, CONFINED)
+        netns = os.readlink(f"/proc/{a.main.pid}/ns/net")
+        assert netns != os.readlink("/proc/self/ns/net")
+        helpers = wait_for(lambda: nat_helpers(netns), "the app's pasta", START_TIMEOUT)
+        assert len(helpers) == 1 and descends_from(helpers[0], system.pid)
+        if event == "kill-9":
+            system.kill()
+            system.wait()
+        else:
+            system.send_signal(signal.SIGTERM)
+            system.communicate(timeout=START_TIMEOUT)
+        assert_gone_within(a.all + a.spawned + helpers)
+    finally:
+        desktop.close()
