@@ -42,6 +42,7 @@ import select
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from aios import procgroup
@@ -104,8 +105,8 @@ def pasta_argv(pasta: str, netns: str, ready_fd: int) -> list[str]:
     ]
 
 
-def _read_until(fd: int, deadline: float, done: bytes | None = None) -> bytes:
-    """Bytes from ``fd`` until EOF, the deadline, or (given ``done``) a chunk ending in it."""
+def _read_until(fd: int, deadline: float, complete: Callable[[bytes], bool]) -> bytes:
+    """Bytes from ``fd`` until they are ``complete``, EOF or the deadline."""
     data = b""
     while True:
         left = deadline - time.monotonic()
@@ -115,8 +116,15 @@ def _read_until(fd: int, deadline: float, done: bytes | None = None) -> bytes:
         if not chunk:
             return data
         data += chunk
-        if done is not None and data.rstrip().endswith(done):
+        if complete(data):
             return data
+
+
+def _json_object(data: bytes) -> bool:
+    try:
+        return isinstance(json.loads(data), dict)
+    except ValueError:
+        return False
 
 
 class Nat:
@@ -149,7 +157,7 @@ class Nat:
         _close(self._info_w, self._block_r)  # the child holds them now
         self._info_w = self._block_r = -1
         deadline = time.monotonic() + SETUP_TIMEOUT
-        raw = _read_until(self._info_r, deadline, b"}")
+        raw = _read_until(self._info_r, deadline, _json_object)
         try:
             pid = int(json.loads(raw)["child-pid"])
         except (ValueError, KeyError, TypeError):
@@ -171,7 +179,7 @@ class Nat:
                 )
             os.close(ready_w)
             ready_w = -1
-            written = _read_until(ready_r, deadline, b"\n")
+            written = _read_until(ready_r, deadline, lambda d: d.endswith(b"\n"))
         finally:
             _close(ready_r, ready_w)
         if not written.strip().isdigit():
