@@ -13,7 +13,9 @@ Where bubblewrap works, each launch of an app gets:
   private size-capped ``/tmp`` and ``/dev/shm``, and ``/run/aios``: no data
   dir, no config or settings, no other app, no launch token;
 * no network but its own loopback, unless its manifest requests ``network``
-  and the user granted it (then the host's network is shared);
+  and the user granted it: then :mod:`aios.nat` connects its namespace to
+  the outside through pasta (user-mode NAT) — never the host's network, so
+  not the host's loopback, the desktop's port or other apps (§14.5);
 * a pids cgroup (``apps.max_processes``) and ``RLIMIT_NOFILE``
   (``apps.max_open_files``); :meth:`Sandbox.limit_reached` says when one was hit.
 
@@ -49,6 +51,7 @@ import psutil
 
 from aios import os_sandbox, procgroup
 from aios.config import PROJECT_ROOT
+from aios.nat import Nat, NatUnavailable, nat_unavailable
 from aios.os_sandbox import BWRAP_EXTRA_TASKS, SANE_PATH, PidsCgroup
 from aios_sdk.boot import APP_SOCKET_ENV, SYSTEM_SOCKET_ENV
 
@@ -94,7 +97,6 @@ def _probe(bwrap: str, python: str) -> str | None:
                 runtime_dir=run,
                 env={"PATH": SANE_PATH},
                 tmp_bytes=MB,
-                network=False,
                 python=python,
             ),
             "--",
@@ -180,6 +182,8 @@ class Sandbox:
     tmp_bytes: int
     cgroup: PidsCgroup | None = None
     channel: Channel | None = None
+    nat: Nat | None = None
+    """The user-mode NAT of an app granted ``network`` (its pasta)."""
     _reported: set[str] = field(default_factory=set)
 
     @property
@@ -215,6 +219,16 @@ class Sandbox:
 
         return preexec
 
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors bwrap inherits (the NAT's pipes)."""
+        return self.nat.pass_fds if self.nat is not None else ()
+
+    def started(self) -> None:
+        """After bwrap started: set its network up (if granted) before the app runs."""
+        if self.nat is not None:
+            self.nat.connect()
+
     def limit_reached(self, pid: int) -> str | None:
         """A new limit the app ran into since the last look (said once per limit), or None."""
         found: str | None = None
@@ -234,6 +248,8 @@ class Sandbox:
 
     def close(self) -> None:
         """After the app's processes are gone: stop the channel, kill leftovers, clean up."""
+        if self.nat is not None:
+            self.nat.close()
         if self.channel is not None:
             self.channel.close()
         if self.cgroup is not None:
@@ -271,15 +287,13 @@ def _options(
     runtime_dir: Path,
     env: dict[str, str],
     tmp_bytes: int,
-    network: bool,
     python: str,
 ) -> list[str]:
     binds: list[tuple[str, Path, Path]] = [("--ro-bind", p, p) for p in _python_roots(python)]
     binds += [("--ro-bind", PROJECT_ROOT / name, PROJECT_ROOT / name) for name in SDK_PACKAGES]
     binds += [("--ro-bind", app_dir, app_dir), ("--bind", runtime_dir, RUNTIME_IN_SANDBOX)]
-    return os_sandbox.bwrap_options(
-        workdir, app_dir, env, tmp_bytes=tmp_bytes, binds=binds, share_net=network
-    )
+    # Never the host's network: an app granted it gets pasta on its own namespace.
+    return os_sandbox.bwrap_options(workdir, app_dir, env, tmp_bytes=tmp_bytes, binds=binds)
 
 
 class Confiner:
@@ -306,7 +320,10 @@ class Confiner:
         network: bool,
         api: WSGIApplication | None,
     ) -> Sandbox:
-        """A fresh runtime dir, the channel (when the system serves an API) and the cgroup."""
+        """A fresh runtime dir, the channel (when the system serves an API), the cgroup and,
+        for ``network``, the NAT; :class:`NatUnavailable` when it cannot have one."""
+        if network and (problem := nat_unavailable()) is not None:
+            raise NatUnavailable(problem)
         runtime = self._runtime_root() / app_id
         shutil.rmtree(runtime, ignore_errors=True)  # a previous launch's sockets
         runtime.mkdir(mode=0o700)
@@ -323,6 +340,8 @@ class Confiner:
         try:
             if api is not None:
                 sandbox.channel = Channel(runtime / SYSTEM_SOCKET, app_id, api)
+            if network:
+                sandbox.nat = Nat(runtime)
         except BaseException:
             sandbox.close()
             raise
@@ -343,9 +362,9 @@ class Confiner:
                 runtime_dir=sandbox.runtime_dir,
                 env=inner_env,
                 tmp_bytes=sandbox.tmp_bytes,
-                network=sandbox.network,
                 python=self.python,
             ),
+            *(sandbox.nat.bwrap_options() if sandbox.nat is not None else []),
             "--",
             self.python,
             str(BOOT),

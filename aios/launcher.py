@@ -54,6 +54,7 @@ from aios.supervisor import (
     Liveness,
     RestartPolicy,
     app_env,
+    release,
     spawn_process,
 )
 from aios_sdk._unix import UnixAdapter
@@ -549,7 +550,7 @@ class Launcher:
             argv = self.confiner.argv(
                 sandbox, entry=rec.manifest.entry, app_dir=rec.path, workdir=rec.workdir, env=env
             )
-            how = "confined" + (" with network" if sandbox.network else "")
+            how = "confined" + (" with its own network (pasta)" if sandbox.network else "")
         try:
             proc = spawn_process(
                 argv,
@@ -560,12 +561,20 @@ class Launcher:
                 header=f"launch {rec.id} on port {rec.port}, {how}",
                 log_max_bytes=self.config.apps.log_max_bytes,
                 preexec=sandbox.preexec() if sandbox is not None else None,
+                pass_fds=sandbox.pass_fds if sandbox is not None else (),
             )
         except BaseException:
             if sandbox is not None:
                 sandbox.close()
             raise
         proc.sandbox = sandbox
+        if sandbox is not None:
+            try:
+                sandbox.started()  # an app granted network runs once its NAT is up
+            except BaseException:
+                procgroup.stop(proc, self.stop_grace)
+                release(proc)
+                raise
         with self._lock:
             rec.confined = sandbox is not None
             if sandbox is not None:

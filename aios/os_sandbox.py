@@ -233,14 +233,14 @@ def bwrap_options(
     *,
     tmp_bytes: int,
     binds: Sequence[tuple[str, Path, Path]] = (),
-    share_net: bool = False,
 ) -> list[str]:
     """The bwrap options for one command (everything before ``--``).
 
     ``binds`` are more ``(flag, host path, sandbox path)`` mounts (an app's
     folder, the Python installation…), made before the workdir's, so a
-    workdir inside one of them is still writable; ``share_net`` keeps the
-    host's network (an app granted ``network``).
+    workdir inside one of them is still writable. The network is always
+    unshared: an app granted ``network`` gets pasta on its own namespace
+    (:mod:`aios.nat`), never the host's.
 
     Order matters: ``--tmpfs /tmp`` comes before ``--bind workdir`` so that a
     workdir under /tmp (pytest's tmp_path) is the real folder, not a folder
@@ -250,7 +250,6 @@ def bwrap_options(
     """
     opts = [
         "--unshare-all",
-        *(["--share-net"] if share_net else []),
         "--unshare-user",
         "--disable-userns",
         "--uid",

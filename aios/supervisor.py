@@ -208,6 +208,7 @@ def spawn_process(
     header: str,
     log_max_bytes: int,
     preexec: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> AppProcess:
     """Start ``argv`` as the leader of a new session, stdout+stderr pumped into ``log_path``.
 
@@ -230,6 +231,7 @@ def spawn_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         close_fds=True,
+        pass_fds=pass_fds,
         preexec_fn=preexec,
     )
     assert proc.stdout is not None

@@ -112,8 +112,8 @@ def _tcp_connector(port: int) -> Callable[[], socket.socket]:
 def start_system_relay(system_url: str, system_socket: str) -> bool:
     """Listen on the sandbox's ``127.0.0.1:<system port>``; False when the port is taken.
 
-    It is taken when the app shares the host's network (the ``network``
-    permission): then the system itself listens there and no relay is needed.
+    An app granted ``network`` has its own namespace too (pasta gives it the
+    outside, not the host's loopback), so the port is free there as well.
     """
     port = urlsplit(system_url).port
     if port is None:

@@ -1341,6 +1341,53 @@ def bench_app_start(tmp: Path, n: int, modes: tuple[str, ...]) -> dict[str, Any]
     return res
 
 
+NETWORK_VARIANTS = ("without network", "network (own netns + pasta)")
+"""Section 5c: the same minimal app, once without the ``network`` grant, once with it."""
+
+
+def network_start_once(apps_dir: Path, data_dir: Path, granted: bool) -> float:
+    """``System.start()`` in ms until the one app of ``apps_dir`` runs (confined)."""
+    extra = {"apps": {"confinement": CONFINED, "default_grants": {"app_00": ["network"]}}}
+    sys_ = build_system(apps_dir, data_dir, CONFINED, extra if granted else None)
+    try:
+        start_ms, _ = timed_ms(sys_.system.start)
+        (rec,) = sys_.system.launcher.apps()
+        if str(rec.status) != "running":
+            raise RuntimeError(f"network start: {rec.id} is {rec.status}: {rec.error}")
+        header = (data_dir / "logs" / f"{rec.id}.log").read_text("utf-8").splitlines()[0]
+        if granted != ("own network (pasta)" in header):
+            raise RuntimeError(f"network start: wrong launch ({header!r})")
+    finally:
+        sys_.stop()
+    return start_ms
+
+
+def bench_network_start(tmp: Path, n: int) -> dict[str, Any]:
+    """One minimal app started alone, granted ``network`` (its own namespace with pasta,
+    DESIGN §14.5) or not, alternating in the same run."""
+    dirs = {}
+    for granted in (False, True):
+        dirs[granted] = tmp / f"apps_net_{granted}"
+        manifest = {"name": "Minimal 0", "entry": "main.py", "role_prompt": "You say hi."}
+        if granted:
+            manifest["permissions"] = ["network"]
+        write_app(dirs[granted] / "app_00", MINIMAL_APP, manifest)
+    starts: dict[bool, list[float]] = {False: [], True: []}
+    for i in range(n):
+        for granted in (False, True) if i % 2 == 0 else (True, False):
+            data = tmp / f"data_net_{granted}_{i}"
+            starts[granted].append(network_start_once(dirs[granted], data, granted))
+    res: dict[str, Any] = {}
+    for granted, label in zip((False, True), NETWORK_VARIANTS, strict=True):
+        st = Stats.of(starts[granted])
+        res[label] = vars(st)
+        out(f"  {label:<28} one app, System.start() {st.fmt()}")
+    cost = res[NETWORK_VARIANTS[1]]["p50"] - res[NETWORK_VARIANTS[0]]["p50"]
+    res["cost_ms"] = cost
+    out(f"  the NAT namespace adds {cost:+.1f} ms (p50)")
+    return res
+
+
 def bench_cold_start(tmp: Path, count: int, repeats: int, modes: tuple[str, ...]) -> dict[str, Any]:
     apps_dir = tmp / "apps_cold"
     write_minimal_apps(apps_dir, count)
@@ -1688,6 +1735,9 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
 
         section(f"5a. start of one minimal SDK app, alone ({n_one_app} per mode, alternating)")
         r["app_start"] = bench_app_start(tmp, n_one_app, MODES)
+
+        section(f"5c. start of one app granted network vs one without ({n_one_app} each)")
+        r["network_start"] = bench_network_start(tmp, n_one_app)
 
         section(
             f"1b + 5b. cold start of 10 minimal SDK apps vs 10 bare Flask processes "
@@ -2082,8 +2132,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--network-only",
+        action="store_true",
+        help="only section 5c: an app's start with its NAT namespace against one without",
+    )
     opts = parser.parse_args()
-    results = run(opts)
+    if opts.network_only:
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
+            n = 3 if opts.quick else 10
+            section(f"5c. start of one app granted network vs one without ({n} each)")
+            results = {"network_start": bench_network_start(Path(d), n)}
+    else:
+        results = run(opts)
     if opts.json:
         opts.json.write_text(
             json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
