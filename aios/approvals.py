@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from aios.config import ApprovalsConfig
     from aios.events import EventBus
     from aios.protocol import Step
+    from aios.quotas import Quotas
     from aios.runstore import RunStore
     from aios.sandbox import SandboxPolicy
 
@@ -214,6 +215,8 @@ class Approvals:
         """An app's name as the user sees it (set by the system)."""
         self.granted: Callable[[str], frozenset[str]] = lambda app: frozenset()
         """The permissions the user granted an app (set by the system)."""
+        self.quotas: Quotas | None = None
+        """Bounds each app's pending cards (DESIGN §14.6); set by the system."""
 
     # ------------------------------------------------------------ the policy
 
@@ -438,11 +441,7 @@ class Approvals:
             ia.options = options
         if chain:
             ia.options = [o for o in ia.options if o != "allow_always"]
-        self._store.create_interaction(ia.public())
-        with self._lock:
-            self._waiting[ia.id] = ia
-        self._bus.emit("interaction", ia.public())
-        return ia
+        return self._show(ia)
 
     def ask_user(
         self, run_id: str, app: str, session_id: str, step_id: str, args: dict[str, Any]
@@ -479,11 +478,31 @@ class Approvals:
                 {"tool": t, "risk": classify(t, a), "text": describe(t, a), "args": audit_args(a)}
                 for t, a in covers
             ]
-        self._store.create_interaction(ia.public())
+        return self._show(ia)
+
+    def _show(self, ia: Interaction) -> Interaction:
+        """Put a card or question in front of the user, within its app's ``pending_cards``
+        quota (QuotaExceeded otherwise; a question of the system itself has no app)."""
         with self._lock:
+            if self.quotas is not None and ia.app:
+                self.quotas.check("pending_cards", ia.app, self._count(ia.app))
             self._waiting[ia.id] = ia
+        try:
+            self._store.create_interaction(ia.public())
+        except BaseException:
+            with self._lock:
+                self._waiting.pop(ia.id, None)
+            raise
         self._bus.emit("interaction", ia.public())
         return ia
+
+    def _count(self, app: str) -> int:
+        return sum(1 for w in self._waiting.values() if w.app == app)
+
+    def pending_count(self, app: str) -> int:
+        """Cards and questions of ``app`` waiting for the user now."""
+        with self._lock:
+            return self._count(app)
 
     def wait(self, ia: Interaction, cancel: threading.Event) -> str:
         """Block until the user decides: a decision, ``expired`` or ``cancelled``."""

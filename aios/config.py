@@ -236,8 +236,8 @@ class EventsConfig(_Section):
 
     An event is dropped from the replay buffer only when it is beyond both bounds:
     older than ``replay_seconds`` and not among the last ``replay_max``; beyond
-    ``replay_ceiling`` it goes regardless (memory). A client asking for more than
-    the buffer holds gets ``resync``."""
+    ``replay_ceiling`` events or ``replay_bytes`` it goes regardless (memory). A
+    client asking for more than the buffer holds gets ``resync``."""
 
     replay_max: int = Field(default=1000, ge=1)
     """Newest events always held, however old."""
@@ -245,6 +245,9 @@ class EventsConfig(_Section):
     """Every event younger than this is held too (up to ``replay_ceiling``)."""
     replay_ceiling: int = Field(default=50_000, ge=1)
     """Events held at most, whatever their age: bounds the buffer's memory."""
+    replay_bytes: int = Field(default=32_000_000, ge=65536)
+    """Bytes (as JSON) the buffer holds at most, whatever the events' count and age; the
+    newest event is always held (DESIGN §14.6)."""
 
     @model_validator(mode="after")
     def _ceiling(self) -> EventsConfig:
@@ -254,6 +257,44 @@ class EventsConfig(_Section):
                 f"events.replay_max ({self.replay_max})"
             )
         return self
+
+
+class QuotasConfig(_Section):
+    """``quotas``: how much of the system one app may take (DESIGN §14.6, aios/quotas.py).
+
+    Each is per app, reported in ``GET /api/apps`` (``quotas``) and refused with a JSON
+    error naming it; normal use stays far under every one."""
+
+    push_bytes: int = Field(default=20_000_000, ge=1024)
+    """Bytes one app may push (``POST /api/sys/push``) within a minute."""
+    pushes_per_minute: int = Field(default=600, ge=1)
+    """Pushes one app may make within a minute (ten a second on average)."""
+    cache_bytes: int = Field(default=20_000_000, ge=1024)
+    """Bytes of values one app keeps in its cache (``cache_set``)."""
+    cache_keys: int = Field(default=10_000, ge=1)
+    """Keys one app keeps in its cache."""
+    db_value_bytes: int = Field(default=1_000_000, ge=1024)
+    """Largest value (string or blob) and table row a ``db_query`` may build: SQLite itself
+    refuses a longer one before it is made (``SQLITE_LIMIT_LENGTH``). A result never carries
+    more than ``tool_sandbox.max_output_bytes`` anyway."""
+    db_columns: int = Field(default=64, ge=8, le=2000)
+    """Columns of one ``db_query`` result row or table (``SQLITE_LIMIT_COLUMN``): with
+    ``db_value_bytes`` it bounds the row SQLite builds before anyone looks at it."""
+    db_memory_bytes: int = Field(default=32_000_000, ge=65536)
+    """Bytes a ``db_query`` may hold in SQLite's memory at once (an in-memory database, the
+    values of the row being built); beyond it the query is stopped."""
+    workspace_bytes: int = Field(default=1_000_000_000, ge=65536)
+    """Bytes of files in one app's workdir; over it, every tool that writes there is refused
+    until files are deleted (the app's own writes are seen at the next check)."""
+    workspace_check_seconds: float = Field(default=5, ge=0)
+    """Seconds a measure of a workdir is trusted before it is walked again."""
+    pending_cards: int = Field(default=8, ge=1, le=64)
+    """Cards and questions of one app waiting for the user at once."""
+    waiting_calls: int = Field(default=8, ge=1, le=64)
+    """Synchronous tool calls (``call_tool``) of one app waiting for the user at once; the
+    next one is refused at once, without keeping a thread."""
+    instances: int = Field(default=32, ge=1)
+    """Open instances (windows) of one app across sessions."""
 
 
 class WebConfig(_Section):
@@ -323,6 +364,7 @@ class Config(_Section):
     apps: AppsConfig = Field(default_factory=AppsConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
+    quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

@@ -6,6 +6,7 @@
     ├── ProtocolError            a message fails validation against aios.protocol
     ├── BadRequest               a request to the system's HTTP API is malformed (HTTP 400)
     ├── PermissionDenied         the caller lacks a permission it needs       (HTTP 403)
+    ├── QuotaExceeded            an app reached one of its quotas (DESIGN §14.6) (HTTP 429)
     ├── StoreError               the SQLite store failed (sqlite3 errors mapped here) (HTTP 500)
     │   ├── StoreFull            the disk holding the data dir is full  (HTTP 503)
     │   ├── StoreCorrupt         the database file is damaged           (HTTP 500)
@@ -75,6 +76,16 @@ class PermissionDenied(AIOSError):
     """The caller is known but may not do this (a missing manifest permission)."""
 
     http_status = 403
+
+
+class QuotaExceeded(AIOSError):
+    """An app reached one of its quotas; ``quota`` names it (the config key, aios/quotas.py)."""
+
+    http_status = 429
+
+    def __init__(self, quota: str, message: str):
+        super().__init__(message)
+        self.quota = quota
 
 
 class StoreError(AIOSError):

@@ -20,6 +20,7 @@ reloads its state instead.
 
 from __future__ import annotations
 
+import json
 import secrets
 import threading
 import time
@@ -51,6 +52,12 @@ RESYNC = "resync"
 """The type of the event a subscription yields when it cannot fill its gap."""
 EPOCH_HEX_BYTES = 8
 """An epoch is this many random bytes, as hex."""
+
+
+def event_size(event: dict[str, Any]) -> int:
+    """An event's size as the buffer counts it: its JSON with non-ASCII escaped (at least
+    its UTF-8 size, a bound on what it takes in memory as text)."""
+    return len(json.dumps(event, default=str))
 
 
 class Subscription:
@@ -97,8 +104,10 @@ class EventBus:
         self.epoch = secrets.token_hex(EPOCH_HEX_BYTES)
         self.seq = 0
         """The ``seq`` of the newest event (0: none yet in this epoch)."""
-        self._buffer: deque[tuple[float, dict[str, Any]]] = deque()
-        """(monotonic time, event), oldest first; their ``seq`` are consecutive."""
+        self._buffer: deque[tuple[float, dict[str, Any], int]] = deque()
+        """(monotonic time, event, its size), oldest first; their ``seq`` are consecutive."""
+        self._bytes = 0
+        """The sum of the held events' sizes (:func:`event_size`)."""
         self._subs: set[Subscription] = set()
         self._cond = threading.Condition()
         self.closed = threading.Event()
@@ -134,6 +143,11 @@ class EventBus:
         """How many events the replay buffer holds now."""
         with self._cond:
             return len(self._buffer)
+
+    def held_bytes(self) -> int:
+        """The size of the events the replay buffer holds now (:func:`event_size`)."""
+        with self._cond:
+            return self._bytes
 
     def _holds_after(self, seq: int) -> bool:
         """Whether every event after ``seq`` is still in the buffer (caller holds the lock)."""
@@ -181,7 +195,9 @@ class EventBus:
             event = {**payload, "type": type_, "ts": time.time(), "seq": self.seq}
             event["epoch"] = self.epoch
             now = self._clock()
-            self._buffer.append((now, event))
+            size = event_size(event)
+            self._buffer.append((now, event, size))
+            self._bytes += size
             self._trim(now)
             self._cond.notify_all()
         return event
@@ -189,10 +205,14 @@ class EventBus:
     def _trim(self, now: float) -> None:
         cfg = self._config
         buf = self._buffer
-        while len(buf) > cfg.replay_max and (
-            now - buf[0][0] > cfg.replay_seconds or len(buf) > cfg.replay_ceiling
+        while len(buf) > 1 and (
+            self._bytes > cfg.replay_bytes
+            or (
+                len(buf) > cfg.replay_max
+                and (now - buf[0][0] > cfg.replay_seconds or len(buf) > cfg.replay_ceiling)
+            )
         ):
-            buf.popleft()
+            self._bytes -= buf.popleft()[2]
 
     def end_subscriptions(self) -> int:
         """End every current subscription (their streams hang up; clients reconnect with

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import requests
 
 from aios import app_secret, tools as toolbox
+from aios.errors import QuotaExceeded
 from aios.names import SYSTEM_PRIMITIVES
 from aios.protocol import ATOMIC_TOOLS, Step, ToolResult, parse_steps
 from aios.tools import ToolContext
@@ -154,7 +155,12 @@ class Executor:
                 tool=LAUNCH_TOOL, status="error", error="launch: args must be an object"
             )
         else:
-            result = ctx.launch(step.key, args)
+            try:
+                result = ctx.launch(step.key, args)
+            except QuotaExceeded as e:  # an app over its instances quota (aios/quotas.py)
+                result = ToolResult(
+                    tool=LAUNCH_TOOL, status="error", error=f"launch: {e}", meta={"quota": e.quota}
+                )
         toolbox.record(ctx, LAUNCH_TOOL, args, result, step_id=step.key)
         return result
 

@@ -28,6 +28,7 @@ from aios.errors import NotFound
 
 if TYPE_CHECKING:
     from aios.events import EventBus
+    from aios.quotas import Quotas
 
 OPEN_STATES = ("starting", "foreground", "background", "suspended")
 WAIT_SLICE = 0.25
@@ -75,6 +76,8 @@ class Instances:
         self._all: dict[str, Instance] = {}
         self._stacks: dict[str, list[str]] = {}
         """session id -> open instance ids, the focused one last."""
+        self.quotas: Quotas | None = None
+        """Bounds each app's open instances (DESIGN §14.6); set by the system."""
 
     # ------------------------------------------------------------ queries
 
@@ -90,6 +93,11 @@ class Instances:
                 if i.app == app and i.session_id == session_id and i.state in OPEN_STATES:
                     return i
         return None
+
+    def count(self, app: str) -> int:
+        """The app's open instances, across sessions."""
+        with self._lock:
+            return sum(1 for i in self._all.values() if i.app == app and i.state in OPEN_STATES)
 
     def get(self, instance_id: str, session: str | None = None) -> Instance:
         """404 for an unknown instance, or one of another session than ``session``."""
@@ -108,6 +116,8 @@ class Instances:
         with self._lock:
             inst = self.current(app, session_id)
             if inst is None:
+                if self.quotas is not None:
+                    self.quotas.check("instances", app, self.count(app))
                 inst = Instance(
                     instance_id=new_id("inst"),
                     app=app,

@@ -106,6 +106,12 @@ class Grants:
                 self._decided[app_id] = self._store.grants(app_id)
         return changed
 
+    def forget(self, app_id: str) -> None:
+        """A removed app: drop what is cached of its grants (the store deleted them)."""
+        with self._lock:
+            self._decided.pop(app_id, None)
+            self._noticed = {k: v for k, v in self._noticed.items() if k[0] != app_id}
+
     def require(
         self,
         app_id: str,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aios.approvals import check_covers, new_id
 from aios.approved import Approval, step_hash
-from aios.errors import BadRequest, Conflict, NotFound, ProtocolError
+from aios.errors import BadRequest, Conflict, NotFound, ProtocolError, QuotaExceeded
 from aios.executor import ASK_TOOL, stopped
 from aios.protocol import Step, ToolResult, parse_steps
 
@@ -357,7 +357,13 @@ def gate(
             asked.append(r)
     if not asked:
         return presets, decisions
-    ia = approvals.ask(run.run_id, app, run.session_id, reviews, options=options)
+    try:
+        ia = approvals.ask(run.run_id, app, run.session_id, reviews, options=options)
+    except QuotaExceeded as e:  # the app has too many cards up: these steps do not run
+        for r in asked:
+            presets[r.step_id] = over_quota(r.tool, e)
+            runs.step(run, {"step_id": r.step_id, "decision": "denied", "error": str(e)})
+        return presets, decisions
     got = _wait_on(approvals, runs, run, ia)
     decision = got if isinstance(got, str) else str(got.get("decision"))
     codes: dict[str, Literal["denied", "expired", "cancelled"]] = {
@@ -420,7 +426,10 @@ def recheck(
             decisions[key] = "user"
             runs.step(run, {"step_id": key, "decision": "confirmed", "status": "started"})
             return None
-        ia = approvals.ask(run.run_id, app, run.session_id, [r], options=options)
+        try:
+            ia = approvals.ask(run.run_id, app, run.session_id, [r], options=options)
+        except QuotaExceeded as e:  # the app has too many cards up: this step does not run
+            return over_quota(tool, e)
         got = _wait_on(approvals, runs, run, ia)
         decision = got if isinstance(got, str) else str(got.get("decision"))
         code = STOP_CODES.get(decision)
@@ -438,6 +447,11 @@ def recheck(
         error=f"{key} was not run: its arguments or files kept changing after each approval",
         code="denied",
     )
+
+
+def over_quota(tool: str, e: QuotaExceeded) -> ToolResult:
+    """The result of a step refused by a quota (DESIGN §14.6): the error names it."""
+    return ToolResult(tool=tool, status="error", error=str(e), meta={"quota": e.quota})
 
 
 def covered_key(tool: str, args: dict[str, Any]) -> str:
@@ -498,6 +512,8 @@ def ask_step(
         ia = approvals.ask_user(run.run_id, app, run.session_id, step_id, args)
     except BadRequest as e:
         return ToolResult(tool=ASK_TOOL, status="error", error=str(e))
+    except QuotaExceeded as e:
+        return over_quota(ASK_TOOL, e)
     got = _wait_on(approvals, runs, run, ia)
     if got == "expired":
         return stopped(ASK_TOOL, "expired")

@@ -481,6 +481,18 @@ class RunStore:
                     (app, tool, value, self.store.clock()),
                 )
 
+    def forget_app(self, app: str) -> dict[str, int]:
+        """A removed app: its tool policy ("always allow" included) goes and its pending
+        cards are withdrawn (its runs and their audit stay). Rows changed per table."""
+        with self.store._tx() as db:
+            return {
+                "tool_policy": db.execute("DELETE FROM tool_policy WHERE app=?", (app,)).rowcount,
+                "interactions": db.execute(
+                    "UPDATE interactions SET state='withdrawn' WHERE app=? AND state='pending'",
+                    (app,),
+                ).rowcount,
+            }
+
     # -------------------------------------------------------------- recovery
 
     def interrupt_unfinished_runs(self) -> list[dict[str, Any]]:

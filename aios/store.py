@@ -532,13 +532,55 @@ class Store:
 
     # ---------------------------------------------------------------- cache
 
-    def cache_set(self, namespace: str, key: str, value: Any, ttl: float | None = None) -> None:
+    def cache_set(
+        self,
+        namespace: str,
+        key: str,
+        value: Any,
+        ttl: float | None = None,
+        *,
+        fits: Callable[[int, int, int], None] | None = None,
+    ) -> None:
+        """Store a value; ``fits(keys, bytes, adding)`` — the namespace's other live
+        entries and this value's size — is asked in the same transaction and may raise
+        (a quota), which leaves the cache as it was."""
         expires = self.clock() + ttl if ttl else None
+        text = _dumps(value)
         with self._tx() as db:
+            if fits is not None:
+                db.execute(
+                    "DELETE FROM cache WHERE namespace=? AND expires_at IS NOT NULL "
+                    "AND expires_at<=?",
+                    (namespace, self.clock()),
+                )
+                keys, size = db.execute(
+                    "SELECT COUNT(*), COALESCE(SUM(length(CAST(value AS BLOB))), 0) FROM cache "
+                    "WHERE namespace=? AND key<>?",
+                    (namespace, key),
+                ).fetchone()
+                fits(int(keys), int(size), len(text.encode("utf-8")))
             db.execute(
                 "INSERT OR REPLACE INTO cache (namespace, key, value, expires_at) VALUES (?,?,?,?)",
-                (namespace, key, _dumps(value), expires),
+                (namespace, key, text, expires),
             )
+
+    def cache_usage(self, namespace: str) -> tuple[int, int]:
+        """(keys, bytes of values) the namespace holds, expired entries not counted."""
+        rows = self._query(
+            "SELECT COUNT(*), COALESCE(SUM(length(CAST(value AS BLOB))), 0) FROM cache "
+            "WHERE namespace=? AND (expires_at IS NULL OR expires_at>?)",
+            (namespace, self.clock()),
+        )
+        return int(rows[0][0]), int(rows[0][1])
+
+    def forget_app(self, app: str) -> dict[str, int]:
+        """Delete what the system keeps for a removed app: its cache and its grants (its
+        audit rows stay). Rows deleted per table."""
+        with self._tx() as db:
+            return {
+                "cache": db.execute("DELETE FROM cache WHERE namespace=?", (app,)).rowcount,
+                "grants": db.execute("DELETE FROM grants WHERE app=?", (app,)).rowcount,
+            }
 
     def cache_get(self, namespace: str, key: str, default: Any = None) -> Any:
         rows = self._query(

@@ -39,8 +39,9 @@ from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PR
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, parse_ui_op
 from aios.pruner import Pruner
+from aios.quotas import Quotas
 from aios.rights import describe_ui_op
-from aios.runs import Runs, confirm_call, gate, recheck
+from aios.runs import Run, Runs, confirm_call, gate, recheck
 from aios.runstore import RunStore
 from aios.sandbox import SandboxPolicy
 from aios.store import Store
@@ -94,6 +95,8 @@ class System:
         self.runs.language = lambda: self.config.language
         self.instances = Instances(self.bus)
         self.approvals = Approvals(self.runstore, self.bus, lambda: self.config.approvals)
+        self.quotas = Quotas(lambda: self.config.quotas)
+        self.approvals.quotas = self.instances.quotas = self.quotas
         self.notify_limiter = NotifyLimiter(lambda: self.config.apps)
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
         self.grants.language = lambda: self.config.language
@@ -108,6 +111,7 @@ class System:
             on_status=self._on_status,
             on_stop=self.processes.stop_app,
         )
+        self._wire_quotas()
         self.launcher.network_granted = lambda rec: (
             NETWORK in self.grants.granted(rec.id, _requested(rec))
         )
@@ -229,11 +233,49 @@ class System:
         return self.grants.view(record.id, _requested(record))
 
     def public_apps(self) -> list[dict[str, Any]]:
-        """Every app as the desktop sees it (``GET /api/apps``, the events ``hello``)."""
+        """Every app as the desktop sees it (``GET /api/apps``, the events ``hello``), with
+        its permissions and its quotas (DESIGN §14.6)."""
         return [
-            {**r.public(self.config.language), "permissions": self.app_permissions(r)}
+            {
+                **r.public(self.config.language),
+                "permissions": self.app_permissions(r),
+                "quotas": self.quotas.status(r.id),
+            }
             for r in self.launcher.apps()
         ]
+
+    def _wire_quotas(self) -> None:
+        """Where :class:`Quotas` reads the counts other parts keep (for the status)."""
+
+        def workdir(app_id: str) -> Path | None:
+            rec = self.launcher.get(app_id)
+            return rec.workdir if rec is not None else None
+
+        self.quotas.workdirs = workdir
+        self.quotas.sources = {
+            "pending_cards": self.approvals.pending_count,
+            "cache_keys": lambda app_id: self.store.cache_usage(app_id)[0],
+            "cache_bytes": lambda app_id: self.store.cache_usage(app_id)[1],
+            "instances": self.instances.count,
+        }
+
+    def forget_app(self, app_id: str) -> None:
+        """An app's folder was removed (DESIGN §14.6): its runs stop, its pending cards
+        are withdrawn, its cache, grants and tool policy go; its audit rows stay."""
+        for run in self.runs.active():
+            if app_id in run.app.split(","):
+                run.cancel.set()
+        removed = {**self.runstore.forget_app(app_id), **self.store.forget_app(app_id)}
+        self.grants.forget(app_id)
+        self.quotas.forget(app_id)
+        with self._lock:
+            self._contexts.pop(app_id, None)
+            self._custom.pop(app_id, None)
+        log.info(
+            "app %s removed: %s",
+            app_id,
+            ", ".join(f"{n} {what} row(s)" for what, n in removed.items()) or "nothing kept",
+        )
 
     def change_permissions(self, app_id: str, body: dict[str, Any]) -> dict[str, list[str]]:
         """Grant/revoke from the settings window: audited, in force at the next call.
@@ -303,6 +345,26 @@ class System:
             return invoke(name, args, ctx)  # the tool names what is wrong with the call
         if review.rule == "allow" or review.blocked:
             return invoke(name, args, ctx if run is None else ctx.for_run(run.run_id, run.cancel))
+        # it may wait for the user: within the app's quota, else refused now (no run, no card)
+        with self.quotas.waiting_call(record.id):
+            return self._call_asking(
+                record, name, args, (sid, session_id, launchers), run, ctx, step, review
+            )
+
+    def _call_asking(
+        self,
+        record: AppRecord,
+        name: str,
+        args: Any,
+        acting: tuple[str, str | None, tuple[str, ...]],
+        run: Run | None,
+        ctx: ToolContext,
+        step: dict[str, Any],
+        review: Review,
+    ) -> ToolResult:
+        """The rest of :meth:`call_tool` for a call that asks the user (``acting``: the
+        session it belongs to, the one the app named, the chain's launchers)."""
+        sid, session_id, launchers = acting
         own = run is None
         if run is None:
             run = self.runs.start("tool", record.id, sid or session_id or "", text=name)
@@ -330,7 +392,7 @@ class System:
                 ctx.policy,
                 approved,
                 ctx.decisions,
-                ("step_call", name, step_args),
+                ("step_call", name, step["args"]),
                 chain=launchers,
                 options=options,
             )
@@ -571,6 +633,7 @@ class System:
             forbidden_ports=self.forbidden_ports,
             emit=self._emit,
             processes=self.processes,
+            quotas=self.quotas,
             app_url=self.launcher.url(record.id),
             app_token=record.token,
             app_secret=record.launch_secret,
@@ -636,6 +699,8 @@ class System:
         self.bus.emit(
             "app_status", {"app": record.id, "status": str(record.status), "error": record.error}
         )
+        if record.status == AppStatus.STOPPED and self.launcher.get(record.id) is None:
+            self.forget_app(record.id)  # its folder was removed (Launcher.rescan)
         if record.status in (AppStatus.FAILED, AppStatus.RESTARTING):
             # its open instances fail; a parent waiting on one of them learns why
             self.instances.fail(record.id, record.error or str(record.status))

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aios.errors import ToolError, ToolRefused
+from aios.errors import QuotaExceeded, ToolError, ToolRefused
 from aios.protocol import ATOMIC_TOOLS, ToolResult, describe_validation_error
 from aios.tools import cache, db, files, http, notify, process, shell  # noqa: F401  (register)
 from aios.tools.base import ToolContext, ToolOutput, ToolSpec, registered_tools
@@ -143,6 +143,15 @@ def invoke(
             result=e.result,
             error=e.error,
             meta=e.meta or None,
+            duration_ms=_ms(t0),
+        )
+    except QuotaExceeded as e:  # the app reached a quota (aios/quotas.py): refused
+        denied = True
+        result = ToolResult(
+            tool=name,
+            status="error",
+            error=f"{name}: {e}",
+            meta={"quota": e.quota},
             duration_ms=_ms(t0),
         )
     except Exception as e:  # noqa: BLE001 - a tool bug must not crash the caller

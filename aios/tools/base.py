@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from aios.processes import ProcessTable
     from aios.protocol import ToolResult
+    from aios.quotas import Quotas
     from aios.sandbox import SandboxPolicy
     from aios.store import Store
 
@@ -59,6 +60,8 @@ class ToolContext:
     notify_allowed: Callable[[], bool] | None = None
     """False once the app exceeded its notification rate (``apps.notify_burst``)."""
     processes: ProcessTable | None = None
+    quotas: Quotas | None = None
+    """The app's quotas (DESIGN §14.6): workspace bytes, cache; None outside the system."""
     app_url: str | None = None
     """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""
     app_token: str | None = None
@@ -87,6 +90,18 @@ class ToolContext:
     def timeout(self, tool: str, requested: float | None = None) -> float:
         limit = self.timeouts.get(tool, 30.0)
         return min(limit, requested) if requested else limit
+
+    def check_workspace(self, adding: int = 0) -> int | None:
+        """QuotaExceeded when the workdir is (or with ``adding`` bytes would be) over the
+        app's ``workspace_bytes``; else the bytes left (None: no quota here)."""
+        if self.quotas is None:
+            return None
+        return self.quotas.check_workspace(self.app_id, self.workdir, adding)
+
+    def wrote(self, size: int) -> None:
+        """The tool wrote ``size`` bytes into the workdir (the quota counts them at once)."""
+        if self.quotas is not None:
+            self.quotas.wrote(self.app_id, size)
 
     def for_session(self, session_id: str | None) -> ToolContext:
         """The same context, stamped with a session (for the audit log)."""

@@ -109,8 +109,15 @@ def cache_set(ctx: ToolContext, args: CacheSetArgs) -> ToolOutput:
     store = _store(ctx, "cache_set")
     if args.key == UI_SNAPSHOT_NAME:
         raise ToolRefused(f"cache policy: {UI_SNAPSHOT_NAME!r} is written by the desktop only")
+    quotas = ctx.quotas
+
+    def fits(keys: int, size: int, adding: int) -> None:
+        if quotas is not None:
+            quotas.check("cache_keys", ctx.app_id, keys)
+            quotas.check("cache_bytes", ctx.app_id, size, adding)
+
     try:
-        store.cache_set(ctx.app_id, args.key, args.value, args.ttl)
+        store.cache_set(ctx.app_id, args.key, args.value, args.ttl, fits=fits)
     except StoreError as e:
         raise ToolFailed(f"cache_set: {e}") from e
     return ToolOutput({"key": args.key, "stored": True}, {"ttl": args.ttl})

@@ -19,19 +19,24 @@ swapping a folder for a symlink cannot make it open or write a file outside.
 from __future__ import annotations
 
 import base64
+import ctypes
+import ctypes.util
 import errno
 import json
 import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from aios import safe_open
-from aios.errors import ToolFailed, ToolRefused
+from aios.config import QuotasConfig
+from aios.errors import QuotaExceeded, ToolFailed, ToolRefused
+from aios.quotas import refusal
 from aios.sandbox import escaped, relative_display, resolve_dsn
 from aios.tools import db_vfs
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
@@ -42,8 +47,18 @@ MAX_ROWS = 1000
 """Rows returned per call at most (meta.truncated tells)."""
 PROGRESS_OPS = 1000
 """SQLite VM instructions between two looks at the clock."""
-DENIED_PRAGMAS = frozenset({"temp_store_directory", "data_store_directory"})
-"""Pragmas that change where the whole process writes files."""
+DENIED_PRAGMAS = frozenset(
+    {"temp_store_directory", "data_store_directory", "soft_heap_limit", "hard_heap_limit"}
+)
+"""Pragmas that change where the whole process writes files or how much memory all of its
+SQLite may use."""
+FIXED_PRAGMAS = frozenset({"max_page_count", "page_size", "cache_size", "mmap_size", "temp_store"})
+"""Pragmas an app may read but not set: they would lift the quotas on a query's memory
+and the database's growth (aios/quotas.py)."""
+MEMORY_CHECK_OPS = 100
+"""SQLite VM instructions between two looks at SQLite's memory (``db_memory_bytes``)."""
+PAGE_BYTES = 4096
+"""SQLite's default page size, which :data:`FIXED_PRAGMAS` keeps."""
 DENIED_FUNCTIONS = frozenset({"fts3_tokenizer"})
 """Functions that leak or take process memory: fts3_tokenizer('x') returns a pointer, and
 fts3_tokenizer('x', ptr) installs one (code execution in the system process)."""
@@ -66,6 +81,8 @@ class _Guard:
     def __init__(self, workdir: Path):
         self.workdir = workdir
         self.reason: str | None = None
+        self.quota: QuotaExceeded | None = None
+        """Set when a quota (not a policy) said no: the error names it."""
 
     def __call__(
         self,
@@ -79,6 +96,16 @@ class _Guard:
             return self._attach(arg1)
         if action == sqlite3.SQLITE_PRAGMA and arg1 and arg1.lower() in DENIED_PRAGMAS:
             return self._deny(f"database policy: PRAGMA {arg1} is not allowed")
+        if (
+            action == sqlite3.SQLITE_PRAGMA
+            and arg1
+            and arg1.lower() in FIXED_PRAGMAS
+            and arg2 is not None
+        ):
+            return self._deny(
+                f"database policy: PRAGMA {arg1} can be read, not set (it would lift the "
+                "app's database quotas)"
+            )
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
             return self._deny("database policy: loading SQLite extensions is not allowed")
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
@@ -95,7 +122,11 @@ class _Guard:
             # (a ? parameter, an expression) cannot be checked, so it is refused.
             return self._deny("database policy: ATTACH needs the file name as a string literal")
         if name in ("", ":memory:"):
-            return sqlite3.SQLITE_OK
+            # an attached memory or temporary database would hold data beyond the quota
+            return self._deny(
+                "database policy: ATTACH of an in-memory or temporary database is not "
+                "allowed (quota db_memory_bytes); attach a file in the workdir"
+            )
         if name.startswith("file:"):
             return self._deny(
                 f"database policy: ATTACH of URI file names is not allowed ({name!r})"
@@ -160,11 +191,17 @@ def _run(
     deadline = time.monotonic() + seconds
     guard = _Guard(ctx.policy.workdir)
     params = _bindable(args.params)
+    limits = ctx.quotas.config if ctx.quotas is not None else QuotasConfig()
+    room = None if name == ":memory:" else ctx.check_workspace()
     conn: sqlite3.Connection | None = None
+    memory = _MemoryWatch(limits.db_memory_bytes)
     try:
         conn = sqlite3.connect(name, timeout=seconds, isolation_level=None, uri=uri)
+        _bound(conn, limits, room)
         conn.set_authorizer(guard)
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
+        conn.set_progress_handler(
+            lambda: int(time.monotonic() > deadline or memory.over()), MEMORY_CHECK_OPS
+        )
         cur = conn.execute(args.sql, params)
         columns = [d[0] for d in cur.description] if cur.description else []
         truncated = False
@@ -180,6 +217,9 @@ def _run(
     except sqlite3.Error as e:
         if sc.reason is not None and guard.reason is None:
             raise ToolRefused(f"path confinement: database {sc.reason}; refused") from e
+        over = _over_quota(e, ctx.app_id, limits, memory, conn, memory_db=name == ":memory:")
+        if over is not None:
+            raise over from e
         raise _map_error(e, guard, seconds, deadline, shown) from e
     finally:
         if conn is not None:
@@ -188,6 +228,88 @@ def _run(
     if lastrowid:
         meta["lastrowid"] = lastrowid
     return ToolOutput({"columns": columns, "rows": rows, "rowcount": rowcount}, meta)
+
+
+def _bound(conn: sqlite3.Connection, limits: QuotasConfig, room: int | None) -> None:
+    """SQLite itself refuses what is over the app's quotas, before it is built: a value
+    or row longer than ``db_value_bytes``, more than ``db_columns`` columns, an in-memory
+    or temporary database past ``db_memory_bytes``, a database file growing past what is
+    left of the workspace quota (``room``; None: an in-memory database)."""
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.db_value_bytes)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, limits.db_columns)
+    pages = limits.db_memory_bytes // PAGE_BYTES
+    conn.execute(f"PRAGMA temp.max_page_count = {pages}")
+    if room is None:
+        conn.execute(f"PRAGMA main.max_page_count = {pages}")
+    else:
+        size = conn.execute("PRAGMA main.page_count").fetchone()[0]
+        page = conn.execute("PRAGMA main.page_size").fetchone()[0]
+        conn.execute(f"PRAGMA main.max_page_count = {int(size) + max(0, room) // int(page)}")
+
+
+class _MemoryWatch:
+    """Whether SQLite's memory grew past ``limit`` bytes since the query began (checked
+    every :data:`MEMORY_CHECK_OPS` instructions; the count is the process's, so another
+    query running at the same time counts too)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.start = _memory_used()
+        self.tripped = False
+
+    def over(self) -> bool:
+        if _memory_used() - self.start > self.limit:
+            self.tripped = True
+        return self.tripped
+
+
+def _load_memory_used() -> Callable[[], int]:
+    try:
+        fn = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+        used = fn.sqlite3_memory_used
+    except (OSError, AttributeError):
+        log.warning("SQLite's memory use cannot be read here: db_memory_bytes is not checked")
+        return lambda: 0
+    used.restype = ctypes.c_int64
+    used.argtypes = []
+    return lambda: int(used())
+
+
+_memory_used = _load_memory_used()
+
+
+def _over_quota(
+    e: sqlite3.Error,
+    app: str,
+    limits: QuotasConfig,
+    memory: _MemoryWatch,
+    conn: sqlite3.Connection | None,
+    *,
+    memory_db: bool,
+) -> QuotaExceeded | None:
+    """The quota SQLite refused on, when it was one (None for any other error)."""
+    message = str(e)
+    if "string or blob too big" in message:
+        return refusal("db_value_bytes", app, None, limits.db_value_bytes)
+    if "too many columns" in message:
+        return refusal("db_columns", app, None, limits.db_columns)
+    if message == "interrupted" and memory.tripped:
+        return refusal("db_memory_bytes", app, None, limits.db_memory_bytes)
+    if "database or disk is full" in message:
+        if not memory_db and conn is not None and _main_full(conn):
+            return refusal("workspace_bytes", app, None, limits.workspace_bytes)
+        return refusal("db_memory_bytes", app, None, limits.db_memory_bytes)
+    return None
+
+
+def _main_full(conn: sqlite3.Connection) -> bool:
+    """Whether the main database file reached its page cap (not a temporary table)."""
+    try:
+        pages = conn.execute("PRAGMA main.page_count").fetchone()[0]
+        cap = conn.execute("PRAGMA main.max_page_count").fetchone()[0]
+    except sqlite3.Error:
+        return True
+    return bool(int(pages) >= int(cap))
 
 
 def _fetch_capped(cur: sqlite3.Cursor, limit: int) -> tuple[list[list[Any]], bool]:

@@ -282,6 +282,7 @@ def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
     limit = ctx.policy.config.max_file_bytes
 
     _check_size(shown, len(data), limit)
+    ctx.check_workspace(len(data))
     root = safe_open.open_root(ctx.policy.workdir)
     try:
         dfd, name = safe_open.open_parent(root, workdir_rel(ctx.policy, target), create=True)
@@ -322,6 +323,7 @@ def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
         )
     finally:
         os.close(dfd)
+    ctx.wrote(len(data))
     size = len(old) + len(data)
     return ToolOutput(
         {"path": shown, "size": size},

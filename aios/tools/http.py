@@ -145,6 +145,8 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> ToolOutput:
     forbidden = frozenset(ctx.forbidden_ports())
     check_url(ctx.policy, args.url, set(forbidden))
     target = _save_target(ctx, args.save_to) if args.save_to is not None else None
+    if target is not None:
+        ctx.check_workspace()  # over the workspace quota: refused before any request
     transfer = _Transfer(ctx, args, forbidden)
     with transfer.session, transfer.errors_mapped():
         resp = transfer.fetch()
@@ -296,7 +298,10 @@ class _Transfer:
         """Stream into a temp file beside ``target``, then rename it into place."""
         policy = self.ctx.policy
         shown = relative_display(policy, target)
-        cap = policy.config.max_file_bytes
+        cap, rule = policy.config.max_file_bytes, "tool_sandbox.max_file_bytes"
+        room = self.ctx.check_workspace()
+        if room is not None and room < cap:
+            cap, rule = room, "what is left of the quota workspace_bytes"
         # The folder is pinned only now, when the body arrives: whatever was
         # swapped in while the request was on its way is looked up race-free.
         root = safe_open.open_root(policy.workdir)
@@ -309,9 +314,11 @@ class _Transfer:
         finally:
             os.close(root)
         try:
-            return self._save_in(resp, dfd, name, shown, cap, meta)
+            size = self._save_in(resp, dfd, name, shown, cap, rule, meta)
         finally:
             os.close(dfd)
+        self.ctx.wrote(size)
+        return size
 
     def _save_in(
         self,
@@ -320,6 +327,7 @@ class _Transfer:
         name: str,
         shown: str,
         cap: int,
+        rule: str,
         meta: dict[str, Any],
     ) -> int:
         try:
@@ -332,9 +340,7 @@ class _Transfer:
                 declared = resp.headers.get("Content-Length", "")
                 expected = int(declared) if declared.isdigit() else None
                 reported = 0.0
-                for chunk in self.stream(
-                    resp, cap, "tool_sandbox.max_file_bytes", meta, "; nothing saved"
-                ):
+                for chunk in self.stream(resp, cap, rule, meta, "; nothing saved"):
                     f.write(chunk)
                     size += len(chunk)
                     now = time.monotonic()

@@ -114,6 +114,7 @@ def _launcher(ctx: ToolContext, plan: CommandPlan) -> Launch:
 def process_start(ctx: ToolContext, args: ProcessStartArgs) -> ToolOutput:
     cmd: str | list[str] = [args.cmd, *args.args] if args.args else args.cmd
     plan = plan_command(ctx, cmd)
+    ctx.check_workspace()  # a command writes where it runs: not once the workdir is full
     if not args.background:
         return run_command(ctx, plan, "process_start", None)
     if len(plan.stages) > 1:

@@ -495,6 +495,7 @@ def run_command(
 )
 def shell_exec(ctx: ToolContext, args: ShellExecArgs) -> ToolOutput:
     plan = plan_command(ctx, args.cmd, args.cwd)
+    ctx.check_workspace()  # a command writes where it runs: not once the workdir is full
     return run_command(ctx, plan, "shell_exec", args.timeout)
 
 

@@ -27,7 +27,15 @@ from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from aios.confinement import CHANNEL_ENVIRON_KEY
-from aios.errors import AppError, BadRequest, Conflict, NotFound, PermissionDenied, StoreError
+from aios.errors import (
+    AppError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    PermissionDenied,
+    QuotaExceeded,
+    StoreError,
+)
 from aios.web import file_urls
 from aios.web.request import error, system
 
@@ -163,6 +171,11 @@ def _headers(resp: Response) -> Response:
 @bp.app_errorhandler(PermissionDenied)
 def _refused(e: BadRequest | PermissionDenied) -> Response:
     return error(e.http_status, str(e))
+
+
+@bp.app_errorhandler(QuotaExceeded)
+def _over_quota(e: QuotaExceeded) -> Response:
+    return error(e.http_status, str(e), quota=e.quota)
 
 
 @bp.app_errorhandler(NotFound)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, g, jsonify
+from flask import Blueprint, Response, g, jsonify, request
 
 from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
 from aios.launcher import AppRecord
@@ -29,6 +29,7 @@ def sys_tool() -> Response:
 @bp.post("/push")
 def sys_push() -> Response:
     record, body, bus = _caller(), json_body(), system().bus
+    system().quotas.admit_push(record.id, len(request.get_data(cache=True)))
     if "view_type" in body:
         try:
             view = forwardable_reply(body)
