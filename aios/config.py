@@ -42,6 +42,7 @@ SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
 DEFAULT_GRANTS: dict[str, list[str]] = {
     "system_agent": ["desktop.control"],
     "monitor": ["system.processes"],
+    "assistant": ["conversation.read"],
 }
 """Bundled apps' grants, applied the first time an app is seen (the user can revoke them);
 nothing gets ``network`` by default."""

@@ -37,7 +37,8 @@ from aios.errors import (
     ProtocolError,
 )
 from aios.executor import ASK_TOOL, LAUNCH_TOOL, Executor, stopped
-from aios.planner import Plan, Task, plan_instruction, summarize_history
+from aios.permissions import CONVERSATION_READ
+from aios.planner import Plan, Task, own_turns, plan_instruction, summarize_history
 from aios.protocol import (
     ATOMIC_TOOLS,
     ActionRequest,
@@ -1113,25 +1114,41 @@ class Controller:
                 *self._custom_tools(record.id),
             ],
             "session_id": sid,
-            "history_summary": self.history_summary(sid),
+            "history_summary": self.history_summary(sid, self._reader(record.id)),
             "tool_results": {},
             "upstream": upstream or {},
             "locale": locale or self.config.language,
             "routed": routed,
         }
 
-    def history_summary(self, sid: str) -> str:
-        """§4.3 ``history_summary``; recomputed only when the session gained entries."""
+    def history_summary(self, sid: str, app: str | None = None) -> str:
+        """§4.3 ``history_summary``; recomputed only when the session gained entries.
+
+        ``app``: the summary sent to that app holds only the turns routed to it (DESIGN
+        §14.8, :func:`aios.planner.own_turns`); None: the whole conversation (the planner's,
+        and an app's granted ``conversation.read``)."""
         history = self.store.history(sid, limit=HISTORY_WINDOW)
+        if app is not None:
+            history = own_turns(history, app)
         newest = history[-1]["id"] if history else 0
-        cached = self._summaries.get(sid)
+        key = f"{sid}\n{app or ''}"
+        cached = self._summaries.get(key)
         if cached and cached[0] == newest:
             return cached[1]
         summary = summarize_history(history, self.llm, self.config.history_summary_chars)
-        self._summaries[sid] = (newest, summary)
+        self._summaries[key] = (newest, summary)
         while len(self._summaries) > SUMMARY_CACHE:
             self._summaries.pop(next(iter(self._summaries)))
         return summary
+
+    def _reader(self, app_id: str) -> str | None:
+        """Whose turns ``app_id`` may see in ``history_summary``: None (everyone's) with
+        ``conversation.read`` granted, else only its own."""
+        try:
+            granted = self._tool_context(app_id, None).permissions
+        except KeyError:  # not running: it sees its own turns
+            return app_id
+        return None if CONVERSATION_READ in granted else app_id
 
     def _remember(self, sid: str, outcome: Outcome) -> None:
         resp = outcome.response

@@ -22,6 +22,7 @@ from aios.errors import BadRequest, PermissionDenied
 from aios.protocol import PERMISSIONS
 from aios.store import Store
 
+CONVERSATION_READ = "conversation.read"
 DESKTOP_CONTROL = "desktop.control"
 NETWORK = "network"
 SYSTEM_PROCESSES = "system.processes"

@@ -701,6 +701,26 @@ def history_extract(history: list[dict[str, Any]], max_chars: int) -> str:
     return _tail_lines(lines, max_chars)
 
 
+def own_turns(history: list[dict[str, Any]], app: str) -> list[dict[str, Any]]:
+    """The turns of ``history`` routed to ``app``: each user entry with ``app``'s entries
+    after it, up to the next user entry (DESIGN §14.8). Other apps' exchanges, the user's
+    text routed to them and the system's notes are left out."""
+    out: list[dict[str, Any]] = []
+    turn: list[dict[str, Any]] = []
+
+    def close() -> None:
+        if any(h.get("app") == app for h in turn):
+            out.extend(h for h in turn if h.get("role") == "user" or h.get("app") == app)
+
+    for h in history:
+        if h.get("role") == "user":
+            close()
+            turn = []
+        turn.append(h)
+    close()
+    return out
+
+
 def summarize_history(history: list[dict[str, Any]], llm: LLMClient | None, max_chars: int) -> str:
     """A short summary of the session for ``context.history_summary`` (≤ ``max_chars``).
 

@@ -353,9 +353,10 @@ MANIFEST_EXAMPLE_MAX = 100
 MANIFEST_EXAMPLES_MAX = 8
 
 
-Permission = Literal["desktop.control", "network", "system.processes"]
-"""What a manifest may request (DESIGN §11.7): UI operations, direct outside network,
-the host's process list (served read-only by the system)."""
+Permission = Literal["conversation.read", "desktop.control", "network", "system.processes"]
+"""What a manifest may request (DESIGN §11.7): the whole conversation in
+``history_summary`` (other apps' turns too, §14.8), UI operations, direct outside
+network, the host's process list (served read-only by the system)."""
 PERMISSIONS: tuple[str, ...] = get_args(Permission)
 
 Locale = Literal["zh-CN", "en"]

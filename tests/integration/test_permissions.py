@@ -128,7 +128,8 @@ def test_bad_changes_are_400_naming_the_problem_and_an_unknown_app_404(running: 
     r = change(running, "system_agent", grant=["root"])
     assert r.status_code == 400
     assert r.json()["error"] == (
-        "unknown permission 'root' (permissions: desktop.control, network, system.processes)"
+        "unknown permission 'root' (permissions: conversation.read, desktop.control, network, "
+        "system.processes)"
     )
     r = change(running, "nobody", revoke=["desktop.control"])
     assert r.status_code == 404 and "nobody" in r.json()["error"]
