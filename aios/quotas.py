@@ -137,8 +137,9 @@ class Quotas:
     def limit(self, quota: str) -> int:
         return int(getattr(self._config(), _config_key(quota)))
 
-    def refuse(self, quota: str, app: str, used: int) -> QuotaExceeded:
-        """Count a refusal and return its error (the caller raises it)."""
+    def refuse(self, quota: str, app: str, used: int | None) -> QuotaExceeded:
+        """Count a refusal and return its error (the caller raises it); ``used`` None:
+        not known (SQLite stopped at the limit)."""
         with self._lock:
             self._refused[(app, quota)] = self._refused.get((app, quota), 0) + 1
         return refusal(quota, app, used, self.limit(quota))

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from aios import safe_open
 from aios.config import QuotasConfig
-from aios.errors import QuotaExceeded, ToolFailed, ToolRefused
+from aios.errors import ToolFailed, ToolRefused
 from aios.quotas import refusal
 from aios.sandbox import escaped, relative_display, resolve_dsn
 from aios.tools import db_vfs
@@ -81,8 +81,6 @@ class _Guard:
     def __init__(self, workdir: Path):
         self.workdir = workdir
         self.reason: str | None = None
-        self.quota: QuotaExceeded | None = None
-        """Set when a quota (not a policy) said no: the error names it."""
 
     def __call__(
         self,
@@ -217,9 +215,13 @@ def _run(
     except sqlite3.Error as e:
         if sc.reason is not None and guard.reason is None:
             raise ToolRefused(f"path confinement: database {sc.reason}; refused") from e
-        over = _over_quota(e, ctx.app_id, limits, memory, conn, memory_db=name == ":memory:")
+        over = _over_quota(e, memory, conn, memory_db=name == ":memory:")
         if over is not None:
-            raise over from e
+            raise (
+                ctx.quotas.refuse(over, ctx.app_id, None)
+                if ctx.quotas is not None
+                else refusal(over, ctx.app_id, None, getattr(limits, over))
+            ) from e
         raise _map_error(e, guard, seconds, deadline, shown) from e
     finally:
         if conn is not None:
@@ -280,25 +282,23 @@ _memory_used = _load_memory_used()
 
 def _over_quota(
     e: sqlite3.Error,
-    app: str,
-    limits: QuotasConfig,
     memory: _MemoryWatch,
     conn: sqlite3.Connection | None,
     *,
     memory_db: bool,
-) -> QuotaExceeded | None:
+) -> str | None:
     """The quota SQLite refused on, when it was one (None for any other error)."""
     message = str(e)
     if "string or blob too big" in message:
-        return refusal("db_value_bytes", app, None, limits.db_value_bytes)
+        return "db_value_bytes"
     if "too many columns" in message:
-        return refusal("db_columns", app, None, limits.db_columns)
+        return "db_columns"
     if message == "interrupted" and memory.tripped:
-        return refusal("db_memory_bytes", app, None, limits.db_memory_bytes)
+        return "db_memory_bytes"
     if "database or disk is full" in message:
         if not memory_db and conn is not None and _main_full(conn):
-            return refusal("workspace_bytes", app, None, limits.workspace_bytes)
-        return refusal("db_memory_bytes", app, None, limits.db_memory_bytes)
+            return "workspace_bytes"
+        return "db_memory_bytes"
     return None
 
 
