@@ -98,6 +98,15 @@ class ToolContext:
             return None
         return self.quotas.check_workspace(self.app_id, self.workdir, adding)
 
+    def workspace_room(self) -> int | None:
+        """Bytes the workdir may still grow by under its quota (<= 0: none; None: no quota
+        here), without refusing anything: a reader may still read."""
+        if self.quotas is None:
+            return None
+        return self.quotas.limit("workspace_bytes") - self.quotas.workspace_used(
+            self.app_id, self.workdir
+        )
+
     def wrote(self, size: int) -> None:
         """The tool wrote ``size`` bytes into the workdir (the quota counts them at once)."""
         if self.quotas is not None:

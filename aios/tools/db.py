@@ -190,12 +190,12 @@ def _run(
     guard = _Guard(ctx.policy.workdir)
     params = _bindable(args.params)
     limits = ctx.quotas.config if ctx.quotas is not None else QuotasConfig()
-    room = None if name == ":memory:" else ctx.check_workspace()
+    room = None if name == ":memory:" else ctx.workspace_room()
     conn: sqlite3.Connection | None = None
     memory = _MemoryWatch(limits.db_memory_bytes)
     try:
         conn = sqlite3.connect(name, timeout=seconds, isolation_level=None, uri=uri)
-        _bound(conn, limits, room)
+        _bound(conn, limits, room, memory_db=name == ":memory:")
         conn.set_authorizer(guard)
         conn.set_progress_handler(
             lambda: int(time.monotonic() > deadline or memory.over()), MEMORY_CHECK_OPS
@@ -215,7 +215,7 @@ def _run(
     except sqlite3.Error as e:
         if sc.reason is not None and guard.reason is None:
             raise ToolRefused(f"path confinement: database {sc.reason}; refused") from e
-        over = _over_quota(e, memory, conn, memory_db=name == ":memory:")
+        over = _over_quota(e, memory, room, limits.db_memory_bytes)
         if over is not None:
             raise (
                 ctx.quotas.refuse(over, ctx.app_id, None)
@@ -232,21 +232,24 @@ def _run(
     return ToolOutput({"columns": columns, "rows": rows, "rowcount": rowcount}, meta)
 
 
-def _bound(conn: sqlite3.Connection, limits: QuotasConfig, room: int | None) -> None:
+def _bound(
+    conn: sqlite3.Connection, limits: QuotasConfig, room: int | None, *, memory_db: bool
+) -> None:
     """SQLite itself refuses what is over the app's quotas, before it is built: a value
     or row longer than ``db_value_bytes``, more than ``db_columns`` columns, an in-memory
     or temporary database past ``db_memory_bytes``, a database file growing past what is
-    left of the workspace quota (``room``; None: an in-memory database)."""
+    left of the workspace quota (``room``; None: no quota here)."""
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.db_value_bytes)
     conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, limits.db_columns)
     pages = limits.db_memory_bytes // PAGE_BYTES
     conn.execute(f"PRAGMA temp.max_page_count = {pages}")
-    if room is None:
+    if memory_db:
         conn.execute(f"PRAGMA main.max_page_count = {pages}")
-    else:
+    elif room is not None:
         size = conn.execute("PRAGMA main.page_count").fetchone()[0]
         page = conn.execute("PRAGMA main.page_size").fetchone()[0]
-        conn.execute(f"PRAGMA main.max_page_count = {int(size) + max(0, room) // int(page)}")
+        # at least one page: 0 would leave the cap unset
+        conn.execute(f"PRAGMA main.max_page_count = {max(1, size + max(0, room) // page)}")
 
 
 class _MemoryWatch:
@@ -281,11 +284,7 @@ _memory_used = _load_memory_used()
 
 
 def _over_quota(
-    e: sqlite3.Error,
-    memory: _MemoryWatch,
-    conn: sqlite3.Connection | None,
-    *,
-    memory_db: bool,
+    e: sqlite3.Error, memory: _MemoryWatch, room: int | None, memory_cap: int
 ) -> str | None:
     """The quota SQLite refused on, when it was one (None for any other error)."""
     message = str(e)
@@ -296,20 +295,11 @@ def _over_quota(
     if message == "interrupted" and memory.tripped:
         return "db_memory_bytes"
     if "database or disk is full" in message:
-        if not memory_db and conn is not None and _main_full(conn):
+        # the file's cap or the temporary database's: the smaller one is the one reached
+        if room is not None and room < memory_cap:
             return "workspace_bytes"
         return "db_memory_bytes"
     return None
-
-
-def _main_full(conn: sqlite3.Connection) -> bool:
-    """Whether the main database file reached its page cap (not a temporary table)."""
-    try:
-        pages = conn.execute("PRAGMA main.page_count").fetchone()[0]
-        cap = conn.execute("PRAGMA main.max_page_count").fetchone()[0]
-    except sqlite3.Error:
-        return True
-    return bool(int(pages) >= int(cap))
 
 
 def _fetch_capped(cur: sqlite3.Cursor, limit: int) -> tuple[list[list[Any]], bool]:

@@ -355,6 +355,11 @@ def test_writes_past_the_workspace_quota_are_refused_and_reported(
     assert r["status"] != "ok" and "workspace_bytes" in r["error"]
     r = tool(running, "echo", "shell_exec", {"cmd": "echo hi"})
     assert r["status"] != "ok" and "workspace_bytes" in r["error"]
+    # a database in the workdir cannot grow either (SQLite's page cap), but can be read
+    r = tool(running, "echo", "db_query", {"dsn": "d.db", "sql": "CREATE TABLE t (x)"})
+    assert r["status"] != "ok" and "workspace_bytes" in r["error"], r
+    r = tool(running, "echo", "db_query", {"dsn": "d.db", "sql": "SELECT 1"})
+    assert r["status"] == "ok", r
     # reading still works, and deleting brings it back under
     assert tool(running, "echo", "file_read", {"path": "a.txt"})["status"] == "ok"
     (Path(rec.workdir) / "own.bin").unlink()
