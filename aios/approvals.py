@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aios.approved import Approval, Pin, pins_of, runs_written, step_hash, template_refs
 from aios.errors import BadRequest, Conflict, NotFound
+from aios.protocol import LOCALES
 from aios.risk import Risk, blocked, classify, describe, describe_raw, visible
 
 if TYPE_CHECKING:
@@ -74,6 +75,9 @@ class Review:
     """The block list's refusal: such a step is never asked about, the tool refuses it."""
     chain: tuple[str, ...] = ()
     """Work another app started: the launchers, outermost first, then the app (§14.4)."""
+    chain_names: tuple[dict[str, str], ...] = ()
+    """Each app of ``chain``: its display name per locale (set by :meth:`Approvals.ask`),
+    so a card names both apps in the UI's language; ``text`` stays the step's own."""
     why: str = ""
     """The rule that decided (:class:`Decision`)."""
     hash: str = ""
@@ -115,6 +119,8 @@ class Review:
             out["blocked"] = self.blocked
         if self.chain:
             out["chain"] = list(self.chain)
+            if self.chain_names:
+                out["chain_names"] = [dict(n) for n in self.chain_names]
         if self.files:
             out["files"] = [p.public() for p in self.files]
         if self.deferred:
@@ -166,6 +172,8 @@ class Interaction:
     answered: threading.Event = field(default_factory=threading.Event)
     chain: tuple[str, ...] = ()
     """Launchers then the app, when another app started the work (§14.4)."""
+    chain_names: tuple[dict[str, str], ...] = ()
+    """Each app of ``chain``: its display name per locale."""
 
     def public(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -189,6 +197,7 @@ class Interaction:
         if self.chain:
             out["chain"] = list(self.chain)
             out["on_behalf_of"] = list(self.chain[:-1])
+            out["chain_names"] = [dict(n) for n in self.chain_names]
         return out
 
 
@@ -213,6 +222,10 @@ class Approvals:
         alone, or the launchers then the app for work another app started."""
         self.name: Callable[[str], str] = lambda app: app
         """An app's name as the user sees it (set by the system)."""
+        self.names: Callable[[str], dict[str, str]] = lambda app: {
+            loc: self.name(app) for loc in LOCALES
+        }
+        """An app's display name in every locale (set by the system)."""
         self.granted: Callable[[str], frozenset[str]] = lambda app: frozenset()
         """The permissions the user granted an app (set by the system)."""
         self.quotas: Quotas | None = None
@@ -360,7 +373,7 @@ class Approvals:
             tool=tool,
             risk=risk,
             rule=decision.rule,
-            text=self.on_behalf(full, visible(raw)),
+            text=visible(raw),
             args=audit_args(args),
             blocked=blocked(policy, tool, args) if policy is not None else None,
             chain=full,
@@ -373,8 +386,9 @@ class Approvals:
         )
 
     def on_behalf(self, chain: Sequence[str], text: str) -> str:
-        """A step's words on the card of work another app started: "Code, asked by Evil,
-        wants to run: <text>" (the step's own words for an app acting for the user)."""
+        """A step's words in an error of work another app started: "Code, asked by Evil,
+        wants to run: <text>" (``text`` alone for an app acting for the user). A card
+        says this from the reviews' ``chain`` / ``chain_names``, in the UI's language."""
         from aios.rights import asked_by
 
         if len(chain) < 2:
@@ -420,6 +434,7 @@ class Approvals:
         from aios.rights import asked_by
 
         now = self._clock()
+        reviews = [self._named(r) for r in reviews]
         asked = [r for r in reviews if r.asks]
         chain = next((r.chain for r in reviews if r.chain), ())
         who = asked_by(chain, self.name) if chain else app
@@ -436,12 +451,20 @@ class Approvals:
                 f"{len(asked)} need(s) your approval: {', '.join(r.tool for r in asked)}"
             ),
             chain=chain,
+            chain_names=next((r.chain_names for r in reviews if r.chain), ()),
         )
         if options is not None:
             ia.options = options
         if chain:
             ia.options = [o for o in ia.options if o != "allow_always"]
         return self._show(ia)
+
+    def _named(self, review: Review) -> Review:
+        """The review with its chain's display names, for a card (§14.4)."""
+        if not review.chain or review.chain_names:
+            return review
+        names = tuple(self.names(a) for a in review.chain)
+        return dataclasses.replace(review, chain_names=names)
 
     def ask_user(
         self, run_id: str, app: str, session_id: str, step_id: str, args: dict[str, Any]

@@ -38,8 +38,10 @@ INTERPRETERS: Final = frozenset(
 )
 """Programs that run code they read from a file (by name, versions such as python3.11
 included by :func:`is_interpreter`)."""
-PIN_SHOW_CHARS = 4000
-"""Characters of a pinned file shown on the card (the hash covers all of it)."""
+PIN_SHOW_CHARS = 32_000
+"""Characters of a pinned file shown on the card (the hash covers all of it). A longer
+file is shown cut, and says so (``whole: false``): the card never claims more than it
+shows. Scripts an app writes are mostly far shorter; the card scrolls."""
 PIN_MAX_BYTES = 64 * 1024 * 1024
 """Bytes of a pinned file read to hash it; a larger one is pinned by size and mtime."""
 PIN_MAX_FILES = 16
@@ -79,6 +81,10 @@ class Pin:
     """The content shown (capped at :data:`PIN_SHOW_CHARS`, invisible characters visible)."""
     note: str = ""
     """Why the content is not shown (outside the workdir, not a regular file…)."""
+    reason: str = ""
+    """:data:`NOT_SHOWN`'s key for ``note`` (the renderer says it in the UI language)."""
+    whole: bool = True
+    """``text`` is the whole file (False: only its beginning, the card says so)."""
 
     def public(self) -> dict[str, Any]:
         from aios.risk import visible
@@ -94,7 +100,21 @@ class Pin:
             out["target"] = visible(self.target)
         if self.note:
             out["note"] = self.note
+            out["reason"] = self.reason
+        if not self.whole:
+            out["whole"] = False
         return out
+
+
+NOT_SHOWN: Final = {
+    "outside": "leads outside the workdir: content not shown",
+    "unopened": "not shown: cannot be opened",
+    "not_regular": "not shown: not a regular file",
+    "hard_link": "not shown: a hard link (may be a file outside)",
+    "large": f"larger than {PIN_MAX_BYTES} bytes: pinned by size and modification time",
+    "binary": "binary content: not shown",
+}
+"""Why a pinned file's content is not on the card, by key (``Pin.reason``)."""
 
 
 @dataclass(frozen=True)
@@ -296,17 +316,17 @@ def pin_file(policy: SandboxPolicy, word: str, cwd: str = ".", *, show: bool = T
     except OSError as e:
         link = os.readlink(policy.workdir / rel) if stat.S_ISLNK(st.st_mode) else ""
         if e.errno in (errno.EXDEV, errno.ELOOP):
-            return _unreadable(word, "", link, "leads outside the workdir: content not shown")
-        return _unreadable(word, "", link, f"not shown: cannot be opened ({e.strerror})")
+            return _unreadable(word, "", link, "outside")
+        return _unreadable(word, "", link, "unopened", f" ({e.strerror})")
     finally:
         os.close(root)
     try:
         fst = os.fstat(fd)
         target = _target(policy, fd) if show else ""
         if not stat.S_ISREG(fst.st_mode):
-            return _unreadable(word, target, "", "not shown: not a regular file")
+            return _unreadable(word, target, "", "not_regular")
         if safe_open.hard_link_count(fst) > 1:
-            return _unreadable(word, target, "", "not shown: a hard link (may be a file outside)")
+            return _unreadable(word, target, "", "hard_link")
         return _read_pin(word, target, fd, fst, show)
     finally:
         os.close(fd)
@@ -318,11 +338,19 @@ def _target(policy: SandboxPolicy, fd: int) -> str:
     return os.path.relpath(real, os.path.realpath(policy.workdir))
 
 
-def _unreadable(word: str, target: str, link: str, note: str) -> Pin:
+def _unreadable(word: str, target: str, link: str, reason: str, detail: str = "") -> Pin:
+    note = NOT_SHOWN[reason] + detail
     digest = hashlib.sha256(
         f"unreadable\0{target}\0{link}\0{note}".encode("utf-8", "surrogatepass")
     )
-    return Pin(path=word, target=target or link, size=0, sha256=digest.hexdigest(), note=note)
+    return Pin(
+        path=word,
+        target=target or link,
+        size=0,
+        sha256=digest.hexdigest(),
+        note=note,
+        reason=reason,
+    )
 
 
 def _read_pin(word: str, target: str, fd: int, st: os.stat_result, show: bool) -> Pin:
@@ -336,7 +364,8 @@ def _read_pin(word: str, target: str, fd: int, st: os.stat_result, show: bool) -
             target=target,
             size=st.st_size,
             sha256=h.hexdigest(),
-            note=f"larger than {PIN_MAX_BYTES} bytes: pinned by size and modification time",
+            note=NOT_SHOWN["large"],
+            reason="large",
         )
     head = b""
     size = 0
@@ -351,6 +380,8 @@ def _read_pin(word: str, target: str, fd: int, st: os.stat_result, show: bool) -
     if not show:
         return Pin(word, target, size, h.hexdigest())
     if b"\0" in head:
-        return Pin(word, target, size, h.hexdigest(), note="binary content: not shown")
-    text = head.decode("utf-8", "replace")[:PIN_SHOW_CHARS]
-    return Pin(word, target, size, h.hexdigest(), text=visible(text, keep_lines=True))
+        return Pin(word, target, size, h.hexdigest(), note=NOT_SHOWN["binary"], reason="binary")
+    decoded = head.decode("utf-8", "replace")
+    whole = size == len(head) and len(decoded) <= PIN_SHOW_CHARS
+    text = visible(decoded[:PIN_SHOW_CHARS], keep_lines=True)
+    return Pin(word, target, size, h.hexdigest(), text=text, whole=whole)

@@ -537,13 +537,16 @@ def confirm_call(
     app: str,
     call: tuple[str, dict[str, Any]],
     text: str,
+    *,
+    chain: Sequence[str] = (),
 ) -> str | None:
     """Ask the user about one system action that always asks (DESIGN §11: ending a
     process the app did not start), whatever the approvals mode.
 
     None when the user said yes: to this card, or to a confirm of the same run that
     covered exactly this call (so the app's own "end this process?" is the one
-    question). Otherwise why not: ``denied``, ``expired`` or ``cancelled``.
+    question). Otherwise why not: ``denied``, ``expired`` or ``cancelled``. ``chain``:
+    the launchers then ``app`` when another app started the work (the card names them).
     """
     from aios.approvals import Review
     from aios.tools import audit_args
@@ -554,7 +557,13 @@ def confirm_call(
         runs.step(run, {"step_id": step_id, "decision": "confirmed"})
         return None
     review = Review(
-        step_id=step_id, tool=tool, risk="high", rule="ask", text=text, args=audit_args(args)
+        step_id=step_id,
+        tool=tool,
+        risk="high",
+        rule="ask",
+        text=text,
+        args=audit_args(args),
+        chain=tuple(chain),
     )
     runs.plan(run, [{**review.public(), "status": "pending"}])
     ia = approvals.ask(run.run_id, app, run.session_id, [review], options=list(ONCE_DECISIONS))

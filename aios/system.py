@@ -101,6 +101,7 @@ class System:
         self.grants = Grants(self.store, lambda: self.config.apps.default_grants)
         self.grants.language = lambda: self.config.language
         self.approvals.name = self._app_name
+        self.approvals.names = self._app_names
         self.approvals.granted = self._granted
         self.launcher = Launcher(
             self.apps_dir,
@@ -413,6 +414,10 @@ class System:
         record = self.launcher.get(app_id)
         return record.name_in(self.config.language) if record is not None else app_id
 
+    def _app_names(self, app_id: str) -> dict[str, str]:
+        record = self.launcher.get(app_id)
+        return {loc: record.name_in(loc) if record else app_id for loc in LOCALES}
+
     def _granted(self, app_id: str) -> frozenset[str]:
         record = self.launcher.get(app_id)
         if record is None:
@@ -438,16 +443,17 @@ class System:
         decision = self.approvals.decide(record.id, frame.session_id, call, frame.launchers)
         if decision.rule == "allow":
             return
-        who = self.approvals.on_behalf(frame.chain, what())
+        text = what()
+        who = self.approvals.on_behalf(frame.chain, text)
         if decision.rule == "never" or frame.run is None:
             raise PermissionDenied(f"{who}: refused: {decision.why}")
-        review = Review(
+        review = Review(  # the card names the apps from the chain, in the UI's language
             step_id=f"step_{call.tool}",
             tool=call.tool,
             risk="high",
             rule="ask",
-            text=who,
-            args=audit_args({"permission": permission, "what": what}),
+            text=text,
+            args=audit_args({"permission": permission, "what": text}),
             chain=frame.chain,
             why=decision.why,
         )
@@ -517,9 +523,8 @@ class System:
                 asked_in,
                 record.id,
                 ("end_process", {"pid": pid}),
-                self.approvals.on_behalf(
-                    frame.chain if frame is not None else (), f"end process {pid} ({name})"
-                ),
+                f"end process {pid} ({name})",
+                chain=frame.chain if frame is not None and frame.launchers else (),
             )
             if why is not None:
                 raise PermissionDenied(f"process {pid} ({name}) was not ended: {why} by the user")

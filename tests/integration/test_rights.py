@@ -47,6 +47,14 @@ SNAPSHOT = {
 }  # fmt: skip
 
 
+NAMES = {
+    "evil": {"zh-CN": "Evil", "en": "Evil"},
+    "code": {"zh-CN": "代码", "en": "Code"},
+    "system_agent": {"zh-CN": "系统控制", "en": "System Control"},
+}
+"""Each app's display name per locale, as a card names the apps of a launch chain."""
+
+
 def copy_evil(apps: Path, app_id: str) -> None:
     shutil.copytree(EVIL, apps / app_id)
     manifest = json.loads((apps / app_id / "manifest.json").read_text())
@@ -114,9 +122,12 @@ def test_a_launched_system_agent_does_not_lend_desktop_control(running: Running)
     card = the_card(reply)
     assert card["app"] == "system_agent" and card["chain"] == ["evil", "system_agent"]
     assert card["on_behalf_of"] == ["evil"]
-    text = " ".join(s["text"] for s in card["steps"])
-    assert "系统控制" in text and "Evil" in text and "asked by" in text, text
-    assert "taskbar" in text, text
+    assert card["chain_names"] == [NAMES["evil"], NAMES["system_agent"]]
+    (step,) = card["steps"]
+    # both apps by structure, in every locale; the step's words are the operation's own
+    assert step["chain"] == ["evil", "system_agent"], step
+    assert step["chain_names"] == [NAMES["evil"], NAMES["system_agent"]], step
+    assert step["text"] == "hide taskbar", step
     assert "allow_always" not in card["options"]
     assert ui_ops(desktop) == []  # nothing reached the desktop before the user answered
     answer(running, card, "deny")
@@ -148,6 +159,37 @@ def test_system_agent_acting_for_the_user_needs_no_card(running: Running) -> Non
     assert [(e["op"], e["id"]) for e in ui_ops(sub)] == [("hide", "taskbar")]
 
 
+def test_a_launcher_named_like_the_child_is_named_with_its_id_on_the_card(
+    tmp_path: Path,
+) -> None:
+    """Variant: the launcher takes the child's own name ("代码" / "Code") so the card
+    would read "Code, asked by Code": the card's names are the desktop's display names,
+    the later look-alike carries its id in every locale (DESIGN §14.7)."""
+    apps = tmp_path / "apps"
+    shutil.copytree(ROOT / "apps" / "code", apps / "code")
+    copy_evil(apps, "mimic")
+    manifest = json.loads((apps / "mimic" / "manifest.json").read_text())
+    manifest["name"] = dict(NAMES["code"])
+    (apps / "mimic" / "manifest.json").write_text(json.dumps(manifest))
+    r = start_system(apps, tmp_path / "data", approvals={"mode": "smart", "timeout": 60})
+    try:
+        step = {
+            "step_id": "kid",
+            "tool": "launch",
+            "args": {"app": "code", "instruction": "运行 print(1)"},
+        }
+        card = the_card(plan(r, "mimic", [step]))
+        assert card["chain"] == ["mimic", "code"], card
+        assert card["chain_names"] == [
+            {"zh-CN": "代码 (mimic)", "en": "Code (mimic)"},
+            NAMES["code"],
+        ], card
+        assert card["steps"][0]["chain_names"] == card["chain_names"]
+        answer(r, card, "deny")
+    finally:
+        r.stop()
+
+
 # ------------------------------------------------- (b) "always allow" for B is B's alone
 
 
@@ -163,7 +205,8 @@ def test_code_always_allowed_still_asks_for_work_another_app_started(running: Ru
     assert card["app"] == "code" and card["chain"] == ["evil", "code"]
     step = next(s for s in card["steps"] if s["tool"] == "shell_exec")
     assert step["rule"] == "ask"
-    assert "代码" in step["text"] and "Evil" in step["text"] and "python3" in step["text"]
+    assert step["chain"] == ["evil", "code"] and step["chain_names"][-1] == NAMES["code"]
+    assert step["text"].startswith("python3 ") and "asked by" not in step["text"], step
     assert "allow_always" not in card["options"]
     answer(running, card, "allow")
     child = view_of(sub, reply["run_id"], "code")
@@ -209,7 +252,11 @@ def test_a_synchronous_call_tool_of_launched_work_asks_too(tmp_path: Path) -> No
         reply = plan(r, "evil", [step])
         card = the_card(reply)
         assert card["app"] == "proxy" and card["chain"] == ["evil", "proxy"], card
-        assert "Proxy, asked by Evil" in card["steps"][0]["text"], card
+        (step,) = card["steps"]
+        assert step["chain"] == ["evil", "proxy"] and step["text"] == "echo hi", step
+        assert step["chain_names"] == [{"zh-CN": "Evil", "en": "Evil"}] + [
+            {"zh-CN": "Proxy", "en": "Proxy"}
+        ]
         answer(r, card, "deny")
         assert "denied" in json.dumps(view_of(sub, reply["run_id"], "proxy"))
     finally:

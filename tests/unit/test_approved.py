@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from aios.approved import (
+    NOT_SHOWN,
+    PIN_SHOW_CHARS,
     Approval,
     canonical,
     is_interpreter,
@@ -102,6 +104,25 @@ def test_no_fifo_or_device_is_ever_opened(policy: SandboxPolicy) -> None:
     }
     assert pins["pipe.py"].text == "" and "not shown" in pins["pipe.py"].note
     assert pins["zero.py"].text == "" and "outside the workdir" in pins["zero.py"].note
+    # why, by key too: the card says it in the UI's language
+    assert pins["pipe.py"].public()["reason"] == "not_regular"
+    assert pins["zero.py"].public()["reason"] == "outside"
+    assert set(NOT_SHOWN) >= {p.reason for p in pins.values()}
+
+
+def test_a_script_longer_than_the_card_shows_says_it_is_not_whole(policy: SandboxPolicy) -> None:
+    """A long padding then the code that matters: the card must not look whole."""
+    pad = "#" + " " * (PIN_SHOW_CHARS + 10) + "\n"
+    (policy.workdir / "long.py").write_text(pad + "import os; os.remove('precious.db')\n")
+    (policy.workdir / "short.py").write_text("print('hi')\n")
+    pins = {
+        p.path: p.public()
+        for cmd in ("python3 long.py", "python3 short.py")
+        for p in pins_of(policy, "shell_exec", {"cmd": cmd})
+    }
+    assert pins["long.py"]["whole"] is False and "precious" not in pins["long.py"]["content"]
+    assert pins["long.py"]["shown_chars"] == PIN_SHOW_CHARS
+    assert pins["short.py"]["content"] == "print('hi')\n" and "whole" not in pins["short.py"]
 
 
 def test_a_big_command_costs_a_bounded_number_of_lookups(policy: SandboxPolicy) -> None:

@@ -138,3 +138,27 @@ def test_words_name_both_apps() -> None:
     op: dict[str, Any] = {"op": "change_text", "id": "win_hello", "text": "系统设置"}
     assert describe_ui_op(op) == 'change_text win_hello to "系统设置"'
     assert describe_ui_op({"op": "hide", "id": "taskbar"}) == "hide taskbar"
+
+
+def test_a_chains_card_carries_both_apps_and_the_steps_own_words(approvals: Approvals) -> None:
+    """The card's words for launched work are the renderer's, in the UI's language: the
+    step's text is the command alone; the chain and every app's names come as fields."""
+    names = {"code": {"zh-CN": "代码", "en": "Code"}, "evil": {"zh-CN": "Evil", "en": "Evil"}}
+    approvals.names = names.__getitem__
+    review = approvals.review_call(
+        "code", "s1", "step_1", "shell_exec", {"cmd": ["python3", "-c", "print(1)"]},
+        chain=["evil"],
+    )  # fmt: skip
+    assert review.text == "python3 -c 'print(1)'" and review.chain == ("evil", "code")
+    approvals._store.create_run("run_1", session_id="s1", app="code", kind="tool")
+    ia = approvals.ask("run_1", "code", "s1", [review])
+    card = ia.public()
+    assert card["chain"] == ["evil", "code"] and card["on_behalf_of"] == ["evil"]
+    assert card["chain_names"] == [names["evil"], names["code"]]
+    (step,) = card["steps"]
+    assert step["chain_names"] == [names["evil"], names["code"]]
+    assert step["text"] == "python3 -c 'print(1)'"
+    assert "allow_always" not in card["options"]
+    # the stored card (what a listing after a reload reads) keeps both apps' names
+    stored = approvals.pending()[0]
+    assert stored["steps"][0]["chain_names"] == [names["evil"], names["code"]]
