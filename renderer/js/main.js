@@ -100,6 +100,7 @@ async function loadApps({ announce = false } = {}) {
     relabelWindows();
     taskbar.renderApps();
     layout.restore({ openWindow: reopenWindow, known: (id) => SYSTEM_NAMES.has(id) || state.apps.has(id) });
+    runs.relabel(); // so do the cards, drawn from the listing before the apps were known
     conversation.relabel(); // the entries name apps: now with their display names
     if (announce) notify.toast(t('apps.refreshed'), { level: 'success' });
   } catch (err) {
@@ -503,6 +504,7 @@ function wire() {
     settings.refresh();
     audit.refresh();
     onLangChanged();
+    runs.relabel(); // after the apps' names: the cards name the apps
     conversation.relabel();
   });
   on('runs:error', ({ message }) => notify.toast(message, { level: 'error' }));

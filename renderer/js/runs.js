@@ -12,7 +12,7 @@ import { t } from './i18n.js';
 import { icon } from './icons.js';
 import { clearProgress } from './render.js';
 import { el, isObject, toText } from './safe.js';
-import { cardHead, cardText, decisionButtons, isQuestion } from './runs/cards.js';
+import { cardHead, cardText, cardWords, decisionButtons, isQuestion } from './runs/cards.js';
 import { state } from './state.js';
 import * as wm from './wm.js';
 
@@ -52,13 +52,6 @@ export function init(hooks = {}) {
   on('wm:changed', ({ id, state: s }) => {
     if (s === 'open') redraw(id);
   });
-  on('lang:changed', () => {
-    for (const w of wm.list()) {
-      removePart(w, '.run-cards'); // drawn again in the new language
-      redraw(w.id);
-    }
-    drawCommandStop();
-  });
   const stop = document.getElementById('command_stop');
   if (stop) {
     stop.appendChild(icon('stop'));
@@ -68,6 +61,13 @@ export function init(hooks = {}) {
   }
   // main.js reads the listings at load and after a resync, and hands them over as a DOM event.
   document.addEventListener('aios:runs-state', (ev) => adoptState(ev.detail));
+}
+
+/** The page's language changed: the cards are drawn again in it. Called by main.js once the
+ * apps' names are in the new language (the cards name the apps). */
+export function relabel() {
+  for (const w of wm.list()) redraw(w.id); // only the cards whose words changed (drawCards)
+  drawCommandStop();
 }
 
 /** {interactions, runs} from the listings: pending cards and active runs are drawn again. */
@@ -474,8 +474,10 @@ function drawCards(app) {
     const node = shown.get(ia.id);
     const done = settled.get(ia.id);
     const want = done ? done.state : 'pending';
-    if (node && (node.dataset.state || 'pending') === want) continue;
+    const words = cardWords(ia); // the language and the apps' names it is drawn with
+    if (node && (node.dataset.state || 'pending') === want && node.dataset.words === words) continue;
     const card = isQuestion(ia) ? renderQuestion(ia, done) : renderCard(ia);
+    card.dataset.words = words;
     if (node) {
       node.replaceWith(card);
     } else {
