@@ -278,7 +278,7 @@ function renderSystemIcons() {
   for (const w of open) {
     const title = w.titleEl.textContent;
     nodes.icons.appendChild(el('button', {
-      id: `icon_${w.id}`, class: 'tb-app tb-sys', type: 'button', dataset: { app: w.id }, title,
+      id: `icon_${wm.nameOf(w.id)}`, class: 'tb-app tb-sys', type: 'button', dataset: { app: w.id }, title,
       attrs: { 'aria-label': title },
     }, appTile({ id: w.id, name: title, icon: w.icon || '' }), el('span', { class: 'tb-app-dot' })));
   }
