@@ -9,6 +9,12 @@ default (``approvals.mode``: ``auto`` asks nothing, ``smart`` asks for
 ``high`` steps, ``manual`` for ``medium`` and ``high``). Custom ``@tool``s
 run inside the app with its own rights and are never asked about.
 
+Where data goes is a rule of the same decision (DESIGN §14.5, :meth:`Approvals.decide`):
+a request to a destination the app was not granted asks in ``smart`` and
+``manual`` (and ``manual`` asks every request), and once a run has read content
+the user did not type every request and command of it asks, whatever the mode
+or the rules; the card then says what was read.
+
 When any step needs a decision, one **interaction** for the whole plan is
 created (persisted, sent as an ``interaction`` event) and the run waits for
 one answer: allow once, allow for this session, always allow (persisted),
@@ -30,6 +36,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aios.approved import Approval, Pin, pins_of, runs_written, step_hash, template_refs
 from aios.errors import BadRequest, Conflict, NotFound
+from aios.outbound import (
+    COMMAND_TOOLS,
+    OUTBOUND_TOOLS,
+    BadDestination,
+    covers,
+    destination,
+    read_of,
+    why,
+)
 from aios.protocol import LOCALES
 from aios.risk import Risk, blocked, classify, describe, describe_raw, visible
 
@@ -91,6 +106,15 @@ class Review:
 
     interpreter: bool = False
     """A command running an interpreter (its files are looked up again before it runs)."""
+    destination: str | None = None
+    """A request's destination when it was not granted (why it asks, §14.5)."""
+    tainted: str | None = None
+    """Set when the run has read content the user did not type ("after reading …")."""
+    reads: tuple[str, ...] = ()
+    """What it read, for a card in the user's language (with :attr:`tainted`)."""
+    asked_by: tuple[str, ...] = ()
+    """What makes it ask: ``rule`` (policy or mode), ``destination``, ``taint``; an
+    "always allow" remembers the rule and the destination, never the taint."""
 
     @property
     def asks(self) -> bool:
@@ -125,6 +149,13 @@ class Review:
             out["files"] = [p.public() for p in self.files]
         if self.deferred:
             out["deferred"] = list(self.deferred)
+        if self.destination is not None:
+            out["destination"] = self.destination
+        if self.tainted is not None:
+            out["tainted"] = self.tainted
+            out["reads"] = list(self.reads)
+        if self.asked_by:
+            out["asked_by"] = list(self.asked_by)
         return out
 
 
@@ -137,6 +168,10 @@ class Call:
     """None: a custom ``@tool`` (the app's own code, with its own rights)."""
     needs: str | None = None
     """A permission the call needs (``desktop.control`` for UI operations)."""
+    args: dict[str, Any] | None = field(default=None, compare=False)
+    """The call's arguments: where a request goes (§14.5)."""
+    reads: tuple[str, ...] = ()
+    """What the run read before this call that the user did not type (its taint)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +179,12 @@ class Decision:
     rule: Rule
     why: str
     """The rule that decided, in words (for the audit log and tests)."""
+    default: bool = False
+    """The mode's default decided (no persisted choice, no allow for this session)."""
+    destination: str | None = None
+    """A request's destination that is not granted (§14.5)."""
+    asked_by: tuple[str, ...] = ()
+    """What makes it ask (``rule``, ``destination``, ``taint``; see :class:`Review`)."""
 
 
 _STRICTNESS: dict[Rule, int] = {"allow": 0, "ask": 1, "never": 2}
@@ -230,6 +271,13 @@ class Approvals:
         """The permissions the user granted an app (set by the system)."""
         self.quotas: Quotas | None = None
         """Bounds each app's pending cards (DESIGN §14.6); set by the system."""
+        self._session_destinations: set[tuple[str, tuple[str, ...], str]] = set()
+        """(session id, chain, host) a request was allowed to "for this session"."""
+        self.destinations: Callable[[str], frozenset[str]] = lambda app: frozenset()
+        """The hosts an app may send to without asking: its granted ``domains`` and the
+        global whitelist's (set by the system)."""
+        self.remember_destination: Callable[[str, str], None] = lambda app, host: None
+        """Keeps the user's "always allow" of a request to a host (a domain grant)."""
 
     # ------------------------------------------------------------ the policy
 
@@ -266,11 +314,12 @@ class Approvals:
         if call.risk is None:
             return Decision("allow", "a custom tool: the app's own code, its own rights")
         worst: Decision | None = None
-        persisted = False
+        persisted = by_mode = False
         for a in apps:
             chosen = self._store.policy(a) if policy is None or a != app else policy
             own = self._own_rule(a, session_id, call.tool, call.risk, chosen)
             persisted = persisted or (own.rule != "allow" and call.tool in chosen)
+            by_mode = by_mode or own.default
             if worst is None or _STRICTNESS[own.rule] > _STRICTNESS[worst.rule]:
                 worst = own
         assert worst is not None
@@ -280,8 +329,62 @@ class Approvals:
             and not persisted
             and self._allowed_for_session(session_id, apps, call.tool)
         ):
-            return Decision("allow", "allowed for this session (this launch chain)")
-        return worst
+            worst = Decision("allow", "allowed for this session (this launch chain)")
+        return self._data_rule(session_id, call, apps, worst, by_mode)
+
+    def _data_rule(
+        self,
+        session_id: str,
+        call: Call,
+        apps: tuple[str, ...],
+        decided: Decision,
+        by_mode: bool,
+    ) -> Decision:
+        """Where data may go (DESIGN §14.5), on top of the rule that decided.
+
+        ``never`` stays never. After ``call.reads`` (a tainted run) every request and
+        command asks, whatever the mode, the policy or an "always allow". A request to
+        a destination not granted to every app of the chain (nor allowed for this
+        session) asks in ``smart`` and ``manual``, whatever the method; in ``manual``
+        every request asks unless the user allowed the tool (always, or for this
+        session).
+        """
+        outbound = call.tool in OUTBOUND_TOOLS
+        if decided.rule == "never" or not (outbound or call.tool in COMMAND_TOOLS):
+            return decided
+        asked_by: list[str] = ["rule"] if decided.rule == "ask" else []
+        dest: str | None = None
+        mode = self._config().mode
+        if outbound and mode != "auto":
+            args = call.args or {}
+            try:
+                host: str | None = destination(str(args.get("url", "")), args.get("params"))
+            except BadDestination:
+                host = None  # the tool refuses it, with the reason
+            if host is not None:
+                ok = all(covers(self.destinations(a), host) for a in apps)
+                with self._lock:
+                    ok = ok or (session_id, apps, host) in self._session_destinations
+                if not ok:
+                    dest = host
+                    asked_by.append("destination")
+            if mode == "manual" and decided.rule == "allow" and by_mode:
+                asked_by.append("rule")
+        if call.reads:
+            asked_by.append("taint")
+        if not asked_by:
+            return decided
+        reasons = {
+            "rule": decided.why,
+            "destination": f"{dest} is not a destination granted to {' and '.join(apps)}",
+            "taint": why(list(call.reads)),
+        }
+        return Decision(
+            "ask",
+            "; ".join(reasons[a] for a in asked_by),
+            destination=dest,
+            asked_by=tuple(asked_by),
+        )
 
     def _allowed_for_session(self, session_id: str, chain: tuple[str, ...], tool: str) -> bool:
         if not session_id:
@@ -302,8 +405,8 @@ class Approvals:
             return Decision("allow", f"{app}: allowed for this session")
         mode = self._config().mode
         if risk in ASKED_AT[mode]:
-            return Decision("ask", f"{app}: {mode} mode asks for {risk} steps")
-        return Decision("allow", f"{app}: {mode} mode allows {risk} steps")
+            return Decision("ask", f"{app}: {mode} mode asks for {risk} steps", default=True)
+        return Decision("allow", f"{app}: {mode} mode allows {risk} steps", default=True)
 
     def rule(
         self,
@@ -323,17 +426,26 @@ class Approvals:
         steps: Sequence[Step],
         policy: SandboxPolicy | None = None,
         chain: Sequence[str] = (),
+        reads: Sequence[str] = (),
     ) -> list[Review]:
         """Each step's risk, rule and plain words; with the app's sandbox ``policy``, also
         whether the block list will refuse it (then nobody is asked about it). With a
-        ``chain`` (launchers of the work), the words name both apps (§14.4)."""
+        ``chain`` (launchers of the work), the words name both apps (§14.4).
+
+        ``reads``: what the run has read so far that the user did not type (its taint,
+        §14.5); a step that reads counts for the steps after it in the same plan.
+        """
         chosen = self._store.policy(app)  # once per plan
         out = []
         written: dict[str, str] = {}  # files earlier steps write -> step: code not known yet
+        so_far = list(reads)
         for step in steps:
             r = self.review_call(
-                app, session_id, step.key, step.tool, step.args, policy, chosen, chain
+                app, session_id, step.key, step.tool, step.args, policy, chosen, chain, so_far
             )
+            read = read_of(step.tool, step.args)
+            if read and read not in so_far:
+                so_far.append(read)
             if written and r.interpreter and not r.deferred:
                 later = runs_written(step.tool, step.args, written)
                 if later:
@@ -354,14 +466,18 @@ class Approvals:
         policy: SandboxPolicy | None = None,
         chosen: dict[str, str] | None = None,
         chain: Sequence[str] = (),
+        reads: Sequence[str] = (),
     ) -> Review:
         """One step as it will run (DESIGN §14.2): whole text, hash, pinned files; a step
-        whose arguments use other steps' results is ``deferred`` (reviewed once known)."""
+        whose arguments use other steps' results is ``deferred`` (reviewed once known).
+        ``reads``: what the run read before it (§14.5)."""
         from aios.approved import command_argvs, is_interpreter
         from aios.tools import audit_args
 
         risk = classify(tool, args)
-        decision = self.decide(app, session_id, Call(tool, risk), chain, chosen)
+        call = Call(tool, risk, args=args, reads=tuple(reads))
+        decision = self.decide(app, session_id, call, chain, chosen)
+        tainted = "taint" in decision.asked_by
         full = (*chain, app) if chain else ()
         refs = template_refs(args)
         raw = describe_raw(tool, args)
@@ -383,6 +499,10 @@ class Approvals:
             files=pins,
             deferred=tuple(refs),
             interpreter=interp,
+            destination=decision.destination,
+            tainted=why(list(reads)) if tainted else None,
+            reads=tuple(reads) if tainted else (),
+            asked_by=decision.asked_by,
         )
 
     def on_behalf(self, chain: Sequence[str], text: str) -> str:
@@ -613,15 +733,27 @@ class Approvals:
         # system chose (a run's), never one an app wrote into its call
         app, sid = str(row.get("app")), str(row.get("session_id") or "")
         asked = [s for s in row.get("steps") or [] if s.get("rule") == "ask"]
+        # What the answer remembers: the tool for a step the rules asked about, the
+        # destination for one that asked for it; never the taint (it asks every time).
+        by_rule = [s for s in asked if "rule" in (s.get("asked_by") or ["rule"])]
+        hosts = [
+            (tuple(s.get("chain") or (app,)), str(s["destination"]))
+            for s in asked
+            if s.get("destination")
+        ]
         if decision == "allow_session" and sid:
             with self._lock:
                 self._session_allows.update(
-                    (sid, tuple(s.get("chain") or (app,)), str(s["tool"])) for s in asked
+                    (sid, tuple(s.get("chain") or (app,)), str(s["tool"])) for s in by_rule
                 )
+                self._session_destinations.update((sid, c, h) for c, h in hosts)
         elif decision == "allow_always":
-            for s in asked:
+            for s in by_rule:
                 if not s.get("chain"):  # a chain's card never offers it (see ask)
                     self._store.set_policy(app, str(s["tool"]), "allow")
+            for c, h in hosts:
+                if len(c) == 1:
+                    self.remember_destination(app, h)
         with self._lock:
             ia = self._waiting.get(str(row["id"]))
         if ia is not None:
@@ -643,6 +775,9 @@ class Approvals:
     def forget_session(self, session_id: str) -> None:
         with self._lock:
             self._session_allows = {k for k in self._session_allows if k[0] != session_id}
+            self._session_destinations = {
+                k for k in self._session_destinations if k[0] != session_id
+            }
 
 
 ASK_KINDS = ("choice", "confirm", "input")

@@ -42,10 +42,11 @@ SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
 DEFAULT_GRANTS: dict[str, list[str]] = {
     "system_agent": ["desktop.control"],
     "monitor": ["system.processes"],
-    "assistant": ["conversation.read"],
+    "assistant": ["conversation.read", "domains"],
 }
 """Bundled apps' grants, applied the first time an app is seen (the user can revoke them);
-nothing gets ``network`` by default."""
+nothing gets ``network`` by default. ``"domains"``: the destinations its manifest
+declares (DESIGN §14.5)."""
 
 
 DEFAULT_BLOCK_LIST: dict[str, tuple[str, ...]] = {
@@ -189,11 +190,11 @@ class AppsConfig(_Section):
     @classmethod
     def _grants(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
         for app_id, names in v.items():
-            unknown = [n for n in names if n not in PERMISSIONS]
+            unknown = [n for n in names if n not in PERMISSIONS and n != "domains"]
             if unknown:
                 raise ValueError(
                     f"unknown permission {unknown[0]!r} for {app_id!r} "
-                    f"(permissions: {', '.join(PERMISSIONS)})"
+                    f"(permissions: {', '.join(PERMISSIONS)}, or 'domains': its manifest's)"
                 )
         return v
 

@@ -614,6 +614,8 @@ class Controller:
                     continue
                 if all(d in done for d in task.depends_on):
                     upstream = {d: _upstream_entry(done[d]) for d in task.depends_on}
+                    for d in task.depends_on:  # another app's result: not typed by the user
+                        run.taint.add(f"the result of {done[d].app}")
                     running[
                         run_in_thread(
                             self._run_task,
@@ -812,6 +814,7 @@ class Controller:
             approved=approved,
         )
         current: dict[str, str] = {}
+        args_of = {s.key: s.args for s in parsed if isinstance(s, Step)}
 
         def before(key: str, tool: str) -> None:
             current["key"] = key
@@ -832,6 +835,7 @@ class Controller:
             if result.error is not None:
                 entry["error"] = result.error
             self.runs.step(run, entry)
+            self.runs.note_read(run, app, result.tool, args_of.get(key), result)  # §14.5
 
         in_run = ctx.for_run(
             run.run_id,

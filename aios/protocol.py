@@ -39,6 +39,7 @@ from aios.names import (  # re-exported ("X as X"): the protocol's vocabulary
     ViewType as ViewType,
     error_response as error_response,
 )
+from aios.outbound import DOMAINS_MAX, BadDestination, check_domain
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -461,6 +462,17 @@ class Manifest(_Open):
     http_domain_whitelist: list[str] | None = None
     permissions: list[Permission] = Field(default_factory=list)
     """Requests (DESIGN §11.7): each takes effect once the user granted it."""
+    domains: list[str] = Field(default_factory=list, max_length=DOMAINS_MAX)
+    """Outbound destinations the app asks for (DESIGN §14.5): requests the user grants
+    (``domain:<host>`` beside the permissions); each covers its subdomains."""
+
+    @field_validator("domains")
+    @classmethod
+    def _domains(cls, v: list[str]) -> list[str]:
+        try:
+            return list(dict.fromkeys(check_domain(d) for d in v))
+        except BadDestination as e:
+            raise ValueError(str(e)) from e
 
     @model_validator(mode="before")
     @classmethod

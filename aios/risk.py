@@ -18,10 +18,10 @@ import re
 import shlex
 from pathlib import Path
 from typing import Any, Final, Literal
-from urllib.parse import urlencode
 
 from aios.config import SandboxConfig
 from aios.errors import ToolRefused
+from aios.outbound import card_text
 from aios.protocol import ATOMIC_TOOLS
 from aios.sandbox import SandboxPolicy, check_block_list, split_command
 
@@ -221,6 +221,8 @@ def describe(tool: str, args: dict[str, Any]) -> str:
 
 def describe_raw(tool: str, args: dict[str, Any]) -> str:
     """:func:`describe` before :func:`visible`: its length is the command's length."""
+    if tool == "http_request":  # a request whole: method, full URL, body size (§14.5)
+        return card_text(args)
     try:
         text = _describe(tool, args)
     except (TypeError, ValueError, AttributeError):
@@ -267,8 +269,6 @@ def _describe(tool: str, args: dict[str, Any]) -> str:
         path = str(args.get("path") or ".")
         pattern = args.get("pattern")
         return f"{path.rstrip('/')}/{pattern}" if pattern else path
-    if tool == "http_request":
-        return _http(args)
     if tool == "db_query":
         sql = str(args.get("sql", ""))
         dsn = args.get("dsn")
@@ -311,19 +311,6 @@ def _join(argv: list[str]) -> str:
     return " ".join(
         a if a and all(c.isalnum() or c in SHELL_SAFE for c in a) else shlex.quote(a) for a in argv
     )
-
-
-def _http(args: dict[str, Any]) -> str:
-    method = str(args.get("method") or "GET").upper()
-    url = str(args.get("url", ""))
-    params = args.get("params")
-    if isinstance(params, dict) and params:
-        pairs = {k: v for k, v in params.items() if v is not None}
-        if pairs:
-            url += ("&" if "?" in url else "?") + urlencode(pairs, doseq=True)
-    text = f"{method} {url}"
-    save_to = args.get("save_to")
-    return f"{text} → {save_to}" if save_to else text
 
 
 def _compact(args: Any) -> str:

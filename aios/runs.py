@@ -28,6 +28,7 @@ from aios.approvals import check_covers, new_id
 from aios.approved import Approval, step_hash
 from aios.errors import BadRequest, Conflict, NotFound, ProtocolError, QuotaExceeded
 from aios.executor import ASK_TOOL, stopped
+from aios.outbound import Taint, read_of
 from aios.protocol import Step, ToolResult, parse_steps
 
 if TYPE_CHECKING:
@@ -74,6 +75,9 @@ class Run:
     """The UI language its messages are in: the request's, else ``config.language``."""
     launches: int = 0
     """``launch`` steps this run made (DESIGN §14.4: a fan-out over the limit is refused)."""
+    taint: Taint = field(default_factory=Taint)
+    """What it has read that the user did not type (DESIGN §14.5): once not empty, every
+    request and command of the run asks, and the card says what was read."""
 
     def public(self) -> dict[str, Any]:
         return {
@@ -117,6 +121,8 @@ class Runs:
         """Set by :meth:`shutdown`: nothing more is written for the runs still at work."""
         self.language: Callable[[], str] = lambda: "zh-CN"
         """The UI language (``config.language``; set by the system) for a run's messages."""
+        self._loose: dict[str, Taint] = {}
+        """App id -> what its calls outside any run have read (they form one run)."""
 
     def start(
         self,
@@ -145,6 +151,36 @@ class Runs:
         with self._lock:
             runs = list(self._active.values())
         return [r for r in runs if session_id is None or r.session_id == session_id]
+
+    def note_read(
+        self, run: Run | None, app: str, tool: str, args: Any, result: ToolResult
+    ) -> None:
+        """A step or call ran: what it read that the user did not type taints its run
+        (a call outside any run taints the app's calls outside runs)."""
+        if result.status != "ok" and result.result is None:
+            return  # nothing came back
+        what = read_of(tool, args if isinstance(args, dict) else {})
+        if what is not None:
+            self.taint_of(run, app).add(what)
+
+    def taint_of(self, run: Run | None, app: str) -> Taint:
+        """The taint a call of ``app`` is judged by: its run's, else the app's calls'
+        outside runs."""
+        if run is not None:
+            return run.taint
+        with self._lock:
+            return self._loose.setdefault(app, Taint())
+
+    def reads_for(self, run: Run | None, app: str) -> list[str]:
+        """What a step or call of ``app`` in ``run`` (None: outside any run) is tainted
+        by: its run's reads, and those of every other active run of the app, in any
+        session (one process holds what they all read; a session id the app names
+        cannot take a call out of the run it is in)."""
+        reads = self.taint_of(run, app).snapshot()
+        for other in self.active():
+            if other is not run and app in other.app.split(","):
+                reads += [r for r in other.taint.snapshot() if r not in reads]
+        return reads
 
     def shutdown(self) -> None:
         """The system stops: its active runs end ``interrupted`` (kept for the next start)."""
@@ -337,7 +373,9 @@ def gate(
         except ProtocolError:
             return {}, {}
     if reviews is None:
-        reviews = approvals.review(app, run.session_id, plan, policy, chain)
+        reviews = approvals.review(
+            app, run.session_id, plan, policy, chain, reads=runs.reads_for(run, app)
+        )
     runs.plan(run, [{**r.public(), "status": "pending"} for r in reviews])
     presets: dict[str, ToolResult] = {
         r.step_id: stopped(r.tool, "never") for r in reviews if r.rule == "never"
@@ -414,7 +452,16 @@ def recheck(
         had = approved.pop(key, None)
         if had is not None and had.holds(tool, args, policy):
             return None
-        r = approvals.review_call(app, run.session_id, key, tool, args, policy, chain=chain)
+        r = approvals.review_call(
+            app,
+            run.session_id,
+            key,
+            tool,
+            args,
+            policy,
+            chain=chain,
+            reads=runs.reads_for(run, app),  # what the run has read by now (§14.5)
+        )
         runs.step(run, {**r.public(), "status": "pending"})
         if r.rule == "never" and not r.blocked:
             return stopped(tool, "never")

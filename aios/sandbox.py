@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from aios import safe_open
 from aios.config import DEFAULT_BLOCK_LIST, SandboxConfig
 from aios.errors import PathNotFound, ToolRefused
+from aios.outbound import BadDestination, destination, prepared_url
 from aios.protocol import Manifest
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
@@ -769,9 +770,14 @@ def check_url(policy: SandboxPolicy, url: str, forbidden_ports: set[int]) -> Non
         raise ToolRefused(f"network policy: malformed URL {url!r}: {e}") from e
     if parts.scheme not in ("http", "https"):
         raise ToolRefused(f"network policy: only http and https URLs are allowed, got {url!r}")
-    host = parts.hostname or ""
-    if not host:
+    if not parts.hostname:
         raise ToolRefused(f"network policy: URL has no host: {url!r}")
+    try:
+        # judged as the client will connect (DESIGN §14.5), not as this parser reads it
+        host = destination(url)
+        port = urlsplit(prepared_url(url)).port
+    except (BadDestination, ValueError) as e:
+        raise ToolRefused(f"network policy: {e}") from e
     if policy.http_domain_whitelist and not _domain_allowed(host, policy.http_domain_whitelist):
         raise ToolRefused(
             f"network policy: domain {host!r} is not in the whitelist "

@@ -35,7 +35,15 @@ from aios.instances import Instances
 from aios.launch_token import launch_token
 from aios.launcher import AppRecord, AppStatus, Launcher
 from aios.llm import LLMClient
-from aios.permissions import DESKTOP_CONTROL, NETWORK, RESTART_NEEDED, SYSTEM_PROCESSES, Grants
+from aios.outbound import DOMAIN_PREFIX, whitelist_hosts
+from aios.permissions import (
+    DESKTOP_CONTROL,
+    NETWORK,
+    RESTART_NEEDED,
+    SYSTEM_PROCESSES,
+    Grants,
+    domain_grants,
+)
 from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, parse_ui_op
 from aios.pruner import Pruner
@@ -103,6 +111,8 @@ class System:
         self.approvals.name = self._app_name
         self.approvals.names = self._app_names
         self.approvals.granted = self._granted
+        self.approvals.destinations = self.destinations
+        self.approvals.remember_destination = self._grant_destination
         self.launcher = Launcher(
             self.apps_dir,
             self.data_dir,
@@ -229,6 +239,32 @@ class System:
             lambda event: self.bus.emit("notify", event),
         )
 
+    def destinations(self, app_id: str) -> frozenset[str]:
+        """The hosts ``app_id`` may send to without asking (DESIGN §14.5): its granted
+        ``domains`` and the hosts of the global ``tool_sandbox.http_domain_whitelist``."""
+        record = self.launcher.get(app_id)
+        granted = self.grants.domains(app_id, _requested(record)) if record is not None else set()
+        return frozenset(granted) | whitelist_hosts(
+            tuple(self.config.tool_sandbox.http_domain_whitelist)
+        )
+
+    def _grant_destination(self, app_id: str, host: str) -> None:
+        """The user answered "always allow" to a request to ``host``: a domain grant,
+        audited, listed (and revocable) in Settings → App permissions."""
+        record = self.launcher.get(app_id)
+        if record is None or not self.grants.grant_domain(app_id, _requested(record), host):
+            return
+        with self._lock:
+            self._generation += 1  # tool contexts carry the granted destinations
+            self._contexts.clear()
+        self.store.audit(
+            app=app_id,
+            tool="permissions",
+            args=audit_args({"grant": [DOMAIN_PREFIX + host], "decision": "user"}),
+            status="ok",
+            duration_ms=0.0,
+        )
+
     def app_permissions(self, record: AppRecord) -> dict[str, list[str]]:
         """``{requested, granted}`` of one app."""
         return self.grants.view(record.id, _requested(record))
@@ -338,14 +374,19 @@ class System:
         step = {"step_id": "call", "tool": name, "args": step_args}
         run = frame.run if frame is not None and frame.run is not None else None
         run = run if run is not None and self.runs.get(run.run_id) is not None else None
+        reads = self.runs.reads_for(run, record.id)  # DESIGN §14.5: what it read so far
         try:
             (review,) = self.approvals.review(
-                record.id, sid, parse_steps([step]), ctx.policy, launchers
+                record.id, sid, parse_steps([step]), ctx.policy, launchers, reads=reads
             )
         except ProtocolError:
             return invoke(name, args, ctx)  # the tool names what is wrong with the call
+        if reads and ctx.destinations is None:  # tainted (even in auto): redirects held
+            ctx = replace(ctx, destinations=self.destinations(record.id))
         if review.rule == "allow" or review.blocked:
-            return invoke(name, args, ctx if run is None else ctx.for_run(run.run_id, run.cancel))
+            result = invoke(name, args, ctx if run is None else ctx.for_run(run.run_id, run.cancel))
+            self.runs.note_read(run, record.id, name, args, result)
+            return result
         # it may wait for the user: within the app's quota, else refused now (no run, no card)
         with self.quotas.waiting_call(record.id):
             return self._call_asking(
@@ -366,9 +407,12 @@ class System:
         """The rest of :meth:`call_tool` for a call that asks the user (``acting``: the
         session it belongs to, the one the app named, the chain's launchers)."""
         sid, session_id, launchers = acting
+        found = run
         own = run is None
         if run is None:
             run = self.runs.start("tool", record.id, sid or session_id or "", text=name)
+            for read in self.runs.reads_for(None, record.id):  # calls outside runs: one run
+                run.taint.add(read)
         options = None if sid else [d for d in DECISIONS if d != "allow_session"]
         try:
             approved: dict[str, Approval] = {}
@@ -402,6 +446,7 @@ class System:
                 result = preset
             else:
                 result = invoke(name, args, ctx, step_id="step_call")
+                self.runs.note_read(found, record.id, name, args, result)
         except BaseException:
             if own:
                 self.runs.finish(run, None, failed=True)
@@ -645,6 +690,7 @@ class System:
             app_name=record.shown_name,
             app_names={loc: record.name_in(loc) for loc in LOCALES},
             notify_allowed=self.notify_limiter.gate(record.id),
+            destinations=None if config.approvals.mode == "auto" else self.destinations(record.id),
         )
 
     def forbidden_ports(self) -> set[int]:
@@ -712,4 +758,7 @@ class System:
 
 
 def _requested(record: AppRecord) -> list[str]:
-    return list(record.manifest.permissions) if record.manifest is not None else []
+    """The permissions and destinations (``domain:<host>``) the app's manifest asks for."""
+    if record.manifest is None:
+        return []
+    return [*record.manifest.permissions, *domain_grants(record.manifest.domains)]

@@ -86,6 +86,9 @@ class ToolContext:
     )
     """Right before a plan's step runs (step id, tool, arguments as resolved): None when it
     is what was approved, else the result of a step that must not run (DESIGN §14.2)."""
+    destinations: frozenset[str] | None = None
+    """The hosts granted to the app (DESIGN §14.5): a redirect may lead only to one of
+    them or to the request's own destination. None (``auto`` mode): not checked."""
 
     def timeout(self, tool: str, requested: float | None = None) -> float:
         limit = self.timeouts.get(tool, 30.0)

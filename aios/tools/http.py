@@ -57,6 +57,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from aios import safe_open
 from aios.errors import ToolFailed, ToolRefused
+from aios.outbound import BadDestination, canonical_host, covers, destination
 from aios.sandbox import check_url, escaped, relative_display, resolve_path, workdir_rel
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 
@@ -144,10 +145,14 @@ class HttpRequestArgs(ToolArgs):
 def http_request(ctx: ToolContext, args: HttpRequestArgs) -> ToolOutput:
     forbidden = frozenset(ctx.forbidden_ports())
     check_url(ctx.policy, args.url, set(forbidden))
+    try:
+        first = destination(args.url, args.params)  # what the card named (DESIGN §14.5)
+    except BadDestination as e:
+        raise ToolRefused(f"network policy: {e}") from e
     target = _save_target(ctx, args.save_to) if args.save_to is not None else None
     if target is not None:
         ctx.check_workspace()  # over the workspace quota: refused before any request
-    transfer = _Transfer(ctx, args, forbidden)
+    transfer = _Transfer(ctx, args, forbidden, first)
     with transfer.session, transfer.errors_mapped():
         resp = transfer.fetch()
         with contextlib.closing(resp):
@@ -174,7 +179,9 @@ def http_request(ctx: ToolContext, args: HttpRequestArgs) -> ToolOutput:
 class _Transfer:
     """One call: the session, the deadline, and where the request currently is."""
 
-    def __init__(self, ctx: ToolContext, args: HttpRequestArgs, forbidden: frozenset[int]):
+    def __init__(
+        self, ctx: ToolContext, args: HttpRequestArgs, forbidden: frozenset[int], first: str
+    ):
         self.ctx = ctx
         self.args = args
         self.forbidden = forbidden
@@ -183,7 +190,10 @@ class _Transfer:
         self.deadline = self.t0 + self.timeout
         self.url = args.url
         self.hops = 0
-        self.session = _session(forbidden)
+        self.first = first
+        self.expect = [first]
+        """The destination the current hop was judged for: a connection elsewhere is refused."""
+        self.session = _session(forbidden, self.expect)
 
     def elapsed_ms(self) -> float:
         return round((time.monotonic() - self.t0) * 1000, 1)
@@ -228,6 +238,7 @@ class _Transfer:
                 )
             try:
                 check_url(self.ctx.policy, nxt, set(self.forbidden))
+                self.expect[0] = self._hop_allowed(nxt)
             except ToolRefused as e:
                 raise ToolRefused(f"redirect refused: {e.error}", meta=hop_meta) from e
             # Browser semantics: 303 (and 301/302 after a POST) turn into a body-less GET.
@@ -253,6 +264,22 @@ class _Transfer:
             params = None  # already part of the URL that redirected
             self.url = nxt
             self.hops += 1
+
+    def _hop_allowed(self, url: str) -> str:
+        """A redirect's destination, when it may be followed: the one approved for this
+        request, or one granted to the app (DESIGN §14.5: a redirect target is a
+        destination too). ToolRefused otherwise: nothing is sent to it."""
+        try:
+            hop = destination(url)
+        except BadDestination as e:
+            raise ToolRefused(f"network policy: {e}") from e
+        granted = self.ctx.destinations
+        if granted is not None and hop != self.first and not covers(granted, hop):
+            raise ToolRefused(
+                f"{hop} is not a destination granted to {self.ctx.app_id} (this request "
+                f"was for {self.first}); request {url} itself to be asked about it"
+            )
+        return hop
 
     def meta(self, resp: requests.Response) -> dict[str, Any]:
         headers: dict[str, str] = {}
@@ -438,11 +465,11 @@ def _innermost(chain: list[BaseException]) -> str:
 # ------------------------------------------------------------------- session
 
 
-def _session(forbidden: frozenset[int]) -> requests.Session:
+def _session(forbidden: frozenset[int], expect: list[str]) -> requests.Session:
     session = requests.Session()
     session.trust_env = False  # no proxies, no .netrc credentials from the environment
     session.headers["User-Agent"] = USER_AGENT
-    adapter = _GuardedAdapter(forbidden)
+    adapter = _GuardedAdapter(forbidden, expect)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
@@ -451,19 +478,29 @@ def _session(forbidden: frozenset[int]) -> requests.Session:
 class _GuardedAdapter(HTTPAdapter):
     """An adapter whose connections check the address they reached before use."""
 
-    def __init__(self, forbidden: frozenset[int]):
+    def __init__(self, forbidden: frozenset[int], expect: list[str]):
         self._forbidden = forbidden  # set before super() calls init_poolmanager
+        self._expect = expect
         super().__init__(max_retries=0)
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _guarded_pools(self._forbidden)
+        self.poolmanager.pool_classes_by_scheme = _guarded_pools(self._forbidden, self._expect)
 
 
-def _guarded_pools(forbidden: frozenset[int]) -> dict[str, type[HTTPConnectionPool]]:
+def _guarded_pools(
+    forbidden: frozenset[int], expect: list[str]
+) -> dict[str, type[HTTPConnectionPool]]:
     def guard(base: type[_Conn]) -> type[_Conn]:
         class Guarded(base):  # type: ignore[valid-type,misc]
             def _new_conn(self) -> socket.socket:
+                # The host urllib3 connects to is the one that was judged, or nothing is
+                # sent (two URL parsers reading one text differently cannot split them).
+                if canonical_host(str(self.host)) != expect[0]:
+                    raise ToolRefused(
+                        f"network policy: the request would go to {self.host}, not to "
+                        f"{expect[0]} as its URL reads"
+                    )
                 sock: socket.socket = super()._new_conn()
                 try:
                     _check_peer(sock, self.host, forbidden)

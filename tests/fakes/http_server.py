@@ -21,6 +21,10 @@ Routes (all methods, HEAD answers headers only):
     /drip?n=N&interval=S  Content-Length N, one byte every S seconds
     /truncated?size=N     announces N bytes, sends half, closes
     /cookie               sets a cookie
+    /page/<name>          the text set with ``srv.pages[name] = text`` (text/html)
+
+``FakeHTTPServer(host="127.0.0.2")`` listens on another loopback address: a second
+destination (an "attacker") beside one on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -160,6 +164,14 @@ class _Handler(BaseHTTPRequestHandler):
         code = int(rest[0]) if rest else 500
         self._json({"error": "not here" if code == 404 else "status", "code": code}, code)
 
+    def _r_page(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
+        with self.server.owner.lock:
+            page = self.server.owner.pages.get("/".join(rest))
+        if page is None:
+            self._json({"error": "no such page"}, 404)
+        else:
+            self._send(200, page.encode("utf-8"), "text/html; charset=utf-8")
+
     def _r_redirect(self, rec: RecordedRequest, q: dict[str, str], rest: list[str]) -> None:
         self._send(
             int(q.get("code", "302")), b"moved", "text/plain", {"Location": q.get("to", "/json")}
@@ -212,11 +224,14 @@ BINARY_BODY = bytes(range(256)) * 4
 class FakeHTTPServer:
     """``with FakeHTTPServer() as srv: srv.url("/json")``."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.requests: list[RecordedRequest] = []
+        self.pages: dict[str, str] = {}
+        """``/page/<name>`` -> its HTML (set by the test)."""
+        self.host = host
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server((host, 0), _Handler)
         self._server.owner = self
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -226,8 +241,8 @@ class FakeHTTPServer:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
-    def url(self, path: str = "/", host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+    def url(self, path: str = "/", host: str | None = None) -> str:
+        return f"http://{host or self.host}:{self.port}{path}"
 
     def paths(self) -> list[str]:
         with self.lock:

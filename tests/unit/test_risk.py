@@ -415,7 +415,9 @@ def test_describe_says_each_step_in_plain_words() -> None:
     assert describe("file_write", {"path": "out.md", "content": "x" * 10_000}) == "out.md"
     assert describe("file_list", {"path": "music", "pattern": "*.mp3"}) == "music/*.mp3"
     assert describe("file_list", {}) == "."
-    assert describe("http_request", {"url": "https://x.example/a"}) == "GET https://x.example/a"
+    assert describe("http_request", {"url": "https://x.example/a"}) == (
+        "GET https://x.example/a · body 0 bytes"
+    )
     assert (
         describe(
             "http_request",
@@ -426,7 +428,7 @@ def test_describe_says_each_step_in_plain_words() -> None:
                 "save_to": "out.bin",
             },
         )
-        == "POST https://x.example/a?x=1&q=a+b → out.bin"
+        == "POST https://x.example/a?x=1&q=a+b · body 0 bytes → out.bin"
     )
     assert describe("db_query", {"dsn": "notes.db", "sql": "SELECT *\n  FROM t"}) == (
         "notes.db: SELECT *⟨\\n⟩  FROM t"
@@ -447,7 +449,11 @@ def test_describe_is_never_cut_nor_folded() -> None:
     for tool, args, tail in [
         ("shell_exec", {"cmd": "echo " + "a" * 5000 + " " * 400 + "rm"}, "rm"),
         ("file_read", {"path": "d/" * 5000 + "x"}, "x"),
-        ("http_request", {"url": "https://x.example/" + "p" * 5000 + "?k=v"}, "?k=v"),
+        (
+            "http_request",
+            {"url": "https://x.example/" + "p" * 5000 + "?k=v"},
+            "?k=v · body 0 bytes",
+        ),
         ("search_songs", {"q": "x" * 5000 + "end"}, 'end"}'),
     ]:
         text = describe(tool, args)
@@ -466,6 +472,13 @@ def test_visible_marks_every_invisible_character_and_only_those() -> None:
     )
     assert visible("⟨U+200B⟩") == "⟨U+27E8⟩U+200B⟩"  # the text cannot forge a marker
     assert visible("l1\n\tl2\u202e", keep_lines=True) == "l1\n\tl2⟨U+202E⟩"
+
+
+def test_a_request_is_never_cut() -> None:
+    """DESIGN §14.5: the card shows the full URL with its query, whatever its length
+    (data hidden at the end of a long query is on the card)."""
+    url = "https://x.example/" + "p" * 5000 + "?d=SECRET-AT-THE-END"
+    assert describe("http_request", {"url": url}) == f"GET {url} · body 0 bytes"
 
 
 def test_a_refused_command_is_shown_as_given() -> None:
