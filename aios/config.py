@@ -43,6 +43,7 @@ DEFAULT_GRANTS: dict[str, list[str]] = {
     "system_agent": ["desktop.control"],
     "monitor": ["system.processes"],
     "assistant": ["conversation.read", "domains"],
+    "music": ["domains"],
 }
 """Bundled apps' grants, applied the first time an app is seen (the user can revoke them);
 nothing gets ``network`` by default. ``"domains"``: the destinations its manifest

@@ -9,9 +9,9 @@ audit log apply: ``file_list`` to browse, ``file_read`` to preview,
 a fixed one-line Python script (:data:`FS_SCRIPTS`) through ``shell_exec`` with the
 path as a separate argv entry: no shell parses it, the command policy checks
 that the path argument stays in the workdir, and the OS sandbox confines
-the interpreter to the workdir. Text files are renamed as read + write +
-delete (spec: compose atomic tools); anything that would not survive that
-byte for byte (binary files, folders) is moved by the same helper instead.
+the interpreter to the workdir. Renaming moves the entry with the same helper
+(``mv``): every byte kept, and nothing read first (a read before a command
+makes the run ask about the command, DESIGN §14.5).
 
 Deleting asks the user once (DESIGN §13): ``delete`` (the button, or
 "删除 a.txt") answers with an ``ask`` step, a ``confirm`` card in the window
@@ -54,8 +54,6 @@ Short on purpose: the confirm card shows the whole command line."""
 
 PREVIEW_CHARS = 200_000
 """Characters of a text file shown in a preview (more is cut, with a note)."""
-RENAME_TEXT_MAX = 2_000_000
-"""Bytes up to which a text file is renamed by read + write + delete."""
 CREATE_MAX_CHARS = 1_000_000
 """Characters a new or edited file may hold."""
 EDIT_MAX_BYTES = 1_000_000
@@ -524,7 +522,7 @@ class FilesAgent(AIOSAgent):
         name = fl.clean_name(raw_name)
         folder = fl.parent_of(rel)
         target = fl.join(folder, name)
-        entry = self._must_exist(c, rel)
+        self._must_exist(c, rel)
         if target == rel:
             return self._browse(c, folder, c.t("名称没有变化", "The name is unchanged"))
         if self._entry(c, target) is not None:
@@ -535,8 +533,7 @@ class FilesAgent(AIOSAgent):
                 folder,
                 inline=True,
             )
-        if not self._rename_text(c, rel, target, entry):
-            self._helper(c, "mv", rel, target)
+        self._helper(c, "mv", rel, target)
         return self._browse(
             c,
             folder,
@@ -545,25 +542,6 @@ class FilesAgent(AIOSAgent):
                 f"Renamed {fl.base_of(rel)!r} to {name!r}",
             ),
         )
-
-    def _rename_text(self, c: Ctx, rel: str, target: str, entry: dict[str, Any]) -> bool:
-        """Read + write + delete for a text file; False when that would not be lossless."""
-        size = entry.get("size")
-        kind = fl.kind_of(rel, str(entry.get("type")))
-        if (
-            entry.get("type") != "file"
-            or kind.key not in ("text", "code")
-            or not isinstance(size, int)
-            or size > RENAME_TEXT_MAX
-        ):
-            return False
-        text = str(self.call_tool("file_read", path=c.tool_path(rel)))
-        # The round trip is byte-exact only if decoding replaced nothing.
-        if len(text.encode("utf-8")) != size or "\ufffd" in text:
-            return False
-        self.call_tool("file_write", path=c.tool_path(target), content=text)
-        self._helper(c, "rm", rel)
-        return True
 
     def _ask_delete(self, c: Ctx, rel: str) -> dict[str, Any]:
         """Round one asks (a ``confirm`` step); the round with the answer deletes or not."""

@@ -625,12 +625,19 @@ class Music(AIOSAgent):
         }
 
     def _search_api(self, call: _Call) -> tuple[str, str | None]:
-        """The search URL template from settings.json (written with the default on first use)."""
+        """The search URL template from settings.json (written with the default on first use).
+
+        Read by the app itself (its own configuration in its workdir), not with
+        ``file_read``: content a run reads through the system makes its requests ask
+        (DESIGN §14.5), and the search URL's destination is checked on its own.
+        """
         try:
-            text = self.call_tool("file_read", path=SETTINGS_FILE)
-        except ToolError as e:
-            if "not found" not in e.error.lower() and "no such" not in e.error.lower():
-                return DEFAULT_SEARCH_API, t("bad_settings", call.lang, error=e.error)
+            text = (workdir() / SETTINGS_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = None
+        except (OSError, UnicodeDecodeError) as e:
+            return DEFAULT_SEARCH_API, t("bad_settings", call.lang, error=str(e))
+        if text is None:
             try:
                 self.call_tool(
                     "file_write",

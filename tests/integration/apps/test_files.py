@@ -187,7 +187,7 @@ def test_rename_text_and_binary_files_keeps_every_byte(files: Running) -> None:
     assert not (ws(files) / "old.txt").exists()
     assert (ws(files) / "新.txt").read_text(encoding="utf-8") == "内容 ✓\n"
     tools = [r["tool"] for r in files.get(f"/api/audit?app={APP}").json()]
-    assert {"file_read", "file_write", "shell_exec"} <= set(tools)
+    assert "shell_exec" in tools and "file_read" not in tools  # moved, not read (§14.5)
 
     resp = act(
         files,
