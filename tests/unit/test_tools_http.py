@@ -270,6 +270,34 @@ def test_whitelist_allows_listed_domains_and_their_subdomains_only(workdir, stor
     assert server.paths() == ["/json"]
 
 
+def test_a_url_two_parsers_split_differently_is_judged_where_it_connects(workdir, store, server):
+    """``http://127.0.0.2:P\\@localhost:P/`` reads as localhost to Python's urlsplit but
+    urllib3 connects to 127.0.0.2: the whitelist judges where the request really goes
+    (DESIGN §14.5), and nothing reaches the other host."""
+    with FakeHTTPServer(host="127.0.0.2") as other:
+        ctx = make_ctx(workdir, store, sandbox=SandboxConfig(http_domain_whitelist=["localhost"]))
+        r = call(ctx, url=f"http://127.0.0.2:{other.port}\\@localhost:{server.port}/json")
+        assert r.status == "error" and "domain '127.0.0.2' is not in the whitelist" in r.error
+        assert other.requests == []
+
+
+def test_a_redirect_goes_only_to_the_requests_own_or_a_granted_destination(workdir, store, server):
+    """With the app's granted destinations in its context (smart/manual), a redirect to
+    another destination is refused before anything is sent to it."""
+    with FakeHTTPServer(host="127.0.0.2") as other:
+        ctx = make_ctx(workdir, store)
+        ctx.destinations = frozenset({"localhost"})
+        away = other.url("/json?d=secret")
+        r = call(ctx, url=server.url(f"/redirect?to={away}"))
+        assert r.status == "error"
+        assert r.error.startswith("redirect refused: 127.0.0.2 is not a destination granted")
+        assert other.requests == []
+        assert call(ctx, url=server.url("/redirect?to=/json")).status == "ok"  # same host
+        ctx.destinations = frozenset({"localhost", "127.0.0.2"})
+        assert call(ctx, url=server.url(f"/redirect?to={away}")).status == "ok"
+        assert [r.path for r in other.requests] == ["/json"]
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 def test_the_systems_own_port_is_refused(hctx, system, store, host):
     r = call(hctx, url=system.url("/json", host=host))
