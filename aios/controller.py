@@ -37,6 +37,7 @@ from aios.errors import (
     ProtocolError,
 )
 from aios.executor import ASK_TOOL, LAUNCH_TOOL, Executor, stopped
+from aios.outbound import read_of
 from aios.permissions import CONVERSATION_READ
 from aios.planner import Plan, Task, own_turns, plan_instruction, summarize_history
 from aios.protocol import (
@@ -813,8 +814,14 @@ class Controller:
             chain=launchers,
             approved=approved,
         )
+        parsed_steps = [s for s in parsed if isinstance(s, Step)]
         current: dict[str, str] = {}
-        args_of = {s.key: s.args for s in parsed if isinstance(s, Step)}
+        args_of = {s.key: s.args for s in parsed_steps}
+        if ctx.destinations is None and (
+            self.runs.reads_for(run, app) or any(read_of(s.tool, s.args) for s in parsed_steps)
+        ):
+            # tainted (even in auto): its requests' redirects stay on granted destinations
+            ctx = replace(ctx, destinations=self.approvals.destinations(app))
 
         def before(key: str, tool: str) -> None:
             current["key"] = key

@@ -123,6 +123,9 @@ class Runs:
         """The UI language (``config.language``; set by the system) for a run's messages."""
         self._loose: dict[str, Taint] = {}
         """App id -> what its calls outside any run have read (they form one run)."""
+        self._cached: dict[tuple[str, str], list[str]] = {}
+        """(app id, cache key) -> what the run that stored the value had read: reading the
+        value back carries that taint into the run that reads it (in memory only)."""
 
     def start(
         self,
@@ -159,9 +162,24 @@ class Runs:
         (a call outside any run taints the app's calls outside runs)."""
         if result.status != "ok" and result.result is None:
             return  # nothing came back
-        what = read_of(tool, args if isinstance(args, dict) else {})
-        if what is not None:
-            self.taint_of(run, app).add(what)
+        given = args if isinstance(args, dict) else {}
+        taint = self.taint_of(run, app)
+        key = (app, str(given.get("key")))
+        if tool == "cache_set":  # the value may hold what the run read: it keeps the taint
+            reads = self.reads_for(run, app)
+            with self._lock:
+                if reads:
+                    self._cached[key] = reads
+                else:
+                    self._cached.pop(key, None)
+            return
+        if tool == "cache_get":
+            with self._lock:
+                carried = list(self._cached.get(key, ()))
+            for what in carried:
+                taint.add(what)
+            return
+        taint.add(read_of(tool, given))
 
     def taint_of(self, run: Run | None, app: str) -> Taint:
         """The taint a call of ``app`` is judged by: its run's, else the app's calls'
