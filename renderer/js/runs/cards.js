@@ -131,6 +131,22 @@ function stepNumbers(ids, all) {
   }).join(', ');
 }
 
+/** Why a request or command asks (DESIGN §14.5): a destination not granted, what the run
+ * read before it. The server's words are English; the page says them in its language. */
+function dataNote(step) {
+  const lines = [];
+  if (typeof step.destination === 'string' && step.destination) {
+    lines.push(el('p', { class: 'run-step-dest', dataset: { destination: step.destination },
+      text: t('runs.not_granted', { host: step.destination }) }));
+  }
+  if (typeof step.tainted === 'string' && step.tainted) {
+    const reads = Array.isArray(step.reads) ? step.reads.filter((r) => typeof r === 'string') : [];
+    lines.push(el('p', { class: 'run-step-why', dataset: { why: step.tainted },
+      text: reads.length ? t('runs.tainted', { what: reads.join(', ') }) : step.tainted }));
+  }
+  return lines.length ? lines : null;
+}
+
 export function stepItem(step, index = 0, all = [step]) {
   const rule = toText(step.rule);
   const detail = el('details', { class: 'run-step-detail' },
@@ -151,6 +167,7 @@ export function stepItem(step, index = 0, all = [step]) {
         text: t('runs.later', { steps: stepNumbers(step.deferred, all) }) }) : null,
       step.blocked ? el('span', { class: 'run-step-mark is-never', text: t('runs.blocked') }) : null),
     step.blocked ? el('p', { class: 'run-step-blocked', text: toText(step.blocked) }) : null,
+    dataNote(step),
     stepFiles(step),
     detail);
 }

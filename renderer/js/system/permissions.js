@@ -13,6 +13,8 @@ function requestedOf(app) {
 }
 
 function permLabel(name) {
+  // a destination (DESIGN §14.5) is a grant too: domain:<host>
+  if (name.startsWith('domain:')) return t('perm.domain', { host: name.slice('domain:'.length) });
   const key = `perm.${name}`;
   const text = t(key);
   return text === key ? name : text;
