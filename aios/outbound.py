@@ -84,9 +84,14 @@ def is_ip(host: str) -> bool:
 def prepared_url(url: str, params: Any = None) -> str:
     """The URL as ``requests`` will send it (query parameters appended); BadDestination
     when it cannot be prepared."""
+    return _prepared(url, _params(params))
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared(url: str, query: str | None) -> str:
     p = PreparedRequest()
     try:
-        p.prepare_url(url, _params(params))
+        p.prepare_url(url, query)
     except Exception as e:  # noqa: BLE001 - requests raises several kinds for a bad URL
         raise BadDestination(f"malformed URL {url!r}: {e}") from e
     return str(p.url)
@@ -98,8 +103,13 @@ def destination(url: str, params: Any = None) -> str:
     Judged on the prepared URL with urllib3's parser (the one that connects),
     and refused when Python's own parser reads another host out of the same
     text: a URL two parsers disagree on has no single destination to approve.
+    (Cached: a plan's review, its card and the tool judge one URL several times.)
     """
-    prepared = prepared_url(url, params)
+    return _destination(prepared_url(url, params), url)
+
+
+@functools.lru_cache(maxsize=256)
+def _destination(prepared: str, url: str) -> str:
     try:
         host = parse_url(prepared).host or ""
         other = urlsplit(prepared).hostname or ""
