@@ -63,6 +63,7 @@ def make(tmp_path: Path) -> Iterator[Callable[..., Running]]:
         work = apps / app / "workspace"
         work.mkdir(exist_ok=True)
         (work / "diary.txt").write_text(DIARY, encoding="utf-8")
+        kw.setdefault("handle_timeout", 15)  # a shared machine: the LLM rounds take a while
         running = start_system(
             apps, tmp_path / f"data{len(started)}", approvals={"mode": mode}, **kw
         )
