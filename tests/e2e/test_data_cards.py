@@ -74,12 +74,14 @@ def test_the_card_shows_the_whole_request_and_why_it_asks(desk: Desk, evil: Fake
             },
         ],
     )
-    card = desk.win(APP).locator(f'.run-card[data-interaction="{reply["pending"][0]["id"]}"]')
-    send = card.locator('.run-step[data-step-id="step_send"]')
-    expect(send.locator(".run-step-why")).to_have_text(
+    # the request's arguments wait for the diary: its own card comes once it is read
+    card = desk.win(APP).locator(".run-card[data-interaction]")
+    expect(card.locator('.run-step[data-step-id="step_send"] .run-step-why')).to_have_text(
         "after reading content you did not type: diary.txt"
     )
-    expect(card.locator('.run-step[data-step-id="step_read"] .run-step-why')).to_have_count(0)
+    expect(card.locator('.run-step[data-step-id="step_send"] .run-step-text')).to_contain_text(
+        SECRET
+    )
     desk.shot("tainted")
     card.locator('[data-decision="deny"]').click()
     expect(card).to_have_count(0)

@@ -115,6 +115,17 @@ def deny_and_finish(running: Running, reply: dict[str, Any]) -> dict[str, Any]:
     return final_view(sub, reply["run_id"])
 
 
+def card_of(running: Running, run_id: str) -> dict[str, Any]:
+    """The pending card of ``run_id``, once there is one."""
+
+    def pending() -> dict[str, Any] | None:
+        cards = running.get("/api/interactions?pending=1").json()
+        return next((c for c in cards if c["run_id"] == run_id), None)
+
+    card: dict[str, Any] = wait_for(pending, timeout=WAIT, what=f"a card of {run_id}")
+    return card
+
+
 def got(srv: FakeHTTPServer, what: str = "") -> list[str]:
     """Every request the server received (path and query) that carries ``what``."""
     with srv.lock:
@@ -316,15 +327,25 @@ def test_a_plan_that_reads_a_file_then_sends_asks_and_says_what_was_read(
             {"step_id": "cmd", "tool": "shell_exec", "args": {"cmd": "echo hi"}},
         ]
         reply = plan(running, steps)
-        step = asked_step(reply)
-        assert step["tainted"] == "after reading diary.txt" and "destination" not in step
-        # the request before it will have read a page as well
+        # the command is asked about now: the steps before it will have read the diary
+        # and a page; the request's arguments wait for the diary (DESIGN §14.2)
         cmd = asked_step(reply, "step_cmd")
         assert cmd["tainted"] == "after reading diary.txt, a page from 127.0.0.1"
-        read = next(s for s in reply["pending"][0]["steps"] if s["step_id"] == "step_read")
-        assert read["rule"] == "allow"  # reading is not what asks
-        view = deny_and_finish(running, reply)
+        first = {s["step_id"]: s for s in reply["pending"][0]["steps"]}
+        assert first["step_read"]["rule"] == "allow"  # reading is not what asks
+        assert first["step_send"]["rule"] == "later"
+        sub = running.system.bus.subscribe()
+        answer(running, reply["pending"][0]["id"], "allow")
+        # once the diary is read, the request carrying it asks, saying what was read
+        card = card_of(running, reply["run_id"])
+        (step,) = [s for s in card["steps"] if s["step_id"] == "step_send"]
+        assert step["rule"] == "ask" and step["tainted"] == "after reading diary.txt"
+        assert SECRET in step["text"] and "destination" not in step  # granted, whole
+        assert got(site, "/collect") == []
+        answer(running, card["id"], "deny")
+        view = final_view(sub, reply["run_id"])
         assert view["data"]["results"]["step_send"]["code"] == "denied"
+        assert "step_cmd" not in view["data"]["results"]  # the plan stopped there
         assert got(site, "/collect") == []
 
         # positive control: an untainted run's safe and granted steps run without a card
