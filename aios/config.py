@@ -214,7 +214,7 @@ class ApprovalsConfig(_Section):
     """Programs never run, in any mode, per rule (matched on the basename, ``*`` as in
     a shell pattern). A rule left out keeps its default words; ``[]`` turns it off.
     The structural rules (``device-write``, ``delete-outside``, ``download-exec``)
-    take no words and are always on (:func:`aios.sandbox.check_block_list`)."""
+    take no words and are always on (:func:`aios.tools.sandbox.check_block_list`)."""
 
     @field_validator("block_list")
     @classmethod

@@ -16,9 +16,9 @@ quota               enforced in                            counted by
 ``db_columns``      ``db_query``: SQLite's own column limit  SQLite
 ``db_memory_bytes`` ``db_query``: pages of a ``:memory:`` db  SQLite
 ``workspace_bytes`` every tool that writes into the workdir here (a cached walk)
-``pending_cards``   a card or question is created           :class:`~aios.approvals.Approvals`
+``pending_cards``   a card or question is created           ``Approvals``
 ``waiting_calls``   a synchronous ``call_tool`` that asks   here
-``instances``       an app instance is opened               :class:`~aios.instances.Instances`
+``instances``       an app instance is opened               ``Instances``
 ==================  =====================================  ==========================
 
 The event replay buffer is bounded by bytes too (``events.replay_bytes``), by

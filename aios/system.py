@@ -16,11 +16,21 @@ from typing import Any
 
 import requests
 
-from aios import app_secret, os_sandbox
-from aios.approvals import DECISIONS, Approvals, Call, Review
-from aios.approved import Approval
+from aios.apphost.permissions import (
+    DESKTOP_CONTROL,
+    NETWORK,
+    RESTART_NEEDED,
+    SYSTEM_PROCESSES,
+    Grants,
+    domain_grants,
+)
+from aios.apphost.registry import AppRecord, AppStatus, Launcher
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
-from aios.controller import Controller
+from aios.control.controller import Controller
+from aios.desktop.instances import Instances
+from aios.desktop.launch_token import launch_token
+from aios.desktop.ui_log import UILog
+from aios.desktop.voice import Recognizer
 from aios.errors import (
     AIOSError,
     AppError,
@@ -30,34 +40,24 @@ from aios.errors import (
     ProtocolError,
 )
 from aios.events import EventBus
-from aios.hostprocs import end_host_process, host_disks, host_processes
-from aios.instances import Instances
-from aios.launch_token import launch_token
-from aios.launcher import AppRecord, AppStatus, Launcher
-from aios.llm import LLMClient
-from aios.outbound import DOMAIN_PREFIX, whitelist_hosts
-from aios.permissions import (
-    DESKTOP_CONTROL,
-    NETWORK,
-    RESTART_NEEDED,
-    SYSTEM_PROCESSES,
-    Grants,
-    domain_grants,
-)
-from aios.processes import ProcessTable
-from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, parse_ui_op
-from aios.pruner import Pruner
+from aios.host import os_sandbox
+from aios.host.hostprocs import end_host_process, host_disks, host_processes
+from aios.llm.client import LLMClient
+from aios.protocol import ATOMIC_TOOLS, LOCALES, ToolResult, app_secret, parse_ui_op
+from aios.protocol.outbound import DOMAIN_PREFIX, whitelist_hosts
 from aios.quotas import Quotas
-from aios.rights import describe_ui_op
-from aios.runs import Run, Runs, confirm_call, gate, recheck
-from aios.runstore import RunStore
-from aios.sandbox import SandboxPolicy
+from aios.runs.approvals import DECISIONS, Approvals, Call, Review
+from aios.runs.approved import Approval
+from aios.runs.rights import describe_ui_op
+from aios.runs.runs import Run, Runs, confirm_call, gate, recheck
 from aios.store import Store
+from aios.store.pruner import Pruner
+from aios.store.runs import RunStore
 from aios.tools import audit_args, invoke, record as record_call
 from aios.tools.base import ToolContext
 from aios.tools.notify import NotifyLimiter
-from aios.ui_log import UILog
-from aios.voice import Recognizer
+from aios.tools.processes import ProcessTable
+from aios.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -358,7 +358,7 @@ class System:
         It belongs to what the app is doing now (:meth:`acting`): that session,
         that run, and, for work another app launched, that chain's rights
         (DESIGN §14.4); ``session_id`` only picks among the app's own calls in
-        flight. It is decided once (:meth:`~aios.approvals.Approvals.decide`, via
+        flight. It is decided once (:meth:`~aios.runs.approvals.Approvals.decide`, via
         the review); one that needs a decision shows the same approval card as a
         plan (one step) and waits for it; the app's own ``/handle`` is not timed
         out meanwhile. A call outside any request of the system belongs to no
@@ -607,7 +607,7 @@ class System:
 
         ``body`` is one operation or ``{"ops": [...]}``. All are checked first:
         one bad operation sends none, leaves the log as it was and is audited as
-        ``denied`` (BadRequest naming it). The log (:class:`~aios.ui_log.UILog`)
+        ``denied`` (BadRequest naming it). The log (:class:`~aios.desktop.ui_log.UILog`)
         keeps the changes for a reload and takes them back on ``undo``/``reset``.
         Returns how many were sent.
         """

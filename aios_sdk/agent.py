@@ -228,7 +228,7 @@ def _make_backend(agent: AIOSAgent) -> Backend:
 
 # ------------------------------------------------------------------ agent
 
-# The launcher's names (aios.manifests, aios.protocol), not imported from there: an app's
+# The launcher's names (aios.apphost.manifests, aios.protocol), not imported from there: an app's
 # start does not load pydantic.
 MANIFEST_FILE = "manifest.json"
 ROLE_FILE = "role.md"
@@ -240,7 +240,7 @@ def manifest_metadata(folder: Path) -> dict[str, str]:
 
     Read from its ``manifest.json`` (a per-locale name or description gives the
     default locale's) and, for the role, ``role.md`` when the manifest has none,
-    as the launcher does (aios/manifests.py). A missing or unreadable file gives
+    as the launcher does (aios/apphost/manifests.py). A missing or unreadable file gives
     nothing: the launcher has already refused an unusable manifest.
     """
     try:

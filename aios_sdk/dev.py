@@ -10,7 +10,7 @@ hidden folders and ``__pycache__`` are not watched: the app writes there);
 a change stops the app and starts it again. An app that exits is started
 again at the next change. Ctrl-C (or SIGTERM) stops the app and everything it
 started, then the loop: the app leads a process group of its own that dies
-with the loop (aios/procgroup.py), so nothing is left behind.
+with the loop (aios/host/procgroup.py), so nothing is left behind.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class DevLoop:
     # -------------------------------------------------------------- the app
 
     def start(self) -> None:
-        from aios import procgroup
+        from aios.host import procgroup
 
         entry = _entry(self.folder)
         env = {k: v for k, v in os.environ.items() if k not in STANDALONE_UNSET}
@@ -150,7 +150,7 @@ class DevLoop:
         proc.stdout.close()
 
     def stop_app(self) -> None:
-        from aios import procgroup
+        from aios.host import procgroup
 
         proc, self.proc = self.proc, None
         if proc is not None:

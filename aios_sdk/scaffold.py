@@ -37,12 +37,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from aios.apphost.manifests import validate
 from aios.config import Config, load_config
 from aios.errors import ConfigError, ProtocolError
-from aios.manifests import validate
 from aios.names import APP_ID_PATTERN
 from aios.protocol import LOCALES, Manifest, parse_manifest
-from aios.sandbox import _domain_allowed
+from aios.tools.sandbox import _domain_allowed
 
 __all__ = ["APP_ID_RE", "PLACEHOLDERS", "CheckReport", "check_app", "main", "new_app"]
 

@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
-from aios import app_secret
 from aios.errors import ToolError
 from aios.names import error_response
+from aios.protocol import app_secret
 from aios_sdk._session import bind_session, unbind_session
 from aios_sdk.boot import APP_SOCKET_ENV
 from aios_sdk.context import locale_of

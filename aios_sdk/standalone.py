@@ -34,8 +34,8 @@ from aios.errors import (
     ToolRefused,
 )
 from aios.protocol import ATOMIC_TOOLS, Manifest, ToolResult, parse_manifest
-from aios.sandbox import SandboxPolicy
 from aios.store import Store
+from aios.tools.sandbox import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ class StandaloneRuntime:
         return self._ctx
 
     def _build(self) -> Any:
-        from aios.processes import ProcessTable
         from aios.tools import ToolContext
+        from aios.tools.processes import ProcessTable
 
         manifest = read_manifest(self.app_dir)
         workdir, db_path = standalone_paths(self.app_dir, manifest)
@@ -198,17 +198,17 @@ class StandaloneRuntime:
         )
 
     def processes(self) -> list[dict[str, Any]]:
-        from aios.hostprocs import host_processes  # standalone: no system to ask
+        from aios.host.hostprocs import host_processes  # standalone: no system to ask
 
         return host_processes()
 
     def disks(self) -> list[dict[str, Any]]:
-        from aios.hostprocs import host_disks
+        from aios.host.hostprocs import host_disks
 
         return host_disks()
 
     def end_process(self, pid: int, session_id: str | None) -> dict[str, Any]:
-        from aios.hostprocs import end_host_process
+        from aios.host.hostprocs import end_host_process
 
         try:
             return end_host_process(pid)

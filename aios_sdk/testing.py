@@ -7,7 +7,7 @@ needs the project's ``tests/``):
   drives its agent as the system would: the same ``context`` fields
   (``docs/testing.md``), replies checked by the system's own validator
   (:func:`aios.protocol.forwardable_reply`), ``steps`` run by the system's own
-  executor (:class:`aios.executor.Executor`, templates included) against a
+  executor (:class:`aios.tools.executor.Executor`, templates included) against a
   temporary workdir and a temporary audit/cache database, never the app's
   ``workspace/`` or ``.aios/dev.db``. The entry module is imported under a
   name of its own (``_aios_app_<id>_<n>``), with the app folder first on
@@ -360,9 +360,11 @@ class AppHarness:
         upstream: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The ``context`` the system sends (aios/controller.py ``build_context``);
+        """The ``context`` the system sends (aios/control/controller.py ``build_context``);
         ``routed`` is None unless given (an action, an opened window)."""
-        from aios.controller import _list_files  # the system's own listing of cwd_state.files
+        from aios.control.controller import (
+            _list_files,  # the system's own listing of cwd_state.files
+        )
 
         role = manifest_metadata(self.app_dir).get("role_prompt", "")
         return {
@@ -382,8 +384,9 @@ class AppHarness:
 
     def routed(self, text: str) -> dict[str, Any]:
         """``context.routed`` for ``text`` given to this app: the system's offline router's
-        ``{text, matched, score, source}`` (aios/router.py), with this app alone installed."""
-        from aios.router import AppProfile, OfflineRouter
+        ``{text, matched, score, source}`` (aios/control/router.py), with this app alone
+        installed."""
+        from aios.control.router import AppProfile, OfflineRouter
 
         if self.manifest is None:
             raise ManifestError(f"{self.app_dir} has no {MANIFEST_FILE}: nothing to route by")
@@ -451,7 +454,7 @@ class AppHarness:
         self, steps: Iterable[Mapping[str, Any]], *, answers: Mapping[str, Any] | None = None
     ) -> dict[str, dict[str, Any]]:
         """Run a steps plan as the system does; its ``tool_results``."""
-        from aios.executor import Executor
+        from aios.tools.executor import Executor
 
         plan = [dict(s) for s in steps]
         ctx = self.runtime.context().for_session(self.session_id)

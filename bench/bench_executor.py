@@ -28,11 +28,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aios.config import Config, SandboxConfig  # noqa: E402
-from aios.executor import Executor  # noqa: E402
 from aios.protocol import ATOMIC_TOOLS, parse_steps  # noqa: E402
-from aios.sandbox import SandboxPolicy  # noqa: E402
 from aios.store import Store  # noqa: E402
 from aios.tools import ToolContext, invoke  # noqa: E402
+from aios.tools.executor import Executor  # noqa: E402
+from aios.tools.sandbox import SandboxPolicy  # noqa: E402
 
 TARGET_MS = 0.2
 
@@ -138,7 +138,7 @@ def bench_shell(tmp: Path, n: int) -> None:
     try:
         from aios import os_sandbox  # noqa: F401
     except ImportError:
-        print("\nshell_exec: aios.os_sandbox is not available; skipped")
+        print("\nshell_exec: aios.host.os_sandbox is not available; skipped")
         return
     workdir = tmp / "shell"
     workdir.mkdir()

@@ -6,11 +6,11 @@
 Every line of ``bench/routing_set.jsonl`` is ``{"text", "lang", "expect", "kind"}``
 (and, for compound instructions, ``"dependent"``: whether a later step uses an
 earlier one's result). ``expect`` is the app ids in order, or ``[]`` for small
-talk and for system intents (aios/intents.py answers those before any routing).
+talk and for system intents (aios/control/intents.py answers those before any routing).
 The apps are the bundled ones (apps/*/manifest.json and role.md).
 
 Each instruction goes through what the controller does without an LLM: the
-system intents first (aios/intents.py: an "open X" / "switch to X" intent
+system intents first (aios/control/intents.py: an "open X" / "switch to X" intent
 counts as routing to X, an undo / reset to system_agent), then the offline
 router, built afresh for each instruction as the controller builds it. A row
 is a hit when:
@@ -24,8 +24,8 @@ is a hit when:
 Modes are functions ``(text, Apps) -> Prediction`` in :data:`MODES`:
 ``offline`` is the router as the controller uses it; ``baseline`` is the
 router before examples, weights and independent clauses (``mode="baseline"``
-of aios/router.py) measured in the same run. The LLM modes (issue 15) run the
-planner (aios/planner.py) in its ``hybrid`` and ``llm`` modes against the fake
+of aios/control/router.py) measured in the same run. The LLM modes (issue 15) run the
+planner (aios/control/planner.py) in its ``hybrid`` and ``llm`` modes against the fake
 OpenAI server (tests/fakes/fake_openai.py, real HTTP) replaying a ``good``
 model (the right plan, constrained by the schema) or a ``bad`` one (the shapes
 a 0.5 B local model produced, one per instruction in turn: :data:`BAD_SHAPES`),
@@ -53,8 +53,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from aios import intents  # noqa: E402
+from aios.control.router import AppProfile, OfflineRouter, RouterMode  # noqa: E402
 from aios.protocol import parse_manifest  # noqa: E402
-from aios.router import AppProfile, OfflineRouter, RouterMode  # noqa: E402
 
 SET_PATH = ROOT / "bench" / "routing_set.jsonl"
 APPS_DIR = ROOT / "apps"
@@ -248,7 +248,7 @@ class _PlannerMode:
         import os
 
         from aios.config import Config
-        from aios.llm import LLMClient
+        from aios.llm.client import LLMClient
 
         if self.model == "real":
             llm = {
@@ -270,7 +270,7 @@ class _PlannerMode:
         return self._llm
 
     def __call__(self, text: str, apps: Apps) -> Prediction:
-        from aios.planner import plan_instruction
+        from aios.control.planner import plan_instruction
 
         said = _intent_prediction(text, apps)
         if said is not None:

@@ -1035,11 +1035,11 @@ def card_review(system: Any, sid: str) -> dict[str, float]:
     """DESIGN §14.2: the review of a 10-step plan with each step's canonical hash, against
     the review's parts of before (risk, rule, text, audit args; no hash) re-enacted in the
     same run; and the check an approved step passes right before it runs."""
-    from aios.approvals import Review
-    from aios.approved import Approval
     from aios.protocol import parse_steps
-    from aios.risk import classify, describe
+    from aios.runs.approvals import Review
+    from aios.runs.approved import Approval
     from aios.tools import audit_args
+    from aios.tools.risk import classify, describe
 
     approvals = system.approvals
     policy = system.tool_context("planner", sid).policy

@@ -10,9 +10,9 @@ import psutil
 import pytest
 
 from aios.config import Config, SandboxConfig
-from aios.sandbox import SandboxPolicy
 from aios.store import Store
 from aios.tools.base import ToolContext
+from aios.tools.sandbox import SandboxPolicy
 from tests.util import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,7 +135,7 @@ def make_ctx(
 
 @pytest.fixture
 def ctx(workdir: Path, store: Store) -> Iterator[ToolContext]:
-    from aios.processes import ProcessTable
+    from aios.tools.processes import ProcessTable
 
     table = ProcessTable(max_per_app=Config().tool_sandbox.max_background_processes)
     c = make_ctx(workdir, store, processes=table)

@@ -84,7 +84,9 @@ def record(
     """Write one audit row; an audit failure is logged, never raised into the app."""
     if ctx.store is None:
         return
-    from aios.risk import classify  # the risk module parses commands with the shell tool's rules
+    from aios.tools.risk import (
+        classify,  # the risk module parses commands with the shell tool's rules
+    )
 
     status = "denied" if denied else result.status
     try:

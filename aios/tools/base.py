@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from aios.processes import ProcessTable
     from aios.protocol import ToolResult
     from aios.quotas import Quotas
-    from aios.sandbox import SandboxPolicy
     from aios.store import Store
+    from aios.tools.processes import ProcessTable
+    from aios.tools.sandbox import SandboxPolicy
 
 
 class ToolArgs(BaseModel):
@@ -66,7 +66,8 @@ class ToolContext:
     """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""
     app_token: str | None = None
     app_secret: str | None = field(default=None, repr=False)
-    """The app's launch secret, shown on calls to its custom tools (``aios.app_secret``)."""
+    """The app's launch secret, shown on calls to its custom tools
+    (``aios.protocol.app_secret``)."""
     """The app's launch secret, sent as ``X-AIOS-App-Token`` when calling its custom tools."""
 
     run_id: str | None = None

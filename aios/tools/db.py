@@ -1,6 +1,6 @@
 """``db_query``: one SQL statement against an SQLite database in the app's workdir.
 
-The DSN goes through :func:`aios.sandbox.resolve_dsn` (``sqlite:///notes.db``,
+The DSN goes through :func:`aios.tools.sandbox.resolve_dsn` (``sqlite:///notes.db``,
 ``notes.db`` or ``:memory:``, inside the workdir, or on the config's
 explicit allow-list). What SQL can reach is then narrowed by an SQLite
 authorizer, which sees every statement after parsing, so no spelling of a
@@ -33,13 +33,13 @@ from typing import Any
 
 from pydantic import Field
 
-from aios import safe_open
 from aios.config import QuotasConfig
 from aios.errors import ToolFailed, ToolRefused
+from aios.host import safe_open
 from aios.quotas import refusal
-from aios.sandbox import escaped, relative_display, resolve_dsn
 from aios.tools import db_vfs
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.sandbox import escaped, relative_display, resolve_dsn
 
 log = logging.getLogger(__name__)
 

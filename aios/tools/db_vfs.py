@@ -10,7 +10,7 @@ final component.
 
 So this module registers ``aios-beneath``: a copy of the ``unix`` VFS whose
 only change is ``xFullPathname``. For a name inside the workdir it pins the
-database's folder with :func:`aios.safe_open.open_parent` (``openat2`` with
+database's folder with :func:`aios.host.safe_open.open_parent` (``openat2`` with
 ``RESOLVE_BENEATH``) and answers ``/proc/self/fd/<that fd>/<name>``, which
 SQLite then uses verbatim: the kernel reaches the pinned folder through the
 fd, and the database, its journals and the folder ``fsync`` all live in that
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from aios import safe_open
+from aios.host import safe_open
 
 log = logging.getLogger(__name__)
 

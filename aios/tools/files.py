@@ -1,8 +1,8 @@
 """``file_read``, ``file_write``, ``file_list``: files inside the app's workdir.
 
-Every path goes through :func:`aios.sandbox.resolve_path` first (the
+Every path goes through :func:`aios.tools.sandbox.resolve_path` first (the
 refusal with its reason), and is then opened race-free from an fd of the
-workdir by :mod:`aios.safe_open` (``openat2`` with ``RESOLVE_BENEATH``, or a
+workdir by :mod:`aios.host.safe_open` (``openat2`` with ``RESOLVE_BENEATH``, or a
 component-by-component walk), so swapping a folder for a symlink between the
 check and the open cannot lead outside. Files are opened ``O_NONBLOCK`` and
 checked with ``fstat`` on the open descriptor, so a FIFO or a device can
@@ -28,9 +28,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from aios import safe_open
 from aios.errors import ToolFailed, ToolRefused
-from aios.sandbox import (
+from aios.host import safe_open
+from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.sandbox import (
     SandboxPolicy,
     check_hard_links,
     escaped,
@@ -38,7 +39,6 @@ from aios.sandbox import (
     resolve_path,
     workdir_rel,
 )
-from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 
 log = logging.getLogger(__name__)
 

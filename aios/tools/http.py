@@ -10,7 +10,7 @@ binary bodies, ``{"path", "size"}`` with ``save_to``); ``meta`` holds
 answer raises ``ToolFailed("HTTP 404")`` with the body still in ``result``.
 
 The rules of DESIGN §6, and why they live here and not only in
-:func:`aios.sandbox.check_url`:
+:func:`aios.tools.sandbox.check_url`:
 
 * Redirects are followed by hand (at most :data:`MAX_REDIRECTS`), so every
   ``Location`` passes ``check_url`` *before* anything is sent to it.
@@ -25,7 +25,7 @@ The rules of DESIGN §6, and why they live here and not only in
 * ``save_to`` streams into a temporary file beside the target and renames it
   at the end: on any failure the temporary file is removed and an existing
   file is left as it was. The target's folder is looked up when the body
-  arrives, race-free from the workdir's fd (:mod:`aios.safe_open`), and the
+  arrives, race-free from the workdir's fd (:mod:`aios.host.safe_open`), and the
   temp file and the rename are relative to that folder's fd.
 
 Each call uses a fresh session: no cookies survive the call, proxies from the
@@ -55,11 +55,11 @@ from urllib3 import exceptions as u3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from aios import safe_open
 from aios.errors import ToolFailed, ToolRefused
-from aios.outbound import BadDestination, canonical_host, covers, destination
-from aios.sandbox import check_url, escaped, relative_display, resolve_path, workdir_rel
+from aios.host import safe_open
+from aios.protocol.outbound import BadDestination, canonical_host, covers, destination
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.sandbox import check_url, escaped, relative_display, resolve_path, workdir_rel
 
 log = logging.getLogger(__name__)
 

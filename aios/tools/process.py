@@ -5,7 +5,7 @@ same sandbox as ``shell_exec``. In the foreground it runs to completion and
 answers like ``shell_exec``. In the background it starts detached in its own
 session, writes stdout and stderr to ``<workdir>/.aios/proc_<pid>.log`` (so
 the app can read it with ``file_read``) and is tracked per app in the
-system's :class:`~aios.processes.ProcessTable` (``ctx.processes``), which
+system's :class:`~aios.tools.processes.ProcessTable` (``ctx.processes``), which
 caps how many each app may run and kills them all when the app or the
 system stops.
 
@@ -25,9 +25,9 @@ import uuid
 from pydantic import Field
 
 from aios.errors import ToolRefused
-from aios.processes import Launch, TrackedProcess
-from aios.sandbox import relative_display
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.processes import Launch, TrackedProcess
+from aios.tools.sandbox import relative_display
 from aios.tools.shell import (
     AIOS_DIR,
     CommandPlan,

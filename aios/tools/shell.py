@@ -1,15 +1,15 @@
 """``shell_exec``: run one command line in the app's sandbox.
 
-There is no shell. The line is split into words (:func:`aios.sandbox.split_command`
+There is no shell. The line is split into words (:func:`aios.tools.sandbox.split_command`
 refuses operators and expansions), every pipeline stage passes
-:func:`aios.sandbox.check_argv`, programs are found on a fixed PATH, and a
+:func:`aios.tools.sandbox.check_argv`, programs are found on a fixed PATH, and a
 plain ``a | b`` is wired with OS pipes between the stages. Each stage runs
 in its own session with rlimits and, where it works, inside bubblewrap
-(:mod:`aios.os_sandbox`); the network is unshared there, loopback included.
+(:mod:`aios.host.os_sandbox`); the network is unshared there, loopback included.
 
 The runner here is shared with ``process_start``. A command may not leave
 processes behind: when it exits (or times out, or floods its output) its
-process groups are killed (:func:`aios.procgroup.signal_group`, before the
+process groups are killed (:func:`aios.host.procgroup.signal_group`, before the
 stages are reaped, so the group ids are still theirs) and reaped.
 """
 
@@ -31,9 +31,9 @@ from typing import Any
 
 from pydantic import Field
 
-from aios import procgroup
 from aios.errors import ToolFailed, ToolRefused
-from aios.os_sandbox import (
+from aios.host import procgroup
+from aios.host.os_sandbox import (
     BWRAP_EXTRA_TASKS,
     SANE_PATH,
     Capabilities,
@@ -45,8 +45,8 @@ from aios.os_sandbox import (
     visible_in_sandbox,
     wrap_argv,
 )
-from aios.sandbox import SandboxPolicy, check_argv, resolve_path, split_command
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.sandbox import SandboxPolicy, check_argv, resolve_path, split_command
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def spawn(
     if plan.in_bwrap:
         full = wrap_argv(caps, argv, plan.workdir, plan.cwd, plan.env, limits)
         env = {"PATH": SANE_PATH}
-        nproc = None  # set inside the user namespace by prlimit (see aios.os_sandbox)
+        nproc = None  # set inside the user namespace by prlimit (see aios.host.os_sandbox)
     else:
         full, env, nproc = argv, dict(plan.env), fallback_nproc(caps, limits)
     try:

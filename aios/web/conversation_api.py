@@ -1,7 +1,7 @@
 """``/api/sessions`` and a session's ``timeline`` (DESIGN §13 "Conversation panel").
 
 The desktop lists the sessions, starts a new one, and reads one page of a
-session's timeline at a time (``aios.conversation`` merges it from the stored
+session's timeline at a time (``aios.desktop.conversation`` merges it from the stored
 history, runs and interactions).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
-from aios import conversation
+from aios.desktop import conversation
 from aios.errors import BadRequest, NotFound
 from aios.names import valid_session_id
 from aios.web.request import int_arg, system

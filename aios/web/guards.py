@@ -26,7 +26,7 @@ import logging
 from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import HTTPException
 
-from aios.confinement import CHANNEL_ENVIRON_KEY
+from aios.apphost.confinement import CHANNEL_ENVIRON_KEY
 from aios.errors import (
     AppError,
     BadRequest,

@@ -10,9 +10,9 @@ from flask import Blueprint, Response, make_response, request, send_file
 
 from aios.config import PROJECT_ROOT
 from aios.errors import PathNotFound, ToolRefused
+from aios.host.safe_open import fd_path
 from aios.protocol import icon_file
-from aios.safe_open import fd_path
-from aios.sandbox import open_workdir_file
+from aios.tools.sandbox import open_workdir_file
 from aios.web.guards import token_ok
 from aios.web.request import error, system
 

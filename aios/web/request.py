@@ -12,9 +12,9 @@ from typing import Any, cast, overload
 
 from flask import Response, current_app, jsonify, request
 
-from aios import jsondepth
 from aios.errors import BadRequest
 from aios.names import SESSION_ID_RULE, valid_session_id
+from aios.protocol import jsondepth
 from aios.system import System
 
 EXTENSION = "aios"

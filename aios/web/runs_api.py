@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from aios.errors import AppNotFound, Conflict, NotFound
 from aios.protocol import ActionRequest
-from aios.runstore import SUMMARY_STEP_KEYS
+from aios.store.runs import SUMMARY_STEP_KEYS
 from aios.web.desktop_api import with_run
 from aios.web.request import int_arg, json_body, system
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, g, jsonify, request
 
+from aios.apphost.registry import AppRecord
 from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
-from aios.launcher import AppRecord
-from aios.llm import APP_REPLY_MARGIN, LLMCancelled
+from aios.llm.client import APP_REPLY_MARGIN, LLMCancelled
 from aios.protocol import forwardable_reply, without_system_fields
 from aios.web.request import check_progress, error, json_body, session, system
 from aios.web.schemas import SysLLMBody, SysToolBody, parse

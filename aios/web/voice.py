@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from aios.voice import (
+from aios.desktop.voice import (
     VoiceError,
     grammar_source,
     grammar_words,

@@ -27,7 +27,7 @@ One request, several rounds
   arguments that are not JSON or fail the tool's schema) is fed back to the
   LLM once with the reason; a second bad answer becomes an error view.
 * Small models (issue 15): calls written as JSON text in ``content`` are read
-  with :mod:`aios.toolcalls`; arguments that only echo the schema
+  with :mod:`aios.llm.toolcalls`; arguments that only echo the schema
   (``"required"``, ``"type"``, ``timeout: 0``) are dropped and
   ``/apps/<id>/files/x`` is the workdir's ``x``; a call repeated with the same
   (tool, arguments) is not run again: the loop stops and its result is shown

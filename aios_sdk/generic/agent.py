@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from aios.errors import LLMError, LLMUnavailable, ManifestError, ProtocolError
+from aios.llm.toolcalls import extract, looks_like_code
 from aios.protocol import VIEW_TYPES, error_response, parse_response
-from aios.toolcalls import extract, looks_like_code
 from aios_sdk._session import current_session_id
 from aios_sdk.agent import AIOSAgent
 from aios_sdk.context import locale_of
@@ -315,7 +315,7 @@ class GenericAgent(AIOSAgent):
     def _calls_from_text(
         self, reply: dict[str, Any], tools: list[dict[str, Any]], conv: dict[str, Any]
     ) -> tuple[list[Any], str | None, list[str]]:
-        """Calls a model wrote as text in ``content`` (aios/toolcalls.py), as native ones:
+        """Calls a model wrote as text in ``content`` (aios/llm/toolcalls.py), as native ones:
         the reply is rewritten so the conversation stays well formed. Returns the calls,
         the plain text when there is no call, and the names refused."""
         ex = extract(reply, tools)
@@ -682,7 +682,7 @@ class GenericAgent(AIOSAgent):
         )
 
     def _llm_error_view(self, en: bool, reason: str, question: str) -> dict[str, Any]:
-        from aios.llm import OUT_OF_TIME
+        from aios.llm.client import OUT_OF_TIME
 
         if OUT_OF_TIME in reason:
             # The system closed the call at this request's deadline (a slow local model).

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Locator, expect
 
 from aios.protocol import ATOMIC_TOOLS
-from aios.risk import classify
+from aios.tools.risk import classify
 from tests.e2e.conftest import Desk, start_e2e_system, wait_until
 from tests.integration.conftest import Running
 
@@ -136,7 +136,8 @@ def test_a_tool_set_to_never_is_the_apps_policy_and_shows_after_a_reload(desk: D
     section = app_section(desk, "gallery")
     rows = section.locator(".policy-row")
     expect(rows).to_have_count(len(ATOMIC_TOOLS))
-    # every tool with the risk classes aios/risk.py gives it (a read and a write where it varies)
+    # every tool with the risk classes aios/tools/risk.py gives it
+    # (a read and a write where it varies)
     for tool in ATOMIC_TOOLS:
         expected = {
             classify(tool, READ_ARGS.get(tool, {})),

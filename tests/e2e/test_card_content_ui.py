@@ -195,7 +195,7 @@ def test_a_file_the_system_did_not_read_says_why_and_shows_no_content(desk: Desk
 
 def test_a_script_longer_than_the_card_shows_says_so(desk: Desk) -> None:
     """The padding attack on a file: the card must not look whole when it is not."""
-    from aios.approved import PIN_SHOW_CHARS
+    from aios.runs.approved import PIN_SHOW_CHARS
 
     pad = "#" + "x" * (PIN_SHOW_CHARS + 100) + "\n"
     (workdir(desk) / "long.py").write_text(pad + "print('tail')\n", encoding="utf-8")

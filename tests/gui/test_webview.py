@@ -1,5 +1,5 @@
 """The real desktop window, started as a double-click starts it: the desktop entry
-``scripts/install`` writes (``aios.desktop_entry``) is valid for
+``scripts/install`` writes (``aios.entry.xdg``) is valid for
 ``desktop-file-validate``, and its ``Exec`` command under Xvfb opens pywebview (GTK +
 WebKit2GTK) on the desktop page, whose title is read back through ``evaluate_js``;
 closing the window shuts the whole system down."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aios import desktop_entry, window
+from aios.entry import window, xdg as desktop_entry
 from tests.integration.conftest import SYSTEM_APPS
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -65,9 +65,9 @@ def _installed_entry(home: Path) -> Path:
     (home / "Desktop").mkdir(parents=True)
     places = desktop_entry.Places.for_user({"HOME": str(home)})
     written = desktop_entry.install(places, desktop_entry.launcher_command())
-    menu = places.applications / "triton-aios.desktop"
+    menu = places.applications / "triton-aios.entry.main"
     assert menu in written and places.desktop is not None
-    on_desktop = places.desktop / "triton-aios.desktop"
+    on_desktop = places.desktop / "triton-aios.entry.main"
     assert on_desktop in written and on_desktop.stat().st_mode & 0o111, "not launchable"
     assert (places.icons / "triton-aios.svg").read_bytes().startswith(b"<svg")
     for entry in (menu, on_desktop):

@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
-from aios import os_sandbox, safe_open
-from aios.app_files import CAPS
+from aios.apphost.app_files import CAPS
+from aios.apphost.manifests import load_app
+from aios.apphost.registry import AppStatus, Launcher
 from aios.config import Config
-from aios.launcher import AppStatus, Launcher
-from aios.manifests import load_app
+from aios.host import os_sandbox, safe_open
 from tests.integration.conftest import Running, start_system
 from tests.util import ROOT, wait_for
 

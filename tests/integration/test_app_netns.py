@@ -33,7 +33,7 @@ from typing import Any
 import psutil
 import pytest
 
-from aios import nat, os_sandbox
+from aios.host import nat, os_sandbox
 from tests.integration.conftest import TOKEN, Running, start_system
 from tests.integration.test_orphans import (
     CONFINED,

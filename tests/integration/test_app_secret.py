@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import requests
 
-from aios.app_secret import LAUNCH_SECRET_ENV, LAUNCH_SECRET_HEADER
+from aios.protocol.app_secret import LAUNCH_SECRET_ENV, LAUNCH_SECRET_HEADER
 from tests.integration.conftest import Running
 from tests.util import wait_for
 

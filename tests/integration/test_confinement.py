@@ -31,7 +31,7 @@ from typing import Any
 import psutil
 import pytest
 
-from aios import os_sandbox
+from aios.host import os_sandbox
 from tests.fakes.http_server import FakeHTTPServer
 from tests.integration.conftest import Running, start_system
 from tests.util import ROOT, wait_for

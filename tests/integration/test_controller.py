@@ -300,7 +300,7 @@ def test_history_summary_keeps_up_with_a_long_session(system_all: Running) -> No
 
 def test_tasks_that_cannot_start_are_skipped_not_spun_on(system_all: Running) -> None:
     # The planner refuses such plans; the dispatcher must still end if one slips through.
-    from aios.planner import Plan, Task
+    from aios.control.planner import Plan, Task
 
     ctl = system_all.system.controller
     sid = system_all.system.store.ensure_session()

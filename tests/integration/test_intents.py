@@ -1,4 +1,4 @@
-"""System intents (aios/intents.py) through the real system: the first things people
+"""System intents (aios/control/intents.py) through the real system: the first things people
 type — help, open / close / switch to an app, Settings, the time, small talk, undo /
 reset — are answered by the controller itself, in the UI language, the same with and
 without an LLM (the fake model sees no request); app instructions still reach the apps.

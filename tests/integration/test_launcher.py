@@ -22,9 +22,9 @@ import psutil
 import pytest
 import requests
 
+from aios.apphost.registry import AppRecord, AppStatus, Launcher, RestartPolicy
 from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound
-from aios.launcher import AppRecord, AppStatus, Launcher, RestartPolicy
 from tests.util import wait_for
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "apps_launcher"
@@ -318,7 +318,7 @@ def test_ports_come_from_manifest_then_previous_port_map_then_free(
 
     launcher = make_launcher()
     try:
-        with caplog.at_level(logging.WARNING, logger="aios.launcher"):
+        with caplog.at_level(logging.WARNING, logger="aios.apphost.registry"):
             launcher.start()
     finally:
         busy.close()
@@ -685,7 +685,7 @@ def test_a_failed_listing_of_the_apps_folder_unloads_nothing(
     launcher = make_launcher()
     launcher.start()
     pid = launcher.get("keep").pid
-    with caplog.at_level(logging.INFO, logger="aios.launcher"):
+    with caplog.at_level(logging.INFO, logger="aios.apphost.registry"):
         with no_file_descriptors():
             launcher.rescan()  # cannot even list the folder: EMFILE
             launcher.rescan()

@@ -12,7 +12,7 @@ import pytest
 
 from aios.config import Config
 from aios.errors import LLMError, LLMUnavailable
-from aios.llm import LLMClient, normalize_base_url
+from aios.llm.client import LLMClient, normalize_base_url
 from aios.store import Store
 from tests.fakes.fake_openai import (
     FakeOpenAI,
@@ -185,7 +185,7 @@ def test_timeout_falls_back_to_the_second_provider(
         fallback={"base_url": backup.url, "model": "backup-model", "api_key": KEY},
     )
     llm = client_for(config)
-    with caplog.at_level(logging.WARNING, logger="aios.llm"):
+    with caplog.at_level(logging.WARNING, logger="aios.llm.client"):
         result = llm.chat(HELLO, purpose="plan")
     assert result.content == "备用线路的回答"
     assert (result.provider, result.model) == ("fallback", "backup-model")

@@ -18,8 +18,8 @@ import pytest
 
 from aios.config import validate_config
 from aios.errors import AppTimeout, LLMError
-from aios.llm import MIN_DERIVED_TIMEOUT, LLMClient, is_loopback
-from aios.runs import Run
+from aios.llm.client import MIN_DERIVED_TIMEOUT, LLMClient, is_loopback
+from aios.runs.runs import Run
 from aios.tools import tool_schemas
 from aios_sdk.generic.loop import clean_args
 from tests.conftest import ROOT
@@ -113,7 +113,7 @@ def test_the_probe_derives_the_timeouts_and_the_context_is_checked(
     fake.first_token_delay = 1.5  # ~150 probe tokens in 1.5 s: 3,300 need ~30 s
     model, fake.max_model_len, fake.model = fake.model, 200, "m"  # a context size, as vLLM says
     try:
-        with caplog.at_level(logging.INFO, logger="aios.llm"):
+        with caplog.at_level(logging.INFO, logger="aios.llm.client"):
             llm = client(fake, timeout=5)
             assert llm.probed.wait(WAIT) and llm.ttft is not None and llm.ttft >= 1.5
             primary = llm._providers[0]
@@ -159,7 +159,7 @@ def test_an_app_that_does_not_answer_is_logged_at_warning(
     record = running.system.launcher.get("slow")
     assert record is not None
     run = Run(run_id="run-slow", session_id="s-slow", app="slow", kind="instruction")
-    with caplog.at_level(logging.WARNING, logger="aios.controller"):
+    with caplog.at_level(logging.WARNING, logger="aios.control.controller"):
         with pytest.raises(AppTimeout):
             controller.call_app(record, "nap 5", None, "s-slow", run=run)
     lines = [r for r in caplog.records if "did not answer within" in r.getMessage()]

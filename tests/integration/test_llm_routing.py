@@ -140,7 +140,7 @@ def test_a_planning_failure_is_logged_once(
     assert out["source"] == "offline"
     said = [r for r in caplog.records if "API key rejected" in r.getMessage()]
     assert len(said) == 1, [r.getMessage() for r in said]
-    assert said[0].name == "aios.controller" and said[0].levelno == logging.WARNING
+    assert said[0].name == "aios.control.controller" and said[0].levelno == logging.WARNING
 
 
 def test_llm_settings_reach_the_next_instruction(system: Running, fake: FakeOpenAI) -> None:
@@ -154,6 +154,8 @@ def test_llm_settings_reach_the_next_instruction(system: Running, fake: FakeOpen
             "/api/config", {"updates": {"llm": {"base_url": other.url, "api_key": "sk-test"}}}
         )
         assert r.status_code == 200, r.text
-        out = system.instruct("讲个笑话")  # not a system intent (aios/intents.py): it is planned
+        out = system.instruct(
+            "讲个笑话"
+        )  # not a system intent (aios/control/intents.py): it is planned
         assert len(other.requests) == 1 and fake.requests == []
     assert out["source"] == "llm" and "来自新的服务" in out["message"]

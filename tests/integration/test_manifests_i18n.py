@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aios.runs import waiting_view
+from aios.runs.runs import waiting_view
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, start_system
 

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from aios.config import Config
-from aios.llm import LLMClient
-from aios.planner import (
+from aios.control.planner import (
     Plan,
     PlanInvalid,
     history_extract,
@@ -19,7 +18,8 @@ from aios.planner import (
     summarize_history,
     validate_tasks,
 )
-from aios.router import AppProfile, OfflineRouter
+from aios.control.router import AppProfile, OfflineRouter
+from aios.llm.client import LLMClient
 from aios.store import Store
 from tests.fakes.fake_openai import FakeOpenAI, http_error, text, tool_call
 

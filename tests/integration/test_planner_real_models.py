@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from aios import planner
-from aios.planner import plan_instruction
-from aios.router import OfflineRouter
+from aios.control import planner
+from aios.control.planner import plan_instruction
+from aios.control.router import OfflineRouter
 from tests.conftest import ROOT
 from tests.fakes.fake_openai import FakeOpenAI, Reply, text, tool_call
 from tests.integration.conftest import Running, copy_apps, start_system

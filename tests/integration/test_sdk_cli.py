@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from aios.apphost.manifests import MANIFEST, ROLE_FILE
+from aios.apphost.registry import APP_ID_RE as LAUNCHER_APP_ID_RE
 from aios.config import Config
-from aios.launcher import APP_ID_RE as LAUNCHER_APP_ID_RE
-from aios.manifests import MANIFEST, ROLE_FILE
 from aios.protocol import parse_manifest
 from aios_sdk import AIOSAgent, agent as agent_module
 from aios_sdk.scaffold import APP_ID_RE, CheckReport, check_app, main, new_app

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from aios.manifests import RESERVED_APP_IDS, normalised_id, reserved_id_reason
+from aios.apphost.manifests import RESERVED_APP_IDS, normalised_id, reserved_id_reason
 from tests.conftest import ROOT
 from tests.integration.conftest import FIXTURES, Running, copy_apps
 from tests.util import wait_for

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aios.config import Config
-from aios.voice import NO_MICROPHONE, speaks_reply, speech_language, wav_seconds
+from aios.desktop.voice import NO_MICROPHONE, speaks_reply, speech_language, wav_seconds
 from tests.integration.conftest import SYSTEM_APPS, Running
 
 pytestmark = pytest.mark.skipif(
@@ -160,7 +160,7 @@ def test_any_reply_text_is_rendered_to_speech(voice_system: Running, text: str) 
 
 def test_text_is_split_by_script_with_a_voice_per_run() -> None:
     from aios.config import Config
-    from aios.voice import LATIN_VOICE, MAX_SPEECH_RUNS, speech_runs
+    from aios.desktop.voice import LATIN_VOICE, MAX_SPEECH_RUNS, speech_runs
 
     config = Config()
     mandarin = config.voice.mandarin_voice

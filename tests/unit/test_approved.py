@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aios.approved import (
+from aios.config import SandboxConfig
+from aios.runs.approved import (
     NOT_SHOWN,
     PIN_SHOW_CHARS,
     Approval,
@@ -18,8 +19,7 @@ from aios.approved import (
     step_hash,
     template_refs,
 )
-from aios.config import SandboxConfig
-from aios.sandbox import SandboxPolicy
+from aios.tools.sandbox import SandboxPolicy
 
 
 @pytest.fixture

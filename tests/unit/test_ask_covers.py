@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from aios.approvals import ASK_COVERS_MAX, check_covers
 from aios.errors import BadRequest
-from aios.runs import covered_key
+from aios.runs.approvals import ASK_COVERS_MAX, check_covers
+from aios.runs.runs import covered_key
 
 RM = {"tool": "shell_exec", "args": {"cmd": ["python3", "-c", "...", "a.txt"]}}
 

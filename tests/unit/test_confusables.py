@@ -1,4 +1,5 @@
-"""Names compared as a person sees them (DESIGN §14.7): aios/confusables.py, aios/owners.py.
+"""Names compared as a person sees them (DESIGN §14.7): aios/apphost/confusables.py,
+aios/control/owners.py.
 
 The skeleton is ICU's UTS #39 one; these tests pin the pipeline around it
 (NFKC, invisible characters, case, combining marks) on the spellings an
@@ -11,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from aios.confusables import name_keys, same_name, shown
-from aios.manifests import AppRecord, assign_display_names
-from aios.owners import contest
+from aios.apphost.confusables import name_keys, same_name, shown
+from aios.apphost.manifests import AppRecord, assign_display_names
+from aios.apphost.supervisor import AppStatus
+from aios.control.owners import contest
+from aios.control.router import AppProfile, OfflineRouter
 from aios.protocol import parse_manifest
-from aios.router import AppProfile, OfflineRouter
-from aios.supervisor import AppStatus
 
 LOOK_ALIKES = [
     ("Hello小AI", "Hello小AI\u200b"),  # zero-width space (the issue's example)

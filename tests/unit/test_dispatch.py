@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aios.applog import LogPump
+from aios.apphost.applog import LogPump
 from aios.config import AppsConfig
-from aios.dispatch import AppSlots
+from aios.control.dispatch import AppSlots
 from aios.errors import AppBusy
 from tests.util import wait_for
 

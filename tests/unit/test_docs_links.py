@@ -1,6 +1,6 @@
 """The docs cite only what is in the repo: every relative link of README.md and docs/*.md
 names a file that exists (and a heading that exists, when it has an anchor), every
-repo path quoted in code (`aios/router.py`) exists, and nothing cites the spec by section
+repo path quoted in code (`aios/control/router.py`) exists, and nothing cites the spec by section
 ("spec §x.y"), which is not in the repo. The app guide's two languages keep one structure.
 """
 
@@ -24,7 +24,7 @@ _HTML_ID = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 _CODE_PATH = re.compile(
     r"`((?:aios|aios_sdk|apps|docs|tests|renderer|scripts|bench)/[^`\s<>*{}]+\.[a-z]{1,5})`"
 )
-"""A repo file quoted in inline code: `aios/router.py`, `renderer/js/main.js`."""
+"""A repo file quoted in inline code: `aios/control/router.py`, `renderer/js/main.js`."""
 _SPEC = re.compile(r"\bspec\s*§", re.IGNORECASE)
 
 

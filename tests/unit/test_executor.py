@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from aios.errors import ProtocolError
-from aios.executor import Executor
 from aios.protocol import Step, ToolResult
 from aios.store import Store
 from aios.tools import ToolContext
+from aios.tools.executor import Executor
 from tests.conftest import ROOT, make_ctx
 from tests.util import wait_listening
 

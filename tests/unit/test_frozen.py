@@ -1,5 +1,5 @@
 """The one-folder bundle's program acts as Python for the command lines the system
-starts its children with (aios/frozen.py), and is the desktop otherwise."""
+starts its children with (aios/entry/frozen.py), and is the desktop otherwise."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aios import frozen
+from aios.entry import frozen
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -34,9 +34,9 @@ def test_python_command_lines_are_told_from_the_desktops(
 
 
 def _as_bundle(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run aios.frozen.main as the bundle does (sys.frozen set), in a child process."""
+    """Run aios.entry.frozen.main as the bundle does (sys.frozen set), in a child process."""
     code = (
-        "import sys; sys.frozen = True; from aios.frozen import main; "
+        "import sys; sys.frozen = True; from aios.entry.frozen import main; "
         f"raise SystemExit(main({args!r}))"
     )
     return subprocess.run(
@@ -73,7 +73,7 @@ def test_the_bundle_runs_code_given_with_c(tmp_path: Path) -> None:
 
 def test_without_the_bundle_the_arguments_go_to_the_desktop(tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "aios.frozen", "--port", "70000"],
+        [sys.executable, "-m", "aios.entry.frozen", "--port", "70000"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

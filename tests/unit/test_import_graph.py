@@ -117,7 +117,7 @@ def _path(graph: dict[str, set[str]], component: list[str]) -> str:
 def test_the_graph_sees_deferred_and_type_checking_imports() -> None:
     graph = _graph()
     # aios.tools.base imports ProcessTable only under TYPE_CHECKING ...
-    assert "aios.processes" in graph["aios.tools.base"]
+    assert "aios.tools.processes" in graph["aios.tools.base"]
     # ... and aios_sdk.standalone imports aios.tools inside a method.
     assert "aios.tools" in graph["aios_sdk.standalone"]
 

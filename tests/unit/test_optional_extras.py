@@ -10,8 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from aios import voice, window
 from aios.config import Config
+from aios.desktop import voice
+from aios.entry import window
 from aios.errors import AIOSError
 from tests.conftest import ROOT
 
@@ -32,7 +33,8 @@ def test_the_system_and_the_sdk_import_without_the_desktop_and_voice_extras() ->
         "import sys\n"
         f"for name in {EXTRA_MODULES!r}:\n"
         "    sys.modules[name] = None\n"
-        "import aios_sdk, aios.web, aios.system, aios.desktop, aios.voice, aios.window\n"
+        "import aios_sdk, aios.web, aios.system, aios.entry.main, aios.desktop.voice\n"
+        "import aios.entry.window\n"
         "print('imported')\n"
     )
     proc = subprocess.run(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from aios.outbound import (
+from aios.protocol.outbound import (
     BadDestination,
     Taint,
     card_text,

@@ -1,4 +1,4 @@
-"""aios.procgroup: one way to stop a process group, and it says which path ran.
+"""aios.host.procgroup: one way to stop a process group, and it says which path ran.
 
 Real processes: a leader started in its own session, children in its group
 and one that left it (setsid). ``stop`` returns only once all of them are
@@ -16,8 +16,8 @@ import sys
 import psutil
 import pytest
 
-from aios import procgroup
-from aios.procgroup import Stopped
+from aios.host import procgroup
+from aios.host.procgroup import Stopped
 
 FAMILY = """
 import signal, subprocess, sys, time

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from aios.approvals import Approvals
 from aios.config import ApprovalsConfig, QuotasConfig
+from aios.desktop.instances import Instances
 from aios.errors import QuotaExceeded
 from aios.events import EventBus
-from aios.instances import Instances
 from aios.quotas import Quotas, measure
-from aios.runs import Runs, gate
-from aios.runstore import RunStore
+from aios.runs.approvals import Approvals
+from aios.runs.runs import Runs, gate
 from aios.store import Store
+from aios.store.runs import RunStore
 
 
 class Clock:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from aios.approvals import Approvals, Call
 from aios.config import ApprovalsConfig
 from aios.events import EventBus
-from aios.rights import Acting, LaunchLimits, asked_by, check_launch, describe_ui_op
-from aios.runstore import RunStore
+from aios.runs.approvals import Approvals, Call
+from aios.runs.rights import Acting, LaunchLimits, asked_by, check_launch, describe_ui_op
 from aios.store import Store
+from aios.store.runs import RunStore
 
 SHELL = Call("shell_exec", "high")
 UI = Call("ui_op", "high", "desktop.control")

@@ -21,9 +21,11 @@ import pytest
 
 from aios.config import DEFAULT_BLOCK_LIST, Config, SandboxConfig, apply_updates, validate_config
 from aios.errors import ConfigError
-from aios.processes import ProcessTable
 from aios.protocol import ATOMIC_TOOLS, ToolResult
-from aios.risk import (
+from aios.store import Store
+from aios.tools import ToolContext, invoke
+from aios.tools.processes import ProcessTable
+from aios.tools.risk import (
     RISK_ORDER,
     blocked,
     classify,
@@ -31,9 +33,7 @@ from aios.risk import (
     describe_raw,
     visible,
 )
-from aios.sandbox import BLOCK_REASONS, SandboxPolicy
-from aios.store import Store
-from aios.tools import ToolContext, invoke
+from aios.tools.sandbox import BLOCK_REASONS, SandboxPolicy
 from tests.conftest import make_ctx
 
 WHITELIST = ["ls", "cat", "echo", "python3", "rm", "tee", "cp", "dd", "env", "timeout", "nice"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aios.router import AppProfile, OfflineRouter, Task, split_instruction, tokenize
+from aios.control.router import AppProfile, OfflineRouter, Task, split_instruction, tokenize
 
 # Profiles shaped like the bundled apps' manifests (Chinese names, bilingual keywords).
 APPS = [

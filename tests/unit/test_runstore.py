@@ -17,9 +17,9 @@ import pytest
 
 from aios.config import Config, RetentionConfig
 from aios.errors import Conflict, NotFound, StoreCorrupt, StoreFull
-from aios.pruner import Pruner
-from aios.runstore import RunStore
 from aios.store import Store
+from aios.store.pruner import Pruner
+from aios.store.runs import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = 86400.0
@@ -320,7 +320,7 @@ def test_two_answers_at_once_exactly_one_wins(db_path: Path, answers: str, store
 CRASH_AFTER_ANSWERING = """
 import os, signal, sys
 from aios.store import Store
-from aios.runstore import RunStore
+from aios.store.runs import RunStore
 rs = RunStore(Store(sys.argv[1]))
 rs.create_run("run_crash", session_id="sess_a", app="notes", kind="instruction", text="ls")
 rs.set_steps("run_crash", [{"step_id": "s1", "tool": "shell_exec", "status": "pending"}])

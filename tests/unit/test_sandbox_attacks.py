@@ -39,7 +39,7 @@ import psutil
 import pytest
 
 from aios.config import SandboxConfig
-from aios.os_sandbox import detect
+from aios.host.os_sandbox import detect
 from aios.protocol import ToolResult
 from aios.store import Store
 from aios.tools import ToolContext, invoke

@@ -69,8 +69,8 @@ def test_errors_are_the_system_errors() -> None:
 
 def test_importing_the_sdk_does_not_pull_in_the_system() -> None:
     code = (
-        "import sys, aios_sdk; bad = [m for m in ('aios.web', 'aios.controller', "
-        "'aios.launcher', 'flask') if m in sys.modules]; print(bad)"
+        "import sys, aios_sdk; bad = [m for m in ('aios.web', 'aios.control.controller', "
+        "'aios.apphost.registry', 'flask') if m in sys.modules]; print(bad)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT

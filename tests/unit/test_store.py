@@ -14,8 +14,8 @@ import pytest
 
 from aios.config import RetentionConfig
 from aios.errors import StoreError, StoreFull
-from aios.pruner import Pruner
 from aios.store import Store
+from aios.store.pruner import Pruner
 
 
 def test_wal_mode_and_file_on_disk(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import requests
 from flask import Flask
 from werkzeug.serving import make_server
 
-from aios import safe_open
+from aios.host import safe_open
 from aios.protocol import ToolResult
 from aios.store import Store
 from aios.tools import ToolContext, invoke

@@ -1,4 +1,4 @@
-"""aios/toolcalls.py: calls out of whatever a model answered (issue 15)."""
+"""aios/llm/toolcalls.py: calls out of whatever a model answered (issue 15)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from aios.planner import DISPATCH_TOOL, REPLY_TOOL
-from aios.toolcalls import extract, extract_calls, looks_like_code, repair_json
+from aios.control.planner import DISPATCH_TOOL, REPLY_TOOL
+from aios.llm.toolcalls import extract, extract_calls, looks_like_code, repair_json
 
 TOOLS = [DISPATCH_TOOL, REPLY_TOOL]
 TASKS = {"tasks": [{"id": "t1", "app": "notes", "instruction": "记一下买牛奶"}]}

@@ -18,11 +18,11 @@ import psutil
 import pytest
 
 from aios.config import Config, SandboxConfig
-from aios.os_sandbox import SANE_PATH, detect
-from aios.processes import ProcessTable
+from aios.host.os_sandbox import SANE_PATH, detect
 from aios.protocol import ToolResult
 from aios.store import Store
 from aios.tools import ToolContext, invoke
+from aios.tools.processes import ProcessTable
 from tests.conftest import make_ctx
 from tests.util import wait_for
 

@@ -1,11 +1,11 @@
-"""The log of applied UI changes (aios/ui_log.py): bounded, undo pops, reset clears."""
+"""The log of applied UI changes (aios/desktop/ui_log.py): bounded, undo pops, reset clears."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from aios.desktop.ui_log import UILog
 from aios.store import Store
-from aios.ui_log import UILog
 
 
 def test_the_log_is_bounded_and_undo_reset_take_changes_back(tmp_path: Path) -> None:

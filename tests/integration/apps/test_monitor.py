@@ -19,8 +19,8 @@ import psutil
 import pytest
 import requests
 
-from aios.app_secret import LAUNCH_SECRET_HEADER
 from aios.events import Subscription
+from aios.protocol.app_secret import LAUNCH_SECRET_HEADER
 from tests.conftest import ROOT
 from tests.integration.conftest import Running, copy_apps, final_view
 from tests.util import wait_for

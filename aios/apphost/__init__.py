@@ -1,0 +1,1 @@
+"""apphost: see README "How it fits together"."""

@@ -1,0 +1,1 @@
+"""control: see README "How it fits together"."""

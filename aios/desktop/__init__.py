@@ -1,0 +1,1 @@
+"""desktop: see README "How it fits together"."""

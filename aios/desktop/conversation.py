@@ -1,0 +1,171 @@
+"""A session's conversation timeline (DESIGN §13 "Conversation panel").
+
+The timeline is not stored on its own: it is merged, when asked for, from what
+the session already keeps — its history (the user's turns, the system's and the
+apps' replies), its runs and its interactions (approval and ask cards) — so it
+survives a refresh and a restart and never disagrees with them.
+
+Entries, oldest first, each ``{id, kind, ts, ...}``:
+
+- ``user`` (``h<history id>``): ``text`` (typed or spoken; ``spoken`` when the
+  history says so), or ``open`` (an app opened) or ``action`` (a control used
+  in ``app``'s window);
+- ``reply`` (``h<history id>``): ``message``, ``apps`` (the app(s) that
+  answered, empty for the system's own reply), ``status``, ``view_type``; the
+  system's answers to a system intent add ``intent`` and ``suggestions``;
+- ``run`` (``r<run id>``): ``run_id``, ``run_kind``, ``app``, ``apps``,
+  ``state``, ``text``, ``updated``, ``retryable`` (interrupted runs: the user may
+  send them again). Open and action runs that simply finished are left out:
+  their reply already says everything;
+- ``interaction`` (``i<interaction id>``): ``interaction`` (the stored object,
+  its ``state`` and, once answered, its ``answer``).
+
+Order is by time, and on a tie by the order things happen in (a turn, its
+run, the run's cards, the replies). A page is the ``limit`` entries before the
+entry ``before`` (the newest without it). A session holds at most the store's
+retention of history rows and runs, so a page is cut from the merged session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aios.errors import BadRequest
+from aios.store import Store
+from aios.store.runs import RUNS_PAGE_MAX, RunStore
+
+TITLE_MAX_CHARS = 80
+"""A session's title in the list: its first text, cut to this many characters."""
+RETRYABLE = ("interrupted",)
+"""Run states the panel offers to send again."""
+QUIET_RUN_KINDS = ("open", "action")
+"""Run kinds shown only when they did not simply finish (their reply says it all)."""
+_RANK = {"user": 0, "run": 1, "interaction": 2, "reply": 3}
+"""Tie order of entries with the same time."""
+
+Entry = dict[str, Any]
+
+
+def sessions(store: Store, limit: int) -> list[dict[str, Any]]:
+    """The sessions, most recently used first, each with a short title."""
+    out = store.sessions_overview(limit)
+    for s in out:
+        title = s["title"]
+        if isinstance(title, str) and len(title) > TITLE_MAX_CHARS:
+            s["title"] = title[: TITLE_MAX_CHARS - 1] + "…"
+    return out
+
+
+def _history_entry(row: dict[str, Any]) -> Entry | None:
+    content = row["content"] if isinstance(row["content"], dict) else {}
+    base: Entry = {"id": f"h{row['id']}", "ts": row["ts"]}
+    if row["role"] == "user":
+        entry: Entry = {**base, "kind": "user"}
+        if isinstance(content.get("text"), str):
+            entry["text"] = content["text"]
+            if content.get("spoken"):
+                entry["spoken"] = True
+        elif isinstance(content.get("open"), str):
+            entry["open"] = content["open"]
+        elif isinstance(content.get("action"), dict):
+            entry["action"] = content["action"].get("action_id")
+            entry["app"] = row.get("app")
+        else:
+            return None
+        return entry
+    app = row.get("app")
+    reply: Entry = {
+        **base,
+        "kind": "reply",
+        "message": content.get("message"),
+        "apps": [app] if app else [],
+        "status": content.get("status"),
+        "view_type": content.get("view_type"),
+    }
+    # The controller's own answers (aios/control/intents.py) name their intent and offer
+    # suggestions.
+    if isinstance(content.get("intent"), str):
+        reply["intent"] = content["intent"]
+    if isinstance(content.get("suggestions"), list):
+        reply["suggestions"] = content["suggestions"]
+    return reply
+
+
+def _run_entry(run: dict[str, Any], cards: set[str]) -> Entry | None:
+    if run["kind"] in QUIET_RUN_KINDS and run["state"] == "done" and run["run_id"] not in cards:
+        return None
+    app = run.get("app") or ""
+    return {
+        "id": f"r{run['run_id']}",
+        "kind": "run",
+        "ts": run["created"],
+        "run_id": run["run_id"],
+        "run_kind": run["kind"],
+        "app": app,
+        "apps": [a for a in app.split(",") if a],
+        "state": run["state"],
+        "text": run.get("text"),
+        "updated": run.get("updated"),
+        "retryable": run["state"] in RETRYABLE,
+    }
+
+
+def _all_history(store: Store, sid: str, page: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    before: int | None = None
+    while True:
+        chunk, more = store.history_page(sid, before=before, limit=page)
+        rows[:0] = chunk
+        if not more or not chunk:
+            return rows
+        before = chunk[0]["id"]
+
+
+def _key(entry: Entry) -> tuple[float, int, str]:
+    return (float(entry["ts"]), _RANK[entry["kind"]], entry["id"])
+
+
+def entries(store: Store, runstore: RunStore, sid: str, *, page: int) -> list[Entry]:
+    """The whole session's timeline, oldest first (``page``: history rows per read)."""
+    out: list[Entry] = [
+        e for e in (_history_entry(r) for r in _all_history(store, sid, page)) if e is not None
+    ]
+    interactions = runstore.interactions(session=sid)
+    cards = {ia["run_id"] for ia in interactions}
+    for run in runstore.runs(session=sid, limit=RUNS_PAGE_MAX):
+        entry = _run_entry(run, cards)
+        if entry is not None:
+            out.append(entry)
+    out.extend(
+        {"id": f"i{ia['id']}", "kind": "interaction", "ts": ia["created"], "interaction": ia}
+        for ia in interactions
+    )
+    out.sort(key=_key)
+    return out
+
+
+def timeline(
+    store: Store,
+    runstore: RunStore,
+    sid: str,
+    *,
+    before: str | None,
+    limit: int,
+    page: int,
+) -> dict[str, Any]:
+    """One page: the ``limit`` entries before entry ``before`` (the newest when None),
+    oldest first, with ``has_more`` and the ``next_before`` that fetches older ones."""
+    every = entries(store, runstore, sid, page=page)
+    end = len(every)
+    if before is not None:
+        end = next((i for i, e in enumerate(every) if e["id"] == before), -1)
+        if end < 0:
+            raise BadRequest(f"query parameter 'before': no entry {before!r} in session {sid!r}")
+    start = max(0, end - limit)
+    shown = every[start:end]
+    return {
+        "session_id": sid,
+        "entries": shown,
+        "has_more": start > 0,
+        "next_before": shown[0]["id"] if start > 0 and shown else None,
+    }

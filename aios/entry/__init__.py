@@ -1,0 +1,1 @@
+"""entry: see README "How it fits together"."""

@@ -1,0 +1,1 @@
+"""host: see README "How it fits together"."""

@@ -1,0 +1,1 @@
+"""llm: see README "How it fits together"."""

@@ -1,0 +1,1 @@
+"""runs: see README "How it fits together"."""
