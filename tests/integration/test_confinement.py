@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,9 +32,10 @@ from typing import Any
 import psutil
 import pytest
 
+from aios.events import Subscription
 from aios.host import os_sandbox
 from tests.fakes.http_server import FakeHTTPServer
-from tests.integration.conftest import Running, start_system
+from tests.integration.conftest import FINAL_VIEW_WAIT, Running, start_system
 from tests.util import ROOT, wait_for
 
 if os_sandbox.detect().bwrap is None:
@@ -227,10 +229,40 @@ def targets(running: Running, recorder: FakeHTTPServer, marker: str) -> dict[str
 
 
 def attack(running: Running, params: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    reply = running.act("hostile", {"action_id": "attack", "params": params})
+    """The hostile app's report. Its own work through the system (the positive controls)
+    reads a file before its request, so the request waits on a card whatever the mode
+    (DESIGN §14.5, taint): the user allows each such card, and the report is the final view."""
+    sub = running.system.bus.subscribe()
+    try:
+        reply = running.act("hostile", {"action_id": "attack", "params": params})
+        if reply.get("state") == "waiting":
+            reply = allow_until_done(running, sub, reply)
+    finally:
+        sub.close()
     assert reply["status"] == "ok", reply
     report: dict[str, dict[str, Any]] = json.loads(reply["data"]["content"])
     return report
+
+
+def allow_until_done(running: Running, sub: Subscription, reply: dict[str, Any]) -> dict[str, Any]:
+    """Allow every card of ``reply``'s run as it comes, and return the run's final view."""
+    run_id = reply["run_id"]
+    cards = [p["id"] for p in reply["pending"]]
+    deadline = time.monotonic() + FINAL_VIEW_WAIT
+    while time.monotonic() < deadline:
+        for ia in cards:
+            r = running.post(f"/api/interactions/{ia}", {"decision": "allow"})
+            assert r.status_code == 200, r.text
+        cards = []
+        ev = sub.get(timeout=max(0.0, deadline - time.monotonic()))
+        if not ev or ev.get("run_id") != run_id:
+            continue
+        if ev.get("type") == "interaction" and ev.get("kind") == "approval":
+            cards.append(ev["id"])
+        elif ev.get("type") == "view":
+            view: dict[str, Any] = ev["response"]
+            return view
+    raise AssertionError(f"no final view for {run_id} within {FINAL_VIEW_WAIT}s")
 
 
 def apps_by_id(running: Running) -> dict[str, dict[str, Any]]:

@@ -233,8 +233,8 @@ def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
         "manifest.json field port: Input should be greater than or equal to 1024",
         "manifest.json field handle_endpoint: must be a path starting with '/' (got 'handle')",
         "manifest.json field keywords.3: String should have at most 40 characters",
-        "manifest.json field permissions.0: Input should be 'desktop.control', 'network' or "
-        "'system.processes'",
+        "manifest.json field permissions.0: Input should be 'conversation.read', "
+        "'desktop.control', 'network' or 'system.processes'",
         "manifest.json: unknown field 'role_promt'; did you mean 'role_prompt'?",
         "entry 'main.py' does not compile (line 1): invalid syntax",
         f"workdir 'data' resolves to {secret.resolve()}, outside the app folder",
