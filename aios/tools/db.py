@@ -377,6 +377,8 @@ def _map_error(
     return ToolFailed(f"db_query: SQLite error: {message}")
 
 
+# ----------------------------------------------- is it a read? (its risk class)
+
 READ_PRAGMAS = frozenset(
     """application_id auto_vacuum busy_timeout cache_size cache_spill cell_size_check
     collation_list compile_options data_version database_list encoding foreign_key_check
@@ -401,9 +403,6 @@ WRITE_WORDS = frozenset(
 )
 """Keywords that make a statement starting with SELECT/WITH/VALUES not clearly a read."""
 READ_STARTS = frozenset({"SELECT", "VALUES", "WITH"})
-
-
-# --------------------------------------------------------------------- SQL
 
 
 def _sql_tokens(sql: str) -> list[str] | None:
