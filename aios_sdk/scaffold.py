@@ -42,7 +42,7 @@ from aios.config import Config, load_config
 from aios.errors import ConfigError, ProtocolError
 from aios.names import APP_ID_PATTERN
 from aios.protocol import LOCALES, Manifest, parse_manifest
-from aios.tools.sandbox import _domain_allowed
+from aios.tools.sandbox import domain_allowed as _domain_allowed
 
 __all__ = ["APP_ID_RE", "PLACEHOLDERS", "CheckReport", "check_app", "main", "new_app"]
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -149,12 +149,44 @@ class ToolContext:
 ToolFunc = Callable[[ToolContext, Any], ToolOutput]
 
 
+Risk = Literal["safe", "low", "medium", "high"]
+"""How much a tool call can do (DESIGN §12 "Risk"); the approval policy asks from a class."""
+RISK_ORDER: Final[tuple[Risk, ...]] = ("safe", "low", "medium", "high")
+"""Least to most; ``RISK_ORDER.index(r)`` compares two classes."""
+
+RiskRule = Callable[[dict[str, Any]], Risk]
+"""A call's risk from its (unchecked) arguments; never raises."""
+DescribeRule = Callable[[dict[str, Any]], str]
+"""A call in plain words from its (unchecked) arguments (:func:`aios.tools.risk.describe`)."""
+
+
 @dataclass(frozen=True)
 class ToolSpec:
+    """Everything about one atomic tool, declared once beside its code (issue 21, rule 1)."""
+
     name: str
     func: ToolFunc
     args_model: type[ToolArgs]
     description: str
+    timeout: float = 30.0
+    """Default seconds per call; config.json ``tool_timeout`` overrides it."""
+    risk: Risk | RiskRule = "high"
+    """A fixed class, or one computed from the arguments."""
+    risks: tuple[Risk, ...] = ()
+    """Every class :attr:`risk` can give (the approvals catalog shows them); a fixed
+    class when empty."""
+    describe: DescribeRule | None = None
+    """The call in plain words for the preview card; None: the name and the arguments."""
+    offer_words: tuple[str, ...] = ()
+    """Words of a request (lower case) for which the generic app offers this tool."""
+
+    def classify(self, args: dict[str, Any]) -> Risk:
+        return self.risk(args) if callable(self.risk) else self.risk
+
+    def risk_classes(self) -> tuple[Risk, ...]:
+        if self.risks:
+            return self.risks
+        return (self.risk,) if isinstance(self.risk, str) else RISK_ORDER
 
     def json_schema(self) -> dict[str, Any]:
         """OpenAI function-calling shape, for LLM planners."""
@@ -170,14 +202,24 @@ _REGISTRY: dict[str, ToolSpec] = {}
 
 
 def atomic_tool(
-    name: str, args_model: type[ToolArgs], description: str
+    name: str,
+    args_model: type[ToolArgs],
+    description: str,
+    *,
+    timeout: float = 30.0,
+    risk: Risk | RiskRule = "high",
+    risks: tuple[Risk, ...] = (),
+    describe: DescribeRule | None = None,
+    offer_words: tuple[str, ...] = (),
 ) -> Callable[[ToolFunc], ToolFunc]:
-    """Register an atomic tool; returns the function unchanged."""
+    """Register an atomic tool with its facts; returns the function unchanged."""
 
     def deco(func: ToolFunc) -> ToolFunc:
         if name in _REGISTRY:
             raise RuntimeError(f"tool {name!r} is registered twice")
-        _REGISTRY[name] = ToolSpec(name, func, args_model, description)
+        _REGISTRY[name] = ToolSpec(
+            name, func, args_model, description, timeout, risk, risks, describe, offer_words
+        )
         return func
 
     return deco

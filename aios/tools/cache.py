@@ -74,12 +74,20 @@ def _store(ctx: ToolContext, tool: str) -> Store:
     return ctx.store
 
 
+CACHE_WORDS = ("缓存", "记住", "记得", "计数", "cache", "remember", "count")
+"""Words of a request for which the generic app offers the cache tools."""
+
+
 @atomic_tool(
     "cache_get",
     CacheGetArgs,
     "Read a value this app cached. Returns the value, or null when the key is "
     "missing or expired (meta.hit tells). 'desktop:ui_snapshot' returns the "
     "desktop's element snapshot (needs the desktop.control permission).",
+    timeout=2,
+    risk="safe",
+    describe=lambda args: str(args.get("key", "")),
+    offer_words=CACHE_WORDS,
 )
 def cache_get(ctx: ToolContext, args: CacheGetArgs) -> ToolOutput:
     store = _store(ctx, "cache_get")
@@ -104,6 +112,10 @@ def cache_get(ctx: ToolContext, args: CacheGetArgs) -> ToolOutput:
     "cache_set",
     CacheSetArgs,
     "Cache a JSON value under a key for this app, optionally expiring after ttl seconds.",
+    timeout=2,
+    risk="low",
+    describe=lambda args: str(args.get("key", "")),
+    offer_words=CACHE_WORDS,
 )
 def cache_set(ctx: ToolContext, args: CacheSetArgs) -> ToolOutput:
     store = _store(ctx, "cache_set")

@@ -38,7 +38,7 @@ from aios.errors import ToolFailed, ToolRefused
 from aios.host import safe_open
 from aios.quotas import refusal
 from aios.tools import db_vfs
-from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.base import Risk, ToolArgs, ToolContext, ToolOutput, atomic_tool
 from aios.tools.sandbox import escaped, relative_display, resolve_dsn
 
 log = logging.getLogger(__name__)
@@ -144,11 +144,27 @@ class _Guard:
         return sqlite3.SQLITE_OK
 
 
+def _risk(args: dict[str, Any]) -> Risk:
+    sql = args.get("sql")
+    return "safe" if isinstance(sql, str) and is_read_only_sql(sql) else "medium"
+
+
+def _describe(args: dict[str, Any]) -> str:
+    sql = str(args.get("sql", ""))
+    dsn = args.get("dsn")
+    return f"{dsn}: {sql}" if dsn else sql
+
+
 @atomic_tool(
     "db_query",
     DbQueryArgs,
     "Run one SQL statement on an SQLite database inside the app's workdir. Returns "
     "{columns, rows, rowcount}; writes are committed at once.",
+    timeout=10,
+    risk=_risk,
+    risks=("safe", "medium"),
+    describe=_describe,
+    offer_words=("数据库", "表格", "sql", "sqlite", "database", "table", "query"),
 )
 def db_query(ctx: ToolContext, args: DbQueryArgs) -> ToolOutput:
     target = resolve_dsn(ctx.policy, args.dsn)
@@ -359,3 +375,110 @@ def _map_error(
     if isinstance(e, sqlite3.OperationalError) and "unable to open" in message:
         return ToolFailed(f"db_query: cannot open database {shown}: {message}")
     return ToolFailed(f"db_query: SQLite error: {message}")
+
+
+# ----------------------------------------------- is it a read? (its risk class)
+
+READ_PRAGMAS = frozenset(
+    """application_id auto_vacuum busy_timeout cache_size cache_spill cell_size_check
+    collation_list compile_options data_version database_list encoding foreign_key_check
+    foreign_key_list foreign_keys freelist_count function_list index_info index_list
+    index_xinfo integrity_check journal_mode journal_size_limit legacy_alter_table
+    locking_mode max_page_count mmap_size module_list page_count page_size pragma_list
+    query_only quick_check read_uncommitted recursive_triggers schema_version
+    secure_delete synchronous table_info table_list table_xinfo temp_store user_version
+    wal_autocheckpoint""".split()
+)
+"""Pragmas that only report when given no value. Others (``optimize``,
+``wal_checkpoint``, ``incremental_vacuum``…) may write, so they count as writes."""
+READ_PRAGMA_ARGS = frozenset(
+    """foreign_key_check foreign_key_list index_info index_list index_xinfo integrity_check
+    quick_check table_info table_list table_xinfo""".split()
+)
+"""Pragmas whose ``(argument)`` names what to report on; for the others
+``PRAGMA name(value)`` sets, like ``PRAGMA name = value``."""
+WRITE_WORDS = frozenset(
+    """INSERT UPDATE DELETE REPLACE UPSERT CREATE DROP ALTER ATTACH DETACH VACUUM REINDEX
+    ANALYZE PRAGMA BEGIN COMMIT ROLLBACK SAVEPOINT RELEASE RETURNING""".split()
+)
+"""Keywords that make a statement starting with SELECT/WITH/VALUES not clearly a read."""
+READ_STARTS = frozenset({"SELECT", "VALUES", "WITH"})
+
+
+def _sql_tokens(sql: str) -> list[str] | None:
+    """Upper-cased words and punctuation, literals as ``'`` and quoted names as ``"``;
+    comments dropped. None when a quote or comment is not closed."""
+    out: list[str] = []
+    i, n = 0, len(sql)
+    closers = {"'": "'", '"': '"', "`": "`", "[": "]"}
+    while i < n:
+        c = sql[i]
+        if c.isspace():
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            if end < 0:
+                return None
+            i = end + 2
+        elif c in closers:
+            end = sql.find(closers[c], i + 1)
+            # '' inside a literal is an escaped quote: keep looking past it.
+            while end >= 0 and c in "'\"" and sql.startswith(c, end + 1):
+                end = sql.find(c, end + 2)
+            if end < 0:
+                return None
+            out.append("'" if c == "'" else '"')
+            i = end + 1
+        elif c.isalnum() or c in "_$":
+            j = i
+            while j < n and (sql[j].isalnum() or sql[j] in "_$"):
+                j += 1
+            out.append(sql[i:j].upper())
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return out
+
+
+def is_read_only_sql(sql: str) -> bool:
+    """True only for a statement that clearly reads: SELECT, VALUES, WITH … SELECT,
+    EXPLAIN …, or a reporting PRAGMA. Anything unclear counts as a write."""
+    tokens = _sql_tokens(sql)
+    if not tokens:
+        return False
+    if ";" in tokens:
+        end = tokens.index(";")
+        if any(t != ";" for t in tokens[end:]):
+            return False  # a second statement
+        tokens = tokens[:end]
+        if not tokens:
+            return False
+    first = tokens[0]
+    if first == "EXPLAIN":
+        return True  # EXPLAIN [QUERY PLAN] shows a statement's plan, never runs it
+    if first in READ_STARTS:
+        return not any(t in WRITE_WORDS for t in tokens)
+    if first == "PRAGMA":
+        return _pragma_reads(tokens[1:])
+    return False
+
+
+def _pragma_reads(rest: list[str]) -> bool:
+    if len(rest) >= 2 and rest[1] == ".":
+        rest = rest[2:]  # schema.name
+    if not rest or rest[0].lower() not in READ_PRAGMAS:
+        return False
+    tail = rest[1:]
+    if not tail:
+        return True
+    # PRAGMA table_info(t): an argument naming what to report on, nothing after it.
+    return (
+        rest[0].lower() in READ_PRAGMA_ARGS
+        and tail[0] == "("
+        and tail[-1] == ")"
+        and tail.count("(") == 1
+    )

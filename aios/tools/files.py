@@ -158,11 +158,23 @@ class FileReadArgs(ToolArgs):
     )
 
 
+FILE_WORDS = (
+    "文件", "目录", "文件夹", "保存", "存到", "写到", "记到", "记下", "读取", "打开",
+    "列出", "笔记", "待办", "file", "folder", "directory", "save", "write", "read",
+    "list", "note", "todo", ".txt", ".md", ".csv", ".json", "workspace", "/files/",
+)  # fmt: skip
+"""Words of a request for which the generic app offers the file tools."""
+
+
 @atomic_tool(
     "file_read",
     FileReadArgs,
     "Read a text file inside the app's workdir. Returns the text itself; "
     "offset/limit count characters; large files are cut at the read limit.",
+    timeout=5,
+    risk="safe",
+    describe=lambda args: str(args.get("path", "")),
+    offer_words=FILE_WORDS,
 )
 def file_read(ctx: ToolContext, args: FileReadArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_read")
@@ -271,6 +283,10 @@ class FileWriteArgs(ToolArgs):
     FileWriteArgs,
     "Write (or append to) a file inside the app's workdir, atomically. Non-text "
     "content is written as JSON. Returns {path, size}.",
+    timeout=10,
+    risk="medium",
+    describe=lambda args: str(args.get("path", "")),
+    offer_words=FILE_WORDS,
 )
 def file_write(ctx: ToolContext, args: FileWriteArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_write")
@@ -400,11 +416,21 @@ class FileListArgs(ToolArgs):
     pattern: str | None = Field(default=None, description="Shell-style name filter, e.g. '*.mp3'.")
 
 
+def _describe_list(args: dict[str, Any]) -> str:
+    path = str(args.get("path") or ".")
+    pattern = args.get("pattern")
+    return f"{path.rstrip('/')}/{pattern}" if pattern else path
+
+
 @atomic_tool(
     "file_list",
     FileListArgs,
     "List a folder inside the app's workdir: name, type (file|dir|link), size, "
     "modified. Optional shell-style pattern.",
+    timeout=5,
+    risk="safe",
+    describe=_describe_list,
+    offer_words=FILE_WORDS,
 )
 def file_list(ctx: ToolContext, args: FileListArgs) -> ToolOutput:
     deadline = _Deadline(ctx, "file_list")

@@ -57,8 +57,8 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from aios.errors import ToolFailed, ToolRefused
 from aios.host import safe_open
-from aios.protocol.outbound import BadDestination, canonical_host, covers, destination
-from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.protocol.outbound import BadDestination, canonical_host, card_text, covers, destination
+from aios.tools.base import Risk, ToolArgs, ToolContext, ToolOutput, atomic_tool
 from aios.tools.sandbox import check_url, escaped, relative_display, resolve_path, workdir_rel
 
 log = logging.getLogger(__name__)
@@ -135,12 +135,37 @@ class HttpRequestArgs(ToolArgs):
         return self
 
 
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+
+def _risk(args: dict[str, Any]) -> Risk:
+    method = str(args.get("method") or "GET").upper()
+    return "low" if method in READ_METHODS and not args.get("save_to") else "medium"
+
+
 @atomic_tool(
     "http_request",
     HttpRequestArgs,
     "Send one HTTP(S) request. result: the body (JSON parsed, text decoded) or, "
     "with save_to, {path, size}; meta: status_code, headers, url, elapsed_ms. "
     "Non-2xx answers are errors with the body still in result.",
+    timeout=30,
+    risk=_risk,
+    risks=("low", "medium"),
+    describe=card_text,  # a request whole: method, full URL, body size (§14.5)
+    offer_words=(
+        "http://",
+        "https://",
+        "www.",
+        "网址",
+        "网页",
+        "链接",
+        "下载",
+        "url",
+        "website",
+        "download",
+        "api",
+    ),  # fmt: skip
 )
 def http_request(ctx: ToolContext, args: HttpRequestArgs) -> ToolOutput:
     forbidden = frozenset(ctx.forbidden_ports())

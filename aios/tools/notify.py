@@ -71,6 +71,10 @@ class NotifyArgs(ToolArgs):
     NotifyArgs,
     "Show a notification on the desktop. level: info, success, warning or error. "
     "Returns {delivered, id}.",
+    timeout=2,
+    risk="low",
+    describe=lambda args: str(args.get("title", "")),
+    offer_words=("提醒", "通知", "notify", "notification", "remind", "alert"),
 )
 def notify(ctx: ToolContext, args: NotifyArgs) -> ToolOutput:
     if ctx.notify_allowed is not None and not ctx.notify_allowed():

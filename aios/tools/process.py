@@ -21,12 +21,14 @@ import os
 import subprocess
 import time
 import uuid
+from typing import Any
 
 from pydantic import Field
 
 from aios.errors import ToolRefused
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 from aios.tools.processes import Launch, TrackedProcess
+from aios.tools.risk import command_line, in_cwd
 from aios.tools.sandbox import relative_display
 from aios.tools.shell import (
     AIOS_DIR,
@@ -103,6 +105,13 @@ def _launcher(ctx: ToolContext, plan: CommandPlan) -> Launch:
     return launch
 
 
+def _describe(args: dict[str, Any]) -> str:
+    cmd = args.get("cmd")
+    extra = args.get("args") or []
+    line = command_line([cmd, *extra] if extra and isinstance(cmd, str) else cmd)
+    return in_cwd(f"{line} &" if args.get("background") else line, args)
+
+
 @atomic_tool(
     "process_start",
     ProcessStartArgs,
@@ -110,6 +119,10 @@ def _launcher(ctx: ToolContext, plan: CommandPlan) -> Launch:
     "foreground it runs to completion and returns exit_code, stdout, stderr, "
     "truncated; with background=true it returns {pid, log, running} at once and "
     f"writes its output to {AIOS_DIR}/proc_<pid>.log in the workdir.",
+    timeout=10,
+    risk="high",
+    describe=_describe,
+    offer_words=("进程", "后台", "启动程序", "process", "background"),
 )
 def process_start(ctx: ToolContext, args: ProcessStartArgs) -> ToolOutput:
     cmd: str | list[str] = [args.cmd, *args.args] if args.args else args.cmd

@@ -46,6 +46,7 @@ from aios.host.os_sandbox import (
     wrap_argv,
 )
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
+from aios.tools.risk import command_line, in_cwd
 from aios.tools.sandbox import SandboxPolicy, check_argv, resolve_path, split_command
 
 log = logging.getLogger(__name__)
@@ -492,6 +493,22 @@ def run_command(
     "Run a command line in the app's workdir without a shell (whitelisted programs; "
     "a plain 'a | b' pipeline is allowed). Returns exit_code, stdout, stderr, "
     "truncated; a non-zero exit code is an error that keeps the output.",
+    timeout=60,
+    risk="high",
+    describe=lambda args: in_cwd(command_line(args.get("cmd")), args),
+    offer_words=(
+        "命令",
+        "终端",
+        "执行",
+        "运行",
+        "脚本",
+        "command",
+        "shell",
+        "terminal",
+        "run ",
+        "script",
+        "python",
+    ),  # fmt: skip
 )
 def shell_exec(ctx: ToolContext, args: ShellExecArgs) -> ToolOutput:
     plan = plan_command(ctx, args.cmd, args.cwd)

@@ -317,6 +317,13 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "get",
+        "/api/approvals/catalog",
+        "Each atomic tool's risk classes and the classes each approvals mode asks about.",
+        reply=s.ApprovalsCatalog,
+        tag="runs",
+    ),
+    Route(
+        "get",
         "/api/apps/<app_id>/policy",
         "The app's per-tool overrides.",
         reply=s.AnyObject,

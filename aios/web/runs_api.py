@@ -12,7 +12,10 @@ from flask import Blueprint, Response, jsonify, request
 
 from aios.errors import AppNotFound, Conflict, NotFound
 from aios.protocol import ActionRequest
+from aios.runs.approvals import ASKED_AT
 from aios.store.runs import SUMMARY_STEP_KEYS
+from aios.tools import ATOMIC_TOOLS, tools
+from aios.tools.risk import RISK_ORDER
 from aios.web.desktop_api import with_run
 from aios.web.request import int_arg, json_body, system
 
@@ -113,6 +116,30 @@ def _known(app_id: str) -> str:
     if system().launcher.get(app_id) is None:
         raise AppNotFound(f"no app {app_id!r}")
     return app_id
+
+
+@bp.get("/approvals/catalog")
+def approvals_catalog() -> Response:
+    return jsonify(catalog())
+
+
+def catalog() -> dict[str, Any]:
+    """Each atomic tool with its risk classes, and the classes each mode asks about:
+    served so that the renderer keeps no copy of either (issue 21, rule 1)."""
+    specs = tools()
+
+    def riskiest_first(name: str) -> tuple[int, int, int]:
+        ranks = [RISK_ORDER.index(r) for r in specs[name].risk_classes()]
+        return (-max(ranks), -min(ranks), ATOMIC_TOOLS.index(name))
+
+    return {
+        "risks": list(RISK_ORDER),
+        "modes": {mode: [r for r in RISK_ORDER if r in asked] for mode, asked in ASKED_AT.items()},
+        "tools": [
+            {"tool": name, "risks": list(specs[name].risk_classes())}
+            for name in sorted(ATOMIC_TOOLS, key=riskiest_first)
+        ],
+    }
 
 
 @bp.get("/apps/<app_id>/policy")

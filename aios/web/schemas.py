@@ -356,6 +356,28 @@ class Interaction(_Reply):
     state: str | None = None
 
 
+RiskClass = Literal["safe", "low", "medium", "high"]
+"""``aios.tools.base.Risk`` (tests/unit/test_toolspec.py checks they are the same)."""
+
+
+class CatalogTool(BaseModel):
+    tool: str
+    risks: list[RiskClass]
+    """Every class a call of it can get, least to most (two when its arguments decide)."""
+
+
+class ApprovalsCatalog(BaseModel):
+    """``GET /api/approvals/catalog``: what Settings → Approvals shows, from the tools'
+    own specs (``aios.tools``) and the modes' levels (``aios.runs.approvals.ASKED_AT``)."""
+
+    risks: list[RiskClass]
+    """Least to most."""
+    modes: dict[str, list[RiskClass]]
+    """Per approvals mode, the risk classes it asks about by default."""
+    tools: list[CatalogTool]
+    """The atomic tools, riskiest first."""
+
+
 class Instance(_Reply):
     instance_id: str
     app: str

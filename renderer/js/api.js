@@ -188,6 +188,9 @@ export const api = {
   saveConfig: (updates) => request('POST', '/api/config', { json: { updates } }),
   /** change: {grant?: [...], revoke?: [...]} -> {app, permissions: {requested, granted}} */
   setPermissions: (app, change) => request('POST', `/api/apps/${encodeURIComponent(app)}/permissions`, { json: change }),
+  /** Each atomic tool's risk classes and the classes each mode asks about (from the tools'
+   *  specs): {risks, modes: {mode: [risk]}, tools: [{tool, risks}]}. */
+  approvalsCatalog: () => request('GET', '/api/approvals/catalog'),
   /** The user's rules for an app's tools (DESIGN §12): {tool: 'allow'|'ask'|'never'}. */
   policy: (app) => request('GET', `/api/apps/${encodeURIComponent(app)}/policy`),
   /** change: {tool: 'allow'|'ask'|'never'|null} (null clears) -> the app's rules after it */

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from aios.config import load_config
 from aios.protocol import ATOMIC_TOOLS
@@ -144,3 +145,17 @@ def test_policies_round_trip_and_bad_entries_are_400s_naming_them(
 
     running.stop()
     assert make().get(url).json() == {"shell_exec": "never"}
+
+
+def test_the_catalog_serves_each_tools_risks_and_the_modes_levels_to_the_desktop(
+    make: Callable[[], Running],
+) -> None:
+    running = make()
+    r = running.get("/api/approvals/catalog")
+    assert r.status_code == 200, r.text
+    served = r.json()
+    assert served["modes"] == {"auto": [], "smart": ["high"], "manual": ["medium", "high"]}
+    risks = {t["tool"]: t["risks"] for t in served["tools"]}
+    assert set(risks) == set(ATOMIC_TOOLS)
+    assert risks["shell_exec"] == ["high"] and risks["db_query"] == ["safe", "medium"]
+    assert requests.get(running.url + "/api/approvals/catalog", timeout=10).status_code == 401

@@ -13,37 +13,25 @@ export const MODES = ['auto', 'smart', 'manual'];
 const RULES = ['allow', 'ask', 'never'];
 const DEFAULT = 'default';
 
-// The risk classes of aios/risk.py, most to least: one class, or [reading, writing] for the
-// two tools whose class depends on their arguments (the e2e test checks them against it).
-const TOOL_RISKS = [
-  ['shell_exec', ['high']],
-  ['process_start', ['high']],
-  ['file_write', ['medium']],
-  ['http_request', ['low', 'medium']],
-  ['db_query', ['safe', 'medium']],
-  ['cache_set', ['low']],
-  ['notify', ['low']],
-  ['file_read', ['safe']],
-  ['file_list', ['safe']],
-  ['cache_get', ['safe']],
-];
-/** The risks each mode asks about (aios/approvals.py ASKED_AT). */
-const ASKED_AT = { auto: [], smart: ['high'], manual: ['medium', 'high'] };
+// The tools' risk classes and the classes each mode asks about are the server's
+// (GET /api/approvals/catalog, from each tool's ToolSpec and aios/runs/approvals.py ASKED_AT):
+// no copy here. The catalog: {modes: {mode: [risk]}, tools: [{tool, risks}]}, riskiest first.
 
 function label(key, fallback) {
   const text = t(key);
   return text === key ? fallback : text;
 }
 
-/** The mode's rule for a tool: 'allow' | 'ask', or 'split' (reads allowed, writes asked). */
-export function modeRule(mode, risks) {
-  const asked = ASKED_AT[mode] || ASKED_AT.smart;
+/** The mode's rule for a tool: 'allow' | 'ask', or 'split' (reads allowed, writes asked).
+ *  ``askedAt``: the catalog's modes ({mode: [risks it asks about]}). */
+export function modeRule(mode, risks, askedAt) {
+  const asked = askedAt[mode] || askedAt.smart || [];
   const rules = risks.map((r) => (asked.includes(r) ? 'ask' : 'allow'));
   return rules.every((r) => r === rules[0]) ? rules[0] : 'split';
 }
 
-function defaultText(mode, tool, risks) {
-  const rule = modeRule(mode, risks);
+function defaultText(mode, tool, risks, askedAt) {
+  const rule = modeRule(mode, risks, askedAt);
   return rule === 'split' ? t(`approvals.split.${tool}`) : t(`approvals.rule.${rule}`);
 }
 
@@ -130,7 +118,7 @@ function ruleSelect(app, tool) {
   return s;
 }
 
-function appSection(app, policy, getMode, status) {
+function appSection(app, policy, catalog, getMode, status) {
   const appName = toText(app.name) || toText(app.id);
   const count = el('span', { class: 'policy-count muted' });
   const reset = el('button', { type: 'button', class: 'btn policy-reset', text: t('approvals.reset'),
@@ -151,7 +139,9 @@ function appSection(app, policy, getMode, status) {
   }
 
   function drawDefaults() {
-    for (const [tool, row] of rows) row.defaultCell.textContent = defaultText(getMode(), tool, row.risks);
+    for (const [tool, row] of rows) {
+      row.defaultCell.textContent = defaultText(getMode(), tool, row.risks, catalog.modes);
+    }
   }
 
   async function post(body, what) {
@@ -166,7 +156,7 @@ function appSection(app, policy, getMode, status) {
     }
   }
 
-  for (const [tool, risks] of TOOL_RISKS) {
+  for (const { tool, risks } of catalog.tools) {
     const select = ruleSelect(app, tool);
     const defaultCell = el('td', { class: 'policy-default' });
     const tr = el('tr', { class: 'policy-row', dataset: { tool } },
@@ -223,9 +213,10 @@ function appSection(app, policy, getMode, status) {
 }
 
 async function loadApps(box, getMode, status) {
-  const apps = (await api.apps()).filter((a) => isObject(a) && typeof a.id === 'string');
+  const [listed, catalog] = await Promise.all([api.apps(), api.approvalsCatalog()]);
+  const apps = listed.filter((a) => isObject(a) && typeof a.id === 'string');
   const policies = await Promise.all(apps.map((a) => api.policy(a.id).catch(() => ({}))));
-  const sections = apps.map((app, i) => appSection(app, policies[i], getMode, status));
+  const sections = apps.map((app, i) => appSection(app, policies[i], catalog, getMode, status));
   box.replaceChildren(sections.length
     ? el('div', { class: 'policy-apps' }, sections.map((s) => s.node))
     : el('p', { class: 'muted', text: t('approvals.no_apps') }));
