@@ -2,15 +2,16 @@
 
 With an LLM, ``plan_instruction`` sends ONE request at temperature 0, capped at
 ``llm.plan_max_tokens``: constrained by a JSON schema of the plan (the app an
-enum of the running apps) where the endpoint takes ``response_format``
-(found out once per base_url), else offering two functions, ``dispatch_tasks``
-and ``reply_directly``. The calls are read by aios/llm/toolcalls.py wherever the
-model put them (native tool calls, or JSON text in ``content``, as small local
-models write them). A nearly-right plan is normalised, with notes (unknown or
-self references in depends_on, duplicate ids, a task given as a bare app id);
-a plan that breaks a rule that cannot be normalised (an unknown app, no
-instruction) is sent back once with the error, and if it is still bad, cut at
-max_tokens, or the LLM cannot be reached, the offline router plans instead.
+enum of the running apps) where the endpoint takes one, else offering two
+functions, ``dispatch_tasks`` and ``reply_directly`` (``LLMClient.structured``;
+what each server takes is aios/llm/providers.py's business). The calls are
+read by aios/llm/toolcalls.py wherever the model put them (native tool calls,
+or JSON text in ``content``, as small local models write them). A nearly-right
+plan is normalised, with notes (unknown or self references in depends_on,
+duplicate ids, a task given as a bare app id); a plan that breaks a rule that
+cannot be normalised (an unknown app, no instruction) is sent back once with
+the error, and if it is still bad, cut at max_tokens, or the LLM cannot be
+reached, the offline router plans instead.
 
 ``llm.planner`` picks the mode: ``hybrid`` (default) keeps the model's plan
 unless the offline router matched an app's name or keyword that the model's
