@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aios.errors import ConfigError
+from aios.names import ApprovalMode
 from aios.protocol import ATOMIC_TOOLS, PERMISSIONS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -203,7 +204,7 @@ class AppsConfig(_Section):
 class ApprovalsConfig(_Section):
     """``approvals``: when a plan waits for the user (DESIGN §12)."""
 
-    mode: Literal["auto", "smart", "manual"] = "smart"
+    mode: ApprovalMode = "smart"
     """``auto``: ask nothing (the block list still refuses); ``smart``: ask before
     ``high`` steps (commands); ``manual``: ask before ``medium`` and ``high`` ones."""
     timeout: float = Field(default=600, gt=0, le=86400)

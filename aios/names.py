@@ -97,3 +97,17 @@ def error_response(message: str, *, title: str = "", detail: Any = None) -> dict
         "steps": [],
         "message": message,
     }
+
+
+# ---------------------------------------------------------------- approvals
+
+ApprovalRule = Literal["allow", "ask", "never"]
+"""What applies to a step: run it, ask the user first, or refuse it (DESIGN §12)."""
+APPROVAL_RULES: tuple[ApprovalRule, ...] = get_args(ApprovalRule)
+ApprovalMode = Literal["auto", "smart", "manual"]
+"""``approvals.mode``: ``auto`` asks nothing, ``smart`` asks for ``high`` steps,
+``manual`` for ``medium`` and ``high`` ones."""
+APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+ApprovalDecision = Literal["allow", "allow_session", "allow_always", "deny"]
+"""The user's answer to an approval card: once, for this session, always (persisted), no."""
+APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = get_args(ApprovalDecision)

@@ -48,8 +48,9 @@ from aios.protocol.outbound import DOMAIN_PREFIX, whitelist_hosts
 from aios.quotas import Quotas
 from aios.runs.approvals import DECISIONS, Approvals, Call, Review
 from aios.runs.approved import Approval
+from aios.runs.gate import confirm_call, gate, recheck
 from aios.runs.rights import describe_ui_op
-from aios.runs.runs import Run, Runs, confirm_call, gate, recheck
+from aios.runs.runs import Run, Runs
 from aios.store import Store
 from aios.store.pruner import Pruner
 from aios.store.runs import RunStore

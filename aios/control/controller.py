@@ -50,8 +50,9 @@ from aios.protocol import (
     parse_steps,
 )
 from aios.protocol.outbound import read_of
+from aios.runs.gate import ask_step, gate, recheck
 from aios.runs.rights import Acting, LaunchLimits, check_launch
-from aios.runs.runs import Run, ask_step, gate, recheck, waiting_view
+from aios.runs.runs import Run, waiting_view
 from aios.tools.executor import ASK_TOOL, LAUNCH_TOOL, Executor, stopped
 
 if TYPE_CHECKING:

@@ -2,15 +2,16 @@
 
 With an LLM, ``plan_instruction`` sends ONE request at temperature 0, capped at
 ``llm.plan_max_tokens``: constrained by a JSON schema of the plan (the app an
-enum of the running apps) where the endpoint takes ``response_format``
-(found out once per base_url), else offering two functions, ``dispatch_tasks``
-and ``reply_directly``. The calls are read by aios/llm/toolcalls.py wherever the
-model put them (native tool calls, or JSON text in ``content``, as small local
-models write them). A nearly-right plan is normalised, with notes (unknown or
-self references in depends_on, duplicate ids, a task given as a bare app id);
-a plan that breaks a rule that cannot be normalised (an unknown app, no
-instruction) is sent back once with the error, and if it is still bad, cut at
-max_tokens, or the LLM cannot be reached, the offline router plans instead.
+enum of the running apps) where the endpoint takes one, else offering two
+functions, ``dispatch_tasks`` and ``reply_directly`` (``LLMClient.structured``;
+what each server takes is aios/llm/providers.py's business). The calls are
+read by aios/llm/toolcalls.py wherever the model put them (native tool calls,
+or JSON text in ``content``, as small local models write them). A nearly-right
+plan is normalised, with notes (unknown or self references in depends_on,
+duplicate ids, a task given as a bare app id); a plan that breaks a rule that
+cannot be normalised (an unknown app, no instruction) is sent back once with
+the error, and if it is still bad, cut at max_tokens, or the LLM cannot be
+reached, the offline router plans instead.
 
 ``llm.planner`` picks the mode: ``hybrid`` (default) keeps the model's plan
 unless the offline router matched an app's name or keyword that the model's
@@ -25,15 +26,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from aios.control.router import AppProfile, OfflineRouter, Task, refers_back, split_instruction
 from aios.errors import LLMError
-from aios.llm.client import ChatResult, LLMClient, normalize_base_url
+from aios.llm.client import ChatResult, LLMClient
 from aios.llm.toolcalls import extract, looks_like_code, repair_json
 
 __all__ = [
@@ -44,8 +43,6 @@ __all__ = [
     "normalise_tasks",
     "plan_instruction",
     "plan_schema",
-    "remember_schema_support",
-    "schema_supported",
     "summarize_history",
     "validate_tasks",
 ]
@@ -418,13 +415,6 @@ SCHEMA_ID_CHARS = 8
 SCHEMA_INSTRUCTION_CHARS = 300
 SCHEMA_REPLY_CHARS = 400
 """Caps written into the plan's JSON schema: a constrained model cannot run away in a field."""
-OLLAMA_PORT = 11434
-"""Ollama's port: its native ``format`` field is sent along with ``response_format``."""
-_REJECTED = re.compile(r"\(HTTP (?:400|404|415|422|501)\)")
-"""An LLMError for a request the server refused as such (an unknown field, not a failure)."""
-
-_schema_support: dict[str, bool] = {}
-_schema_lock = threading.Lock()
 
 
 def plan_schema(apps: list[AppProfile]) -> dict[str, Any]:
@@ -456,69 +446,20 @@ def plan_schema(apps: list[AppProfile]) -> dict[str, Any]:
     }
 
 
-def _schema_body(base_url: str, apps: list[AppProfile]) -> dict[str, Any]:
-    schema = plan_schema(apps)
-    body: dict[str, Any] = {
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "plan", "strict": True, "schema": schema},
-        }
-    }
-    if urlsplit(base_url).port == OLLAMA_PORT:
-        body["format"] = schema
-    return body
-
-
-def schema_supported(base_url: str) -> bool | None:
-    """What this process learnt about ``base_url``: True, False, or None (not tried yet)."""
-    with _schema_lock:
-        return _schema_support.get(normalize_base_url(base_url))
-
-
-def remember_schema_support(base_url: str, supported: bool | None) -> None:
-    """Record (or, with None, forget) whether ``base_url`` takes a JSON schema."""
-    url = normalize_base_url(base_url)
-    with _schema_lock:
-        if supported is None:
-            _schema_support.pop(url, None)
-        else:
-            _schema_support[url] = supported
-
-
-def _base_url(llm: LLMClient) -> str:
-    return str(llm.status().get("base_url") or "")
-
-
 def _ask(
     llm: LLMClient,
     messages: list[dict[str, Any]],
     apps: list[AppProfile],
     max_tokens: int,
 ) -> ChatResult:
-    """One planning request: constrained by the plan's schema where the endpoint takes it
-    (found out once per base_url), else function calling."""
-    url = _base_url(llm)
-    if apps and schema_supported(url) is not False:
-        try:
-            result = llm.chat(
-                _schema_messages(messages),
-                purpose="plan",
-                temperature=0.0,
-                max_tokens=max_tokens,
-                extra_body=_schema_body(url, apps),
-            )
-        except LLMError as e:
-            if not _REJECTED.search(str(e)):
-                raise
-            remember_schema_support(url, False)
-            logger.info("%s takes no response_format json_schema: planning with tools", url)
-        else:
-            remember_schema_support(url, True)
-            return result
-    return llm.chat(
+    """One planning request: constrained by the plan's schema where the endpoint takes it,
+    else function calling (LLMClient.structured)."""
+    return llm.structured(
         messages,
-        tools=[DISPATCH_TOOL, REPLY_TOOL],
-        tool_choice="auto",
+        plan_schema(apps) if apps else None,
+        [DISPATCH_TOOL, REPLY_TOOL],
+        name="plan",
+        hint=SCHEMA_HINT,
         purpose="plan",
         temperature=0.0,
         max_tokens=max_tokens,
@@ -529,12 +470,6 @@ SCHEMA_HINT = """
 Answer with one JSON object and nothing else: {"tasks": [...], "reply": ""}. \
 "tasks" holds what dispatch_tasks would take (empty when no app is needed); "reply" \
 is what reply_directly would say (empty when there are tasks)."""
-
-
-def _schema_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    first = dict(messages[0])
-    first["content"] = str(first.get("content") or "") + SCHEMA_HINT
-    return [first, *messages[1:]]
 
 
 # ------------------------------------------------------------------ hybrid

@@ -24,21 +24,34 @@ streamed request measures the server's time to first token in the background
 server needs, or one log line says what to set; the server's context size
 (``llm.context_tokens``, llama.cpp ``/props``, Ollama ``/api/show``) is read
 too, and a prompt that may not fit is warned about once.
+
+``structured`` asks for an answer in a JSON schema where the endpoint takes one, else
+with function calling. What differs between vendors and servers (local or not, error
+messages, context size, schema support, Ollama's ``format``) is in llm/providers.py.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from aios.config import Config
 from aios.errors import LLMError, LLMUnavailable, StoreError
+from aios.llm.providers import (
+    PROBE_TIMEOUT,
+    ProviderProfile,
+    classify,
+    normalize_base_url,
+    probe_context,
+    rejected,
+    remember_schema_support,
+    schema_body,
+    schema_supported,
+)
 from aios.store import Store
 
 if TYPE_CHECKING:
@@ -59,8 +72,6 @@ RETRY_AFTER_CAP = 2.0
 """Seconds: the longest we wait on a Retry-After before the next attempt (a user is waiting)."""
 BACKOFF_BASE = 0.25
 """Seconds before the first retry without Retry-After; doubles each time, capped as above."""
-PROBE_TIMEOUT = 120.0
-"""Seconds the start-up probe of a local server may take (a cold model loads first)."""
 PROBE_PROMPT = "Reply with one word: ok. " * 25
 """The probe's prompt: long enough (~200 tokens) that reading it says something about speed."""
 TYPICAL_PROMPT_TOKENS = 3300
@@ -110,130 +121,6 @@ class LLMCancelled(LLMError):
     """The call was closed because the app it was made for ran out of time."""
 
 
-def is_loopback(base_url: str) -> bool:
-    """``localhost``, 127.0.0.0/8 or ::1: a server on this machine (a local model)."""
-    host = (urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-@dataclass
-class _Provider:
-    name: str
-    base_url: str
-    model: str
-    api_key: str
-    timeout: float
-    retries: int
-
-    @property
-    def local(self) -> bool:
-        return is_loopback(self.base_url)
-
-    def describe(self) -> str:
-        return f"{self.name} LLM ({self.model} at {self.base_url})"
-
-
-@dataclass
-class _Failure:
-    message: str
-    retryable: bool
-    retry_after: float | None = None
-    timeout: bool = False
-
-
-def normalize_base_url(url: str) -> str:
-    """Accept ``https://host``, ``https://host/v1`` or a pasted ``…/chat/completions``.
-
-    The openai client appends ``/chat/completions`` itself; DeepSeek and most
-    compatible servers answer both with and without ``/v1``, so the form the
-    user typed is kept apart from trailing slashes and a pasted endpoint path.
-    """
-    url = (url or "").strip().rstrip("/")
-    for suffix in ("/chat/completions", "/completions"):
-        if url.endswith(suffix):
-            url = url[: -len(suffix)].rstrip("/")
-    return url
-
-
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            return None  # an HTTP date: not worth parsing for a ≤2 s wait
-    return None
-
-
-def _api_message(e: openai.APIStatusError) -> str:
-    body = e.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:200]
-    return ""
-
-
-def _classify(e: Exception, provider: _Provider, timeout: float | None = None) -> _Failure:
-    """Map an ``openai`` exception to a message for a person and whether to retry."""
-    openai = _openai()
-    if isinstance(e, openai.APITimeoutError):
-        seconds = provider.timeout if timeout is None else timeout
-        if provider.local:
-            return _Failure(
-                f"timed out after {seconds:g} s (a local server: not retried; "
-                "raise llm.timeout if it needs longer to read the prompt)",
-                False,
-                timeout=True,
-            )
-        return _Failure(f"timed out after {seconds:g} s", True, timeout=True)
-    if isinstance(e, openai.APIConnectionError):
-        cause = e.__cause__ or e.__context__
-        detail = f": {cause}" if cause else ""
-        return _Failure(f"cannot connect to {provider.base_url}{detail}", True)
-    if isinstance(e, openai.APIStatusError):
-        status = e.status_code
-        detail = _api_message(e)
-        suffix = f" — {detail}" if detail else ""
-        if status == 401:
-            return _Failure(
-                f"API key rejected (HTTP 401); check llm.api_key / deepseek_api_key{suffix}", False
-            )
-        if status == 403:
-            return _Failure(f"access denied (HTTP 403){suffix}", False)
-        if status == 404:
-            return _Failure(
-                f"not found (HTTP 404): check llm.base_url and model {provider.model!r}{suffix}",
-                False,
-            )
-        if status == 429:
-            return _Failure(
-                f"rate limited (HTTP 429){suffix}", True, _retry_after(e.response.headers)
-            )
-        if status >= 500:
-            return _Failure(
-                f"server error (HTTP {status}){suffix}", True, _retry_after(e.response.headers)
-            )
-        return _Failure(f"request rejected (HTTP {status}){suffix}", False)
-    if isinstance(e, openai.OpenAIError):
-        return _Failure(f"invalid response: {e}", False)
-    if isinstance(e, LLMError):  # ours: a well-formed reply without a message
-        return _Failure(str(e), False)
-    # Anything else escaped the client library: a 200 whose body is not JSON
-    # (JSONDecodeError), an odd shape (KeyError, TypeError…), a raw httpx error.
-    # The provider misbehaved, which may pass like an HTTP 500: retry, then fall back.
-    return _Failure(f"invalid response: {type(e).__name__}: {e}", True)
-
-
 def _message_dict(msg: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": msg.content}
     calls = getattr(msg, "tool_calls", None) or []
@@ -262,10 +149,10 @@ class LLMClient:
         self.store = store
         llm = config.llm
         key = config.llm_api_key
-        self._providers: list[_Provider] = []
+        self._providers: list[ProviderProfile] = []
         if config.llm_enabled:
             self._providers.append(
-                _Provider(
+                ProviderProfile(
                     "primary",
                     normalize_base_url(llm.base_url),
                     llm.model,
@@ -280,7 +167,7 @@ class LLMClient:
                 fb_url = normalize_base_url(fb.base_url)
                 same = fb_url == normalize_base_url(llm.base_url)
                 self._providers.append(
-                    _Provider(
+                    ProviderProfile(
                         "fallback",
                         fb_url,
                         fb.model,
@@ -293,7 +180,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self._last_error: str | None = None
         self._last_ok_ts: float | None = None
-        self._last_provider: _Provider | None = None
+        self._last_provider: ProviderProfile | None = None
         self._derived_timeout: float | None = None
         self._context_tokens: int | None = llm.context_tokens or None
         self._context_warned = False
@@ -309,7 +196,7 @@ class LLMClient:
     def enabled(self) -> bool:
         return bool(self._providers)
 
-    def timeout_for(self, provider: _Provider) -> float:
+    def timeout_for(self, provider: ProviderProfile) -> float:
         """The configured timeout, raised to what the probe found a local server needs."""
         derived = self._derived_timeout if provider.local else None
         return max(provider.timeout, derived or 0.0)
@@ -387,6 +274,53 @@ class LLMClient:
             self._last_error = message
         raise LLMError(message)
 
+    def structured(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any] | None,
+        fallback_tools: list[dict[str, Any]],
+        *,
+        name: str,
+        hint: str = "",
+        purpose: str | None = None,
+        temperature: float = 0.2,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        """An answer constrained by ``schema`` where the endpoint takes a JSON schema (found
+        out once per base_url, llm/providers.py), else one offering ``fallback_tools``.
+
+        ``hint`` is appended to the first message when the schema is sent (how to answer
+        in its form); ``name`` names the schema in the request. Raises as ``chat``.
+        """
+        url = str(self.status().get("base_url") or "")
+        if schema is not None and schema_supported(url) is not False:
+            first = dict(messages[0])
+            first["content"] = str(first.get("content") or "") + hint
+            try:
+                result = self.chat(
+                    [first, *messages[1:]],
+                    purpose=purpose,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    extra_body=schema_body(url, name, schema),
+                )
+            except LLMError as e:
+                if not rejected(e):
+                    raise
+                remember_schema_support(url, False)
+                logger.info("%s takes no response_format json_schema: answering with tools", url)
+            else:
+                remember_schema_support(url, True)
+                return result
+        return self.chat(
+            messages,
+            tools=fallback_tools,
+            tool_choice="auto",
+            purpose=purpose,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+
     def status(self) -> dict[str, Any]:
         """For the tray: is an LLM configured, which one answered last, the last problem."""
         with self._lock:
@@ -408,7 +342,7 @@ class LLMClient:
 
     # ----------------------------------------------------------- attempts
 
-    def _client(self, provider: _Provider) -> openai.OpenAI:
+    def _client(self, provider: ProviderProfile) -> openai.OpenAI:
         with self._lock:
             client = self._clients.get(provider.name)
             if client is None:
@@ -425,7 +359,7 @@ class LLMClient:
 
     def _call_provider(
         self,
-        provider: _Provider,
+        provider: ProviderProfile,
         kwargs: dict[str, Any],
         purpose: str | None,
         deadline: float | None = None,
@@ -460,7 +394,7 @@ class LLMClient:
                 finish = getattr(choices[0], "finish_reason", None)
             except Exception as e:  # noqa: BLE001 - every provider failure is an LLM failure
                 latency = (time.monotonic() - start) * 1000
-                failure = _classify(e, provider, timeout)
+                failure = classify(e, provider, timeout)
                 if failure.timeout and bounded:
                     raise self._cancelled(provider, purpose, latency, e) from e
                 self._record(provider, purpose, latency, ok=False, error=failure.message)
@@ -498,7 +432,7 @@ class LLMClient:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _cancelled(
-        self, provider: _Provider, purpose: str | None, latency_ms: float, cause: Any
+        self, provider: ProviderProfile, purpose: str | None, latency_ms: float, cause: Any
     ) -> LLMCancelled:
         """Record and return the error of a call closed at its caller's deadline."""
         message = (
@@ -518,7 +452,7 @@ class LLMClient:
         finally:
             self.probed.set()
 
-    def _measure(self, provider: _Provider) -> None:
+    def _measure(self, provider: ProviderProfile) -> None:
         try:
             self._probe_context(provider)
             client = self._client(provider)
@@ -568,48 +502,9 @@ class LLMClient:
                 provider.timeout,
             )
 
-    def _probe_context(self, provider: _Provider) -> None:
-        """The server's context size, when it says: ``/v1/models`` (vLLM max_model_len),
-        llama.cpp ``/props`` n_ctx, Ollama ``/api/show`` num_ctx (or the model's length)."""
-        if self._context_tokens:
-            return
-        import requests
-
-        root = provider.base_url.removesuffix("/v1")
-        n: Any = None
-        try:
-            r = requests.get(f"{provider.base_url}/models", timeout=PROBE_TIMEOUT)
-            if r.ok:
-                models = r.json().get("data") or []
-                for m in models if isinstance(models, list) else []:
-                    if isinstance(m, dict) and m.get("id") == provider.model:
-                        n = m.get("max_model_len") or n
-            r = requests.get(f"{root}/props", timeout=PROBE_TIMEOUT)
-            if r.ok:
-                props = r.json()
-                settings = props.get("default_generation_settings") or {}
-                n = props.get("n_ctx") or settings.get("n_ctx") or n
-            if not n:
-                r = requests.post(
-                    f"{root}/api/show", json={"model": provider.model}, timeout=PROBE_TIMEOUT
-                )
-                if r.ok:
-                    show = r.json()
-                    params = str(show.get("parameters") or "")
-                    for line in params.splitlines():
-                        key, _, value = line.partition(" ")
-                        if key == "num_ctx":
-                            n = value.strip()
-                    info = show.get("model_info") or {}
-                    n = n or next(
-                        (v for k, v in info.items() if k.endswith(".context_length")), None
-                    )
-        except (requests.RequestException, ValueError, AttributeError):
-            return
-        try:
-            self._context_tokens = int(n) if n else None
-        except (TypeError, ValueError):
-            self._context_tokens = None
+    def _probe_context(self, provider: ProviderProfile) -> None:
+        if not self._context_tokens:
+            self._context_tokens = probe_context(provider)
 
     def _check_context(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -632,7 +527,7 @@ class LLMClient:
 
     def _record(
         self,
-        provider: _Provider,
+        provider: ProviderProfile,
         purpose: str | None,
         latency_ms: float,
         *,

@@ -6,7 +6,7 @@ every workdir file an interpreter of the command may run (pinned files).
 :func:`step_hash` is that form's SHA-256; an :class:`Approval` keeps it with
 the decision, and :meth:`Approval.holds` is the check the executor makes
 right before the step runs: same arguments, same file contents, or the step
-is a new decision (:func:`aios.runs.runs.recheck`).
+is a new decision (:func:`aios.runs.gate.recheck`).
 
 Pinned files: when a command runs an interpreter (``python3``, ``node``,
 ``bash``…), every word of the command that names a regular file of the

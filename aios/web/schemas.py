@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from aios.errors import BadRequest
-from aios.names import SESSION_ID_RULE, valid_session_id
+from aios.names import SESSION_ID_RULE, ApprovalDecision, ApprovalRule, valid_session_id
 from aios.protocol import (
     ACTION_ID_PATTERN,
     LOCALES,
@@ -150,14 +150,14 @@ class PermissionsBody(_Body):
     revoke: list[str] = Field(default_factory=list)
 
 
-class PolicyBody(RootModel[dict[str, Literal["allow", "ask", "never"] | None]]):
+class PolicyBody(RootModel[dict[str, ApprovalRule | None]]):
     """``POST /api/apps/{app_id}/policy``: per tool; null clears an override."""
 
 
 class InteractionAnswer(_Body):
     """``POST /api/interactions/{id}``: approvals take ``decision``, the others ``value``."""
 
-    decision: Literal["allow", "allow_session", "allow_always", "deny"] | None = None
+    decision: ApprovalDecision | None = None
     value: Any = None
 
 

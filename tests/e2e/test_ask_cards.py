@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, expect
 
-from aios.runs.approvals import INPUT_MAX
+from aios.runs.interactions import INPUT_MAX
 from tests.conftest import ROOT
 from tests.e2e.conftest import Desk, start_e2e_system, wait_until
 from tests.e2e.test_runs_ui import drop_events

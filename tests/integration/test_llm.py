@@ -12,7 +12,8 @@ import pytest
 
 from aios.config import Config
 from aios.errors import LLMError, LLMUnavailable
-from aios.llm.client import LLMClient, normalize_base_url
+from aios.llm.client import LLMClient
+from aios.llm.providers import normalize_base_url
 from aios.store import Store
 from tests.fakes.fake_openai import (
     FakeOpenAI,

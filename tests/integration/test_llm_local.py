@@ -18,7 +18,8 @@ import pytest
 
 from aios.config import validate_config
 from aios.errors import AppTimeout, LLMError
-from aios.llm.client import MIN_DERIVED_TIMEOUT, LLMClient, is_loopback
+from aios.llm.client import MIN_DERIVED_TIMEOUT, LLMClient
+from aios.llm.providers import is_loopback
 from aios.runs.runs import Run
 from aios.tools import tool_schemas
 from aios_sdk.generic.loop import clean_args

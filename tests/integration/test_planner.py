@@ -14,12 +14,12 @@ from aios.control.planner import (
     PlanInvalid,
     history_extract,
     plan_instruction,
-    remember_schema_support,
     summarize_history,
     validate_tasks,
 )
 from aios.control.router import AppProfile, OfflineRouter
 from aios.llm.client import LLMClient
+from aios.llm.providers import remember_schema_support
 from aios.store import Store
 from tests.fakes.fake_openai import FakeOpenAI, http_error, text, tool_call
 

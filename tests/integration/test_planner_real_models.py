@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from aios.control import planner
 from aios.control.planner import plan_instruction
 from aios.control.router import OfflineRouter
+from aios.llm import providers
 from tests.conftest import ROOT
 from tests.fakes.fake_openai import FakeOpenAI, Reply, text, tool_call
 from tests.integration.conftest import Running, copy_apps, start_system
@@ -57,7 +57,7 @@ def system(running: Running, fake: FakeOpenAI) -> Running:
     fake.reset()
     fake.json_schema = True
     fake.default = text("")
-    planner.remember_schema_support(fake.url, None)
+    providers.remember_schema_support(fake.url, None)
     return running
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from aios.errors import BadRequest
-from aios.runs.approvals import ASK_COVERS_MAX, check_covers
-from aios.runs.runs import covered_key
+from aios.runs.gate import covered_key
+from aios.runs.interactions import ASK_COVERS_MAX, check_covers
 
 RM = {"tool": "shell_exec", "args": {"cmd": ["python3", "-c", "...", "a.txt"]}}
 

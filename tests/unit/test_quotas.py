@@ -18,7 +18,8 @@ from aios.errors import QuotaExceeded
 from aios.events import EventBus
 from aios.quotas import Quotas, measure
 from aios.runs.approvals import Approvals
-from aios.runs.runs import Runs, gate
+from aios.runs.gate import gate
+from aios.runs.runs import Runs
 from aios.store import Store
 from aios.store.runs import RunStore
 
