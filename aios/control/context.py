@@ -22,7 +22,6 @@ from aios.tools.executor import ASK_TOOL, LAUNCH_TOOL
 if TYPE_CHECKING:
     from aios.apphost.registry import AppRecord
     from aios.config import Config
-    from aios.control.steps import Outcome
     from aios.llm.client import LLMClient
     from aios.store import Store
     from aios.tools.base import ToolContext
@@ -124,9 +123,10 @@ class Contexts:
             return app_id
         return None if CONVERSATION_READ in granted else app_id
 
-    def remember(self, sid: str, outcome: Outcome) -> None:
+    def remember(
+        self, sid: str, app: str, resp: dict[str, Any], notes: list[str] | None = None
+    ) -> None:
         """Keep an app's final reply in the session: history, its state, the last app."""
-        resp = outcome.response
         entry: dict[str, Any] = {
             "status": resp.get("status"),
             "view_type": resp.get("view_type"),
@@ -138,13 +138,13 @@ class Contexts:
             if len(data) <= HISTORY_DATA_MAX
             else {"truncated": True, "bytes": len(data)}
         )
-        if outcome.notes:
-            entry["notes"] = outcome.notes
-        self.store.add_history(sid, "app", entry, app=outcome.app)
+        if notes:
+            entry["notes"] = notes
+        self.store.add_history(sid, "app", entry, app=app)
         state = resp.get("state")
         if state is not None:
-            self.store.set_agent_state(sid, outcome.app, state)
-        self.store.set_context_var(sid, "last_app", outcome.app)
+            self.store.set_agent_state(sid, app, state)
+        self.store.set_context_var(sid, "last_app", app)
 
 
 def list_files(workdir: Path | None) -> list[str]:

@@ -182,7 +182,7 @@ class Controller:
             outcome = self.call_app(
                 record, instruction, action, run.session_id, run=run, locale=locale
             )
-            self.contexts.remember(run.session_id, outcome)
+            self._remember(run.session_id, outcome)
             self.instances.reply(record.id, run.session_id, outcome.response)
             return outcome
 
@@ -667,7 +667,7 @@ class Controller:
                 "view_type": outcome.response.get("view_type"),
             },
         )
-        self.contexts.remember(sid, outcome)
+        self._remember(sid, outcome)
         return outcome
 
     def _skipped(self, task: Task) -> Outcome:
@@ -680,6 +680,9 @@ class Controller:
         )
 
     # ----------------------------------------------------------------- helpers
+
+    def _remember(self, sid: str, outcome: Outcome) -> None:
+        self.contexts.remember(sid, outcome.app, outcome.response, outcome.notes)
 
     def _record(self, app_id: str) -> AppRecord:
         record = self.launcher.get(app_id)
