@@ -360,10 +360,10 @@ class AppHarness:
         upstream: Mapping[str, Any] | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
-        """The ``context`` the system sends (aios/control/controller.py ``build_context``);
+        """The ``context`` the system sends (aios/control/context.py ``Contexts.build``);
         ``routed`` is None unless given (an action, an opened window)."""
-        from aios.control.controller import (
-            _list_files,  # the system's own listing of cwd_state.files
+        from aios.control.context import (
+            list_files as _list_files,  # the system's own listing of cwd_state.files
         )
 
         role = manifest_metadata(self.app_dir).get("role_prompt", "")

@@ -10,7 +10,7 @@ import pytest
 
 from aios.apphost.applog import LogPump
 from aios.config import AppsConfig
-from aios.control.dispatch import AppSlots
+from aios.control.app_client import AppSlots
 from aios.errors import AppBusy
 from tests.util import wait_for
 

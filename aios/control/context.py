@@ -1,0 +1,164 @@
+"""What an app is told with each call (DESIGN §4.3, §4.4): its context and the session memory.
+
+The context (docs/app-guide.md §2) holds the app's ``cwd_state`` (its files and
+the state it kept), the tools it may ask for, and a ``history_summary`` that shows
+an app only the turns routed to it unless it holds ``conversation.read``
+(DESIGN §14.8). The session memory is what each final reply leaves in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aios.apphost.permissions import CONVERSATION_READ
+from aios.control.planner import own_turns, summarize_history
+from aios.protocol import ATOMIC_TOOLS
+from aios.tools.executor import ASK_TOOL, LAUNCH_TOOL
+
+if TYPE_CHECKING:
+    from aios.apphost.registry import AppRecord
+    from aios.config import Config
+    from aios.llm.client import LLMClient
+    from aios.store import Store
+    from aios.tools.base import ToolContext
+
+CWD_FILES_MAX = 50
+HISTORY_WINDOW = 40
+"""History entries a summary is made from."""
+SUMMARY_CACHE = 256
+"""Sessions whose summary is kept in memory."""
+HISTORY_DATA_MAX = 20_000
+"""Bytes of a reply's ``data`` kept in the session history (the message is always kept)."""
+
+
+class Contexts:
+    """Builds the context sent to an app and keeps the session memory in the store.
+
+    ``settings`` and ``llm`` are asked at every use, so a settings change is in
+    force from the next call on.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        settings: Callable[[], Config],
+        llm: Callable[[], LLMClient | None],
+        tool_context: Callable[[str, str | None], ToolContext],
+        custom_tools: Callable[[str], list[str]],
+    ) -> None:
+        self.store = store
+        self._settings = settings
+        self._llm = llm
+        self._tool_context = tool_context
+        self._custom_tools = custom_tools
+        self._summaries: dict[str, tuple[int, str]] = {}
+
+    def build(
+        self,
+        record: AppRecord,
+        sid: str,
+        upstream: dict[str, Any] | None = None,
+        *,
+        locale: str | None = None,
+        routed: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Every field of the context (docs/app-guide.md §2), plus upstream results, the locale
+        (``config.language`` unless the request named one) and ``routed``: the
+        task's part of the instruction and what chose the app (aios/control/router.py),
+        None for a call no instruction routed (an action, opening the window)."""
+        state = self.store.agent_state(sid, record.id) or {}
+        return {
+            "app": record.id,
+            "role": record.role_prompt,
+            "workdir": str(record.workdir),
+            "cwd_state": {
+                "files": list_files(record.workdir),
+                **(state if isinstance(state, dict) else {"state": state}),
+            },
+            "available_tools": [
+                *ATOMIC_TOOLS,
+                ASK_TOOL,
+                LAUNCH_TOOL,
+                *self._custom_tools(record.id),
+            ],
+            "session_id": sid,
+            "history_summary": self.history_summary(sid, self.reader(record.id)),
+            "tool_results": {},
+            "upstream": upstream or {},
+            "locale": locale or self._settings().language,
+            "routed": routed,
+        }
+
+    def history_summary(self, sid: str, app: str | None = None) -> str:
+        """§4.3 ``history_summary``; recomputed only when the session gained entries.
+
+        ``app``: the summary sent to that app holds only the turns routed to it (DESIGN
+        §14.8, :func:`aios.control.planner.own_turns`); None: the whole conversation (the planner's,
+        and an app's granted ``conversation.read``)."""
+        history = self.store.history(sid, limit=HISTORY_WINDOW)
+        if app is not None:
+            history = own_turns(history, app)
+        newest = history[-1]["id"] if history else 0
+        key = f"{sid}\n{app or ''}"
+        cached = self._summaries.get(key)
+        if cached and cached[0] == newest:
+            return cached[1]
+        summary = summarize_history(history, self._llm(), self._settings().history_summary_chars)
+        self._summaries[key] = (newest, summary)
+        while len(self._summaries) > SUMMARY_CACHE:
+            self._summaries.pop(next(iter(self._summaries)))
+        return summary
+
+    def reader(self, app_id: str) -> str | None:
+        """Whose turns ``app_id`` may see in ``history_summary``: None (everyone's) with
+        ``conversation.read`` granted, else only its own."""
+        try:
+            granted = self._tool_context(app_id, None).permissions
+        except KeyError:  # not running: it sees its own turns
+            return app_id
+        return None if CONVERSATION_READ in granted else app_id
+
+    def remember(
+        self, sid: str, app: str, resp: dict[str, Any], notes: list[str] | None = None
+    ) -> None:
+        """Keep an app's final reply in the session: history, its state, the last app."""
+        entry: dict[str, Any] = {
+            "status": resp.get("status"),
+            "view_type": resp.get("view_type"),
+            "message": resp.get("message"),
+        }
+        data = json.dumps(resp.get("data"), ensure_ascii=False, default=str)
+        entry["data"] = (
+            resp.get("data")
+            if len(data) <= HISTORY_DATA_MAX
+            else {"truncated": True, "bytes": len(data)}
+        )
+        if notes:
+            entry["notes"] = notes
+        self.store.add_history(sid, "app", entry, app=app)
+        state = resp.get("state")
+        if state is not None:
+            self.store.set_agent_state(sid, app, state)
+        self.store.set_context_var(sid, "last_app", app)
+
+
+def list_files(workdir: Path | None) -> list[str]:
+    """``cwd_state.files``: the first names in the app's folder, dot files left out."""
+    if workdir is None or not workdir.is_dir():
+        return []
+    out: list[str] = []
+    try:
+        for entry in sorted(os.scandir(workdir), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            out.append(entry.name + ("/" if entry.is_dir(follow_symlinks=False) else ""))
+            if len(out) >= CWD_FILES_MAX:
+                break
+    except OSError:
+        pass
+    return out
