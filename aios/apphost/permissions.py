@@ -14,20 +14,33 @@ are requested as ``domain:<host>`` beside its permissions, granted by default
 only to bundled apps (``"domains"`` in ``apps.default_grants``), and the user
 grants more by answering "always allow" on a request's card; each one shows in
 Settings → App permissions and can be revoked there.
+
+:class:`AppPermissions` is what the rest of the system asks, by app: the grants
+of its manifest's requests, the refusal, the settings window's change (audited;
+a grant its running sandbox cannot pick up restarts the app) and the
+destinations an app may send to.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aios.errors import BadRequest, PermissionDenied
+from aios.apphost.supervisor import AppStatus
+from aios.config import Config
+from aios.errors import AppError, AppNotFound, BadRequest, PermissionDenied
 from aios.protocol import PERMISSIONS
-from aios.protocol.outbound import DOMAIN_PREFIX, BadDestination, check_domain
+from aios.protocol.outbound import DOMAIN_PREFIX, BadDestination, check_domain, whitelist_hosts
 from aios.store import Store
+
+if TYPE_CHECKING:
+    from aios.apphost.registry import AppRecord, Launcher
+
+log = logging.getLogger(__name__)
 
 CONVERSATION_READ = "conversation.read"
 DESKTOP_CONTROL = "desktop.control"
@@ -192,6 +205,117 @@ class Grants:
                 }
             )
         raise PermissionDenied(message)
+
+
+class AppPermissions:
+    """The grants of the loaded apps, asked by app (the launcher knows their manifests)."""
+
+    def __init__(
+        self,
+        grants: Grants,
+        launcher: Launcher,
+        store: Store,
+        config: Callable[[], Config],
+        notify: Callable[[dict[str, Any]], object],
+        audit_args: Callable[[Any], str],
+    ):
+        self.grants = grants
+        self._launcher = launcher
+        self._store = store
+        self._config = config
+        self._notify = notify
+        self._audit_args = audit_args
+        """:func:`aios.tools.audit_args`, passed in: aios.tools imports this module."""
+        self.changed: Callable[[], None] = lambda: None
+        """Called when a grant changed: tool contexts built before carry the old set."""
+
+    def granted(self, app_id: str) -> frozenset[str]:
+        """What the user granted the app (nothing for an unknown app)."""
+        record = self._launcher.get(app_id)
+        if record is None:
+            return frozenset()
+        return self.granted_to(record)
+
+    def granted_to(self, record: AppRecord) -> frozenset[str]:
+        return self.grants.granted(record.id, requested(record))
+
+    def require(self, record: AppRecord, permission: str) -> None:
+        """PermissionDenied naming ``permission`` unless it is granted (DESIGN §11.7);
+        the first refusal of a launch also notifies the user once."""
+        self.grants.require(record.id, requested(record), permission, record.token, self._notify)
+
+    def view(self, record: AppRecord) -> dict[str, list[str]]:
+        """``{requested, granted}`` of one app."""
+        return self.grants.view(record.id, requested(record))
+
+    def destinations(self, app_id: str) -> frozenset[str]:
+        """The hosts ``app_id`` may send to without asking (DESIGN §14.5): its granted
+        ``domains`` and the hosts of the global ``tool_sandbox.http_domain_whitelist``."""
+        record = self._launcher.get(app_id)
+        granted = self.grants.domains(app_id, requested(record)) if record is not None else set()
+        return frozenset(granted) | whitelist_hosts(
+            tuple(self._config().tool_sandbox.http_domain_whitelist)
+        )
+
+    def grant_destination(self, app_id: str, host: str) -> None:
+        """The user answered "always allow" to a request to ``host``: a domain grant,
+        audited, listed (and revocable) in Settings → App permissions."""
+        record = self._launcher.get(app_id)
+        if record is None or not self.grants.grant_domain(app_id, requested(record), host):
+            return
+        self.changed()  # tool contexts carry the granted destinations
+        self._audit(app_id, {"grant": [DOMAIN_PREFIX + host], "decision": "user"})
+
+    def change(self, app_id: str, body: dict[str, Any]) -> dict[str, list[str]]:
+        """Grant/revoke from the settings window: audited, in force at the next call.
+
+        AppNotFound for an unknown app, BadRequest naming a bad permission.
+        """
+        record = self._launcher.get(app_id)
+        if record is None:
+            raise AppNotFound(f"no app {app_id!r}")
+        changed = self.grants.change(app_id, requested(record), body)
+        if changed:
+            self.changed()  # tool contexts carry the granted set
+            self._audit(
+                app_id,
+                {
+                    "grant": [p for p, g in changed.items() if g],
+                    "revoke": [p for p, g in changed.items() if not g],
+                    "decision": "user",
+                },
+            )
+            needs_restart = RESTART_NEEDED & set(changed)
+            if needs_restart and record.status in (AppStatus.RUNNING, AppStatus.STARTING):
+                # The sandbox (its network namespace) is built at spawn: a new grant
+                # takes effect in a new launch, which the system starts itself (§11.7).
+                log.info("%s: %s changed; restarting the app", app_id, ", ".join(needs_restart))
+                threading.Thread(
+                    target=self._restart_quietly, args=(app_id,), name=f"regrant-{app_id}"
+                ).start()
+        return self.view(record)
+
+    def _audit(self, app_id: str, change: dict[str, Any]) -> None:
+        self._store.audit(
+            app=app_id,
+            tool="permissions",
+            args=self._audit_args(change),
+            status="ok",
+            duration_ms=0.0,
+        )
+
+    def _restart_quietly(self, app_id: str) -> None:
+        try:
+            self._launcher.restart(app_id)
+        except AppError as e:  # unloaded or shutting down meanwhile
+            log.info("%s: not restarted after a permission change: %s", app_id, e)
+
+
+def requested(record: AppRecord) -> list[str]:
+    """The permissions and destinations (``domain:<host>``) the app's manifest asks for."""
+    if record.manifest is None:
+        return []
+    return [*record.manifest.permissions, *domain_grants(record.manifest.domains)]
 
 
 def is_domain(name: str) -> bool:

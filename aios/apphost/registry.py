@@ -135,6 +135,9 @@ class Launcher:
         """The system's API, served to each confined app on its own socket (set by aios.web)."""
         self.network_granted: Callable[[AppRecord], bool] = lambda rec: False
         """Whether the user granted ``network`` to an app (set by the system)."""
+        self.public_extra: Callable[[AppRecord], dict[str, Any]] = lambda rec: {}
+        """What the desktop sees of an app beside its manifest: its permissions and its
+        quotas (DESIGN §14.6; set by the system)."""
         self._sockets: dict[int, str] = {}
         """Port -> Unix socket of each running confined app (see :meth:`socket_for`)."""
         self._confinement_problem: str | None = None
@@ -267,6 +270,11 @@ class Launcher:
     def get(self, app_id: str) -> AppRecord | None:
         with self._lock:
             return self._records.get(app_id)
+
+    def public_apps(self) -> list[dict[str, Any]]:
+        """Every app as the desktop sees it (``GET /api/apps``, the events ``hello``), with
+        its :attr:`public_extra`."""
+        return [{**r.public(self.config.language), **self.public_extra(r)} for r in self.apps()]
 
     def by_token(self, token: str) -> AppRecord | None:
         """The app whose current launch holds ``token`` (constant-time compare)."""

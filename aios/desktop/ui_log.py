@@ -7,6 +7,9 @@ one, ``reset`` drops every one, or every one of an element (``id``, ``window``).
 The log holds at most ``web.ui_ops_max`` changes; older ones are forgotten (they
 stay on screen until the page reloads). Pure bookkeeping: checking an op is
 :func:`aios.protocol.parse_ui_op`'s job, showing it the renderer's.
+
+Beside it, the desktop's snapshot (``POST /api/ui/snapshot``): what is on screen,
+kept under ``desktop:ui_snapshot`` for system-control apps to read.
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from aios.config import WebConfig
+from aios.errors import BadRequest
 from aios.store import Store
 
 NAMESPACE = "desktop"
 KEY = "ui_ops"
+SNAPSHOT_KEY = "ui_snapshot"
+SNAPSHOT_MAX: int = WebConfig.model_fields["snapshot_max_elements"].default
 
 
 def _same_element(op: dict[str, Any], reset: dict[str, Any]) -> bool:
@@ -29,9 +36,16 @@ def _same_element(op: dict[str, Any], reset: dict[str, Any]) -> bool:
 class UILog:
     """The changes still applied, oldest first, kept in the store (it survives restarts)."""
 
-    def __init__(self, store: Store, limit: Callable[[], int]):
+    def __init__(
+        self,
+        store: Store,
+        limit: Callable[[], int],
+        snapshot_limit: Callable[[], int] = lambda: SNAPSHOT_MAX,
+    ):
         self._store = store
         self._limit = limit
+        self._snapshot_limit = snapshot_limit
+        """At most this many elements in a snapshot (``web.snapshot_max_elements``)."""
         self._lock = threading.Lock()
 
     def ops(self) -> list[dict[str, Any]]:
@@ -60,3 +74,19 @@ class UILog:
             del log[: max(0, len(log) - self._limit())]
             self._store.cache_set(NAMESPACE, KEY, log)
         return out
+
+    def save_snapshot(self, body: dict[str, Any]) -> int:
+        """Keep what the desktop reports on screen (its snapshot) for system-control apps.
+
+        Entries that are not objects with a text ``id`` are dropped; returns
+        how many were kept. BadRequest when ``elements`` is not a list or is too long.
+        """
+        elements = body.get("elements")
+        limit = self._snapshot_limit()
+        if not isinstance(elements, list) or len(elements) > limit:
+            raise BadRequest(f"field 'elements' must be a list (at most {limit})")
+        clean = [e for e in elements if isinstance(e, dict) and isinstance(e.get("id"), str)]
+        self._store.cache_set(
+            NAMESPACE, SNAPSHOT_KEY, {"elements": clean, "viewport": body.get("viewport")}
+        )
+        return len(clean)

@@ -52,13 +52,13 @@ def health() -> Response:
 
 @bp.get("/apps")
 def list_apps() -> Response:
-    return jsonify(system().public_apps())
+    return jsonify(system().launcher.public_apps())
 
 
 @bp.post("/apps/<app_id>/permissions")
 def app_permissions(app_id: str) -> Response:
     """``{grant: [...], revoke: [...]}`` -> the app's ``{requested, granted}`` (DESIGN §11.7)."""
-    permissions = system().change_permissions(app_id, json_body())
+    permissions = system().permissions.change(app_id, json_body())
     return jsonify({"app": app_id, "permissions": permissions})
 
 
@@ -125,7 +125,7 @@ def instruction() -> Response:
 
 @bp.post("/ui/snapshot")
 def ui_snapshot() -> Response:
-    kept = system().save_ui_snapshot(json_body())
+    kept = system().ui_log.save_snapshot(json_body())
     return jsonify({"ok": True, "elements": kept})
 
 

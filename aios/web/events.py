@@ -64,7 +64,7 @@ def events(ws: Any) -> None:
     try:
         hello = {
             "type": "hello",
-            "apps": sys_.public_apps(),
+            "apps": sys_.launcher.public_apps(),
             "seq": sub.start_seq,
             "epoch": sub.epoch,
         }

@@ -7,7 +7,6 @@ blueprint turns every error of the tree into a JSON ``{"error": ...}`` reply.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, cast, overload
 
 from flask import Response, current_app, jsonify, request
@@ -19,9 +18,6 @@ from aios.system import System
 
 EXTENSION = "aios"
 """The key of the System in ``app.extensions``."""
-
-PROGRESS_MAX = 100
-"""A push's ``progress`` is a fraction 0..1, or a percentage up to this."""
 
 
 def system() -> System:
@@ -93,20 +89,3 @@ def int_arg(name: str, low: int, high: int | None, default: int | None) -> int |
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise BadRequest(f"query parameter {name!r} must be {bound} (got {value})")
     return value
-
-
-def check_progress(body: dict[str, Any]) -> None:
-    """A push's ``progress``: a number from 0 to 1 (or a percentage up to 100), or null."""
-    if "progress" not in body or body["progress"] is None:
-        return
-    value = body["progress"]
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not 0 <= value <= PROGRESS_MAX
-    ):
-        raise BadRequest(
-            f"field 'progress' must be a number from 0 to 1 (or a percentage up to "
-            f"{PROGRESS_MAX}), or null to clear the bar; got {value!r}"
-        )

@@ -5,10 +5,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, jsonify, request
 
 from aios.apphost.registry import AppRecord
-from aios.errors import AIOSError, BadRequest, LLMError, LLMUnavailable
+from aios.errors import LLMError, LLMUnavailable
 from aios.llm.client import APP_REPLY_MARGIN, LLMCancelled
-from aios.protocol import forwardable_reply, without_system_fields
-from aios.web.request import check_progress, error, json_body, session, system
+from aios.web.request import error, json_body, session, system
 from aios.web.schemas import SysLLMBody, SysToolBody, parse
 
 bp = Blueprint("sys_api", __name__, url_prefix="/api/sys")
@@ -22,24 +21,14 @@ def _caller() -> AppRecord:
 @bp.post("/tool")
 def sys_tool() -> Response:
     body = parse(SysToolBody, json_body())
-    result = system().call_tool(_caller(), body.tool, body.args, body.session_id)
+    result = system().app_api.call_tool(_caller(), body.tool, body.args, body.session_id)
     return jsonify(result.model_dump(mode="json", exclude_none=True))
 
 
 @bp.post("/push")
 def sys_push() -> Response:
-    record, body, bus = _caller(), json_body(), system().bus
-    system().quotas.admit_push(record.id, len(request.get_data(cache=True)))
-    if "view_type" in body:
-        try:
-            view = forwardable_reply(body)
-        except AIOSError as e:
-            raise BadRequest(str(e)) from e
-        bus.emit("view", {"app": record.id, "response": view, "pushed": True})
-    else:
-        check_progress(body)
-        bus.emit("push", {"app": record.id, "data": without_system_fields(body)})
-    return jsonify({"ok": True, "listeners": bus.subscribers})
+    listeners = system().app_api.push(_caller(), json_body(), len(request.get_data(cache=True)))
+    return jsonify({"ok": True, "listeners": listeners})
 
 
 @bp.post("/llm")
@@ -77,7 +66,7 @@ def sys_llm() -> Response:
 def sys_processes() -> Response:
     """The host's processes, read-only (pid, name, user, CPU, memory, start time); needs
     ``system.processes``."""
-    return jsonify({"processes": system().process_list(_caller())})
+    return jsonify({"processes": system().app_api.process_list(_caller())})
 
 
 @bp.post("/processes/<int:pid>/end")
@@ -86,18 +75,18 @@ def sys_end_process(pid: int) -> Response:
     audited; refuses pid 1, kernel threads, the system's own process tree and other users'
     processes -> ``{pid, name, ended: true}``."""
     body = json_body()
-    return jsonify(system().end_process(_caller(), pid, session(body)))
+    return jsonify(system().app_api.end_process(_caller(), pid, session(body)))
 
 
 @bp.get("/disks")
 def sys_disks() -> Response:
     """The host's disks (mount, total, used, free, percent); needs ``system.processes``."""
-    return jsonify({"disks": system().disk_list(_caller())})
+    return jsonify({"disks": system().app_api.disk_list(_caller())})
 
 
 @bp.post("/ui")
 def sys_ui() -> Response:
-    sys_, record = system(), _caller()
-    sys_.require_ui_permission(record)  # refused before the body is even read
-    applied = sys_.apply_ui_ops(record, json_body())
-    return jsonify({"ok": True, "applied": applied, "listeners": sys_.bus.subscribers})
+    app_api, record = system().app_api, _caller()
+    app_api.require_ui_permission(record)  # refused before the body is even read
+    applied = app_api.apply_ui_ops(record, json_body())
+    return jsonify({"ok": True, "applied": applied, "listeners": app_api.listeners})

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from aios.desktop.ui_log import UILog
+from aios.errors import BadRequest
 from aios.store import Store
 
 
@@ -27,5 +30,22 @@ def test_the_log_is_bounded_and_undo_reset_take_changes_back(tmp_path: Path) -> 
         log.apply(ops[:2])
         assert log.apply([{"op": "reset"}]) == [{"op": "reset", "removed": 2}]
         assert UILog(store, lambda: 3).ops() == []
+    finally:
+        store.close()
+
+
+def test_the_snapshot_keeps_elements_with_an_id_and_refuses_too_many(tmp_path: Path) -> None:
+    store = Store(tmp_path / "aios.db")
+    try:
+        log = UILog(store, lambda: 3, lambda: 2)
+        kept = log.save_snapshot({"elements": [{"id": "clock"}, {"id": 1}], "viewport": [1, 2]})
+        assert kept == 1
+        assert store.cache_get("desktop", "ui_snapshot") == {
+            "elements": [{"id": "clock"}],
+            "viewport": [1, 2],
+        }
+        for bad in ({"elements": "x"}, {"elements": [{"id": "a"}] * 3}):
+            with pytest.raises(BadRequest, match="at most 2"):
+                log.save_snapshot(bad)
     finally:
         store.close()
