@@ -18,8 +18,14 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from aios.errors import ConfigError
-from aios.names import ApprovalMode
-from aios.protocol import ATOMIC_TOOLS, PERMISSIONS
+from aios.names import (
+    ATOMIC_TOOLS,
+    ENV_LLM_API_KEY,
+    ENV_LLM_BASE_URL,
+    ENV_LLM_MODEL,
+    PERMISSIONS,
+    ApprovalMode,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG_PATH = PROJECT_ROOT / "config.json"
@@ -456,13 +462,13 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def _env_overrides(env: os._Environ[str] | dict[str, str]) -> dict[str, Any]:
     llm: dict[str, Any] = {}
-    key = env.get("AIOS_LLM_API_KEY") or env.get("DEEPSEEK_API_KEY")
+    key = env.get(ENV_LLM_API_KEY) or env.get("DEEPSEEK_API_KEY")
     if key:
         llm["api_key"] = key
-    if env.get("AIOS_LLM_BASE_URL"):
-        llm["base_url"] = env["AIOS_LLM_BASE_URL"]
-    if env.get("AIOS_LLM_MODEL"):
-        llm["model"] = env["AIOS_LLM_MODEL"]
+    if env.get(ENV_LLM_BASE_URL):
+        llm["base_url"] = env[ENV_LLM_BASE_URL]
+    if env.get(ENV_LLM_MODEL):
+        llm["model"] = env[ENV_LLM_MODEL]
     return {"llm": llm} if llm else {}
 
 

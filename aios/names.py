@@ -6,6 +6,7 @@ models of :mod:`aios.protocol` load only when something is validated.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Literal, get_args
 
 AppViewType = Literal[
@@ -111,3 +112,62 @@ APPROVAL_MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 ApprovalDecision = Literal["allow", "allow_session", "allow_always", "deny"]
 """The user's answer to an approval card: once, for this session, always (persisted), no."""
 APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = get_args(ApprovalDecision)
+
+
+# ------------------------------------------------------------------ wire names
+# The names that cross a process boundary, defined once: the HTTP headers between the
+# system and its apps, and the environment an app (or the desktop) is started with.
+
+LAUNCH_SECRET_HEADER = "X-AIOS-Launch-Secret"
+"""The per-launch secret the system sends on every call to an app (DESIGN §11.6)."""
+APP_TOKEN_HEADER = "X-AIOS-App-Token"
+"""The app's own token, on its calls to the system and the system's calls to its tools."""
+SESSION_HEADER = "X-AIOS-Session-Id"
+"""The session a call to the system is made in (a claim the system checks, §14.4)."""
+
+ENV_APP_ID = "AIOS_APP_ID"
+ENV_APP_SOCKET = "AIOS_APP_SOCKET"
+ENV_APP_TOKEN = "AIOS_APP_TOKEN"
+ENV_DEV_DB = "AIOS_DEV_DB"
+ENV_DIR = "AIOS_DIR"
+ENV_LAUNCH_SECRET = "AIOS_LAUNCH_SECRET"
+ENV_LLM_API_KEY = "AIOS_LLM_API_KEY"
+ENV_LLM_BASE_URL = "AIOS_LLM_BASE_URL"
+ENV_LLM_MODEL = "AIOS_LLM_MODEL"
+ENV_LOG_LEVEL = "AIOS_LOG_LEVEL"
+ENV_SYSTEM_SOCKET = "AIOS_SYSTEM_SOCKET"
+ENV_SYSTEM_URL = "AIOS_SYSTEM_URL"
+ENV_TOKEN = "AIOS_TOKEN"
+ENV_WORKDIR = "AIOS_WORKDIR"
+
+
+# ------------------------------------------------------------------ permissions, locales, ids
+
+Permission = Literal["conversation.read", "desktop.control", "network", "system.processes"]
+"""What a manifest may request (DESIGN §11.7): the whole conversation in
+``history_summary`` (other apps' turns too, §14.8), UI operations, direct outside
+network, the host's process list (served read-only by the system)."""
+PERMISSIONS: tuple[str, ...] = get_args(Permission)
+CONVERSATION_READ = "conversation.read"
+DESKTOP_CONTROL = "desktop.control"
+NETWORK = "network"
+SYSTEM_PROCESSES = "system.processes"
+SETTINGS_PAGE = "Settings → App permissions"
+"""Where the user grants and revokes them."""
+
+
+def not_granted(app_id: str, permission: str) -> str:
+    """The refusal of a use of ``permission`` that ``app_id`` was not granted."""
+    return f"permission {permission!r} is not granted to {app_id}; grant it in {SETTINGS_PAGE}"
+
+
+Locale = Literal["zh-CN", "en"]
+"""A UI language (``config.language``): the keys of a manifest's per-locale texts."""
+LOCALES: tuple[str, ...] = get_args(Locale)
+DEFAULT_LOCALE = "zh-CN"
+"""The locale of a text given as a plain string, and the fallback of a missing one."""
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id with a readable prefix (``run_…``, ``ia_…``, ``inst_…``)."""
+    return f"{prefix}_{secrets.token_hex(8)}"

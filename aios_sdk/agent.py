@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from aios.errors import ProtocolError
-from aios.names import ATOMIC_TOOLS, SYSTEM_PRIMITIVES, TOOL_NAME_PATTERN
+from aios.names import (
+    ATOMIC_TOOLS,
+    ENV_APP_ID,
+    ENV_APP_TOKEN,
+    ENV_SYSTEM_URL,
+    SYSTEM_PRIMITIVES,
+    TOOL_NAME_PATTERN,
+)
 from aios_sdk import boot
 from aios_sdk._session import current_session_id
 from aios_sdk.boot import APP_SOCKET_ENV
@@ -209,8 +216,8 @@ class Backend(Protocol):
 
 
 def _make_backend(agent: AIOSAgent) -> Backend:
-    url = os.environ.get("AIOS_SYSTEM_URL", "").strip()
-    token = os.environ.get("AIOS_APP_TOKEN", "").strip()
+    url = os.environ.get(ENV_SYSTEM_URL, "").strip()
+    token = os.environ.get(ENV_APP_TOKEN, "").strip()
     if url and token:
         from aios_sdk.client import SystemClient
 
@@ -346,7 +353,7 @@ class AIOSAgent:
         return Path(file).resolve().parent if file else Path.cwd().resolve()
 
     def app_id(self) -> str:
-        return os.environ.get("AIOS_APP_ID") or self.app_dir().name
+        return os.environ.get(ENV_APP_ID) or self.app_dir().name
 
     def _backend(self) -> Backend:
         # Kept in __dict__ and built lazily: subclasses may define __init__

@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+# This file runs by path before any import path is set, so it imports nothing of
+# aios: these three are aios.names.ENV_SYSTEM_SOCKET, ENV_APP_SOCKET, ENV_SYSTEM_URL.
 SYSTEM_SOCKET_ENV = "AIOS_SYSTEM_SOCKET"
 APP_SOCKET_ENV = "AIOS_APP_SOCKET"
 CHUNK = 65536

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from aios.names import ENV_APP_ID, ENV_APP_TOKEN, ENV_LAUNCH_SECRET, ENV_SYSTEM_URL
+
 POLL_INTERVAL = 0.5
 """Seconds between two looks at the app's files."""
 STOP_GRACE = 3.0
@@ -34,7 +36,7 @@ STOP_GRACE = 3.0
 WATCHED_SUFFIXES = frozenset({".py", ".json", ".md"})
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "workspace"})
 """Folders never watched (besides hidden ones and the manifest's workdir)."""
-STANDALONE_UNSET = ("AIOS_SYSTEM_URL", "AIOS_APP_TOKEN", "AIOS_LAUNCH_SECRET")
+STANDALONE_UNSET = (ENV_SYSTEM_URL, ENV_APP_TOKEN, ENV_LAUNCH_SECRET)
 """Variables removed from the app's environment: it runs standalone, not in a system."""
 DEV_PREFIX = "[dev]"
 
@@ -125,7 +127,7 @@ class DevLoop:
         entry = _entry(self.folder)
         env = {k: v for k, v in os.environ.items() if k not in STANDALONE_UNSET}
         env.update({"APP_PORT": str(self.port), "PYTHONUNBUFFERED": "1"})
-        env.setdefault("AIOS_APP_ID", self.app_id)
+        env.setdefault(ENV_APP_ID, self.app_id)
         self.proc = procgroup.popen(
             [sys.executable, "-u", str(entry)],
             subprocess.Popen,

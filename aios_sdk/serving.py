@@ -10,7 +10,7 @@ Only the system may drive an app (DESIGN §11): a request whose ``Host`` is
 not ``127.0.0.1``, ``localhost`` or ``[::1]`` on the app's own port is
 refused with 403 (a page that rebinds a DNS name to 127.0.0.1 sends its own
 name), and when the app was launched with ``AIOS_LAUNCH_SECRET``,
-``/handle`` and ``/tools*`` answer 401 unless ``X-AIOS-Launch-Secret``
+``/handle`` and ``/tools*`` answer 401 unless ``aios.names.LAUNCH_SECRET_HEADER``
 carries it. ``/health`` stays open to local callers (the launcher's
 liveness probe counts any HTTP answer) and tells only that the app is up
 and its display name, which the desktop shows anyway.
@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, request
 
 from aios.errors import ToolError
-from aios.names import error_response
+from aios.names import APP_TOKEN_HEADER, ENV_APP_TOKEN, SESSION_HEADER, error_response
 from aios.protocol import app_secret
 from aios_sdk._session import bind_session, unbind_session
 from aios_sdk.boot import APP_SOCKET_ENV
@@ -61,10 +61,6 @@ class _Served(Protocol):
         context: dict[str, Any],
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
-
-
-APP_TOKEN_HEADER = "X-AIOS-App-Token"
-SESSION_HEADER = "X-AIOS-Session-Id"
 
 
 def _json(payload: Any, status: int = 200) -> Response:
@@ -214,7 +210,7 @@ def create_app(agent: _Served) -> Flask:
 
     @app.post("/tools/<tool_name>")
     def call_tool(tool_name: str) -> Response:
-        expected = os.environ.get("AIOS_APP_TOKEN")
+        expected = os.environ.get(ENV_APP_TOKEN)
         if expected:
             given = request.headers.get(APP_TOKEN_HEADER, "")
             if not hmac.compare_digest(given.encode(), expected.encode()):

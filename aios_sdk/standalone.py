@@ -33,6 +33,7 @@ from aios.errors import (
     ToolFailed,
     ToolRefused,
 )
+from aios.names import ENV_DEV_DB, ENV_WORKDIR
 from aios.protocol import ATOMIC_TOOLS, Manifest, ToolResult, parse_manifest
 from aios.store import Store
 from aios.tools.sandbox import SandboxPolicy
@@ -41,9 +42,9 @@ log = logging.getLogger(__name__)
 
 DEV_DB = Path(".aios") / "dev.db"
 """The audit log and cache of an app run standalone, relative to its folder."""
-WORKDIR_ENV = "AIOS_WORKDIR"
+WORKDIR_ENV = ENV_WORKDIR
 """The app's workdir; the launcher sets it, and standalone mode honours it too."""
-DEV_DB_ENV = "AIOS_DEV_DB"
+DEV_DB_ENV = ENV_DEV_DB
 """Where standalone mode keeps its audit log and cache (a file path), when set."""
 DEV_DB_SUFFIX = ".dev.db"
 

@@ -46,7 +46,7 @@ import requests
 
 from aios.config import Config, validate_config
 from aios.errors import LLMUnavailable, ManifestError, ProtocolError
-from aios.names import ATOMIC_TOOLS, SYSTEM_PRIMITIVES
+from aios.names import ATOMIC_TOOLS, ENV_APP_ID, SYSTEM_PRIMITIVES
 from aios.protocol import ToolResult, forwardable_reply, parse_action_request
 from aios_sdk._session import bind_session, unbind_session
 from aios_sdk.agent import MANIFEST_FILE, AIOSAgent, manifest_metadata
@@ -336,7 +336,7 @@ class AppHarness:
     @contextlib.contextmanager
     def _env(self) -> Iterator[None]:
         """``AIOS_WORKDIR`` / ``AIOS_APP_ID`` as the launcher sets them, for apps that read them."""
-        values = {WORKDIR_ENV: str(self.workdir), "AIOS_APP_ID": self.app_id}
+        values = {WORKDIR_ENV: str(self.workdir), ENV_APP_ID: self.app_id}
         values[DEV_DB_ENV] = str(self.db_path)
         with _ENV_LOCK:
             saved = {k: os.environ.get(k) for k in values}

@@ -33,6 +33,14 @@ from typing import TYPE_CHECKING, Any
 from aios.apphost.supervisor import AppStatus
 from aios.config import Config
 from aios.errors import AppError, AppNotFound, BadRequest, PermissionDenied
+from aios.names import (
+    CONVERSATION_READ as CONVERSATION_READ,
+    DESKTOP_CONTROL as DESKTOP_CONTROL,
+    NETWORK as NETWORK,
+    SETTINGS_PAGE as SETTINGS_PAGE,
+    SYSTEM_PROCESSES as SYSTEM_PROCESSES,
+    not_granted as not_granted,
+)
 from aios.protocol import PERMISSIONS
 from aios.protocol.outbound import DOMAIN_PREFIX, BadDestination, check_domain, whitelist_hosts
 from aios.store import Store
@@ -42,13 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONVERSATION_READ = "conversation.read"
-DESKTOP_CONTROL = "desktop.control"
-NETWORK = "network"
-SYSTEM_PROCESSES = "system.processes"
 RESTART_NEEDED = frozenset({NETWORK})
 """Grants the running app cannot pick up at once (its sandbox is built at spawn)."""
-SETTINGS_PAGE = "Settings → App permissions"
 DEFAULT_DOMAINS = "domains"
 """In ``apps.default_grants``: the app's manifest ``domains`` are granted the first time
 it is seen (bundled apps)."""
@@ -58,10 +61,6 @@ NOTICE_TEXTS = {
     "en": ("System", "Permission needed", "{app} needs the {permission!r} permission: {hint}"),
 }
 """The user's notice of a refusal, per UI language: (sender, title, body)."""
-
-
-def not_granted(app_id: str, permission: str) -> str:
-    return f"permission {permission!r} is not granted to {app_id}; grant it in {SETTINGS_PAGE}"
 
 
 class Grants:

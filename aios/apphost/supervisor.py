@@ -42,6 +42,7 @@ import psutil
 from aios.apphost.applog import LogPump, log_line, log_tail, rotate_log
 from aios.host import procgroup
 from aios.host.procgroup import KILL_WAIT
+from aios.names import ENV_APP_ID, ENV_APP_TOKEN, ENV_SYSTEM_URL, ENV_WORKDIR
 from aios.protocol import app_secret
 from aios_sdk._unix import UnixHTTPConnection, connect_unix
 
@@ -169,10 +170,10 @@ def app_env(
     env.update(
         {
             "APP_PORT": str(port),
-            "AIOS_APP_ID": app_id,
-            "AIOS_SYSTEM_URL": system_url,
-            "AIOS_APP_TOKEN": token,
-            "AIOS_WORKDIR": str(workdir),
+            ENV_APP_ID: app_id,
+            ENV_SYSTEM_URL: system_url,
+            ENV_APP_TOKEN: token,
+            ENV_WORKDIR: str(workdir),
             **({app_secret.LAUNCH_SECRET_ENV: launch_secret} if launch_secret else {}),
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(dict.fromkeys(path)),

@@ -28,6 +28,7 @@ from aios.desktop.ui_log import UILog
 from aios.errors import AIOSError, BadRequest, PermissionDenied, ProtocolError
 from aios.events import EventBus
 from aios.host.hostprocs import end_host_process, host_disks, host_processes
+from aios.names import APP_TOKEN_HEADER
 from aios.protocol import (
     ATOMIC_TOOLS,
     LOCALES,
@@ -498,7 +499,7 @@ class AppApi:
                 self._launcher.url(app_id) + "/tools",
                 timeout=CUSTOM_TOOLS_TIMEOUT,
                 headers={
-                    "X-AIOS-App-Token": record.token,
+                    APP_TOKEN_HEADER: record.token,
                     **app_secret.headers(record.launch_secret),
                 },
             )

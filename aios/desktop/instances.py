@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aios.errors import NotFound
-from aios.runs.approvals import new_id
+from aios.names import new_id
 
 if TYPE_CHECKING:
     from aios.events import EventBus

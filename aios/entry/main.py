@@ -20,6 +20,7 @@ from typing import Any
 
 from aios.config import PROJECT_ROOT, load_config
 from aios.errors import AIOSError
+from aios.names import ENV_LOG_LEVEL, ENV_TOKEN
 
 log = logging.getLogger("aios")
 
@@ -46,7 +47,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="replace the launch token kept in the data dir (open pages must reload)",
     )
-    p.add_argument("--log-level", default=os.environ.get("AIOS_LOG_LEVEL", "INFO"))
+    p.add_argument("--log-level", default=os.environ.get(ENV_LOG_LEVEL, "INFO"))
     return p.parse_args(argv)
 
 
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         system = System(
             config,
             port=server.port,
-            token=os.environ.get("AIOS_TOKEN") or None,
+            token=os.environ.get(ENV_TOKEN) or None,
             port_map_path=port_map,
             new_token=args.new_token,
         )

@@ -4,7 +4,7 @@ Each launch of an app gets a fresh secret, apart from ``AIOS_APP_TOKEN``
 (which the app shows the system when *it* calls). The launcher puts it in
 the app's environment as ``AIOS_LAUNCH_SECRET``; every call the system makes
 to the app (``/handle``, ``/tools``, ``/tools/<name>``, the ``/health``
-probe) carries it in ``X-AIOS-Launch-Secret``; the SDK refuses ``/handle`` and
+probe) carries it in the ``aios.names.LAUNCH_SECRET_HEADER`` header; the SDK refuses ``/handle`` and
 ``/tools*`` without it. Another local process, or a page that rebinds a DNS
 name to 127.0.0.1, has no way to learn it. An app that serves raw Flask
 (without the SDK) does not check it: only confinement protects such an
@@ -16,8 +16,9 @@ from __future__ import annotations
 import hmac
 import secrets
 
-LAUNCH_SECRET_ENV = "AIOS_LAUNCH_SECRET"
-LAUNCH_SECRET_HEADER = "X-AIOS-Launch-Secret"
+from aios.names import ENV_LAUNCH_SECRET, LAUNCH_SECRET_HEADER
+
+LAUNCH_SECRET_ENV = ENV_LAUNCH_SECRET
 SECRET_BYTES = 32
 """Random bytes in one secret (urlsafe base64 in the env and the header)."""
 

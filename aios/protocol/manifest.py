@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from aios.names import (
+    DEFAULT_LOCALE as DEFAULT_LOCALE,
+    LOCALES as LOCALES,
+    PERMISSIONS as PERMISSIONS,
+    Locale as Locale,
+    Permission as Permission,
+)
 from aios.protocol.base import _Open, parse_as
 from aios.protocol.outbound import DOMAINS_MAX, BadDestination, check_domain
 
@@ -48,17 +55,6 @@ MANIFEST_EXAMPLE_MAX = 100
 MANIFEST_EXAMPLES_MAX = 8
 
 
-Permission = Literal["conversation.read", "desktop.control", "network", "system.processes"]
-"""What a manifest may request (DESIGN §11.7): the whole conversation in
-``history_summary`` (other apps' turns too, §14.8), UI operations, direct outside
-network, the host's process list (served read-only by the system)."""
-PERMISSIONS: tuple[str, ...] = get_args(Permission)
-
-Locale = Literal["zh-CN", "en"]
-"""A UI language (``config.language``): the keys of a manifest's per-locale texts."""
-LOCALES: tuple[str, ...] = get_args(Locale)
-DEFAULT_LOCALE = "zh-CN"
-"""The locale of a text given as a plain string, and the fallback of a missing one."""
 _LOCALE_SUFFIXES = {"en": "_en", "zh-CN": "_zh"}
 """``name_en`` / ``description_en`` / ``examples_en``: the flat spelling of one locale."""
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aios.errors import BadRequest, Conflict, NotFound
-from aios.names import APPROVAL_DECISIONS, APPROVAL_RULES, ApprovalMode, ApprovalRule
+from aios.names import APPROVAL_DECISIONS, APPROVAL_RULES, ApprovalMode, ApprovalRule, new_id
 from aios.protocol import LOCALES
 from aios.protocol.outbound import (
     COMMAND_TOOLS,
@@ -69,10 +68,6 @@ ASKED_AT: dict[ApprovalMode, frozenset[str]] = {
 """The risks each mode asks about by default."""
 WAIT_SLICE = 0.25
 """Seconds between two looks at a waiting decision's expiry and its run's cancel flag."""
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(8)}"
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aios.errors import Conflict, NotFound
+from aios.names import new_id
 from aios.protocol import ToolResult
 from aios.protocol.outbound import Taint, read_of
-from aios.runs.approvals import new_id
 
 if TYPE_CHECKING:
     from aios.events import EventBus

@@ -65,10 +65,11 @@ class ToolContext:
     app_url: str | None = None
     """``http://127.0.0.1:PORT`` of the app itself, for its custom ``@tool``s."""
     app_token: str | None = None
+    """The app's own token, sent as ``aios.names.APP_TOKEN_HEADER`` on calls to its
+    custom tools."""
     app_secret: str | None = field(default=None, repr=False)
     """The app's launch secret, shown on calls to its custom tools
     (``aios.protocol.app_secret``)."""
-    """The app's launch secret, sent as ``X-AIOS-App-Token`` when calling its custom tools."""
 
     run_id: str | None = None
     """The run this call belongs to (audit rows and events carry it, DESIGN §12)."""

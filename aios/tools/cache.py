@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from aios.apphost.permissions import DESKTOP_CONTROL, not_granted
 from aios.errors import StoreError, ToolFailed, ToolRefused
+from aios.names import DESKTOP_CONTROL, not_granted
 from aios.store import Store
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 

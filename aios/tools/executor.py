@@ -30,14 +30,12 @@ import requests
 
 from aios import tools as toolbox
 from aios.errors import QuotaExceeded
-from aios.names import SYSTEM_PRIMITIVES
+from aios.names import APP_TOKEN_HEADER, SESSION_HEADER, SYSTEM_PRIMITIVES
 from aios.protocol import ATOMIC_TOOLS, Step, ToolResult, app_secret, parse_steps
 from aios.tools import ToolContext
 
 log = logging.getLogger(__name__)
 
-APP_TOKEN_HEADER = "X-AIOS-App-Token"
-SESSION_HEADER = "X-AIOS-Session-Id"
 
 # Only references to earlier steps are templates; any other ``{{…}}`` (an HTML
 # or mustache template an app writes to a file) is left exactly as it is.

@@ -45,6 +45,7 @@ from aios.host.os_sandbox import (
     visible_in_sandbox,
     wrap_argv,
 )
+from aios.names import ENV_DIR
 from aios.tools.base import ToolArgs, ToolContext, ToolOutput, atomic_tool
 from aios.tools.risk import command_line, in_cwd
 from aios.tools.sandbox import SandboxPolicy, check_argv, resolve_path, split_command
@@ -517,7 +518,7 @@ def shell_exec(ctx: ToolContext, args: ShellExecArgs) -> ToolOutput:
 
 
 __all__ = [
-    "AIOS_DIR",
+    ENV_DIR,
     "CommandPlan",
     "RunOutcome",
     "ShellExecArgs",

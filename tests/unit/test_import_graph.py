@@ -132,3 +132,132 @@ def test_no_import_cycle(package: str) -> None:
     graph = _graph()
     cycles = [c for c in _cycles(graph) if any(m.split(".")[0] == package for m in c)]
     assert not cycles, "import cycles:\n" + "\n".join(_path(graph, c) for c in cycles)
+
+
+# ------------------------------------------------------------------ the layers
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("aios", "aios.errors", "aios.config", "aios.names", "aios.events", "aios.quotas"),
+    ("aios.protocol",),
+    ("aios.host",),
+    ("aios.store",),
+    ("aios.tools",),
+    ("aios.llm",),
+    ("aios.apphost",),
+    ("aios.runs",),
+    ("aios.desktop",),
+    ("aios.control",),
+    ("aios.system",),
+    ("aios.web",),
+    ("aios.entry",),
+)
+"""The subsystems of ``aios`` from the bottom up (README "How it fits together"): each may
+import only its own layer and those below it. The shared vocabulary (errors, config,
+names, events, quotas) imports nothing above itself."""
+
+SDK_MAY_IMPORT = (
+    "aios.protocol",
+    "aios.errors",
+    "aios.names",
+    "aios.tools",
+    "aios.host.hostprocs",
+    "aios.llm",
+)
+"""What an app process's SDK may build on (the generic app calls the model through
+``aios.llm``, not only ``aios.llm.toolcalls``)."""
+
+SDK_DEVELOPER_TOOLS = (
+    "aios_sdk.testing",
+    "aios_sdk.dev",
+    "aios_sdk.scaffold",
+    "aios_sdk.standalone",
+)
+"""The SDK's developer tools, which run on the developer's machine and never inside an app's
+sandbox: ``testing`` starts a whole system, ``dev`` runs an app with reload, ``scaffold``
+checks a folder as the launcher will, ``standalone`` runs tools against a local store."""
+
+
+def _layer(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if module == name or module.startswith(name + "."):
+                if best is None or len(name) > best[0]:
+                    best = (len(name), i)
+    return None if best is None else best[1]
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for src, targets in sorted(graph.items()):
+        if not src.startswith("aios."):
+            continue
+        here = _layer(src)
+        for dst in sorted(targets):
+            there = _layer(dst)
+            if here is not None and there is not None and there > here:
+                found.append(f"{src} (layer {here}) -> {dst} (layer {there})")
+    return found
+
+
+def test_every_module_sits_in_a_layer() -> None:
+    lost = [m for m in _modules() if m.startswith("aios.") and _layer(m) is None]
+    assert not lost, f"modules outside every layer (add them to LAYERS): {lost}"
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    upward = _upward(_graph())
+    assert not upward, "imports up the layers:\n" + "\n".join(upward)
+
+
+def test_an_upward_import_is_caught() -> None:
+    assert _upward({"aios.store.db": {"aios.runs.runs"}}) == [
+        "aios.store.db (layer 3) -> aios.runs.runs (layer 7)"
+    ]
+    assert _upward({"aios.runs.gate": {"aios.store.db", "aios.runs.runs"}}) == []
+
+
+def test_the_sdk_builds_only_on_the_declared_parts() -> None:
+    graph = _graph()
+    bad = []
+    for src, targets in sorted(graph.items()):
+        if not src.startswith("aios_sdk") or src in SDK_DEVELOPER_TOOLS:
+            continue
+        for dst in sorted(targets):
+            if dst.startswith("aios.") and not any(
+                dst == ok or dst.startswith(ok + ".") for ok in SDK_MAY_IMPORT
+            ):
+                bad.append(f"{src} -> {dst}")
+    assert not bad, "the SDK imports beyond its contract:\n" + "\n".join(bad)
+
+
+# ------------------------------------------------------------------ one home per rule
+
+
+def _sources(*packages: str) -> dict[str, str]:
+    return {
+        str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
+        for package in packages
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def test_only_the_store_opens_a_database_of_the_system() -> None:
+    # aios/tools/db.py opens the apps' own databases (db_query), never aios.db
+    opening = [
+        f
+        for f, text in _sources("aios").items()
+        if "sqlite3.connect(" in text.replace("``sqlite3.connect(", "")
+        and not f.startswith("aios/store/")
+        and f != "aios/tools/db.py"
+    ]
+    assert not opening, f"modules outside aios/store that open a database: {opening}"
+
+
+def test_wire_header_names_live_in_names_only() -> None:
+    found = [
+        f
+        for f, text in _sources("aios", "aios_sdk").items()
+        if "X-AIOS-" in text and f != "aios/names.py"
+    ]
+    assert not found, f"X-AIOS- header names outside aios/names.py: {found}"
