@@ -19,7 +19,7 @@ messages, :func:`text_view` / :func:`error_view` for the two views every
 app shows and :func:`desktop_button` for a button that opens one of the desktop's
 windows (Settings); apps import nothing from ``aios``.
 
-This module only re-exports the public names; ``tests/unit/test_sdk_surface.py``
+This module only re-exports the public names; ``tests/unit/sdk/test_sdk_surface.py``
 fails when they drift.
 """
 

@@ -357,7 +357,7 @@ class Interaction(_Reply):
 
 
 RiskClass = Literal["safe", "low", "medium", "high"]
-"""``aios.tools.base.Risk`` (tests/unit/test_toolspec.py checks they are the same)."""
+"""``aios.tools.base.Risk`` (tests/unit/tools/test_toolspec.py checks they are the same)."""
 
 
 class CatalogTool(BaseModel):

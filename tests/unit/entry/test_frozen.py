@@ -12,7 +12,7 @@ import pytest
 
 from aios.entry import frozen
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

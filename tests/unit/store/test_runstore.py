@@ -21,7 +21,7 @@ from aios.store import Store
 from aios.store.pruner import Pruner
 from aios.store.runs import RunStore
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DAY = 86400.0
 
 

@@ -29,7 +29,7 @@ from aios.protocol import (
     parse_steps,
 )
 
-SPEC = Path(__file__).resolve().parent.parent / "fixtures" / "spec_messages"
+SPEC = Path(__file__).resolve().parents[2] / "fixtures" / "spec_messages"
 
 
 def load(name: str) -> Any:

@@ -17,7 +17,7 @@ from aios.llm.providers import (
 )
 
 SCHEMA = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
-AIOS = Path(__file__).resolve().parents[2] / "aios"
+AIOS = Path(__file__).resolve().parents[3] / "aios"
 
 
 def test_a_json_schema_is_asked_as_response_format_and_ollama_also_gets_format() -> None:

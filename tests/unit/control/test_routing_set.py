@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FLOOR = 0.90
 """Share of the set the offline router (with the system intents) must get right."""
 SET_MIN = 150
