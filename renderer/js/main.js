@@ -1,27 +1,27 @@
 // Wiring: creates every part of the desktop and connects them through the bus.
 // This is the only module that knows all the others; each of them only draws or reports.
-import { api, connectEvents, initAuth, refreshFileGrants, setErrorText, setUnauthorizedHandler } from './api.js';
-import { on } from './bus.js';
-import * as conversation from './conversation.js';
-import { DEFAULTS } from './defaults.js';
-import { applyStatic, setLang, statusText, t } from './i18n.js';
-import * as instances from './instances.js';
-import * as intents from './intents.js';
-import * as layout from './layout.js';
-import * as modal from './modal.js';
-import * as notify from './notify.js';
-import { applyPush, renderResponse, setActionHandler, showBanner } from './render.js';
-import * as runs from './runs.js';
-import { isObject, toText } from './safe.js';
-import * as snapshot from './snapshot.js';
-import { localizeApps, rememberSession, state } from './state.js';
+import { api, connectEvents, initAuth, refreshFileGrants, setErrorText, setUnauthorizedHandler } from './core/api.js';
+import { on } from './core/bus.js';
+import * as conversation from './conversation/conversation.js';
+import { DEFAULTS } from './core/defaults.js';
+import { applyStatic, setLang, statusText, t } from './core/i18n.js';
+import * as instances from './desk/instances.js';
+import * as intents from './desk/intents.js';
+import * as layout from './desk/layout.js';
+import * as modal from './desk/modal.js';
+import * as notify from './desk/notify.js';
+import { applyPush, renderResponse, setActionHandler, showBanner } from './desk/render.js';
+import * as runs from './runs/runs.js';
+import { isObject, toText } from './core/safe.js';
+import * as snapshot from './desk/snapshot.js';
+import { localizeApps, rememberSession, state } from './core/state.js';
 import * as audit from './system/audit.js';
 import * as settings from './system/settings.js';
-import * as taskbar from './taskbar.js';
-import * as tray from './tray.js';
-import * as uiops from './uiops.js';
-import * as voice from './voice.js';
-import * as wm from './wm.js';
+import * as taskbar from './desk/taskbar.js';
+import * as tray from './desk/tray.js';
+import * as uiops from './desk/uiops.js';
+import * as voice from './desk/voice.js';
+import * as wm from './desk/wm.js';
 
 const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID]);
 /** System windows by the name the saved layout knows them by. */

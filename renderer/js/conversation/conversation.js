@@ -5,14 +5,14 @@
 // again). Everything comes from GET /api/sessions/<sid>/timeline, so a reload or a restart of
 // the system shows the same; server events only say "look again". A session menu starts a
 // new conversation or switches to another one.
-import { api } from './api.js';
-import { emit } from './bus.js';
-import { t } from './i18n.js';
-import { icon } from './icons.js';
-import { chips, sendSuggestion } from './intents.js';
-import { cardHead, cardText, decisionButtons } from './runs/cards.js';
-import { el, isObject, toText } from './safe.js';
-import { rememberSession, state } from './state.js';
+import { api } from '../core/api.js';
+import { emit } from '../core/bus.js';
+import { t } from '../core/i18n.js';
+import { icon } from '../core/icons.js';
+import { chips, sendSuggestion } from '../desk/intents.js';
+import { cardHead, cardText, decisionButtons } from '../runs/cards.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { rememberSession, state } from '../core/state.js';
 
 /** Timeline entries read per request. */
 const PAGE = 50;
