@@ -104,7 +104,7 @@ export function init() {
     if (item && ev.key === 'Enter') emit('app:activate', { id: item.dataset.app });
   });
 
-  // Enter always accepts: an instruction typed while another runs waits its turn (main.js).
+  // Enter always accepts: an instruction typed while another runs waits its turn (desk/commands.js).
   nodes.form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const text = nodes.input.value.trim();

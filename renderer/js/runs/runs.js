@@ -3,7 +3,7 @@
 // input, DESIGN §13), the stop buttons of active runs, and the progress line of a run.
 // State comes from the run/step/progress/interaction events, from the replies that pause
 // (their `pending`), and from GET /api/interactions?pending=1 + /api/runs?active=1 at start,
-// after a reload or a resync (the `aios:runs-state` DOM event main.js dispatches).
+// after a reload or a resync (the `aios:runs-state` DOM event desk/connection.js dispatches).
 // Everything drawn here lives beside a window's body, so a re-rendered view keeps it.
 import { api } from '../core/api.js';
 import { emit, on } from '../core/bus.js';
@@ -23,7 +23,7 @@ let tick = null;
 
 // ------------------------------------------------------------------ wiring
 
-/** hooks: {openWindow(appId) -> window}: opens an app's window the way main.js does. */
+/** hooks: {openWindow(appId) -> window}: opens an app's window the way desk/apps.js does. */
 export function init(hooks = {}) {
   if (hooks.openWindow) openWindow = hooks.openWindow;
   on('run:stop', ({ id, runId }) => stopApp(id, runId));
@@ -37,7 +37,7 @@ export function init(hooks = {}) {
       if (model.commandRun) cancel(model.commandRun);
     });
   }
-  // main.js reads the listings at load and after a resync, and hands them over as a DOM event.
+  // desk/connection.js reads the listings at load and after a resync, and hands them over as a DOM event.
   document.addEventListener('aios:runs-state', (ev) => adoptState(ev.detail));
 }
 
