@@ -10,7 +10,7 @@ import { emit } from '../core/bus.js';
 import { t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
 import { chips, sendSuggestion } from '../desk/intents.js';
-import { cardHead, cardText, decisionButtons } from '../runs/cards.js';
+import { cardHead, cardText, decisionButtons, optionLabel, optionValue } from '../runs/cards.js';
 import { el, isObject, toText } from '../core/safe.js';
 import { rememberSession, state } from '../core/state.js';
 
@@ -385,14 +385,6 @@ function runBody(entry) {
     el('span', { class: 'conv-run-text', text: toText(entry.text) || apps.map(appName).join(', ') }),
     apps.length ? el('span', { class: 'conv-apps' }, apps.map(appLink)) : null,
     entry.retryable ? el('button', { type: 'button', class: 'conv-retry', dataset: { retry: toText(entry.run_id) }, text: t('conv.retry') }) : null);
-}
-
-function optionValue(option) {
-  return isObject(option) && 'value' in option ? option.value : option;
-}
-
-function optionLabel(option) {
-  return isObject(option) && option.label !== undefined ? toText(option.label) : toText(optionValue(option));
 }
 
 function answerText(ia) {

@@ -12,7 +12,7 @@ import { t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
 import { clearProgress } from '../desk/render.js';
 import { el, isObject, toText } from '../core/safe.js';
-import { cardHead, cardText, cardWords, decisionButtons, isQuestion } from './cards.js';
+import { cardHead, cardText, cardWords, decisionButtons, isQuestion, optionLabel, optionValue } from './cards.js';
 import { state } from '../core/state.js';
 import * as wm from '../desk/wm.js';
 import { clearNote, drawCommandStop, drawProgress, elapsed, part, removePart, setNote } from './progress.js';
@@ -354,15 +354,6 @@ async function decide(ia, decision, card) {
 }
 
 // ------------------------------------------------------------------ question cards (DESIGN §13)
-
-function optionValue(option) {
-  return isObject(option) && 'value' in option ? option.value : option;
-}
-
-function optionLabel(option) {
-  if (isObject(option) && option.label !== undefined && option.label !== null) return toText(option.label);
-  return toText(optionValue(option));
-}
 
 /** A choice's options, a confirm's yes and no, as {value, label}. */
 function choicesOf(ia) {
