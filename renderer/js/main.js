@@ -1,11 +1,11 @@
 // Wiring: creates every part of the desktop and connects them through the bus.
 // This is the only module that knows all the others; each of them only draws or reports.
+import * as conversation from './conversation/conversation.js';
 import { initAuth, setErrorText, setUnauthorizedHandler } from './core/api.js';
 import { on } from './core/bus.js';
 import { applyStatic, t } from './core/i18n.js';
 import { toText } from './core/safe.js';
 import { state } from './core/state.js';
-import * as conversation from './conversation/conversation.js';
 import * as apps from './desk/apps.js';
 import * as commands from './desk/commands.js';
 import * as connection from './desk/connection.js';

@@ -2,11 +2,11 @@
 // action, the system windows a control may open instead, an app's status line and the views
 // the server sends. Each request is tracked per window, so an interim view is drawn only while
 // one is pending.
+import * as conversation from '../conversation/conversation.js';
 import { api, refreshFileGrants } from '../core/api.js';
 import { statusText, t } from '../core/i18n.js';
 import { isObject, toText } from '../core/safe.js';
 import { localizeApps, rememberSession, state } from '../core/state.js';
-import * as conversation from '../conversation/conversation.js';
 import * as runs from '../runs/runs.js';
 import * as audit from '../system/audit.js';
 import * as settings from '../system/settings.js';

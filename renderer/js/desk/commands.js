@@ -1,11 +1,11 @@
 // The command bar's instructions: typed (or spoken) ones wait in a queue and run in order; a
 // reply's views go to their apps' windows, its message to a toast unless a window shows it.
+import * as conversation from '../conversation/conversation.js';
 import { api } from '../core/api.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { t } from '../core/i18n.js';
 import { isObject, toText } from '../core/safe.js';
 import { rememberSession, state } from '../core/state.js';
-import * as conversation from '../conversation/conversation.js';
 import * as runs from '../runs/runs.js';
 import { ANY_APP, ensureWindow, tracked } from './apps.js';
 import * as intents from './intents.js';

@@ -1,9 +1,9 @@
 // The event stream and what a gap in it means: the runs' state read again, a lost token offered
 // a reload, a reconnect (the server may have restarted) refreshes apps, config and snapshot.
+import * as conversation from '../conversation/conversation.js';
 import { api, connectEvents } from '../core/api.js';
 import { t } from '../core/i18n.js';
 import { state } from '../core/state.js';
-import * as conversation from '../conversation/conversation.js';
 import * as apps from './apps.js';
 import * as health from './health.js';
 import * as modal from './modal.js';

@@ -9,9 +9,9 @@ import { api } from '../core/api.js';
 import { emit, on } from '../core/bus.js';
 import { t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
-import { toast } from './notify.js';
 import { el, isObject, resolveUrl, toText } from '../core/safe.js';
 import { state } from '../core/state.js';
+import { toast } from './notify.js';
 import * as wm from './wm.js';
 
 /** window id -> {winId, kind, media, key, title, sub, volume, onEnd, onNext, id, attached, bar} */

@@ -3,12 +3,12 @@
 // "one popup at a time" rule.
 // It only draws and reports intents on the bus (app:activate, app:close|minimize|restart,
 // command:submit, voice:listen, system:settings|audit|about, apps:refresh); main.js acts on them.
-import { appIcon } from './appicon.js';
 import { emit, on } from '../core/bus.js';
 import { statusText, t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
 import { el, toText } from '../core/safe.js';
 import { appSearchText, state } from '../core/state.js';
+import { appIcon } from './appicon.js';
 import * as wm from './wm.js';
 
 const $ = (id) => document.getElementById(id);

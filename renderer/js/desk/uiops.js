@@ -13,8 +13,8 @@ import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { t } from '../core/i18n.js';
-import { toast } from './notify.js';
 import { toText } from '../core/safe.js';
+import { toast } from './notify.js';
 import { setPopup } from './taskbar.js';
 import * as wm from './wm.js';
 

@@ -8,8 +8,8 @@
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { speechLang, t } from '../core/i18n.js';
-import { toast } from './notify.js';
 import { state } from '../core/state.js';
+import { toast } from './notify.js';
 import { setMicState } from './taskbar.js';
 
 // Errors after which the server's microphone is worth a try (no recognition service here).

@@ -17,11 +17,11 @@
 //   key or a password there.
 // Elements keep the classes and data attributes tests and assistive tools find them by:
 // data-interaction on the card, data-decision / data-value on the buttons.
-import { appIcon } from '../desk/appicon.js';
 import { t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
 import { el, isObject, toText } from '../core/safe.js';
 import { state } from '../core/state.js';
+import { appIcon } from '../desk/appicon.js';
 
 export const RISKS = new Set(['safe', 'low', 'medium', 'high']);
 export const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];

@@ -10,11 +10,11 @@ import { emit, on } from '../core/bus.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
-import { clearProgress } from '../desk/render.js';
 import { el, isObject, toText } from '../core/safe.js';
-import { cardHead, cardText, cardWords, decisionButtons, isQuestion, optionLabel, optionValue } from './cards.js';
 import { state } from '../core/state.js';
+import { clearProgress } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
+import { cardHead, cardText, cardWords, decisionButtons, isQuestion, optionLabel, optionValue } from './cards.js';
 import { clearNote, drawCommandStop, drawProgress, elapsed, part, removePart, setNote } from './progress.js';
 import { ACTIVE, FINAL, LASTING, activeRunsOf, appsOf, model, stepSeen, upsertRun } from './state.js';
 

@@ -3,11 +3,11 @@
 import { api } from '../core/api.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { t } from '../core/i18n.js';
-import { plainContext } from '../desk/render.js';
 import { el, isObject, toText } from '../core/safe.js';
 import { state } from '../core/state.js';
-import { renderView } from '../views/index.js';
+import { plainContext } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
+import { renderView } from '../views/index.js';
 
 /** The window's name (DOM id win_audit, the saved layout); an app can never be named so. */
 export const WIN_NAME = 'audit';

@@ -6,14 +6,14 @@
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { LANGUAGES, t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
 import { toast } from '../desk/notify.js';
+import { renderResponse } from '../desk/render.js';
+import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
 import * as blocklist from './blocklist.js';
 import * as permissions from './permissions.js';
-import { renderResponse } from '../desk/render.js';
-import { el, isObject, toText } from '../core/safe.js';
-import { state } from '../core/state.js';
-import * as wm from '../desk/wm.js';
 
 /** The window's name (DOM id win_settings, the saved layout); an app can never be named so. */
 export const WIN_NAME = 'settings';
