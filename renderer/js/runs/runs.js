@@ -16,7 +16,10 @@ import { clearProgress } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
 import { cardHead, cardText, cardWords, decisionButtons, isQuestion, optionLabel, optionValue } from './cards.js';
 import { clearNote, drawCommandStop, drawProgress, elapsed, part, removePart, setNote } from './progress.js';
-import { ACTIVE, FINAL, LASTING, activeRunsOf, appsOf, model, stepSeen, upsertRun } from './state.js';
+import {
+  ACTIVE, FINAL, LASTING, activeRunsOf, answerFailed, answerSending, appsOf, cardClosed, cardPending, model, progressSeen,
+  questionDismissed, questionEnded, questionSettled, runEnded, setCommandRun, stepSeen, upsertRun,
+} from './state.js';
 
 let openWindow = (id) => wm.get(id);
 let tick = null;
@@ -59,7 +62,7 @@ export function adoptState(detail) {
         for (const s of r.steps) if (isObject(s)) stepSeen(run, s, { listing: true });
       }
       if (run.kind === 'instruction' && (!state.sessionId || run.session_id === state.sessionId)) {
-        model.commandRun = run.run_id;
+        setCommandRun(run.run_id);
       }
       for (const app of run.apps) redraw(app);
     }
@@ -75,7 +78,7 @@ export function adoptState(detail) {
 export function adoptReply(reply, { instruction = false } = {}) {
   if (!isObject(reply)) return;
   if (instruction && typeof reply.run_id === 'string' && !model.endedRuns.has(reply.run_id)) {
-    model.commandRun = reply.run_id;
+    setCommandRun(reply.run_id);
     drawCommandStop();
   }
   if (Array.isArray(reply.pending)) for (const ia of reply.pending) addCard(ia);
@@ -101,13 +104,11 @@ export function onEvent(msg) {
         ensureTick();
       }
       return true;
-    case 'progress':
-      if (typeof msg.run_id === 'string' && model.runs.has(msg.run_id)) {
-        const run = model.runs.get(msg.run_id);
-        run.progress = { ...run.progress, ...msg };
-        drawProgress(run);
-      }
+    case 'progress': {
+      const run = progressSeen(msg);
+      if (run) drawProgress(run);
       return true;
+    }
     case 'interaction':
       addCard(msg);
       return true;
@@ -141,7 +142,7 @@ function runEvent(msg) {
   if (fresh) {
     for (const app of run.apps) clearNote(app);
     if (run.kind === 'instruction' && (!state.sessionId || run.session_id === state.sessionId)) {
-      model.commandRun = run.run_id;
+      setCommandRun(run.run_id);
     }
   }
   for (const app of run.apps) redraw(app);
@@ -150,10 +151,7 @@ function runEvent(msg) {
 }
 
 function endRun(runId, finalState, msg) {
-  model.endedRuns.add(runId);
-  const run = model.runs.get(runId) || upsertRun({ ...msg, state: finalState });
-  model.runs.delete(runId);
-  if (model.commandRun === runId) model.commandRun = null;
+  const run = runEnded(runId, finalState, msg);
   const apps = run.apps.length ? run.apps : appsOf(msg.app);
   for (const app of apps) {
     clearProgress(app); // a pushed "Progress n %" ends with the run
@@ -209,16 +207,9 @@ function ensureTick() {
 // ------------------------------------------------------------------ the plan preview card
 
 function addCard(ia) {
-  if (!isObject(ia) || typeof ia.id !== 'string' || model.closedCards.has(ia.id)) return;
-  if (ia.state && ia.state !== 'pending') return;
-  const app = toText(ia.app);
-  const fresh = !model.cards.has(ia.id);
-  model.cards.set(ia.id, ia);
-  if (typeof ia.run_id === 'string' && !model.endedRuns.has(ia.run_id)) {
-    const run = upsertRun({ run_id: ia.run_id, app, state: 'waiting' }, { stepOnly: true });
-    run.state = 'waiting';
-    run.paused = true;
-  }
+  const pending = cardPending(ia);
+  if (!pending) return;
+  const { app, fresh } = pending;
   if (!wm.get(app)) openWindow(app);
   else if (fresh) wm.raise(app);
   redraw(app);
@@ -227,9 +218,7 @@ function addCard(ia) {
 
 /** The card is answered (here, in another tab, or it expired/was withdrawn): say how. */
 function closeCard(id, answer, app, { elsewhere = false } = {}) {
-  model.closedCards.add(id);
-  const ia = model.cards.get(id);
-  model.cards.delete(id);
+  const ia = cardClosed(id);
   const where = ia ? toText(ia.app) : toText(app);
   const w = wm.get(where);
   if (w) {
@@ -444,7 +433,7 @@ function lockCard(card, locked) {
 
 async function send(ia, value, card) {
   const app = toText(ia.app);
-  model.answering.add(ia.id);
+  answerSending(ia.id);
   lockCard(card, true);
   card.setAttribute('aria-busy', 'true');
   // The answer lets the run go on: its next view may come before this reply does.
@@ -459,8 +448,7 @@ async function send(ia, value, card) {
       settle(ia.id, isObject(current.answer) ? current.answer : toText(current.state), app, { elsewhere: true });
       return;
     }
-    model.answering.delete(ia.id);
-    model.dismissed.delete(ia.id); // still pending: a view that came meanwhile did not replace it
+    answerFailed(ia.id); // still pending: a view that came meanwhile did not replace it
     if (!card.isConnected) return;
     lockCard(card, false);
     card.removeAttribute('aria-busy');
@@ -472,17 +460,10 @@ async function send(ia, value, card) {
 
 /** A question ended: answered ({value}), `expired`, or `cancelled`/`withdrawn`. The first outcome stays. */
 function settle(id, answer, app, { elsewhere = false } = {}) {
-  model.closedCards.add(id);
-  const wasSending = model.answering.delete(id);
-  const ia = model.cards.get(id) || (model.settled.get(id) || {}).ia;
-  model.cards.delete(id);
+  const { ia, wasSending } = questionEnded(id);
   const where = ia ? toText(ia.app) : toText(app);
   const w = wm.get(where);
-  if (ia && w && !model.settled.has(id) && !model.dismissed.has(id)) {
-    const outcome = isObject(answer)
-      ? { state: 'answered', value: answer.value }
-      : { state: answer === 'expired' ? 'expired' : 'withdrawn' };
-    model.settled.set(id, { ia, ...outcome, elsewhere: elsewhere && outcome.state === 'answered' });
+  if (ia && w && questionSettled(id, ia, answer, elsewhere)) {
     if (!wasSending) wm.addCleanup(where, () => dropSettled(id, where));
   }
   if (!w) return;
@@ -501,9 +482,7 @@ function cardHasFocus(w, id) {
 
 /** The app's next view replaced the window's content: its ended question cards go with it. */
 function dropSettled(id, app) {
-  if (!model.settled.has(id) && !model.answering.has(id)) return;
-  model.dismissed.add(id);
-  model.settled.delete(id);
+  if (!questionDismissed(id)) return;
   const w = wm.get(app);
   if (!w) return;
   const hadFocus = cardHasFocus(w, id);
