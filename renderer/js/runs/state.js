@@ -1,6 +1,6 @@
 // The runs' state on this page (DESIGN §12), one object: the runs, the cards pending and ended,
 // and what this tab is doing with them. Every change goes through the transitions below; the
-// drawing (runs.js, progress.js) reads it and never keeps state of its own.
+// drawing (runs.js, progress.js) reads it and keeps none of its own.
 import { isObject, toText } from '../core/safe.js';
 
 export const ACTIVE = new Set(['running', 'waiting']);
