@@ -210,6 +210,6 @@ def test_typed_replies_are_silent_spoken_ones_are_spoken(desk: Desk) -> None:
     assert len(spoken) == 1, spoken  # the answer to the spoken one only
     assert spoken[0]["lang"] == "en-US", spoken
     # Chinese text gets the Chinese voice in the English UI
-    page.evaluate("async () => (await import('/static/js/voice.js')).speak('已为你打开音乐')")
+    page.evaluate("async () => (await import('/static/js/desk/voice.js')).speak('已为你打开音乐')")
     page.wait_for_function("() => window.__spoken.length === 2")
     assert page.evaluate("() => window.__spoken[1].lang") == "zh-CN"

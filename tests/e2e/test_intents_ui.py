@@ -1,8 +1,8 @@
-"""System intents on the desktop in Chromium (aios/control/intents.py, renderer/js/intents.js): what
-people type first is carried out by the desktop itself — "打开设置" opens the Settings
-window, "close gallery" closes the gallery's window (the app keeps running), "hello" answers
-in a card whose suggestion chips send their instruction, and an instruction nothing
-understood opens the start menu searching for it."""
+"""System intents on the desktop in Chromium (aios/control/intents.py,
+renderer/js/desk/intents.js): what people type first is carried out by the desktop
+itself — "打开设置" opens the Settings window, "close gallery" closes the gallery's window
+(the app keeps running), "hello" answers in a card whose suggestion chips send their
+instruction, and an instruction nothing understood opens the start menu searching for it."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_a_red_start_button_is_red_and_a_moved_one_stays_above_the_toasts(
     # a toast where the button is sent: the button is drawn above it
     toast = desk.page.evaluate(
         """async () => {
-          const { toast } = await import('/static/js/notify.js');
+          const { toast } = await import('/static/js/desk/notify.js');
           const r = toast('a toast under the start button', { ms: 60000 }).getBoundingClientRect();
           return { x: r.left, y: r.top, width: r.width, height: r.height };
         }"""

@@ -1,6 +1,6 @@
 // button: {label, action_id, params, confirm?, variant?} → sends {params}
 // variant: primary (the main action; only when the app says so) | secondary (the default) | danger (red).
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
 
 export const VARIANTS = new Set(['primary', 'secondary', 'danger']);
 

@@ -1,6 +1,6 @@
 // checkbox: {label, options, value?: [...]} → sends {checked: [...]} on every change
-import { normOptions } from '../formvalues.js';
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
+import { normOptions } from '../views/formvalues.js';
 
 export function render(action, ctx) {
   const opts = normOptions(action.options);

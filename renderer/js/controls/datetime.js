@@ -1,6 +1,6 @@
 // datetime: {label, mode: datetime|date|time, value?} → sends {value: "YYYY-MM-DDTHH:MM"} (or date / time)
-import { uniqueId } from '../formvalues.js';
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
+import { uniqueId } from '../views/formvalues.js';
 
 const TYPES = { datetime: 'datetime-local', date: 'date', time: 'time' };
 

@@ -1,6 +1,6 @@
 // The control registry: action type → module with render(action, ctx) -> Element.
 // renderControl never throws: a control that cannot be built shows its definition instead.
-import { el, jsonTree } from '../safe.js';
+import { el, jsonTree } from '../core/safe.js';
 import * as button from './button.js';
 import * as checkbox from './checkbox.js';
 import * as datetime from './datetime.js';

@@ -2,9 +2,9 @@
 // A single line sends on Enter or the send button; a multiline input (a text area) keeps Enter
 // for new lines and sends on Ctrl+Enter or the button. monospace / code: a code editor
 // (controls/codearea.js: Tab indents, Escape then Tab leaves); code implies multiline.
-import { uniqueId } from '../formvalues.js';
-import { icon } from '../icons.js';
-import { el, toText } from '../safe.js';
+import { icon } from '../core/icons.js';
+import { el, toText } from '../core/safe.js';
+import { uniqueId } from '../views/formvalues.js';
 import { codeArea, wantsCode } from './codearea.js';
 
 /** Rows of a multiline input that does not say. */

@@ -1,5 +1,5 @@
 // link: {label, href} → opens in a new tab (when the URL policy allows it) and sends {href}
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
 
 export function render(action, ctx) {
   const href = ctx.url(action.href, 'link');

@@ -1,6 +1,6 @@
 // radio: {label, options: [str | number | {label, value}], value?} → sends {selected: <the option's value>}
-import { normOptions, optionIndex, uniqueId } from '../formvalues.js';
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
+import { normOptions, optionIndex, uniqueId } from '../views/formvalues.js';
 
 export function render(action, ctx) {
   const opts = normOptions(action.options);

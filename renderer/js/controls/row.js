@@ -3,7 +3,7 @@
 // its control sends plus params.id = the item's id and, for a control with a value
 // (checkbox, toggle, select…), params.value = that value. A checkbox without options is a
 // single box (a to-do's "done"); it is drawn before the item's text, the rest after it.
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 import { renderControl } from './index.js';
 
 /** The value a control's payload carries, if any. */

@@ -1,6 +1,6 @@
 // select: {label, options: [str | number | {label, value}], value?} → sends {selected: <the option's value>}
-import { normOptions, optionIndex, optionNodes, rememberOptions, selectedValue, uniqueId } from '../formvalues.js';
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
+import { normOptions, optionIndex, optionNodes, rememberOptions, selectedValue, uniqueId } from '../views/formvalues.js';
 
 export function render(action, ctx) {
   const opts = normOptions(action.options);

@@ -1,6 +1,6 @@
 // slider: {label, min, max, step, value} → sends {value: number} when released
-import { uniqueId } from '../formvalues.js';
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
+import { uniqueId } from '../views/formvalues.js';
 
 function finite(v, d) {
   return typeof v === 'number' && Number.isFinite(v) ? v : d;

@@ -1,7 +1,7 @@
 // submit_form: {label, action_id, fields?, variant?} → sends {form_values: {...}}; primary unless it says otherwise
 // Values come from the window's form view and from this control's own fields (if any).
-import { buildField } from '../formvalues.js';
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
+import { buildField } from '../views/formvalues.js';
 import { variantOf } from './button.js';
 
 export function render(action, ctx) {

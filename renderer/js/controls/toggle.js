@@ -1,5 +1,5 @@
 // toggle: {label, value: bool} → sends {on: bool}
-import { el, toText } from '../safe.js';
+import { el, toText } from '../core/safe.js';
 
 export function render(action, ctx) {
   const input = el('input', { type: 'checkbox', class: 'switch-input', checked: action.value === true,

@@ -1,5 +1,6 @@
 // The one card module (DESIGN §12, §13, §14.3): what an approval or question card shows, drawn
-// the same in the app's window (runs.js) and in the conversation panel (conversation.js).
+// the same in the app's window (runs/runs.js) and in the conversation panel
+// (conversation/conversation.js).
 //
 // - Only the system draws a card: it carries the system's mark and the app it is for (its
 //   icon and name), and it comes from the system's own interaction objects (an app's reply or
@@ -16,11 +17,11 @@
 //   key or a password there.
 // Elements keep the classes and data attributes tests and assistive tools find them by:
 // data-interaction on the card, data-decision / data-value on the buttons.
-import { appIcon } from '../appicon.js';
-import { t } from '../i18n.js';
-import { icon } from '../icons.js';
-import { el, isObject, toText } from '../safe.js';
-import { state } from '../state.js';
+import { t } from '../core/i18n.js';
+import { icon } from '../core/icons.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
+import { appIcon } from '../desk/appicon.js';
 
 export const RISKS = new Set(['safe', 'low', 'medium', 'high']);
 export const DECISIONS = ['allow', 'allow_session', 'allow_always', 'deny'];
@@ -31,6 +32,17 @@ export const LONG_STEP_CHARS = 160;
 
 export function isQuestion(ia) {
   return isObject(ia) && QUESTIONS.has(ia.kind);
+}
+
+/** A choice option's value: an option is `{value, label}` or the bare value. */
+export function optionValue(option) {
+  return isObject(option) && 'value' in option ? option.value : option;
+}
+
+/** What a choice option shows: its label, else its value. */
+export function optionLabel(option) {
+  if (isObject(option) && option.label !== undefined && option.label !== null) return toText(option.label);
+  return toText(optionValue(option));
 }
 
 /** The app's display name (its id while the app list is not loaded). */

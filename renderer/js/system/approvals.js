@@ -5,9 +5,9 @@
 //   the user's own choice (allow / ask / never / default) from GET /api/apps/<id>/policy;
 //   "Always allow" answers given on approval cards are there as "allow", and "default"
 //   revokes them (POST {tool: null}). Every reply redraws from the server's answer.
-import { api } from '../api.js';
-import { t } from '../i18n.js';
-import { el, isObject, toText } from '../safe.js';
+import { api } from '../core/api.js';
+import { t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 export const MODES = ['auto', 'smart', 'manual'];
 const RULES = ['allow', 'ask', 'never'];

@@ -1,13 +1,13 @@
 // The audit log window (win_audit): the tool_calls_log rows from GET /api/audit,
 // filtered by app, drawn with the table view.
-import { api } from '../api.js';
-import { DEFAULTS } from '../defaults.js';
-import { t } from '../i18n.js';
-import { plainContext } from '../render.js';
-import { el, isObject, toText } from '../safe.js';
-import { state } from '../state.js';
+import { api } from '../core/api.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
+import { plainContext } from '../desk/render.js';
+import * as wm from '../desk/wm.js';
 import { renderView } from '../views/index.js';
-import * as wm from '../wm.js';
 
 /** The window's name (DOM id win_audit, the saved layout); an app can never be named so. */
 export const WIN_NAME = 'audit';

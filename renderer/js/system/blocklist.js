@@ -2,8 +2,8 @@
 // mode, read-only. Each rule with its program words from GET /api/config's
 // approvals.block_list (edited in config.json); the structural rules take no words and are
 // always on.
-import { t } from '../i18n.js';
-import { el, isObject, toText } from '../safe.js';
+import { t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 const WORD_RULES = ['privilege-escalation', 'power', 'disk-format'];
 const STRUCTURAL_RULES = ['device-write', 'delete-outside', 'download-exec'];

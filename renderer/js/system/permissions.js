@@ -2,9 +2,9 @@
 // requests, one switch per permission (on = granted). A change posts
 // POST /api/apps/<id>/permissions {grant|revoke} and shows the server's answer; a refusal
 // puts the switch back and says why.
-import { api } from '../api.js';
-import { t } from '../i18n.js';
-import { el, isObject, toText } from '../safe.js';
+import { api } from '../core/api.js';
+import { t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 function requestedOf(app) {
   const p = isObject(app.permissions) ? app.permissions : {};

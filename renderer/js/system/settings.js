@@ -3,17 +3,17 @@
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
 // server found; the read-only block list, ./blocklist.js), "App permissions"
 // (./permissions.js) and "Approvals" (./approvals.js: the mode and each app's tool rules).
-import { api } from '../api.js';
-import { emit } from '../bus.js';
-import { LANGUAGES, t } from '../i18n.js';
-import { toast } from '../notify.js';
+import { api } from '../core/api.js';
+import { emit } from '../core/bus.js';
+import { LANGUAGES, t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
+import { toast } from '../desk/notify.js';
+import { renderResponse } from '../desk/render.js';
+import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
 import * as blocklist from './blocklist.js';
 import * as permissions from './permissions.js';
-import { renderResponse } from '../render.js';
-import { el, isObject, toText } from '../safe.js';
-import { state } from '../state.js';
-import * as wm from '../wm.js';
 
 /** The window's name (DOM id win_settings, the saved layout); an app can never be named so. */
 export const WIN_NAME = 'settings';

@@ -1,5 +1,5 @@
 // card: {title?, empty?, cards: [{id?, title, image, desc, done?, actions?}]} (items accepted as an alias).
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 import { emptyNote, pick } from './list.js';
 
 function card(item, ctx) {

@@ -1,6 +1,6 @@
 // chart: {type: bar|line|pie|doughnut, labels, values | datasets: [{label, values}], title?}
 // Drawn by the vendored Chart.js (window.Chart); destroyed when the window re-renders or closes.
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 const TYPES = new Set(['bar', 'line', 'pie', 'doughnut']);
 const PALETTE = ['#5b8cff', '#36c2a6', '#f5a524', '#ef5d7a', '#a78bfa', '#38bdf8', '#f97316', '#84cc16',

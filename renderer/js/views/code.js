@@ -3,7 +3,7 @@
 // A run's result adds {summary?, tone?: "ok"|"error", outputs?: [{title?, text, stream?}]}:
 // the summary line comes first, then each output as a monospace block capped in height
 // that scrolls (the app caps what it sends), then the source.
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 function summaryLine(data) {
   if (data.summary === undefined || data.summary === null) return null;

@@ -2,7 +2,7 @@
 // A widget's data is widget.data when that is an object, else the widget's own fields.
 // Because "type" names the view, a chart widget gives its kind as chart_type (or kind),
 // a media widget as media_type.
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 function widgetData(w) {
   if (isObject(w.data)) return w.data;

@@ -1,5 +1,5 @@
 // error: {title, message, detail?} — the system's (and apps') error view.
-import { el, isObject, jsonTree, toText } from '../safe.js';
+import { el, isObject, jsonTree, toText } from '../core/safe.js';
 
 /** The system's language-neutral default title (aios.names.error_response): shown in the UI language. */
 const NEUTRAL_TITLE = '错误 / Error';

@@ -1,7 +1,7 @@
 // form: {title?, description?, fields: [{name, label, type, options?, value?}]}
 // The values are sent by the reply's submit_form action (see controls/submit_form.js).
-import { buildField } from '../formvalues.js';
-import { el, isObject } from '../safe.js';
+import { el, isObject } from '../core/safe.js';
+import { buildField } from './formvalues.js';
 
 export function render(data, ctx) {
   const fields = Array.isArray(data) ? data : isObject(data) ? data.fields : undefined;

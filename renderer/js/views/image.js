@@ -1,5 +1,5 @@
 // image: {url, caption?, alt?}
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 export function render(data, ctx) {
   if (!isObject(data) || typeof data.url !== 'string') throw new Error('image view needs data.url');

@@ -1,6 +1,6 @@
 // The view registry: view_type → module with render(data, ctx) -> Element.
 // renderView never throws: a view that cannot show its data becomes a JSON tree with a note.
-import { el, jsonTree } from '../safe.js';
+import { el, jsonTree } from '../core/safe.js';
 import * as card from './card.js';
 import * as chart from './chart.js';
 import * as code from './code.js';

@@ -2,7 +2,7 @@
 //   done?, actions?}]}
 // An item with "done": true is struck through; an item's own "actions" (controls/row.js) are
 // drawn in its row, a single checkbox before its text.
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 const TITLE_KEYS = ['title', 'name', 'label', 'text'];
 const SUB_KEYS = ['sub', 'subtitle', 'artist', 'author', 'description', 'desc', 'summary'];

@@ -1,5 +1,5 @@
 // loading: {message?, progress? (0..1)} — the interim view while an app's steps run.
-import { el, isObject, toText } from '../safe.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 export function render(data, ctx) {
   const message = isObject(data) ? (data.message ?? data.text) : data;

@@ -4,9 +4,9 @@
 // playlist view keeps it playing in the now-playing bar. start (seconds) restarts the track
 // there; a different url starts at 0. on_end / on_next name the app's actions for the end of
 // the track and the bar's next button. A media view nested in a dashboard plays on its own.
-import { icon } from '../icons.js';
-import { claim, mediaElement, release, trackOf, volumeOf } from '../player.js';
-import { el, isObject, toText } from '../safe.js';
+import { icon } from '../core/icons.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { claim, mediaElement, release, trackOf, volumeOf } from '../desk/player.js';
 
 const VIDEO_EXT = /\.(mp4|webm|ogv|mov|m4v)(\?|#|$)/i;
 

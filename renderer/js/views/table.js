@@ -8,8 +8,8 @@
 // Per-row controls (controls/row.js): an object row's own "actions" (its "id" goes into
 // params.id), or for array rows data.row_ids with data.row_actions (the same controls for
 // every row, or a list per row).
-import { DEFAULTS } from '../defaults.js';
-import { el, isObject, toText } from '../safe.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { el, isObject, toText } from '../core/safe.js';
 import { emptyNote } from './list.js';
 
 const ALIGNS = new Set(['left', 'right', 'center']);

@@ -1,6 +1,6 @@
 // text: {content, title?, details?, details_label?}; a bare string is accepted too. `details`
 // (a string) is shown folded under the content, behind `details_label` (default "Details").
-import { el, isObject } from '../safe.js';
+import { el, isObject } from '../core/safe.js';
 
 export function render(data, ctx) {
   let content = data;

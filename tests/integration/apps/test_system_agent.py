@@ -24,7 +24,7 @@ WAIT = 20.0
 
 
 def desktop_elements() -> list[dict[str, Any]]:
-    """What renderer/js/snapshot.js reports for a desktop with the music window open."""
+    """What renderer/js/desk/snapshot.js reports for a desktop with the music window open."""
     return [
         {
             "id": "taskbar",
@@ -371,7 +371,7 @@ def test_changes_are_logged_and_taken_back_one_by_one_per_element_and_all(
     s = Session(running)
     reply = s.say("把开始按钮变成红色")
     assert reply["message"] == "已将开始按钮变成红色"
-    # the colour the renderer paints as the button's background (js/uiops.js)
+    # the colour the renderer paints as the button's background (js/desk/uiops.js)
     assert ops() == [{"op": "change_color", "id": "start_button", "color": "red"}]
     s.say("把时钟移到左上角")
     s.say("旋转任务栏 10 度")

@@ -5,11 +5,11 @@
 // setting voice.speak_replies says (default: only answers to a spoken instruction), in the
 // Chinese voice whenever the text is Chinese; the tray's volume applies to speech and to the
 // page's <audio>/<video> elements (bus event 'volume:changed' {volume, muted}).
-import { api } from './api.js';
-import { emit } from './bus.js';
-import { speechLang, t } from './i18n.js';
+import { api } from '../core/api.js';
+import { emit } from '../core/bus.js';
+import { speechLang, t } from '../core/i18n.js';
+import { state } from '../core/state.js';
 import { toast } from './notify.js';
-import { state } from './state.js';
 import { setMicState } from './taskbar.js';
 
 // Errors after which the server's microphone is worth a try (no recognition service here).

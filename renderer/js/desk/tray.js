@@ -1,11 +1,11 @@
 // Tray: connection state, volume/mute (a click mutes, the slider above it sets the volume),
 // LLM indicator; the clock (time, and the date as a second line where there is room) and its
 // month calendar.
-import { emit, on } from './bus.js';
-import { t } from './i18n.js';
-import { icon, setIcon } from './icons.js';
-import { el } from './safe.js';
-import { state } from './state.js';
+import { emit, on } from '../core/bus.js';
+import { t } from '../core/i18n.js';
+import { icon, setIcon } from '../core/icons.js';
+import { el } from '../core/safe.js';
+import { state } from '../core/state.js';
 import { registerPopup, togglePopup } from './taskbar.js';
 
 const $ = (id) => document.getElementById(id);

@@ -9,12 +9,12 @@
 // - a launched child's title bar says which app opened it.
 // The page's own requests come back as focus events too: those are not obeyed again (an open
 // of a saved layout would otherwise reorder the windows it has just put back).
-import { api } from './api.js';
-import { on } from './bus.js';
-import { DEFAULTS } from './defaults.js';
-import { t } from './i18n.js';
-import { isObject, toText } from './safe.js';
-import { state } from './state.js';
+import { api } from '../core/api.js';
+import { on } from '../core/bus.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { isObject, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
 import * as wm from './wm.js';
 
 const OPEN_STATES = new Set(['starting', 'foreground', 'background', 'suspended']);

@@ -3,49 +3,30 @@
 // input, DESIGN §13), the stop buttons of active runs, and the progress line of a run.
 // State comes from the run/step/progress/interaction events, from the replies that pause
 // (their `pending`), and from GET /api/interactions?pending=1 + /api/runs?active=1 at start,
-// after a reload or a resync (the `aios:runs-state` DOM event main.js dispatches).
+// after a reload or a resync (the `aios:runs-state` DOM event desk/connection.js dispatches).
 // Everything drawn here lives beside a window's body, so a re-rendered view keeps it.
-import { api } from './api.js';
-import { emit, on } from './bus.js';
-import { DEFAULTS } from './defaults.js';
-import { t } from './i18n.js';
-import { icon } from './icons.js';
-import { clearProgress } from './render.js';
-import { el, isObject, toText } from './safe.js';
-import { cardHead, cardText, cardWords, decisionButtons, isQuestion } from './runs/cards.js';
-import { state } from './state.js';
-import * as wm from './wm.js';
+import { api } from '../core/api.js';
+import { emit, on } from '../core/bus.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { icon } from '../core/icons.js';
+import { el, isObject, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
+import { clearProgress } from '../desk/render.js';
+import * as wm from '../desk/wm.js';
+import { cardHead, cardText, cardWords, decisionButtons, isQuestion, optionLabel, optionValue } from './cards.js';
+import { clearNote, drawCommandStop, drawProgress, elapsed, part, removePart, setNote } from './progress.js';
+import {
+  ACTIVE, FINAL, LASTING, activeRunsOf, answerFailed, answerSending, appsOf, cardClosed, cardPending, model, progressSeen,
+  questionDismissed, questionEnded, questionSettled, runEnded, setCommandRun, stepSeen, upsertRun,
+} from './state.js';
 
-const ACTIVE = new Set(['running', 'waiting']);
-const FINAL = new Set(['done', 'failed', 'cancelled', 'interrupted']);
-/** Outcomes of a card that the window keeps saying until the app's next run starts. */
-const LASTING = new Set(['deny', 'denied', 'expired', 'cancelled', 'withdrawn']);
-
-/** id -> interaction (pending ones only). */
-const cards = new Map();
-/** Interactions that ended: a late listing must not bring their card back. */
-const closedCards = new Set();
-/**
- * id -> {ia, state: answered | expired | withdrawn, value?, elsewhere}: question cards that
- * ended but stay in the window's record, disabled, until the app's next view replaces it.
- */
-const settled = new Map();
-/** Question cards whose answer this tab is sending. */
-const answering = new Set();
-/** Question cards the app's next view has replaced: an answer arriving late draws nothing. */
-const dismissed = new Set();
-/** run_id -> {run_id, app, apps, kind, session_id, state, since, plan: [step_id], steps: Map, current, progress} */
-const runs = new Map();
-/** Runs that ended: a late listing must not bring them back. */
-const endedRuns = new Set();
-/** The run of the instruction typed last in the command bar, while it is active. */
-let commandRun = null;
 let openWindow = (id) => wm.get(id);
 let tick = null;
 
 // ------------------------------------------------------------------ wiring
 
-/** hooks: {openWindow(appId) -> window}: opens an app's window the way main.js does. */
+/** hooks: {openWindow(appId) -> window}: opens an app's window the way desk/apps.js does. */
 export function init(hooks = {}) {
   if (hooks.openWindow) openWindow = hooks.openWindow;
   on('run:stop', ({ id, runId }) => stopApp(id, runId));
@@ -56,10 +37,10 @@ export function init(hooks = {}) {
   if (stop) {
     stop.appendChild(icon('stop'));
     stop.addEventListener('click', () => {
-      if (commandRun) cancel(commandRun);
+      if (model.commandRun) cancel(model.commandRun);
     });
   }
-  // main.js reads the listings at load and after a resync, and hands them over as a DOM event.
+  // desk/connection.js reads the listings at load and after a resync, and hands them over as a DOM event.
   document.addEventListener('aios:runs-state', (ev) => adoptState(ev.detail));
 }
 
@@ -75,13 +56,13 @@ export function adoptState(detail) {
   if (!isObject(detail)) return;
   if (Array.isArray(detail.runs)) {
     for (const r of detail.runs) {
-      if (!isObject(r) || typeof r.run_id !== 'string' || endedRuns.has(r.run_id)) continue;
+      if (!isObject(r) || typeof r.run_id !== 'string' || model.endedRuns.has(r.run_id)) continue;
       const run = upsertRun(r);
       if (Array.isArray(r.steps)) {
         for (const s of r.steps) if (isObject(s)) stepSeen(run, s, { listing: true });
       }
       if (run.kind === 'instruction' && (!state.sessionId || run.session_id === state.sessionId)) {
-        commandRun = run.run_id;
+        setCommandRun(run.run_id);
       }
       for (const app of run.apps) redraw(app);
     }
@@ -96,8 +77,8 @@ export function adoptState(detail) {
 /** A reply of instruction/action/open: its run, and the cards it waits on. */
 export function adoptReply(reply, { instruction = false } = {}) {
   if (!isObject(reply)) return;
-  if (instruction && typeof reply.run_id === 'string' && !endedRuns.has(reply.run_id)) {
-    commandRun = reply.run_id;
+  if (instruction && typeof reply.run_id === 'string' && !model.endedRuns.has(reply.run_id)) {
+    setCommandRun(reply.run_id);
     drawCommandStop();
   }
   if (Array.isArray(reply.pending)) for (const ia of reply.pending) addCard(ia);
@@ -105,7 +86,7 @@ export function adoptReply(reply, { instruction = false } = {}) {
 
 /** An interim view of a run that waited for the user: drawn (no request awaits it any more). */
 export function ownsInterim(msg) {
-  const run = isObject(msg) && typeof msg.run_id === 'string' ? runs.get(msg.run_id) : null;
+  const run = isObject(msg) && typeof msg.run_id === 'string' ? model.runs.get(msg.run_id) : null;
   return !!run && run.paused && ACTIVE.has(run.state);
 }
 
@@ -116,29 +97,27 @@ export function onEvent(msg) {
       runEvent(msg);
       return true;
     case 'step':
-      if (typeof msg.run_id === 'string' && !endedRuns.has(msg.run_id)) {
+      if (typeof msg.run_id === 'string' && !model.endedRuns.has(msg.run_id)) {
         const run = upsertRun(msg, { stepOnly: true });
         stepSeen(run, msg, { ts: msg.ts });
         drawProgress(run);
         ensureTick();
       }
       return true;
-    case 'progress':
-      if (typeof msg.run_id === 'string' && runs.has(msg.run_id)) {
-        const run = runs.get(msg.run_id);
-        run.progress = { ...run.progress, ...msg };
-        drawProgress(run);
-      }
+    case 'progress': {
+      const run = progressSeen(msg);
+      if (run) drawProgress(run);
       return true;
+    }
     case 'interaction':
       addCard(msg);
       return true;
     case 'interaction_done': {
       const id = toText(msg.id);
-      const known = cards.get(id);
-      if ((known && isQuestion(known)) || settled.has(id) || (isObject(msg.answer) && 'value' in msg.answer)) {
+      const known = model.cards.get(id);
+      if ((known && isQuestion(known)) || model.settled.has(id) || (isObject(msg.answer) && 'value' in msg.answer)) {
         // Not this tab's own answer in flight: someone answered elsewhere first.
-        settle(id, msg.answer, msg.app, { elsewhere: isObject(msg.answer) && !answering.has(id) });
+        settle(id, msg.answer, msg.app, { elsewhere: isObject(msg.answer) && !model.answering.has(id) });
       } else {
         closeCard(id, toText(msg.answer), msg.app);
       }
@@ -151,45 +130,19 @@ export function onEvent(msg) {
 
 // ------------------------------------------------------------------ runs
 
-function appsOf(app) {
-  return toText(app).split(',').map((a) => a.trim()).filter(Boolean);
-}
-
-function upsertRun(src, { stepOnly = false } = {}) {
-  let run = runs.get(src.run_id);
-  if (!run) {
-    run = { run_id: src.run_id, app: '', apps: [], kind: '', session_id: '', state: 'running',
-      since: Date.now(), plan: [], steps: new Map(), current: null, progress: null, paused: false };
-    runs.set(src.run_id, run);
-  }
-  if (typeof src.app === 'string' && src.app && (!stepOnly || !run.app)) {
-    run.app = src.app;
-    run.apps = appsOf(src.app);
-  } else if (stepOnly && typeof src.app === 'string' && src.app && !run.apps.includes(src.app)) {
-    run.apps.push(src.app); // a task of an instruction whose run named several apps
-  }
-  if (!stepOnly) {
-    if (typeof src.kind === 'string') run.kind = src.kind;
-    if (typeof src.session_id === 'string') run.session_id = src.session_id;
-    if (typeof src.state === 'string') run.state = src.state;
-    if (run.state === 'waiting') run.paused = true;
-  }
-  return run;
-}
-
 function runEvent(msg) {
   if (typeof msg.run_id !== 'string') return;
   if (FINAL.has(msg.state)) {
     endRun(msg.run_id, msg.state, msg);
     return;
   }
-  if (endedRuns.has(msg.run_id)) return;
-  const fresh = !runs.has(msg.run_id);
+  if (model.endedRuns.has(msg.run_id)) return;
+  const fresh = !model.runs.has(msg.run_id);
   const run = upsertRun(msg);
   if (fresh) {
     for (const app of run.apps) clearNote(app);
     if (run.kind === 'instruction' && (!state.sessionId || run.session_id === state.sessionId)) {
-      commandRun = run.run_id;
+      setCommandRun(run.run_id);
     }
   }
   for (const app of run.apps) redraw(app);
@@ -198,10 +151,7 @@ function runEvent(msg) {
 }
 
 function endRun(runId, finalState, msg) {
-  endedRuns.add(runId);
-  const run = runs.get(runId) || upsertRun({ ...msg, state: finalState });
-  runs.delete(runId);
-  if (commandRun === runId) commandRun = null;
+  const run = runEnded(runId, finalState, msg);
   const apps = run.apps.length ? run.apps : appsOf(msg.app);
   for (const app of apps) {
     clearProgress(app); // a pushed "Progress n %" ends with the run
@@ -211,33 +161,6 @@ function endRun(runId, finalState, msg) {
     redraw(app);
   }
   drawCommandStop();
-}
-
-/** A step event or a listed step: the latest plan (its "pending" rows) and where the run is. */
-function stepSeen(run, s, { ts, listing = false } = {}) {
-  if (s.step_id === undefined || s.step_id === null) return;
-  const key = toText(s.step_id);
-  const known = run.steps.get(key);
-  if (s.status === 'pending' && !listing) {
-    // A new round of the app's plan starts over once the previous one has begun.
-    const begun = run.plan.some((k) => (run.steps.get(k) || {}).status !== 'pending');
-    if (begun) {
-      run.plan = [];
-      run.steps = new Map();
-    }
-  }
-  run.steps.set(key, { ...(known || {}), ...s });
-  if (!run.plan.includes(key)) run.plan.push(key);
-  if (s.status === 'started') {
-    run.current = key;
-    // A listed step has no start time of its own: the page counts from when it learnt of it.
-    run.stepSince = typeof ts === 'number' && !listing ? ts * 1000 : Date.now();
-    run.progress = null;
-  }
-}
-
-function activeRunsOf(app) {
-  return [...runs.values()].filter((r) => ACTIVE.has(r.state) && r.apps.includes(app));
 }
 
 async function cancel(runId) {
@@ -250,7 +173,7 @@ async function cancel(runId) {
 }
 
 function stopApp(app, runId) {
-  const ids = runId && runs.has(runId) ? [runId] : activeRunsOf(app).map((r) => r.run_id);
+  const ids = runId && model.runs.has(runId) ? [runId] : activeRunsOf(app).map((r) => r.run_id);
   for (const id of ids) cancel(id);
 }
 
@@ -268,130 +191,25 @@ function redraw(app) {
   drawCards(app);
 }
 
-function removePart(w, selector) {
-  const node = w.el.querySelector(`:scope > ${selector}`);
-  if (node) node.remove();
-}
-
-function part(w, cls, before) {
-  let node = w.el.querySelector(`:scope > .${cls}`);
-  if (!node) {
-    node = el('div', { class: cls });
-    before.before(node);
-  }
-  return node;
-}
-
-function elapsed(ms) {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  return s < 60 ? t('runs.seconds', { n: s }) : t('runs.minutes', { m: Math.floor(s / 60), s: String(s % 60).padStart(2, '0') });
-}
-
-function bytesText(n) {
-  if (!Number.isFinite(n)) return '';
-  const units = ['B', 'KB', 'MB', 'GB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i += 1;
-  }
-  return `${i ? v.toFixed(1) : v} ${units[i]}`;
-}
-
-function drawProgress(run) {
-  for (const app of run.apps) {
-    const w = wm.get(app);
-    if (!w) continue;
-    if (!ACTIVE.has(run.state)) {
-      removePart(w, '.run-progress');
-      continue;
-    }
-    const line = part(w, 'run-progress', w.body);
-    line.dataset.runId = run.run_id;
-    line.setAttribute('role', 'status');
-    const parts = [];
-    if (run.state === 'waiting') {
-      const asks = [...cards.values()].some((ia) => ia.run_id === run.run_id && isQuestion(ia));
-      parts.push(t(asks ? 'ask.waiting' : 'runs.waiting'));
-    } else if (run.current && run.steps.has(run.current)) {
-      const s = run.steps.get(run.current);
-      const i = run.plan.indexOf(run.current) + 1;
-      parts.push(t('runs.step_of', { i, n: run.plan.length }), toText(s.tool));
-      if (s.text) parts.push(toText(s.text));
-      if (s.status === 'started') parts.push(elapsed(Date.now() - (run.stepSince || run.since)));
-      const p = run.progress;
-      if (isObject(p) && p.step_id === s.step_id && typeof p.bytes === 'number') {
-        parts.push(typeof p.total === 'number' && p.total > 0
-          ? t('runs.bytes_of', { done: bytesText(p.bytes), total: bytesText(p.total) })
-          : bytesText(p.bytes));
-      }
-    } else {
-      parts.push(t('runs.working'), elapsed(Date.now() - run.since));
-    }
-    const text = el('span', { class: 'run-progress-text', text: parts.join(' · ') });
-    const tail = isObject(run.progress) && run.progress.step_id === run.current
-      ? toText(run.progress.tail ?? run.progress.output ?? '') : '';
-    const tailLines = tail ? tail.split('\n').slice(-DEFAULTS.runTailLines).join('\n') : '';
-    if (tailLines) line.replaceChildren(text, el('pre', { class: 'run-tail', text: tailLines }));
-    else line.replaceChildren(text);
-  }
-}
-
-function setNote(app, text, level) {
-  const w = wm.get(app);
-  if (!w) return;
-  const note = part(w, 'run-note', w.body);
-  note.dataset.level = level;
-  note.setAttribute('role', 'status');
-  note.replaceChildren(el('span', { class: 'run-note-text', text }),
-    el('button', { type: 'button', class: 'run-note-close', text: '×', attrs: { 'aria-label': t('win.close') },
-      on: { click: () => note.remove() } }));
-}
-
-/** Remove the window's note (only one of that level when given). */
-function clearNote(app, level) {
-  const w = wm.get(app);
-  const note = w && w.el.querySelector(':scope > .run-note');
-  if (note && (!level || note.dataset.level === level)) note.remove();
-}
-
-function drawCommandStop() {
-  const stop = document.getElementById('command_stop');
-  if (!stop) return;
-  const run = commandRun && runs.get(commandRun);
-  stop.hidden = !(run && ACTIVE.has(run.state));
-  stop.dataset.runId = commandRun || '';
-  stop.title = t('runs.stop');
-  stop.setAttribute('aria-label', t('runs.stop'));
-}
-
 function ensureTick() {
   if (tick) return;
   tick = setInterval(() => {
-    const live = [...runs.values()].filter((r) => ACTIVE.has(r.state));
+    const live = [...model.runs.values()].filter((r) => ACTIVE.has(r.state));
     if (!live.length) {
       clearInterval(tick);
       tick = null;
     }
     for (const run of live) drawProgress(run);
-    for (const id of cards.keys()) drawCountdown(id);
+    for (const id of model.cards.keys()) drawCountdown(id);
   }, DEFAULTS.runTickMs);
 }
 
 // ------------------------------------------------------------------ the plan preview card
 
 function addCard(ia) {
-  if (!isObject(ia) || typeof ia.id !== 'string' || closedCards.has(ia.id)) return;
-  if (ia.state && ia.state !== 'pending') return;
-  const app = toText(ia.app);
-  const fresh = !cards.has(ia.id);
-  cards.set(ia.id, ia);
-  if (typeof ia.run_id === 'string' && !endedRuns.has(ia.run_id)) {
-    const run = upsertRun({ run_id: ia.run_id, app, state: 'waiting' }, { stepOnly: true });
-    run.state = 'waiting';
-    run.paused = true;
-  }
+  const pending = cardPending(ia);
+  if (!pending) return;
+  const { app, fresh } = pending;
   if (!wm.get(app)) openWindow(app);
   else if (fresh) wm.raise(app);
   redraw(app);
@@ -400,9 +218,7 @@ function addCard(ia) {
 
 /** The card is answered (here, in another tab, or it expired/was withdrawn): say how. */
 function closeCard(id, answer, app, { elsewhere = false } = {}) {
-  closedCards.add(id);
-  const ia = cards.get(id);
-  cards.delete(id);
+  const ia = cardClosed(id);
   const where = ia ? toText(ia.app) : toText(app);
   const w = wm.get(where);
   if (w) {
@@ -440,7 +256,7 @@ function renderCard(ia) {
 }
 
 function drawCountdown(id) {
-  const ia = cards.get(id);
+  const ia = model.cards.get(id);
   if (!ia) return;
   const w = wm.get(toText(ia.app));
   const node = w && w.el.querySelector(`.run-card[data-interaction="${CSS.escape(id)}"] .run-card-expires`);
@@ -452,7 +268,7 @@ function drawCountdown(id) {
 function drawCards(app) {
   const w = wm.get(app);
   if (!w) return;
-  const mine = [...cards.values(), ...[...settled.values()].map((s) => s.ia)]
+  const mine = [...model.cards.values(), ...[...model.settled.values()].map((s) => s.ia)]
     .filter((ia) => toText(ia.app) === app);
   if (!mine.length) {
     removePart(w, '.run-cards');
@@ -461,10 +277,10 @@ function drawCards(app) {
   const layer = part(w, 'run-cards', w.body);
   layer.dataset.systemChrome = ''; // the system's, above anything the app draws (runs.css)
   // Only ended questions left: they stay said without covering the window's content.
-  layer.toggleAttribute('data-settled', !mine.some((ia) => cards.has(ia.id)));
+  layer.toggleAttribute('data-settled', !mine.some((ia) => model.cards.has(ia.id)));
   const shown = new Map([...layer.querySelectorAll(':scope > .run-card')].map((n) => [n.dataset.interaction, n]));
   for (const [id, node] of shown) {
-    if (!cards.has(id) && !settled.has(id)) {
+    if (!model.cards.has(id) && !model.settled.has(id)) {
       node.remove();
       shown.delete(id);
     }
@@ -472,7 +288,7 @@ function drawCards(app) {
   let first = null;
   for (const ia of mine) {
     const node = shown.get(ia.id);
-    const done = settled.get(ia.id);
+    const done = model.settled.get(ia.id);
     const want = done ? done.state : 'pending';
     const words = cardWords(ia); // the language and the apps' names it is drawn with
     if (node && (node.dataset.state || 'pending') === want && node.dataset.words === words) continue;
@@ -527,15 +343,6 @@ async function decide(ia, decision, card) {
 }
 
 // ------------------------------------------------------------------ question cards (DESIGN §13)
-
-function optionValue(option) {
-  return isObject(option) && 'value' in option ? option.value : option;
-}
-
-function optionLabel(option) {
-  if (isObject(option) && option.label !== undefined && option.label !== null) return toText(option.label);
-  return toText(optionValue(option));
-}
 
 /** A choice's options, a confirm's yes and no, as {value, label}. */
 function choicesOf(ia) {
@@ -626,7 +433,7 @@ function lockCard(card, locked) {
 
 async function send(ia, value, card) {
   const app = toText(ia.app);
-  answering.add(ia.id);
+  answerSending(ia.id);
   lockCard(card, true);
   card.setAttribute('aria-busy', 'true');
   // The answer lets the run go on: its next view may come before this reply does.
@@ -641,8 +448,7 @@ async function send(ia, value, card) {
       settle(ia.id, isObject(current.answer) ? current.answer : toText(current.state), app, { elsewhere: true });
       return;
     }
-    answering.delete(ia.id);
-    dismissed.delete(ia.id); // still pending: a view that came meanwhile did not replace it
+    answerFailed(ia.id); // still pending: a view that came meanwhile did not replace it
     if (!card.isConnected) return;
     lockCard(card, false);
     card.removeAttribute('aria-busy');
@@ -654,17 +460,10 @@ async function send(ia, value, card) {
 
 /** A question ended: answered ({value}), `expired`, or `cancelled`/`withdrawn`. The first outcome stays. */
 function settle(id, answer, app, { elsewhere = false } = {}) {
-  closedCards.add(id);
-  const wasSending = answering.delete(id);
-  const ia = cards.get(id) || (settled.get(id) || {}).ia;
-  cards.delete(id);
+  const { ia, wasSending } = questionEnded(id);
   const where = ia ? toText(ia.app) : toText(app);
   const w = wm.get(where);
-  if (ia && w && !settled.has(id) && !dismissed.has(id)) {
-    const outcome = isObject(answer)
-      ? { state: 'answered', value: answer.value }
-      : { state: answer === 'expired' ? 'expired' : 'withdrawn' };
-    settled.set(id, { ia, ...outcome, elsewhere: elsewhere && outcome.state === 'answered' });
+  if (ia && w && questionSettled(id, ia, answer, elsewhere)) {
     if (!wasSending) wm.addCleanup(where, () => dropSettled(id, where));
   }
   if (!w) return;
@@ -683,9 +482,7 @@ function cardHasFocus(w, id) {
 
 /** The app's next view replaced the window's content: its ended question cards go with it. */
 function dropSettled(id, app) {
-  if (!settled.has(id) && !answering.has(id)) return;
-  dismissed.add(id);
-  settled.delete(id);
+  if (!questionDismissed(id)) return;
   const w = wm.get(app);
   if (!w) return;
   const hadFocus = cardHasFocus(w, id);

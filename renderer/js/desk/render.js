@@ -5,16 +5,16 @@
 // that redraws the list) keeps the scroll positions and the view's memory (a table's sort).
 // Sending an action is delegated to the handler main.js installs (render.js knows nothing
 // about the server).
-import { emit, on } from './bus.js';
-import { renderControl } from './controls/index.js';
-import { leads, renderRowControl, rowSend } from './controls/row.js';
-import { DEFAULTS } from './defaults.js';
-import { collect, validate } from './formvalues.js';
-import { t } from './i18n.js';
+import { renderControl } from '../controls/index.js';
+import { leads, renderRowControl, rowSend } from '../controls/row.js';
+import { emit, on } from '../core/bus.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { blockedBox, el, isObject, resolveUrl, toText } from '../core/safe.js';
+import { collect, validate } from '../views/formvalues.js';
+import { renderView } from '../views/index.js';
 import { confirm } from './modal.js';
 import { toast } from './notify.js';
-import { blockedBox, el, isObject, resolveUrl, toText } from './safe.js';
-import { renderView } from './views/index.js';
 import * as wm from './wm.js';
 
 let actionHandler = async () => {};

@@ -1,13 +1,13 @@
 // Window manager: one window per app (or system panel), drag, resize, minimise, maximise,
 // close, z-order. Windows live in #desktop; listeners are delegated on it once.
 // Emits "wm:changed" {id, state} and "layout:changed" for the snapshot.
+import { emit } from '../core/bus.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { icon, setIcon } from '../core/icons.js';
+import { el } from '../core/safe.js';
+import { systemMark } from '../runs/cards.js';
 import { appIcon } from './appicon.js';
-import { emit } from './bus.js';
-import { DEFAULTS } from './defaults.js';
-import { t } from './i18n.js';
-import { icon, setIcon } from './icons.js';
-import { systemMark } from './runs/cards.js';
-import { el } from './safe.js';
 
 const windows = new Map();
 let desktop = null;

@@ -5,13 +5,13 @@
 // A track that plays to its end sends the view's data.on_end action (params.id: data.id); the
 // bar's next button sends data.on_next. The tray's mute mutes every media element of the page
 // (unmute restores them) and its volume slider scales them.
-import { api } from './api.js';
-import { emit, on } from './bus.js';
-import { t } from './i18n.js';
-import { icon } from './icons.js';
+import { api } from '../core/api.js';
+import { emit, on } from '../core/bus.js';
+import { t } from '../core/i18n.js';
+import { icon } from '../core/icons.js';
+import { el, isObject, resolveUrl, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
 import { toast } from './notify.js';
-import { el, isObject, resolveUrl, toText } from './safe.js';
-import { state } from './state.js';
 import * as wm from './wm.js';
 
 /** window id -> {winId, kind, media, key, title, sub, volume, onEnd, onNext, id, attached, bar} */

@@ -1,6 +1,6 @@
 // In-page modal dialogs (window.confirm would block the page and cannot be styled or tested).
-import { t } from './i18n.js';
-import { el } from './safe.js';
+import { t } from '../core/i18n.js';
+import { el } from '../core/safe.js';
 
 let layer = null;
 

@@ -9,12 +9,12 @@
 // Taking back works from the originals: before an element's first change its inline style,
 // classes, text and place in the document are remembered; undo/reset put the originals of the
 // affected elements back and re-apply what is left of the log for them.
-import { api } from './api.js';
-import { emit } from './bus.js';
-import { DEFAULTS } from './defaults.js';
-import { t } from './i18n.js';
+import { api } from '../core/api.js';
+import { emit } from '../core/bus.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { toText } from '../core/safe.js';
 import { toast } from './notify.js';
-import { toText } from './safe.js';
 import { setPopup } from './taskbar.js';
 import * as wm from './wm.js';
 

@@ -1,8 +1,8 @@
 // Form fields shared by the form view and the submit_form control: building inputs from
 // field specs, and reading typed values back (number → number, checkbox → bool,
 // select → the option's original value, whatever its JSON type).
-import { codeArea, wantsCode } from './controls/codearea.js';
-import { el, isObject, toText } from './safe.js';
+import { codeArea, wantsCode } from '../controls/codearea.js';
+import { el, isObject, toText } from '../core/safe.js';
 
 // Option values keep their JSON type (number, bool…): each <option> carries its value as
 // text (what the page, the snapshot and a test see) and its index here, so what is sent is

@@ -1,10 +1,10 @@
 // The desktop's element snapshot (spec §9.3, DESIGN §10), posted to the server at start and
 // after every layout change (debounced), so the system-control app knows what is on screen.
-import { api } from './api.js';
-import { DEFAULTS } from './defaults.js';
-import { t } from './i18n.js';
-import { toText } from './safe.js';
-import { state } from './state.js';
+import { api } from '../core/api.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { toText } from '../core/safe.js';
+import { state } from '../core/state.js';
 import * as wm from './wm.js';
 
 const DESKTOP = [

@@ -2,9 +2,9 @@
 // one of the vendored Lucide icons ("music"), an image file in the app folder ("icon.png",
 // served by /apps/<id>/icon) or a short text such as an emoji. Anything else, an unknown
 // name or an image that fails to load falls back to the app's initial on a coloured tile.
-import { NAMES } from '../vendor/lucide/names.js';
-import { signedAppUrl } from './api.js';
-import { el, toText } from './safe.js';
+import { NAMES } from '../../vendor/lucide/names.js';
+import { signedAppUrl } from '../core/api.js';
+import { el, toText } from '../core/safe.js';
 
 const SET_NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 const IMAGE_FILE = /\.(?:png|svg|jpe?g|gif|webp)$/i;

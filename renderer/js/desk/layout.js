@@ -2,10 +2,10 @@
 // maximised) is saved per session shortly after a change ends and when the page goes away,
 // and put back when the page loads, so a refresh or a restart of the system finds the desk
 // as it was left.
-import { api } from './api.js';
-import { DEFAULTS } from './defaults.js';
-import { isObject } from './safe.js';
-import { state } from './state.js';
+import { api } from '../core/api.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { isObject } from '../core/safe.js';
+import { state } from '../core/state.js';
 import * as wm from './wm.js';
 
 // Nothing is saved before the stored layout was put back: the windows the page opens

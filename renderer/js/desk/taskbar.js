@@ -3,12 +3,12 @@
 // "one popup at a time" rule.
 // It only draws and reports intents on the bus (app:activate, app:close|minimize|restart,
 // command:submit, voice:listen, system:settings|audit|about, apps:refresh); main.js acts on them.
+import { emit, on } from '../core/bus.js';
+import { statusText, t } from '../core/i18n.js';
+import { icon } from '../core/icons.js';
+import { el, toText } from '../core/safe.js';
+import { appSearchText, state } from '../core/state.js';
 import { appIcon } from './appicon.js';
-import { emit, on } from './bus.js';
-import { statusText, t } from './i18n.js';
-import { icon } from './icons.js';
-import { el, toText } from './safe.js';
-import { appSearchText, state } from './state.js';
 import * as wm from './wm.js';
 
 const $ = (id) => document.getElementById(id);
@@ -104,7 +104,7 @@ export function init() {
     if (item && ev.key === 'Enter') emit('app:activate', { id: item.dataset.app });
   });
 
-  // Enter always accepts: an instruction typed while another runs waits its turn (main.js).
+  // Enter always accepts: an instruction typed while another runs waits its turn (desk/commands.js).
   nodes.form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const text = nodes.input.value.trim();

@@ -4,11 +4,11 @@
 // window, open or close a system window, open the start menu searching for a text), and an
 // answer no window shows is drawn in a small card above the command bar, with its
 // `suggestions` as chips; a chip sends its instruction like the command bar does.
-import { emit, on } from './bus.js';
-import { t } from './i18n.js';
-import { el, isObject, toText } from './safe.js';
-import * as audit from './system/audit.js';
-import * as settings from './system/settings.js';
+import { emit, on } from '../core/bus.js';
+import { t } from '../core/i18n.js';
+import { el, isObject, toText } from '../core/safe.js';
+import * as audit from '../system/audit.js';
+import * as settings from '../system/settings.js';
 import * as taskbar from './taskbar.js';
 import * as wm from './wm.js';
 

@@ -1,10 +1,10 @@
 // Toasts (top right) and the notification list in the tray (#notifications).
 // toast() is the one way the desktop tells the user something went wrong outside a window.
-import { DEFAULTS } from './defaults.js';
-import { t } from './i18n.js';
-import { icon } from './icons.js';
-import { el, toText } from './safe.js';
-import { state } from './state.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { t } from '../core/i18n.js';
+import { icon } from '../core/icons.js';
+import { el, toText } from '../core/safe.js';
+import { state } from '../core/state.js';
 
 const LEVELS = new Set(['info', 'success', 'warning', 'error']);
 const items = [];
