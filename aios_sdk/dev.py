@@ -128,6 +128,9 @@ class DevLoop:
         env = {k: v for k, v in os.environ.items() if k not in STANDALONE_UNSET}
         env.update({"APP_PORT": str(self.port), "PYTHONUNBUFFERED": "1"})
         env.setdefault(ENV_APP_ID, self.app_id)
+        # The app imports this SDK even when it was run from a checkout, not installed.
+        sdk_root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join([sdk_root, *filter(None, [env.get("PYTHONPATH")])])
         self.proc = procgroup.popen(
             [sys.executable, "-u", str(entry)],
             subprocess.Popen,

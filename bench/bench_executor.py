@@ -136,7 +136,7 @@ def bench_atomic(tmp: Path, n: int) -> None:
 
 def bench_shell(tmp: Path, n: int) -> None:
     try:
-        from aios import os_sandbox  # noqa: F401
+        from aios.host import os_sandbox  # noqa: F401
     except ImportError:
         print("\nshell_exec: aios.host.os_sandbox is not available; skipped")
         return

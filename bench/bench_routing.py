@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aios import intents  # noqa: E402
+from aios.control import intents  # noqa: E402
 from aios.control.router import AppProfile, OfflineRouter, RouterMode  # noqa: E402
 from aios.protocol import parse_manifest  # noqa: E402
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from aios.config import PROJECT_ROOT
 
 APP_ID = "triton-aios"
-"""The entry's file name (``triton-aios.entry.main``) and its icon name."""
+"""The entry's file name (``triton-aios.desktop``) and its icon name."""
 ICON_SOURCE = PROJECT_ROOT / "renderer" / "favicon.svg"
 XDG_USER_DIR_TIMEOUT = 5.0
 """Seconds ``xdg-user-dir DESKTOP`` may take (it reads one config file)."""

@@ -65,9 +65,9 @@ def _installed_entry(home: Path) -> Path:
     (home / "Desktop").mkdir(parents=True)
     places = desktop_entry.Places.for_user({"HOME": str(home)})
     written = desktop_entry.install(places, desktop_entry.launcher_command())
-    menu = places.applications / "triton-aios.entry.main"
+    menu = places.applications / "triton-aios.desktop"
     assert menu in written and places.desktop is not None
-    on_desktop = places.desktop / "triton-aios.entry.main"
+    on_desktop = places.desktop / "triton-aios.desktop"
     assert on_desktop in written and on_desktop.stat().st_mode & 0o111, "not launchable"
     assert (places.icons / "triton-aios.svg").read_bytes().startswith(b"<svg")
     for entry in (menu, on_desktop):
