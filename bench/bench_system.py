@@ -905,7 +905,7 @@ def bench_decision_cost(sys_: Inproc, n: int) -> dict[str, Any]:
     def engine() -> float:
         run = runs.start("action", "planner", sid, text="plan")
         try:
-            ms, results = timed_ms(lambda: ctl._run_steps(run, "planner", SAFE_PLAN, ctx))
+            ms, results = timed_ms(lambda: ctl.loop.run_steps(run, "planner", SAFE_PLAN, ctx))
         finally:
             runs.finish(run, None)
         if not all_ok(results):

@@ -261,3 +261,38 @@ def test_wire_header_names_live_in_names_only() -> None:
         if "X-AIOS-" in text and f != "aios/names.py"
     ]
     assert not found, f"X-AIOS- header names outside aios/names.py: {found}"
+
+
+APP_START = """
+import sys
+from aios_sdk import AIOSAgent
+
+class App(AIOSAgent):
+    name = "probe"
+
+    def handle(self, instruction, context, action_request=None):
+        return {}
+
+App().make_app().test_client().get("/health")
+print(",".join(m for m in ("pydantic", "jsonschema", "openai") if m in sys.modules))
+"""
+
+
+def test_an_app_starts_without_the_protocol_models() -> None:
+    """Every app imports the SDK; the pydantic models it never uses cost each app ~14 MB.
+
+    ``aios.protocol`` re-exports its names lazily, so the SDK's ``app_secret`` import
+    loads one small module, not the package's models.
+    """
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", APP_START],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.strip() == "", f"an app's start loaded: {out.stdout.strip()}"
