@@ -489,17 +489,9 @@ class Controller:
                 text=task.instruction[:CLARIFY_ECHO_CHARS],
             )
             options = [{"value": a, "label": names.get(a, a)} for a in rivals]
-            result = ask_step(
-                self.approvals,
-                self.runs,
-                run,
-                "",
-                f"route_{task.id}",
-                {"kind": "choice", "prompt": prompt, "options": options},
-            )
+            chosen = self._choose(run, f"route_{task.id}", prompt, options)
             if run.cancel.is_set():
                 return False
-            chosen = (result.result or {}).get("value") if result.status == "ok" else None
             if chosen in rivals:
                 self._reroute(task, str(chosen))
                 remembered[key] = task.app
@@ -507,6 +499,22 @@ class Controller:
             # expired or unanswered: the router's best guess stands
         run.app = ",".join(dict.fromkeys(t.app for t in plan.tasks))
         return True
+
+    def _choose(
+        self, run: Run, step_id: str, prompt: str, options: list[dict[str, str]]
+    ) -> str | None:
+        """Ask the user to pick one of ``options``; the value picked, or None when the
+        question expired, was dismissed or the run was cancelled."""
+        result = ask_step(
+            self.approvals,
+            self.runs,
+            run,
+            "",
+            step_id,
+            {"kind": "choice", "prompt": prompt, "options": options},
+        )
+        value = (result.result or {}).get("value") if result.status == "ok" else None
+        return None if value is None else str(value)
 
     def _ask_owners(self, plan: Plan, text: str, run: Run, lang: str) -> bool:
         """A task routed to an app that takes words an earlier app owns asks the user first
@@ -550,17 +558,9 @@ class Controller:
                 newcomer=label(task.app),
             )
             options = [{"value": a, "label": label(a)} for a in rivals]
-            result = ask_step(
-                self.approvals,
-                self.runs,
-                run,
-                "",
-                f"owner_{task.id}",
-                {"kind": "choice", "prompt": prompt, "options": options},
-            )
+            chosen = self._choose(run, f"owner_{task.id}", prompt, options)
             if run.cancel.is_set():
                 return False
-            chosen = (result.result or {}).get("value") if result.status == "ok" else None
             if chosen in rivals:
                 self.store.set_route_owner_choice(open_owners, task.app, str(chosen))
                 self._reroute(task, str(chosen))

@@ -7,7 +7,7 @@ import socket
 from urllib.parse import urlsplit
 
 from aios.errors import ToolRefused
-from aios.protocol.outbound import BadDestination, destination, prepared_url
+from aios.protocol.outbound import BadDestination, canonical_host, destination, prepared_url
 from aios.tools.sandbox.paths import resolve_path
 from aios.tools.sandbox.policy import SandboxPolicy, domain_allowed
 
@@ -17,19 +17,16 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 def is_loopback_host(host: str) -> bool:
     """True for every spelling of this machine: names, ``127.1``, ``2130706433``,
     ``0x7f000001``, ``[::ffff:127.0.0.1]``, ``0.0.0.0``, and the machine's own hostname."""
-    host = host.lower().strip("[]").rstrip(".")
+    try:
+        host = canonical_host(host)
+    except BadDestination:
+        return False
     if host in LOOPBACK_NAMES or host.endswith(".localhost") or host == _hostname():
         return True
     try:
-        ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(host)
+        ip = ipaddress.ip_address(host)  # canonical: an address in any spelling is one now
     except ValueError:
-        try:
-            # inet_aton accepts the short, decimal and hex forms browsers and libc accept
-            ip = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+        return False
     return ip.is_loopback or ip.is_unspecified
 
 
