@@ -141,7 +141,7 @@ _FILE_TOKEN = re.compile(
 )
 _LEAD_CJK = re.compile(
     r"^.*(?:文件夹|文件|叫做|叫|名为|一个|个|把|将|的|在|删除|删掉|打开|预览|查看|看看|读取|读|"
-    r"编辑|修改|新建|创建|写入|写|重命名|改名|移除|显示)(?=.)"
+    r"编辑|修改|新建|创建|写入|写|重命名|改名|移除|显示)"
 )
 
 
@@ -150,8 +150,11 @@ def _trim_lead(token: str) -> str:
     head = re.match(r"^[\u4e00-\u9fff]+", token)
     if not head:
         return token
+    tail = token[head.end() :]
     trimmed = _LEAD_CJK.sub("", head.group(0))
-    return trimmed + token[head.end() :] if trimmed != head.group(0) else token
+    if not trimmed and not re.match(r"[A-Za-z0-9_]", tail):
+        return token  # "文件.txt" is a name, not ".txt"
+    return trimmed + tail
 
 
 def file_tokens(text: str | None) -> list[tuple[int, int, str]]:
