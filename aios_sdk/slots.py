@@ -137,12 +137,18 @@ def find_name(text: str | None) -> str | None:
 # ------------------------------------------------------------ file names and folders
 
 _FILE_TOKEN = re.compile(
-    r"(?<![\w./\\-])((?:[\w\-]+/)*[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z][A-Za-z0-9]{0,7})(?![A-Za-z0-9_(])"
+    # a name starts after a non-name character, or at a Chinese one glued to Latin text
+    r"(?:(?<![A-Za-z0-9_./\\-])|(?=[\u4e00-\u9fff]))"
+    r"((?:[\w\-]+/)*[\w\-]+(?:\.[A-Za-z0-9_\-]+)*\.[A-Za-z][A-Za-z0-9]{0,7})(?![A-Za-z0-9_(])"
+)
+_SPACED_FILE = re.compile(
+    r"((?:[A-Za-z0-9_\-]+ ){1,3}[A-Za-z0-9_\-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![A-Za-z0-9_(])"
 )
 _LEAD_CJK = re.compile(
     r"^.*(?:文件夹|文件|叫做|叫|名为|一个|个|把|将|的|在|删除|删掉|打开|预览|查看|看看|读取|读|"
-    r"编辑|修改|新建|创建|写入|写|重命名|改名|移除|显示)"
+    r"编辑|修改|新建|创建|写入|写|重命名|改名|改为|改成|移除|显示)"
 )
+_CONNECTORS = {"成", "为", "到", "叫", "是"}
 
 
 def _trim_lead(token: str) -> str:
@@ -152,6 +158,8 @@ def _trim_lead(token: str) -> str:
         return token
     tail = token[head.end() :]
     trimmed = _LEAD_CJK.sub("", head.group(0))
+    if trimmed in _CONNECTORS and re.match(r"[A-Za-z0-9_]", tail):
+        trimmed = ""  # "重命名成b.txt" → "b.txt" (but "成绩.txt" stays whole)
     if not trimmed and not re.match(r"[A-Za-z0-9_]", tail):
         return token  # "文件.txt" is a name, not ".txt"
     return trimmed + tail
@@ -173,6 +181,10 @@ def find_file_name(text: str | None) -> str | None:
     text = text or ""
     content = _content_match(text)
     head = text[: content.start()] if content else text
+    marked = _NAME_MARK.search(head)
+    spaced = _SPACED_FILE.match(head, marked.end()) if marked else None
+    if spaced:
+        return spaced.group(1)  # "called shopping list.txt"
     named = find_name(head)
     if named and (_FILE_TOKEN.fullmatch(named) or not file_tokens(head)):
         return named

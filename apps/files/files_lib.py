@@ -191,7 +191,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "home",
         re.compile(
-            r"^(?:列出|浏览|显示|查看|看看|打开|list|show|browse|open|view)?\s*(?:一下)?\s*"
+            r"^(?:列出|浏览|显示|查看|看看|打开|list|show|browse|open|view)?\s*(?:一下|me)?\s*"
             r"(?:我的|所有的?|全部的?|all(?:\s+(?:of\s+)?my)?|my|the)?\s*(?:文件|files?)$",
             re.IGNORECASE,
         ),
@@ -207,7 +207,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
 ]
 _VERBS: list[tuple[str, re.Pattern[str]]] = [
-    ("rename", re.compile(r"重命名|改名|改个名|\b(?:rename|mv)\b", re.I)),
+    (
+        "rename",
+        re.compile(
+            r"重命名|改名|改个名|名字改|\b(?:rename|mv)\b|\bchange\s+(?:the\s+|its\s+)?name\b", re.I
+        ),
+    ),
     ("delete", re.compile(r"删除|删掉|删了|移除|\b(?:delete|remove|rm|erase|trash)\b", re.I)),
     ("edit", re.compile(r"编辑|修改|改一下|\b(?:edit|modify|change)\b", re.I)),
     # "hello.txt 里写了什么": a question about a file, not a request to write one
@@ -224,7 +229,7 @@ _VERBS: list[tuple[str, re.Pattern[str]]] = [
         "list",
         re.compile(
             r"列出|列一下|浏览|进入|有哪些|有什么|哪些文件|什么文件|目录|文件夹"
-            r"|\b(?:list|ls|browse|cd|dir|folder|directory)\b"
+            r"|\b(?:list|ls|browse|cd|dir|folder|directory)\b|\bgo\s+(?:in)?to\b"
             r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:files\s+)?(?:in|inside|there)\b"
             r"|\b(?:what|which)\s+files\b",
             re.I,
@@ -271,8 +276,25 @@ def _after_verb(rest: str, pattern: re.Pattern[str]) -> str:
 
 
 def _target(rest: str, pattern: re.Pattern[str]) -> str | None:
-    named = slots.find_file_name(rest) or slots.find_quoted(rest)
+    named = slots.find_file_name(rest) or slots.find_quoted(rest) or slots.find_folder(rest)
     return named or _after_verb(rest, pattern) or None
+
+
+_TAIL_LEAD = re.compile(
+    r"^(?:\s*(?:[,，:：]|(?:并且?|然后|and|内容|content|with|写入|写上|写|填上|put|write)(?![a-z])))*\s*",
+    re.IGNORECASE,
+)
+_TAIL_WHERE = re.compile(r"^(?:in|inside|into|under|at|on|在|到|放)\b", re.IGNORECASE)
+
+
+def _trailing_content(rest: str, name: str) -> str | None:
+    """The old terse form "新建 hello.txt 你好世界": what follows the name is the content
+    (not "in docs", not "的文件")."""
+    tokens = [t for t in slots.file_tokens(rest) if t[2] == name]
+    tail = _TAIL_LEAD.sub("", rest[tokens[0][1] :]) if tokens else ""
+    if tail and not _TAIL_WHERE.match(tail) and _GENERIC.sub("", tail).strip():
+        return tail.strip()
+    return None
 
 
 def _create(rest: str) -> tuple[str, list[str]]:
@@ -282,14 +304,8 @@ def _create(rest: str) -> tuple[str, list[str]]:
     content = slots.find_content(rest)
     if content is None:
         quoted = slots.find_quoted(rest)
-        if quoted and quoted != name:
-            content = quoted  # 'write "hi" into a.txt'
-        else:
-            # the old terse form: "新建 hello.txt 你好世界" (what follows the name)
-            tokens = [t for t in slots.file_tokens(rest) if t[2] == name]
-            tail = rest[tokens[0][1] :].strip() if tokens else ""
-            if tail and not re.match(r"^(?:in|inside|into|under|at|on|在|到|放)\b", tail, re.I):
-                content = re.sub(r"^(?:内容|content|with)?\s*[:：]?\s*", "", tail, flags=re.I)
+        # 'write "hi" into a.txt': the quoted thing that is not the name is the content
+        content = quoted if quoted and quoted != name else _trailing_content(rest, name)
     folder = slots.find_folder(rest)
     args = [name, content or ""]
     return "create", [*args, folder] if folder else args
