@@ -15,9 +15,11 @@
 Besides the agent, the SDK gives an app the errors it handles (the system's
 own classes, from ``aios.errors``), :class:`AppContext` and :func:`locale_of`
 for the request's context, :func:`tr` / :class:`Messages` for bilingual
-messages, :func:`text_view` / :func:`error_view` for the two views every
-app shows and :func:`desktop_button` for a button that opens one of the desktop's
-windows (Settings); apps import nothing from ``aios``.
+messages, the ``find_*`` slot helpers and :func:`strip_filler` (:mod:`aios_sdk.slots`)
+to read names, contents, folders, numbers and times out of a plain request,
+:func:`text_view` / :func:`error_view` for the two views every app shows and
+:func:`desktop_button` for a button that opens one of the desktop's windows (Settings);
+apps import nothing from ``aios``.
 
 This module only re-exports the public names; ``tests/unit/sdk/test_sdk_surface.py``
 fails when they drift.
@@ -42,6 +44,17 @@ from aios_sdk._session import current_session_id
 from aios_sdk.agent import AIOSAgent, tool
 from aios_sdk.context import AppContext, Lang, locale_of
 from aios_sdk.messages import Messages, tr
+from aios_sdk.slots import (
+    find_content,
+    find_duration,
+    find_file_name,
+    find_folder,
+    find_name,
+    find_number,
+    find_quoted,
+    find_time,
+    strip_filler,
+)
 from aios_sdk.views import DESKTOP_TARGETS, desktop_button, error_view, text_view
 
 if TYPE_CHECKING:
@@ -65,8 +78,17 @@ __all__ = [
     "current_session_id",
     "desktop_button",
     "error_view",
+    "find_content",
+    "find_duration",
+    "find_file_name",
+    "find_folder",
+    "find_name",
+    "find_number",
+    "find_quoted",
+    "find_time",
     "locale_of",
     "parse_ui_op",
+    "strip_filler",
     "text_view",
     "tool",
     "tr",

@@ -16,9 +16,11 @@ characters per stream, "… N more lines" in between), so a program that prints
 timeout, a refusal or a stop (the window's stop button cancels the run and
 kills the program) is shown as such.
 
-Offline it runs what follows "运行" / "run"; with an LLM, a request in words
-("算一下 1 到 100 的和") becomes code that is shown for review with a run
-button, never run unseen.
+"run" / "运行" / "执行" means run: the code (what follows the verb, its filler —
+"this python snippet:", "Python 代码" — left out) is shown and run in one go, as a
+step the system's approvals decide about; "write" / "写" without run shows it in the
+editor. With an LLM, a request in words ("算一下 1 到 100 的和") becomes code: run
+when the user said run (shown with its output), else shown for review with a run button.
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ import logging
 import re
 from typing import Any
 
-from aios_sdk import AIOSAgent, Lang, LLMError, LLMUnavailable, error_view, locale_of, tr
+from aios_sdk import (
+    AIOSAgent,
+    Lang,
+    LLMError,
+    LLMUnavailable,
+    error_view,
+    locale_of,
+    strip_filler,
+    tr,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +82,29 @@ _APP_WORDS = re.compile(
     r"(?:代码|python\s*runner|code)(?:app|应用|运行器)?(?![a-z0-9_(.])[\s,，:：]*",
     re.IGNORECASE,
 )
-_RUN = re.compile(
-    r"^(?:请|帮我)?(?:运行|执行|跑一下|跑|计算|run|exec(?:ute)?|eval|python3?)"
-    r"(?:\s*(?:代码|python|code))?(?![a-z0-9_(.])[\s:：]*(?P<code>[\s\S]*)$",
-    re.IGNORECASE,
+_RUN_VERB = (
+    r"运行|执行|跑一下|跑一跑|跑|计算一下|计算|算一下|算出|算|"
+    r"\b(?:run|exec(?:ute)?|eval(?:uate)?|compute|calculate|python3?)\b"
 )
+_WRITE_VERB = r"编写|写一个|写一段|写个|写|生成|\b(?:write|generate|create|make|draft|code\s+up)\b"
+_CODE_NOUN = (
+    r"(?:\s*(?:this|the|following|that|my|some|below|here|it|for\s+me|snippet|script|program|"
+    r"code|python3?|py|这段|这个|下面的?|以下的?|一段|一个|段|个|代码|程序|脚本|片段|python3?)"
+    r"(?![a-z0-9_(.]))*"
+)
+_VERB_AT = re.compile(
+    rf"(?P<verb>{_RUN_VERB}|{_WRITE_VERB})(?P<nouns>{_CODE_NOUN})\s*[:：]?\s*", re.IGNORECASE
+)
+_RUN_WORD = re.compile(_RUN_VERB, re.IGNORECASE)
+_SAYS_RUN = re.compile(r"运行|执行|跑|\b(?:run|exec(?:ute)?)\b", re.IGNORECASE)
+"""After "write", only these mean run too ("写一个程序计算…" describes the program)."""
 _FENCE = re.compile(r"^```(?:python|py)?\s*\n?([\s\S]*?)\n?```$", re.IGNORECASE)
+_FENCE_IN = re.compile(r"```(?:python3?|py)?\s*\n?([\s\S]*?)\n?```", re.IGNORECASE)
+_CODE_START = re.compile(r"[:：]\s*|\n")
+SHORT_OUTPUT_CHARS = 80
+"""An output this short and on one line is also said in the reply's message."""
+LLM_CACHE_SIZE = 32
+"""Code the model wrote for a request, kept for the run's next round (it shows what ran)."""
 
 
 class Problem(Exception):
@@ -102,16 +130,48 @@ def looks_like_python(code: str) -> bool:
     return not (isinstance(only, ast.Expr) and isinstance(only.value, ast.Name))
 
 
+def _code_in(text: str) -> str | None:
+    """The Python in ``text``: all of it, a fenced block, or what follows a ':' or a line break."""
+    fenced = _FENCE_IN.search(text)
+    if fenced and looks_like_python(fenced.group(1)):
+        return fenced.group(1)
+    candidate = strip_fence(text.strip())
+    if candidate and looks_like_python(candidate):
+        return candidate
+    for m in _CODE_START.finditer(text):
+        tail = text[m.end() :].strip()
+        if tail and looks_like_python(tail):
+            return tail
+    return None
+
+
 def parse_instruction(text: str | None) -> tuple[str, str]:
-    """``(intent, code)``: home, run (with code) or words (not code)."""
+    """``(intent, code)``: ``home``; ``run`` or ``show`` with Python code; ``words`` (run
+    what a model writes for them) or ``write`` (show it) with a request in words.
+
+    "run" / "运行" / "执行" means run, "write" / "写" without it means show: "运行 Python
+    代码 print(1+2)" runs ``print(1+2)``; "写一段代码 print(1)" opens it in the editor."""
     rest = _APP_WORDS.sub("", (text or "").strip(), count=1).strip()
     if not rest:
         return "home", ""
-    m = _RUN.match(rest)
-    code = strip_fence(m.group("code").strip()) if m else strip_fence(rest)
-    if not code:
+    verb = next((m for m in _VERB_AT.finditer(rest) if not strip_filler(rest[: m.start()])), None)
+    if verb is None:
+        code = _code_in(rest)
+        if code is not None:
+            return "run", code
+        words = strip_filler(rest)
+        return ("words" if _RUN_WORD.search(words) else "write", words) if words else ("home", "")
+    runs = bool(_RUN_WORD.fullmatch(verb.group("verb")))
+    after = rest[verb.end() :]
+    right_after = rest[verb.end("verb") :]
+    code = _code_in(after) or _code_in(right_after)
+    if code is not None:
+        return ("run" if runs else "show"), code
+    words = strip_filler(after)
+    if not words:
         return "home", ""
-    return ("run", code) if looks_like_python(code) else ("words", code)
+    runs = runs or bool(_SAYS_RUN.search(words))
+    return ("words" if runs else "write"), strip_filler(rest)
 
 
 def cap_output(lang: Lang, text: str) -> str:
@@ -130,6 +190,14 @@ def cap_output(lang: Lang, text: str) -> str:
         )
         text = text[:half] + note + text[-half:]
     return text
+
+
+def _short_output(lang: Lang, stdout: str) -> str:
+    """A one-line output for the reply's words ("运行成功，退出码 0，输出 3"); else nothing."""
+    line = stdout.strip()
+    if not line or "\n" in line or len(line) > SHORT_OUTPUT_CHARS:
+        return ""
+    return tr(lang, f"，输出 {line}", f"; output: {line}")
 
 
 def check_code(value: Any) -> str:
@@ -196,8 +264,18 @@ class CodeAgent(AIOSAgent):
             intent, code = parse_instruction(instruction)
             if intent == "run":
                 return self._run(lang, check_code(code), DEFAULT_TIMEOUT, results)
-            if intent == "words":
-                return self._from_words(lang, code)
+            if intent == "show":
+                return self._editor(
+                    lang, check_code(code), tr(lang, "检查后点运行", "Check it, then Run")
+                )
+            if intent in ("words", "write"):
+                if intent == "words" and isinstance(results.get("step_1"), dict):
+                    written = self._written.get((context.get("session_id"), code))
+                    if written:  # the second round of "run" + words: show what ran
+                        return self._run(lang, written, DEFAULT_TIMEOUT, results)
+                return self._from_words(
+                    lang, code, run=intent == "words", session=context.get("session_id")
+                )
             return self._editor(lang, last)
         except Problem as p:
             return self._error(lang, tr(lang, p.zh, p.en), last)
@@ -505,12 +583,20 @@ class CodeAgent(AIOSAgent):
                     "params": {"code": code},
                 },
             ],
-            "message": summary,
+            "message": summary + _short_output(lang, stdout) if outcome == "ok" else summary,
             "state": {"code": code},
         }
 
-    def _from_words(self, lang: Lang, text: str) -> dict[str, Any]:
-        """A request in words: with an LLM, code to review; without, say what is needed."""
+    def __init__(self) -> None:
+        super().__init__()
+        self._written: dict[tuple[Any, str], str] = {}
+        """Code the model wrote, by (session, request): the run's next round shows it."""
+
+    def _from_words(
+        self, lang: Lang, text: str, *, run: bool = False, session: Any = None
+    ) -> dict[str, Any]:
+        """A request in words: with an LLM, code to run (the user said run) or to review;
+        without, say what is needed."""
         try:
             answer = self.llm(
                 [
@@ -526,6 +612,11 @@ class CodeAgent(AIOSAgent):
             code = strip_fence(str(answer.get("content") or "").strip())
         except (LLMUnavailable, LLMError):
             code = ""
+        if code and looks_like_python(code) and run:
+            self._written[(session, text)] = code
+            while len(self._written) > LLM_CACHE_SIZE:
+                self._written.pop(next(iter(self._written)))
+            return self._run(lang, check_code(code), DEFAULT_TIMEOUT, {})
         if code and looks_like_python(code):
             reply = self._editor(
                 lang,

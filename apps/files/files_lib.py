@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
+from aios_sdk import slots
+
 MAX_NAME_BYTES = 255
 TEXT_EXT = {".txt", ".md", ".log", ".csv", ".tsv", ".ini", ".cfg", ".conf", ".rst", ""}
 CODE_LANG = {
@@ -180,8 +182,8 @@ def human_size(size: object) -> str:
 # ------------------------------------------------------------ instructions
 
 _APP_WORDS = re.compile(
-    r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start|show)?\s*(?:the\s+)?"
-    r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?[\s,，:：]*",
+    r"^\s*(?:请|帮我)?(?:打开|启动|用|open|launch|start|show|use|in)?\s*(?:the\s+)?"
+    r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?(?![a-z])[\s,，:：]*",
     re.IGNORECASE,
 )
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -189,7 +191,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "home",
         re.compile(
-            r"^(?:列出|浏览|显示|查看|看看|打开|list|show|browse|open|view)?\s*(?:一下)?\s*"
+            r"^(?:列出|浏览|显示|查看|看看|打开|list|show|browse|open|view)?\s*(?:一下|me)?\s*"
             r"(?:我的|所有的?|全部的?|all(?:\s+(?:of\s+)?my)?|my|the)?\s*(?:文件|files?)$",
             re.IGNORECASE,
         ),
@@ -203,57 +205,172 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"^(?:选(?:一个|择)?文件|选择一个文件|pick(?: a)? file|choose(?: a)? file)", re.I
         ),
     ),
+]
+_VERBS: list[tuple[str, re.Pattern[str]]] = [
     (
         "rename",
         re.compile(
-            r"^(?:重命名|改名|rename|mv)\s*(?:文件\s*|file\s+)?(\S+?)\s*"
-            r"(?:为|成|到|改为|to|->|as|\s)\s*(\S+)$",
-            re.IGNORECASE,
+            r"重命名|改名|改个名|名字改|\b(?:rename|mv)\b|\bchange\s+(?:the\s+|its\s+)?name\b", re.I
         ),
     ),
+    ("delete", re.compile(r"删除|删掉|删了|移除|\b(?:delete|remove|rm|erase|trash)\b", re.I)),
+    ("edit", re.compile(r"编辑|修改|改一下|\b(?:edit|modify|change)\b", re.I)),
+    # "hello.txt 里写了什么": a question about a file, not a request to write one
+    ("preview", re.compile(r"写了(?:些)?什么|写的(?:是)?什么|\bwhat\s+does\b.*\bsay\b", re.I)),
     (
         "create",
         re.compile(
-            r"^(?:新建|创建|写入|create|new|touch|write)\s*(?:文件\s*|file\s+)?"
-            r"(\S+)(?:\s+(?:内容|content|with)?[:：]?\s*([\s\S]*))?$",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        "delete",
-        re.compile(
-            r"^(?:删除|删掉|移除|delete|remove|rm)\s*(?:文件\s*|file\s+)?(.+)$", re.IGNORECASE
+            r"新建|创建|新增|建一个|建个|建立|生成|写一个|写个|写入|写|保存|存一个"
+            r"|\b(?:create|make|new|touch|write|save|add)\b",
+            re.I,
         ),
     ),
     (
         "list",
         re.compile(
-            r"^(?:列出|浏览|进入|list|ls|browse|cd)\s*(?:文件夹\s*|folder\s+)?(.*)$", re.IGNORECASE
+            r"列出|列一下|浏览|进入|有哪些|有什么|哪些文件|什么文件|目录|文件夹"
+            r"|\b(?:list|ls|browse|cd|dir|folder|directory)\b|\bgo\s+(?:in)?to\b"
+            r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:files\s+)?(?:in|inside|there)\b"
+            r"|\b(?:what|which)\s+files\b",
+            re.I,
         ),
-    ),
-    (
-        "edit",
-        re.compile(r"^(?:编辑|修改|改一下|edit|modify)\s*(?:文件\s*|file\s+)?(.+)$", re.IGNORECASE),
     ),
     (
         "preview",
         re.compile(
-            r"^(?:预览|查看|打开|看看|显示|preview|view|open|show|cat)\s*"
-            r"(?:文件\s*|file\s+)?(.+)$",
-            re.IGNORECASE,
+            r"预览|查看|打开|看看|看一下|显示|读取|读一下|读|"
+            r"\b(?:preview|view|open|show|cat|read|display|see)\b",
+            re.I,
         ),
     ),
 ]
+_RENAME_TO = re.compile(
+    r"(?:重命名为|改名为|改名成|改成|改为|换成|为|成|\bto\b|\bas\b|->)\s*", re.IGNORECASE
+)
+_GENERIC = re.compile(
+    r"\b(?:the|a|an|my|your|our|all|of|files?|in|inside|there|here|this|that|me|us|"
+    r"what|which|are|is|me|please|folder|directory)\b|我的|所有的?|全部的?|一下|哪些|什么|这个|那个|"
+    r"文件夹|文件|目录|里面|里|中|的|有|都|个|吗|呢|\?|？",
+    re.I,
+)
+
+
+def _mask(text: str) -> str:
+    """``text`` with quoted things and file names blanked: a verb inside a name
+    ("preview delete-me.txt") does not choose the intent."""
+    spans = [(s, e) for s, e, _ in slots.file_tokens(text)]
+    for m in re.finditer(r"「[^」]*」|“[^”]*”|\"[^\"]*\"|『[^』]*』|《[^》]*》", text):
+        spans.append(m.span())
+    out = list(text)
+    for s, e in spans:
+        out[s:e] = "_" * (e - s)
+    return "".join(out)
+
+
+def _after_verb(rest: str, pattern: re.Pattern[str]) -> str:
+    """What follows the verb, without "file"/"文件" words: the old single-argument form."""
+    m = pattern.search(_mask(rest))
+    tail = rest[m.end() :] if m else rest
+    lead = r"^\s*(?:the\s+)?(?:这个|那个)?(?:文件\s*|file\s+)?"
+    return re.sub(lead, "", tail, flags=re.IGNORECASE).strip()
+
+
+def _target(rest: str, pattern: re.Pattern[str]) -> str | None:
+    named = slots.find_file_name(rest) or slots.find_quoted(rest) or slots.find_folder(rest)
+    return named or _after_verb(rest, pattern) or None
+
+
+_TAIL_LEAD = re.compile(
+    r"^(?:\s*(?:[,，:：]|(?:并且?|然后|and|内容|content|with|写入|写上|写|填上|put|write)(?![a-z])))*\s*",
+    re.IGNORECASE,
+)
+_TAIL_WHERE = re.compile(r"^(?:in|inside|into|under|at|on|在|到|放)\b", re.IGNORECASE)
+
+
+def _trailing_content(rest: str, name: str) -> str | None:
+    """The old terse form "新建 hello.txt 你好世界": what follows the name is the content
+    (not "in docs", not "的文件")."""
+    tokens = [t for t in slots.file_tokens(rest) if t[2] == name]
+    tail = _TAIL_LEAD.sub("", rest[tokens[0][1] :]) if tokens else ""
+    if tail and not _TAIL_WHERE.match(tail) and _GENERIC.sub("", tail).strip():
+        return tail.strip()
+    return None
+
+
+def _create(rest: str) -> tuple[str, list[str]]:
+    name = slots.find_file_name(rest)
+    if not name:
+        return "new", []
+    content = slots.find_content(rest)
+    if content is None:
+        quoted = slots.find_quoted(rest)
+        # 'write "hi" into a.txt': the quoted thing that is not the name is the content
+        content = quoted if quoted and quoted != name else _trailing_content(rest, name)
+    folder = slots.find_folder(rest)
+    args = [name, content or ""]
+    return "create", [*args, folder] if folder else args
+
+
+def _rename(rest: str) -> tuple[str, list[str]] | None:
+    tokens = [t[2] for t in slots.file_tokens(rest)]
+    quoted = [m.group(0)[1:-1] for m in re.finditer(r"「[^」]+」|“[^”]+”|\"[^\"]+\"", rest)]
+    names = quoted if len(quoted) >= 2 else tokens
+    if len(names) >= 2:
+        return "rename", [names[0], names[1]]
+    to = list(_RENAME_TO.finditer(_mask(rest)))
+    if names and to:
+        new = rest[to[-1].end() :].strip()
+        new = slots.find_quoted(new) or (new.split()[0] if new.split() else "")
+        if new and new != names[0]:
+            return "rename", [names[0], new]
+    m = re.match(
+        r"^(?:重命名|改名|rename|mv)\s*(?:文件\s*|file\s+)?(\S+?)\s*"
+        r"(?:为|成|到|改为|to|->|as|\s)\s*(\S+)$",
+        rest,
+        re.I,
+    )
+    return ("rename", [m.group(1), m.group(2)]) if m else None
+
+
+def _list(rest: str, pattern: re.Pattern[str]) -> tuple[str, list[str]]:
+    folder = slots.find_folder(rest)
+    if folder is not None:
+        return "list", [folder]
+    name = slots.find_file_name(rest)
+    if name:
+        return "preview", [name]  # "看看 hello.txt 里有什么"
+    tail = _GENERIC.sub(" ", _after_verb(rest, pattern)).split()
+    return "list", [tail[0]] if len(tail) == 1 else [""]
 
 
 def parse_instruction(text: str | None) -> tuple[str, list[str]]:
     """``(intent, args)``: home, new, list, preview, edit, create, delete, rename, pick
-    or unknown."""
-    rest = _APP_WORDS.sub("", (text or "").strip(), count=1).strip()
+    or unknown. Create's args are ``[name, content]`` and, when one was named, a folder."""
+    rest = slots.strip_filler(text)
+    rest = slots.strip_filler(_APP_WORDS.sub("", rest, count=1))
     if not rest:
         return "home", []
     for intent, pattern in _PATTERNS:
-        m = pattern.match(rest)
-        if m:
-            return intent, [g.strip() if g else "" for g in m.groups()]
+        if pattern.match(rest):
+            return intent, []
+    masked = _mask(rest)
+    for intent, verb in _VERBS:
+        if not verb.search(masked):
+            continue
+        if intent == "rename":
+            found = _rename(rest)
+            if found:
+                return found
+            continue
+        if intent == "create":
+            return _create(rest)
+        if intent == "list":
+            return _list(rest, verb)
+        if intent == "preview" and slots.find_file_name(rest) is None:
+            folder = slots.find_folder(rest)
+            if folder is not None:
+                return "list", [folder]  # "看看工作区", "open the docs folder"
+        target = _target(rest, verb)
+        if target:
+            return intent, [target]
     return "unknown", [rest]

@@ -169,7 +169,8 @@ class FilesAgent(AIOSAgent):
         if intent == "list":
             return self._browse(c, fl.clean_rel(args[0], allow_root=True))
         if intent == "create":
-            return self._create(c, args[0], args[1] if len(args) > 1 else "", c.folder)
+            folder = args[2] if len(args) > 2 else c.folder
+            return self._create(c, args[0], args[1] if len(args) > 1 else "", folder)
         if intent in ("preview", "delete", "edit"):
             path = self._resolve(c, args[0])
             if intent == "edit":

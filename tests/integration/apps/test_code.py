@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.fakes.fake_openai import FakeOpenAI, text
 from tests.integration.conftest import Running, copy_apps
 from tests.util import wait_for
 
@@ -242,3 +243,62 @@ def test_an_endless_loop_is_stopped_by_cancelling_its_run(code: Running) -> None
     [resp] = replies
     assert resp["data"]["outcome"] == "stopped"
     assert resp["message"] == "已停止：你停止了这个程序"
+
+
+@pytest.mark.parametrize(
+    ("text", "output"),
+    [
+        ("运行 Python 代码 print(1+2)", "3"),
+        ("run this python snippet: print(sum(range(10)))", "45"),
+        ("请帮我执行这段代码：print(2 * 3)", "6"),
+        ("could you run this for me?\nprint('hi')", "hi"),
+    ],
+)
+def test_run_in_words_shows_and_runs_the_code_in_one_go(
+    code: Running, text: str, output: str
+) -> None:
+    out = code.instruct(text)
+    [res] = out["results"]
+    resp = res["response"]
+    assert res["app"] == APP and resp["view_type"] == "code", resp["message"]
+    assert resp["data"]["stdout"] == output + "\n" and outputs(resp)["stdout"] == output + "\n"
+    assert resp["message"].endswith(f"输出 {output}")  # the reply says it too
+    assert resp["data"]["code"] in text
+    assert [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()] == ["shell_exec"]
+
+
+def test_write_without_run_shows_the_code_and_runs_nothing(code: Running) -> None:
+    resp = code.instruct("写一段 Python 代码 print(1)")["results"][0]["response"]
+    assert resp["view_type"] == "form" and resp["data"]["fields"][0]["value"] == "print(1)"
+    assert code.get(f"/api/audit?app={APP}").json() == []
+
+
+def test_with_a_model_run_in_words_runs_the_code_it_writes(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    with FakeOpenAI(api_key="sk-test") as fake:
+        fake.script([text("```python\nprint(sum(range(1, 11)))\n```")])
+        fake.default = text("")  # asked again, the model would write nothing
+        system = make_system(
+            apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"),
+            llm={
+                "api_key": "sk-test",
+                "base_url": fake.url,
+                "model": "qwen2.5-0.5b",
+                "planner": "offline",
+                "max_retries": 0,
+            },
+        )
+        out = system.instruct("运行一个程序，算出 1 到 10 的和")
+        resp = out["results"][0]["response"]
+        assert resp["view_type"] == "code" and resp["data"]["stdout"] == "55\n", resp
+        assert resp["data"]["code"] == "print(sum(range(1, 11)))"
+        assert len(fake.requests) == 1  # written once; the run's next round shows it
+        assert [r["tool"] for r in system.get(f"/api/audit?app={APP}").json()] == ["shell_exec"]
+        # "write" without "run": the model's code is shown for review, not run
+        fake.script([text("print('draft')")])
+        shown = system.instruct("写一段代码，打印 draft")["results"][0]["response"]
+        assert shown["view_type"] == "form" and shown["data"]["fields"][0]["value"] == (
+            "print('draft')"
+        )
+        assert len(system.get(f"/api/audit?app={APP}").json()) == 1

@@ -507,3 +507,50 @@ def test_an_english_desktop_gets_english_answers_only(
     assert clash["message"].startswith("Not renamed 'a.txt': 'b.txt' already exists")
     text = str(home) + str(clash)
     assert not any("\u4e00" <= ch <= "\u9fff" for ch in text), text  # no Chinese at all
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "content"),
+    [
+        ("create a new file called todo.txt", "todo.txt", ""),
+        ("写一个文件 hello.txt 内容是你好", "hello.txt", "你好"),
+        ("please make a file named notes.md with the content buy milk", "notes.md", "buy milk"),
+        ("帮我新建一个叫「购物清单.txt」的文件，内容是牛奶", "购物清单.txt", "牛奶"),
+        ('files: create plan.txt containing "ship it"', "plan.txt", "ship it"),
+    ],
+)
+def test_a_plain_request_creates_the_file_it_names(
+    files: Running, text: str, name: str, content: str
+) -> None:
+    resp = files.instruct(text)["results"][0]["response"]
+    assert resp["status"] == "ok" and name in row_ids(resp), (text, resp["message"])
+    assert sorted(p.name for p in ws(files).iterdir() if not p.name.startswith(".")) == [name]
+    assert (ws(files) / name).read_text(encoding="utf-8") == content
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["看看工作区里有哪些文件", "list the files in your workspace", "what files do I have?"],
+)
+def test_asking_what_is_in_the_workspace_lists_it(files: Running, text: str) -> None:
+    (ws(files) / "a.txt").write_text("a")
+    (ws(files) / "docs").mkdir()
+    resp = files.instruct(text)["results"][0]["response"]
+    assert resp["status"] == "ok" and resp["view_type"] == "table", (text, resp["message"])
+    assert row_ids(resp) == ["docs", "a.txt"] and resp["data"]["folder"] == ""
+
+
+def test_reading_renaming_and_deleting_phrased_plainly(files: Running, views: Subscription) -> None:
+    (ws(files) / "todo.txt").write_text("buy milk", encoding="utf-8")
+    (ws(files) / "docs").mkdir()
+    (ws(files) / "docs" / "plan.md").write_text("# plan", encoding="utf-8")
+    read = files.instruct("could you show me what is in todo.txt?")["results"][0]["response"]
+    assert read["view_type"] == "text" and read["data"]["content"] == "buy milk"
+    inside = files.instruct("打开 docs 文件夹")["results"][0]["response"]
+    assert row_ids(inside) == ["docs/plan.md"]
+    files.instruct("请把 todo.txt 改名为 done.txt")
+    assert (ws(files) / "done.txt").read_text(encoding="utf-8") == "buy milk"
+    assert not (ws(files) / "todo.txt").exists()
+    waiting = files.instruct("please delete the file called done.txt")
+    assert answer(files, views, waiting, True)["message"] == "已删除「done.txt」"
+    assert not (ws(files) / "done.txt").exists()
