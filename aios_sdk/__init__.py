@@ -14,10 +14,12 @@
 
 Besides the agent, the SDK gives an app the errors it handles (the system's
 own classes, from ``aios.errors``), :class:`AppContext` and :func:`locale_of`
-for the request's context, :func:`tr` / :class:`Messages` for bilingual
-messages, :func:`text_view` / :func:`error_view` for the two views every
-app shows and :func:`desktop_button` for a button that opens one of the desktop's
-windows (Settings); apps import nothing from ``aios``.
+for the request's context (with :class:`StepResult`, a step's result), :func:`tr` /
+:class:`Messages` for bilingual messages, :func:`action` for a method that answers
+one control, :class:`AppFailure` for an error view from the app's messages,
+:func:`text_view`, :func:`list_view`, :func:`table_view`, :func:`form_view` /
+:func:`error_view` for the common views and :func:`desktop_button` for a button
+that opens one of the desktop's windows (Settings); apps import nothing from ``aios``.
 
 This module only re-exports the public names; ``tests/unit/sdk/test_sdk_surface.py``
 fails when they drift.
@@ -39,10 +41,20 @@ from aios.errors import (
 )
 from aios.names import ATOMIC_TOOLS
 from aios_sdk._session import current_session_id
+from aios_sdk.actions import action
 from aios_sdk.agent import AIOSAgent, tool
-from aios_sdk.context import AppContext, Lang, locale_of
+from aios_sdk.context import AppContext, Lang, StepResult, locale_of
+from aios_sdk.failures import AppFailure
 from aios_sdk.messages import Messages, tr
-from aios_sdk.views import DESKTOP_TARGETS, desktop_button, error_view, text_view
+from aios_sdk.views import (
+    DESKTOP_TARGETS,
+    desktop_button,
+    error_view,
+    form_view,
+    list_view,
+    table_view,
+    text_view,
+)
 
 if TYPE_CHECKING:
     from aios.protocol import UIOp, parse_ui_op
@@ -52,21 +64,27 @@ __all__ = [
     "AIOSError",
     "ATOMIC_TOOLS",
     "AppContext",
+    "AppFailure",
     "DESKTOP_TARGETS",
     "LLMError",
     "LLMUnavailable",
     "Lang",
     "Messages",
     "ProtocolError",
+    "StepResult",
     "ToolError",
     "ToolFailed",
     "ToolRefused",
     "UIOp",
+    "action",
     "current_session_id",
     "desktop_button",
     "error_view",
+    "form_view",
+    "list_view",
     "locale_of",
     "parse_ui_op",
+    "table_view",
     "text_view",
     "tool",
     "tr",
