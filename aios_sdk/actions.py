@@ -81,22 +81,24 @@ class ActionInfo:
     attr: str
 
 
-def action(name: str) -> Callable[[F], F]:
-    """Register a method as the answer to the control whose ``action_id`` is ``name``.
+def action(name: str, *more: str) -> Callable[[F], F]:
+    """Register a method as the answer to the control whose ``action_id`` is ``name``
+    (or one of ``more``: one method for several controls, told apart by ``request``).
 
     Returns the method unchanged; the class collects its actions when it is
     created and refuses two methods for one ``action_id``.
     """
-    if not isinstance(name, str) or not _ACTION_ID.match(name):
-        raise ValueError(
-            f"@action name must be an action_id (1-64 letters, digits, '_', '-', '.', ':'), "
-            f"got {name!r}"
-        )
+    for each in (name, *more):
+        if not isinstance(each, str) or not _ACTION_ID.match(each):
+            raise ValueError(
+                f"@action name must be an action_id (1-64 letters, digits, '_', '-', '.', "
+                f"':'), got {each!r}"
+            )
 
     def deco(func: F) -> F:
         if not inspect.isfunction(func):
             raise TypeError(f"@action decorates a method (a def in the class), got {func!r}")
-        setattr(func, _MARK, name)
+        setattr(func, _MARK, (name, *more))
         return func
 
     return deco
@@ -109,15 +111,14 @@ def collect_actions(cls: type) -> dict[str, ActionInfo]:
         resolved.update(vars(klass))
     found: dict[str, ActionInfo] = {}
     for attr, obj in resolved.items():
-        name = getattr(obj, _MARK, None) if inspect.isfunction(obj) else None
-        if name is None:
-            continue
-        if name in found:
-            raise TypeError(
-                f"{cls.__name__}: action {name!r} is registered twice "
-                f"({found[name].attr}() and {attr}()); action ids must be unique"
-            )
-        found[name] = ActionInfo(name, attr)
+        names = getattr(obj, _MARK, ()) if inspect.isfunction(obj) else ()
+        for name in names:
+            if name in found:
+                raise TypeError(
+                    f"{cls.__name__}: action {name!r} is registered twice "
+                    f"({found[name].attr}() and {attr}()); action ids must be unique"
+                )
+            found[name] = ActionInfo(name, attr)
     return found
 
 

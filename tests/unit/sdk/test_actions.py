@@ -44,6 +44,10 @@ class Player(AIOSAgent):
     def raw(self, ctx: AppContext, request: dict[str, Any], **rest: Any) -> dict[str, Any]:
         return text_view(f"{request['action_id']} {sorted(rest)}")
 
+    @action("like", "unlike")
+    def like(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        return text_view(request["action_id"])
+
     @action("oops")
     def oops(self, ctx: AppContext) -> dict[str, Any]:
         raise AppFailure("not_in_table", path="a.txt")
@@ -70,6 +74,7 @@ def test_an_action_calls_its_method_with_params_and_the_control_fields() -> None
     assert answer({"action_id": "raw", "params": {"a": 1}, "on": True})["message"] == (
         "raw ['a', 'on']"
     )
+    assert answer({"action_id": "unlike"})["message"] == "unlike"  # one method, two ids
 
 
 def test_without_an_action_request_handle_answers_with_an_app_context() -> None:
@@ -80,7 +85,11 @@ def test_without_an_action_request_handle_answers_with_an_app_context() -> None:
 @pytest.mark.parametrize(
     ("request_", "context", "words"),
     [
-        ({"action_id": "nope"}, EN, ["unknown action 'nope'", "play, volume, search, raw"]),
+        (
+            {"action_id": "nope"},
+            EN,
+            ["unknown action 'nope'", "play, volume, search, raw, like, unlike"],
+        ),
         ({"action_id": "nope"}, ZH, ["未知的操作 'nope'", "可用的操作：play, volume"]),
         ({"params": {}}, EN, ["cannot handle the action ?", "action_id is missing"]),
         ("junk", ZH, ["无法处理操作 ?", "缺少 action_id"]),
@@ -154,4 +163,12 @@ def test_registering_is_checked_when_the_class_is_made() -> None:
             def two(self, ctx: AppContext) -> dict[str, Any]:
                 return {}
 
-    assert sorted(Player.registered_actions()) == ["oops", "play", "raw", "search", "volume"]
+    assert sorted(Player.registered_actions()) == [
+        "like",
+        "oops",
+        "play",
+        "raw",
+        "search",
+        "unlike",
+        "volume",
+    ]
