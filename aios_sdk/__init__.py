@@ -14,12 +14,14 @@
 
 Besides the agent, the SDK gives an app the errors it handles (the system's
 own classes, from ``aios.errors``), :class:`AppContext` and :func:`locale_of`
-for the request's context, :func:`tr` / :class:`Messages` for bilingual
-messages, the ``find_*`` slot helpers and :func:`strip_filler` (:mod:`aios_sdk.slots`)
-to read names, contents, folders, numbers and times out of a plain request,
-:func:`text_view` / :func:`error_view` for the two views every app shows and
-:func:`desktop_button` for a button that opens one of the desktop's windows (Settings);
-apps import nothing from ``aios``.
+for the request's context (with :class:`StepResult`, a step's result), :func:`tr` /
+:class:`Messages` for bilingual messages, :func:`action` for a method that answers
+one control, :class:`AppFailure` for an error view from the app's messages, the
+``find_*`` slot helpers and :func:`strip_filler` (:mod:`aios_sdk.slots`) to read names,
+contents, folders, numbers and times out of a plain request,
+:func:`text_view`, :func:`list_view`, :func:`table_view`, :func:`form_view` /
+:func:`error_view` for the common views and :func:`desktop_button` for a button
+that opens one of the desktop's windows (Settings); apps import nothing from ``aios``.
 
 This module only re-exports the public names; ``tests/unit/sdk/test_sdk_surface.py``
 fails when they drift.
@@ -41,8 +43,10 @@ from aios.errors import (
 )
 from aios.names import ATOMIC_TOOLS
 from aios_sdk._session import current_session_id
+from aios_sdk.actions import action
 from aios_sdk.agent import AIOSAgent, tool
-from aios_sdk.context import AppContext, Lang, locale_of
+from aios_sdk.context import AppContext, Lang, StepResult, locale_of
+from aios_sdk.failures import AppFailure
 from aios_sdk.messages import Messages, tr
 from aios_sdk.slots import (
     find_content,
@@ -55,7 +59,15 @@ from aios_sdk.slots import (
     find_time,
     strip_filler,
 )
-from aios_sdk.views import DESKTOP_TARGETS, desktop_button, error_view, text_view
+from aios_sdk.views import (
+    DESKTOP_TARGETS,
+    desktop_button,
+    error_view,
+    form_view,
+    list_view,
+    table_view,
+    text_view,
+)
 
 if TYPE_CHECKING:
     from aios.protocol import UIOp, parse_ui_op
@@ -65,16 +77,19 @@ __all__ = [
     "AIOSError",
     "ATOMIC_TOOLS",
     "AppContext",
+    "AppFailure",
     "DESKTOP_TARGETS",
     "LLMError",
     "LLMUnavailable",
     "Lang",
     "Messages",
     "ProtocolError",
+    "StepResult",
     "ToolError",
     "ToolFailed",
     "ToolRefused",
     "UIOp",
+    "action",
     "current_session_id",
     "desktop_button",
     "error_view",
@@ -86,9 +101,12 @@ __all__ = [
     "find_number",
     "find_quoted",
     "find_time",
+    "form_view",
+    "list_view",
     "locale_of",
     "parse_ui_op",
     "strip_filler",
+    "table_view",
     "text_view",
     "tool",
     "tr",

@@ -26,7 +26,7 @@ import sys
 import threading
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
@@ -40,9 +40,12 @@ from aios.names import (
     SYSTEM_PRIMITIVES,
     TOOL_NAME_PATTERN,
 )
-from aios_sdk import boot
+from aios_sdk import actions as _actions, boot
 from aios_sdk._session import current_session_id
 from aios_sdk.boot import APP_SOCKET_ENV
+from aios_sdk.context import AppContext, StepResult
+from aios_sdk.failures import AppFailure
+from aios_sdk.messages import Messages
 
 if TYPE_CHECKING:
     from aios.protocol import Step
@@ -318,22 +321,108 @@ class AIOSAgent:
         icon = _FromManifest("📦")
         role_prompt = _FromManifest("")
 
+    messages: ClassVar[Messages | Mapping[str, tuple[str, str]] | None] = None
+    """The app's ``key -> (zh, en)`` texts: where an :class:`AppFailure`'s message comes from."""
+
     _aios_tools: ClassVar[dict[str, ToolInfo]] = {}
+    _aios_actions: ClassVar[dict[str, _actions.ActionInfo]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._aios_tools = _collect_tools(cls)
+        cls._aios_actions = _actions.collect_actions(cls)
 
     # ------------------------------------------------------ to override
 
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Answer an instruction or an action with a reply (view, actions, optional steps)."""
+        """Answer an instruction or an action with a reply (view, actions, optional steps).
+
+        ``context`` is an :class:`AppContext` (a dict). Actions an ``@action`` method
+        registers never reach ``handle``.
+        """
         raise NotImplementedError(f"{type(self).__name__}.handle is not implemented")
+
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
+        """The error view for an :class:`AppFailure` or an action the SDK cannot route.
+
+        Override it to give the app's errors their own title, buttons or state.
+        """
+        from aios_sdk.views import error_view
+
+        name = self.display_name
+        return error_view(message, title=ctx.tr(f"{name}出错了", f"{name} ran into an error"))
+
+    # ------------------------------------------------------ answering
+
+    @classmethod
+    def registered_actions(cls) -> dict[str, _actions.ActionInfo]:
+        """This app's ``@action`` methods by ``action_id``."""
+        return dict(cls._aios_actions)
+
+    def respond(
+        self,
+        instruction: str | None,
+        context: Mapping[str, Any] | None,
+        action_request: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Answer one request as the system sends it: what serving and the test kit call.
+
+        Gives ``handle`` (or the ``@action`` method the action names) an
+        :class:`AppContext`, and turns an :class:`AppFailure`, an unknown action or
+        malformed action parameters into :meth:`error_reply` in the user's language.
+        """
+        ctx = AppContext.of(context)
+        try:
+            if action_request is not None and self._aios_actions:
+                info, request = _actions.find(self._aios_actions, action_request)
+                method = getattr(self, info.attr)
+                return method(ctx, **_actions.arguments(method, request))  # type: ignore[no-any-return]
+            return self.handle(instruction, ctx, action_request)
+        except _actions.BadAction as e:
+            return self.error_reply(ctx, e.message(ctx.lang))
+        except AppFailure as e:
+            return self.error_reply(ctx, e.message(self.messages, ctx.lang))
+
+    def after(
+        self,
+        ctx: AppContext,
+        steps: Sequence[dict[str, Any]],
+        then: Callable[[StepResult], dict[str, Any]],
+        *,
+        view: dict[str, Any] | None = None,
+        step: int | str | None = None,
+    ) -> dict[str, Any]:
+        """``then(result)`` once ``steps`` have run, else a reply that runs them first.
+
+        ``result`` is step ``step``'s (default: the last step's) :class:`StepResult`;
+        until the system has run them, the reply is ``view`` (default: a ``loading``
+        view) carrying the validated ``steps``::
+
+            return self.after(ctx, [self.ask("confirm", "Delete?")], then=self._deleted)
+        """
+        planned = self.plan_steps(list(steps))
+        wanted = planned[-1]["step_id"] if step is None else step
+        got = ctx.result(wanted)
+        if got is not None:
+            return then(got)
+        reply: dict[str, Any] = (
+            dict(view)
+            if view is not None
+            else {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {},
+                "actions": [],
+                "message": "",
+            }
+        )
+        reply["steps"] = planned
+        return reply
 
     # ------------------------------------------------------ identity
 

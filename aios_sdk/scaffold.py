@@ -111,20 +111,34 @@ Before shipping:   python -m aios_sdk check .
 
 from __future__ import annotations
 
-from aios_sdk import AIOSAgent, locale_of, text_view, tr
+from aios_sdk import AIOSAgent, AppFailure, Messages, action, text_view
+
+MAX_CHARS = 500
 
 
 class {cls}(AIOSAgent):
+    # The texts of this app's AppFailure("key", ...) errors, in both languages.
+    messages = Messages({{"too_long": ("太长了（{{n}} 个字）", "Too long ({{n}} characters)")}})
+
     def handle(self, instruction, context, action_request=None):
-        lang = locale_of(context)  # "zh" or "en"
-        if action_request and action_request.get("action_id") == "hello":
-            content = tr(lang, "又见面了！", "Hello again!")
-        elif instruction:
-            content = tr(lang, f"你说：{{instruction}}", f"You said: {{instruction}}")
+        # context is an AppContext: the context dict, plus .lang ("zh" or "en"),
+        # .tr(zh, en), .cwd_state, .routed, .result(step_id)
+        if len(instruction or "") > MAX_CHARS:
+            # an error view with messages["too_long"], in the user's language
+            raise AppFailure("too_long", n=len(instruction))
+        if instruction:
+            content = context.tr(f"你说：{{instruction}}", f"You said: {{instruction}}")
         else:
-            content = tr(lang, f"你好，我是{{self.name}}。", f"Hello, I am {{self.name}}.")
+            content = context.tr(f"你好，我是{{self.name}}。", f"Hello, I am {{self.name}}.")
+        return self.home(context, content)
+
+    @action("hello")  # the button below; its params arrive as keyword arguments
+    def hello(self, ctx):
+        return self.home(ctx, ctx.tr("又见面了！", "Hello again!"))
+
+    def home(self, ctx, content):
         return text_view(content, actions=[
-            {{"type": "button", "label": tr(lang, "打个招呼", "Say hello"),
+            {{"type": "button", "label": ctx.tr("打个招呼", "Say hello"),
               "action_id": "hello", "params": {{}}}},
         ])
 

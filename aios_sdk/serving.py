@@ -55,10 +55,10 @@ class _Served(Protocol):
 
     def custom_tools(self) -> Mapping[str, _ServedTool]: ...
 
-    def handle(
+    def respond(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: Mapping[str, Any] | None,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]: ...
 
@@ -184,7 +184,7 @@ def create_app(agent: _Served) -> Flask:
         session_id = body.get("session_id") or context.get("session_id")
         token = bind_session(session_id if isinstance(session_id, str) else None)
         try:
-            reply = agent.handle(body.get("instruction"), context, body.get("action_request"))
+            reply = agent.respond(body.get("instruction"), context, body.get("action_request"))
         except Exception as e:  # noqa: BLE001 - the app must keep serving
             log.exception("%s.handle raised", type(agent).__name__)
             lang = locale_of(context)

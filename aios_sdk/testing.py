@@ -508,7 +508,7 @@ class AppHarness:
         token = bind_session(self.session_id)
         try:
             with self._env():
-                raw = self.agent.handle(instruction, body["context"], body["action_request"])
+                raw = self.agent.respond(instruction, body["context"], body["action_request"])
         finally:
             unbind_session(token)
         if not isinstance(raw, dict):

@@ -29,7 +29,17 @@ import media_assets
 import rows_demo
 import sample_views
 
-from aios_sdk import AIOSAgent, Lang, error_view, locale_of, text_view, tool, tr
+from aios_sdk import (
+    AIOSAgent,
+    AppContext,
+    Lang,
+    StepResult,
+    action,
+    error_view,
+    text_view,
+    tool,
+    tr,
+)
 
 log = logging.getLogger(__name__)
 
@@ -261,70 +271,74 @@ class GalleryAgent(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
+    def respond(
+        self, instruction: str | None, context: Any, action_request: Any = None
+    ) -> dict[str, Any]:
+        lang = AppContext.of(context).lang
+        try:
+            reply = super().respond(instruction, context, action_request)
+        except Exception as e:  # noqa: BLE001 - a bug must become a view, not a dead window
+            log.exception("gallery failed")
+            reply = self._error(lang, f"{type(e).__name__}: {e}")
+        # every answer to a control shows what the control sent
+        if action_request is not None and isinstance(reply.get("data"), dict):
+            reply["data"]["received"] = action_request
+        return reply
+
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
+        return self._error(ctx.lang, message)
+
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        context = context if isinstance(context, dict) else {}
-        lang = locale_of(context)
-        try:
-            if action_request is not None:
-                return self._action(action_request, context, lang)
-            params = parse_instruction(instruction)
-            if params is None:
-                note = None
-                if (instruction or "").strip():
-                    note = tr(
-                        lang,
-                        "没认出要看哪种视图，下面是全部类型。",
-                        "Which view? Here are all of them.",
-                    )
-                return self._home(lang, note)
-            return self._render(params, context, lang, received=None)
-        except Exception as e:  # noqa: BLE001 - a bug must become a view, not a dead window
-            log.exception("gallery failed")
-            return self._error(lang, f"{type(e).__name__}: {e}", received=action_request)
-
-    def _action(self, req: Any, context: dict[str, Any], lang: Lang) -> dict[str, Any]:
-        if not isinstance(req, dict):
-            return self._error(
-                lang,
-                tr(lang, "操作请求必须是对象", "the action request must be an object"),
-                received=req,
-            )
-        action_id = req.get("action_id")
-        if action_id in ECHO_IDS:
-            return self._echo(req, lang)
-        if action_id in rows_demo.ROW_ACTIONS:
-            params = req.get("params")
-            self._rows.apply(action_id, params if isinstance(params, dict) else {})
-            return self._rows_reply(lang, received=req)
-        if action_id in rows_demo.VARIANT_ACTIONS:
-            return self._variants(lang, received=req)
-        if action_id == "home":
-            reply = self._home(lang)
-            reply["data"]["received"] = req
-            return reply
-        if action_id == "show":
-            params = req.get("params")
-            if not isinstance(params, dict):
-                return self._error(
+        lang = context.lang
+        params = parse_instruction(instruction)
+        if params is None:
+            note = None
+            if (instruction or "").strip():
+                note = tr(
                     lang,
-                    tr(
-                        lang,
-                        'show 需要参数 params，例如 {"view": "table"}',
-                        'show needs params, e.g. {"view": "table"}',
-                    ),
-                    received=req,
+                    "没认出要看哪种视图，下面是全部类型。",
+                    "Which view? Here are all of them.",
                 )
-            return self._render(params, context, lang, received=req)
-        return self._error(
-            lang,
-            tr(lang, f"未知的操作 {action_id!r}", f"unknown action {action_id!r}"),
-            received=req,
-        )
+            return self._home(lang, note)
+        return self._render(params, context, lang)
+
+    # ----------------------------------------------------------- actions
+
+    @action(*sorted(ECHO_IDS))
+    def echo(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        return self._echo(request, ctx.lang)
+
+    @action(*sorted(rows_demo.ROW_ACTIONS))
+    def row_control(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        params = request.get("params")
+        self._rows.apply(request["action_id"], params if isinstance(params, dict) else {})
+        return self._rows_reply(ctx.lang, received=request)
+
+    @action(*sorted(rows_demo.VARIANT_ACTIONS))
+    def variant(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        return self._variants(ctx.lang, received=request)
+
+    @action("home")
+    def home(self, ctx: AppContext) -> dict[str, Any]:
+        return self._home(ctx.lang)
+
+    @action("show")
+    def show(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        params = request.get("params")
+        if not isinstance(params, dict):
+            return self._error(
+                ctx.lang,
+                ctx.tr(
+                    'show 需要参数 params，例如 {"view": "table"}',
+                    'show needs params, e.g. {"view": "table"}',
+                ),
+            )
+        return self._render(params, ctx, ctx.lang)
 
     # ------------------------------------------------------------- views
 
@@ -360,22 +374,13 @@ class GalleryAgent(AIOSAgent):
             "message": note or tr(lang, "请选择要展示的视图", "Pick a view to show"),
         }
 
-    def _render(
-        self,
-        params: dict[str, Any],
-        context: dict[str, Any],
-        lang: Lang,
-        received: dict[str, Any] | None,
-    ) -> dict[str, Any]:
+    def _render(self, params: dict[str, Any], context: AppContext, lang: Lang) -> dict[str, Any]:
         try:
-            reply = self._build(params, context, lang)
+            return self._build(params, context, lang)
         except BadParam as e:
-            reply = self._error(lang, str(e), received=None)
-        if received is not None and isinstance(reply.get("data"), dict):
-            reply["data"]["received"] = received
-        return reply
+            return self._error(lang, str(e))
 
-    def _build(self, params: dict[str, Any], context: dict[str, Any], lang: Lang) -> dict[str, Any]:
+    def _build(self, params: dict[str, Any], context: AppContext, lang: Lang) -> dict[str, Any]:
         view = params.get("view", "home")
         if view == "home":
             return self._home(lang)
@@ -384,8 +389,7 @@ class GalleryAgent(AIOSAgent):
                 f"参数 view 必须是 {', '.join(ALL_VIEWS)} 之一（收到 {view!r}）"
                 f" / param view must be one of them (got {view!r})"
             )
-        results = context.get("tool_results")
-        results = results if isinstance(results, dict) else {}
+        results = context.tool_results
         files = (context.get("cwd_state") or {}).get("files") or []
         app = context.get("app") or "gallery"
         name = tr(lang, LABELS[view][0], LABELS[view][1])
@@ -438,7 +442,7 @@ class GalleryAgent(AIOSAgent):
             return self._view("card", sample_views.card_view(url), lang, done)
         if view == "media":
             return self._asset(
-                results,
+                context.result(1),
                 files,
                 "make_tone",
                 TONE_FILE,
@@ -457,7 +461,7 @@ class GalleryAgent(AIOSAgent):
             )
         if view == "image":
             return self._asset(
-                results,
+                context.result(1),
                 files,
                 "make_image",
                 IMAGE_FILE,
@@ -504,7 +508,7 @@ class GalleryAgent(AIOSAgent):
 
     def _asset(
         self,
-        results: dict[str, Any],
+        made: StepResult | None,
         files: list[str],
         tool_name: str,
         filename: str,
@@ -512,15 +516,15 @@ class GalleryAgent(AIOSAgent):
         final: Any,
     ) -> dict[str, Any]:
         """The view once ``filename`` exists; first a step running ``tool_name`` to make it."""
-        step = results.get("step_1")
-        if isinstance(step, dict):
-            if step.get("status") != "ok":
+        if made is not None:
+            if not made.ok:
+                error = made.raw.get("error")
                 return self._error(
                     lang,
                     tr(
                         lang,
-                        f"生成 {filename} 失败：{step.get('error')}",
-                        f"could not make {filename}: {step.get('error')}",
+                        f"生成 {filename} 失败：{error}",
+                        f"could not make {filename}: {error}",
                     ),
                 )
             return final()

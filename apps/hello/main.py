@@ -12,7 +12,16 @@ import logging
 import re
 from typing import Any
 
-from aios_sdk import AIOSAgent, AppContext, ToolError, error_view, text_view
+from aios_sdk import (
+    AIOSAgent,
+    AppContext,
+    AppFailure,
+    Messages,
+    ToolError,
+    action,
+    error_view,
+    text_view,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,43 +50,35 @@ class HelloAgent(AIOSAgent):
     description = "打招呼"
     icon = "👋"
     role_prompt = "你是一个友好的小AI，负责打招呼"
+    messages = Messages(
+        {
+            "no_greeting": (
+                "读不到问候语文件 {file}：{error}。"
+                "请在工作区里放一个 {file}，写上问候语（例如「你好」）。",
+                "cannot read the greeting file {file}: {error}. Put a {file} with a greeting "
+                "(e.g. 'Hello') in the workspace.",
+            )
+        }
+    )
 
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        ctx = AppContext.of(context)
-        state = ctx.cwd_state
-        if action_request is not None:
-            action_id = (
-                action_request.get("action_id") if isinstance(action_request, dict) else None
-            )
-            if action_id != "again":
-                return self._error(
-                    ctx,
-                    ctx.tr(
-                        f"未知的操作 {action_id!r}；这个应用只有「再说一次」(again)。",
-                        f"unknown action {action_id!r}; this app only has 'again'.",
-                    ),
-                )
-            said = state.get("said")
-            who = said if isinstance(said, str) else ""
-        else:
-            who = who_from(instruction)
+        return self._greet(context, who_from(instruction))
+
+    @action("again")
+    def again(self, ctx: AppContext) -> dict[str, Any]:
+        said = ctx.cwd_state.get("said")
+        return self._greet(ctx, said if isinstance(said, str) else "")
+
+    def _greet(self, ctx: AppContext, who: str) -> dict[str, Any]:
         try:
             greeting = self.call_tool("file_read", path=GREETING_FILE)
         except ToolError as e:
-            return self._error(
-                ctx,
-                ctx.tr(
-                    f"读不到问候语文件 {GREETING_FILE}：{e.error}。请在工作区里放一个 "
-                    f"{GREETING_FILE}，写上问候语（例如「你好」）。",
-                    f"cannot read the greeting file {GREETING_FILE}: {e.error}. Put a "
-                    f"{GREETING_FILE} with a greeting (e.g. 'Hello') in the workspace.",
-                ),
-            )
+            raise AppFailure("no_greeting", file=GREETING_FILE, error=e.error) from e
         greeting = str(greeting).strip() or ctx.tr("你好", "Hello")
         target = who or ctx.tr("朋友", "friend")
         content = ctx.tr(f"{greeting}，{target}", f"{greeting}, {target}")
@@ -94,7 +95,7 @@ class HelloAgent(AIOSAgent):
             state={"said": who},
         )
 
-    def _error(self, ctx: AppContext, message: str) -> dict[str, Any]:
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
         return error_view(
             message,
             title=ctx.tr("Hello小AI 出错了", "Hello: something went wrong"),

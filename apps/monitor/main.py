@@ -31,7 +31,17 @@ from typing import Any
 
 import psutil
 
-from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of, text_view, tool
+from aios_sdk import (
+    AIOSAgent,
+    AIOSError,
+    AppContext,
+    AppFailure,
+    Messages,
+    ToolError,
+    action,
+    text_view,
+    tool,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +99,6 @@ T: dict[str, tuple[str, str]] = {
         "无法处理操作“{action}”：{error}",
         'Cannot handle the action "{action}": {error}',
     ),
-    "unknown_action": (
-        "未知操作“{action}”。可用的操作：{known}",
-        'Unknown action "{action}". Known actions: {known}',
-    ),
     "read_failed": ("读取系统状态失败：{error}", "Could not read the system status: {error}"),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
     "proc_title": ("全部进程（按{sort}排序）", "All processes (by {sort})"),
@@ -120,20 +126,16 @@ T: dict[str, tuple[str, str]] = {
 }
 COLUMNS = ("pid", "name", "cpu", "memory", "user")
 """The process table's columns (keys of each row), labelled by T["columns"]."""
-ACTIONS = ("live", "interval", "sort", "refresh", "processes", "dashboard", "end_task")
 
 
 t = Messages(T)
-
-
-class Failure(Exception):
-    """A user-facing failure; the message is the reply."""
 
 
 class Monitor(AIOSAgent):
     name = "系统监控"
     description = "CPU、内存、磁盘与进程的实时监控 / live CPU, memory, disk and process monitor"
     icon = "📊"
+    messages = t
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -214,113 +216,125 @@ class Monitor(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
+    def respond(
+        self, instruction: str | None, context: Any, action_request: Any = None
+    ) -> dict[str, Any]:
+        # the SDK answers an AppFailure; a tool's failure or a bug must still answer a view
+        lang = AppContext.of(context).lang
+        self._lang = lang
+        try:
+            return super().respond(instruction, context, action_request)
+        except ToolError as e:
+            message = t("read_failed", lang, error=e.error)
+        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
+            log.exception("monitor failed")
+            message = t("failed", lang, error=f"{type(e).__name__}: {e}")
+        return _error(message, lang)
+
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
+        return _error(message, ctx.lang)
+
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        context = context if isinstance(context, dict) else {}
-        lang = locale_of(context)
-        self._lang = lang
-        try:
-            settings = self._load_settings()
-            note = ""
-            page: str | None = "dashboard"
-            if action_request is not None:
-                if (
-                    isinstance(action_request, dict)
-                    and action_request.get("action_id") == "end_task"
-                ):
-                    reply = self._end_task(action_request, context, settings, lang)
-                    self._seen()
-                    return reply
-                note, page = self._action(action_request, settings, lang)
-            else:
-                note, page = self._instruction(instruction, settings, lang)
-            # (waits for a live update in flight: none of the old page lands after this reply)
-            with self._push_lock, self._lock:
-                if page is None:  # a setting changed: stay on the page the user is on
-                    page = self._page
-                self._page = page
-            self._seen()
-            view = page
-            reading = self._reading(context, settings, view)
-            if isinstance(reading, list):  # not read yet: the steps that read it
-                return {
-                    "status": "ok",
-                    "view_type": "loading",
-                    "data": {
-                        "message": "正在读取系统状态…"
-                        if lang == "zh"
-                        else "Reading the system status…"
-                    },
-                    "actions": [],
-                    "steps": reading,
-                }
-            history = self._add_history(reading)
-            if view == "processes":
-                return self._process_view(reading, settings, lang, note)
-            reply = self.dashboard(reading, history, settings, lang)
-            reply["message"] = (note + " " if note else "") + reply["message"]
-            if _wants_analysis(instruction):
-                reply["message"] = self._analysis(reading, lang) or reply["message"]
-            return reply
-        except Failure as e:
-            return _error(str(e), lang)
-        except ToolError as e:
-            return _error(t("read_failed", lang, error=e.error), lang)
-        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
-            log.exception("monitor failed")
-            return _error(t("failed", lang, error=f"{type(e).__name__}: {e}"), lang)
+        settings = self._load_settings()
+        note, page = self._instruction(instruction, settings, context.lang)
+        return self._show(context, settings, note, page, instruction)
+
+    def _show(
+        self,
+        ctx: AppContext,
+        settings: dict[str, Any],
+        note: str,
+        page: str | None,
+        instruction: str | None = None,
+    ) -> dict[str, Any]:
+        """The page (None: the one the user is on), read first when it has not been."""
+        lang = ctx.lang
+        # (waits for a live update in flight: none of the old page lands after this reply)
+        with self._push_lock, self._lock:
+            if page is None:  # a setting changed: stay on the page the user is on
+                page = self._page
+            self._page = page
+        self._seen()
+        view = page
+        reading = self._reading(ctx, settings, view)
+        if isinstance(reading, list):  # not read yet: the steps that read it
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {"message": ctx.tr("正在读取系统状态…", "Reading the system status…")},
+                "actions": [],
+                "steps": reading,
+            }
+        history = self._add_history(reading)
+        if view == "processes":
+            return self._process_view(reading, settings, lang, note)
+        reply = self.dashboard(reading, history, settings, lang)
+        reply["message"] = (note + " " if note else "") + reply["message"]
+        if _wants_analysis(instruction):
+            reply["message"] = self._analysis(reading, lang) or reply["message"]
+        return reply
 
     def _reading(
-        self, context: dict[str, Any], settings: dict[str, Any], view: str
+        self, ctx: AppContext, settings: dict[str, Any], view: str
     ) -> dict[str, Any] | list[dict[str, Any]]:
-        results = context.get("tool_results")
-        results = results if isinstance(results, dict) else {}
-        entry = results.get(f"step_{READ_STEP}")
+        got = ctx.result(READ_STEP)
         args = {"top": TOP_DEFAULT, "sort": settings["sort"], "all_processes": view == "processes"}
-        if not isinstance(entry, dict):
-            if results:  # someone else's results: read directly rather than loop
+        if got is None:
+            if ctx.tool_results:  # someone else's results: read directly rather than loop
                 return self.read_system(**args)
             return self.plan_steps([{"step_id": READ_STEP, "tool": "read_system", "args": args}])
-        if entry.get("status") != "ok" or not isinstance(entry.get("result"), dict):
-            raise Failure(
-                t("read_failed", self._lang, error=str(entry.get("error") or "no result"))
-            )
-        return entry["result"]
+        if not got.ok or not isinstance(got.value, dict):
+            raise AppFailure("read_failed", error=str(got.raw.get("error") or "no result"))
+        return got.value
 
     # ----------------------------------------------------------- controls
 
-    def _action(self, req: Any, settings: dict[str, Any], lang: str) -> tuple[str, str | None]:
-        """``(note, page)``: page None keeps the page the user is on."""
-        if not isinstance(req, dict) or not isinstance(req.get("action_id"), str):
-            raise Failure(t("bad_action", lang, action="?", error="action_id is missing"))
-        action = req["action_id"]
-        if action not in ACTIONS:
-            raise Failure(t("unknown_action", lang, action=action, known=", ".join(ACTIONS)))
-        if action == "live":
-            on = req.get("on")
-            if not isinstance(on, bool):
-                raise Failure(
-                    t(
-                        "bad_action",
-                        lang,
-                        action=action,
-                        error=f"on 必须是 true 或 false（收到 {on!r}）"
-                        if lang == "zh"
-                        else f"on must be true or false (got {on!r})",
-                    )
-                )
-            return self._set_live(on, settings, lang), None
-        if action == "interval":
-            return self._set_interval(req.get("value"), settings, lang), None
-        if action == "sort":
-            return self._set_sort(req.get("selected"), settings, lang), None
-        if action == "refresh":
-            return "", None
-        return "", action
+    @action("live")
+    def set_live(self, ctx: AppContext, on: Any = None) -> dict[str, Any]:
+        if not isinstance(on, bool):
+            raise AppFailure(
+                "bad_action",
+                action="live",
+                error=ctx.tr(
+                    f"on 必须是 true 或 false（收到 {on!r}）",
+                    f"on must be true or false (got {on!r})",
+                ),
+            )
+        settings = self._load_settings()
+        return self._show(ctx, settings, self._set_live(on, settings, ctx.lang), None)
+
+    @action("interval")
+    def set_interval(self, ctx: AppContext, value: Any = None) -> dict[str, Any]:
+        settings = self._load_settings()
+        return self._show(ctx, settings, self._set_interval(value, settings, ctx.lang), None)
+
+    @action("sort")
+    def set_sort(self, ctx: AppContext, selected: Any = None) -> dict[str, Any]:
+        settings = self._load_settings()
+        return self._show(ctx, settings, self._set_sort(selected, settings, ctx.lang), None)
+
+    @action("refresh")
+    def refresh(self, ctx: AppContext) -> dict[str, Any]:
+        return self._show(ctx, self._load_settings(), "", None)
+
+    @action("processes")
+    def show_processes(self, ctx: AppContext) -> dict[str, Any]:
+        return self._show(ctx, self._load_settings(), "", "processes")
+
+    @action("dashboard")
+    def show_dashboard(self, ctx: AppContext) -> dict[str, Any]:
+        return self._show(ctx, self._load_settings(), "", "dashboard")
+
+    @action("end_task")
+    def end_task(self, ctx: AppContext, id: Any = None) -> dict[str, Any]:
+        reply = self._end_task(id, ctx, self._load_settings(), ctx.lang)
+        self._seen()
+        return reply
 
     def _instruction(
         self, instruction: Any, settings: dict[str, Any], lang: str
@@ -348,20 +362,17 @@ class Monitor(AIOSAgent):
         return note, "dashboard"
 
     def _end_task(
-        self, req: dict[str, Any], context: dict[str, Any], settings: dict[str, Any], lang: str
+        self, pid: Any, ctx: AppContext, settings: dict[str, Any], lang: str
     ) -> dict[str, Any]:
         """A row's "End task": the round without an answer asks (a ``confirm`` step), the
         round with it ends the process through the system, or keeps it."""
-        params = req.get("params")
-        pid = params.get("id") if isinstance(params, dict) else None
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            raise Failure(t("bad_pid", lang, pid=pid))
+            raise AppFailure("bad_pid", pid=pid)
         with self._push_lock, self._lock:
             self._page = "processes"
-        results = context.get("tool_results")
-        answer = results.get(f"step_{CONFIRM_STEP}") if isinstance(results, dict) else None
+        answer = ctx.result(CONFIRM_STEP)
         sort = settings["sort"]
-        if not isinstance(answer, dict):
+        if answer is None:
             reading = self.read_system(top=TOP_DEFAULT, sort=sort, all_processes=True)
             name = _name_of(reading, pid)
             reply = self._process_view(
@@ -375,13 +386,8 @@ class Monitor(AIOSAgent):
                 self.ask("confirm", prompt, default=False, step_id=CONFIRM_STEP, covers=[ending])
             ]
             return reply
-        result = answer.get("result")
         status = "ok"
-        if (
-            answer.get("status") == "ok"
-            and isinstance(result, dict)
-            and result.get("value") is True
-        ):
+        if answer.answer is True:
             try:
                 ended = self.end_process(pid)
                 note = t("ended", lang, name=ended.get("name") or "?", pid=pid)
@@ -390,11 +396,11 @@ class Monitor(AIOSAgent):
             reading = self.read_system(top=TOP_DEFAULT, sort=sort, all_processes=True)
         else:
             reading = self.read_system(top=TOP_DEFAULT, sort=sort, all_processes=True)
-            code = answer.get("code") if answer.get("status") != "ok" else "no"
+            code = answer.code if not answer.ok else "no"
             why = (
                 t(f"kept_{code}", lang)
                 if code in ("no", "expired", "cancelled")
-                else str(answer.get("error") or "?")
+                else str(answer.raw.get("error") or "?")
             )
             note = t("kept", lang, name=_name_of(reading, pid), pid=pid, why=why)
         reply = self._process_view(reading, settings, lang, note)
@@ -416,9 +422,7 @@ class Monitor(AIOSAgent):
         ):
             zh = f"刷新间隔必须是 {INTERVAL_MIN}-{INTERVAL_MAX} 秒（收到 {value!r}）"
             en = f"the interval must be {INTERVAL_MIN}-{INTERVAL_MAX} seconds (got {value!r})"
-            raise Failure(
-                t("bad_action", lang, action="interval", error=zh if lang == "zh" else en)
-            )
+            raise AppFailure("bad_action", action="interval", error=zh if lang == "zh" else en)
         with self._lock:
             settings["interval"] = int(round(value))
         self._save_settings(settings)
@@ -426,15 +430,12 @@ class Monitor(AIOSAgent):
 
     def _set_sort(self, value: Any, settings: dict[str, Any], lang: str) -> str:
         if value not in SORTS:
-            raise Failure(
-                t(
-                    "bad_action",
-                    lang,
-                    action="sort",
-                    error=f"排序只能是 cpu 或 mem（收到 {value!r}）"
-                    if lang == "zh"
-                    else f"sort must be cpu or mem (got {value!r})",
-                )
+            raise AppFailure(
+                "bad_action",
+                action="sort",
+                error=f"排序只能是 cpu 或 mem（收到 {value!r}）"
+                if lang == "zh"
+                else f"sort must be cpu or mem (got {value!r})",
             )
         with self._lock:
             settings["sort"] = value

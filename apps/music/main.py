@@ -34,7 +34,17 @@ from library import (
 )
 from samples import ensure_samples
 
-from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of, text_view
+from aios_sdk import (
+    AIOSAgent,
+    AIOSError,
+    AppContext,
+    AppFailure,
+    Messages,
+    StepResult,
+    ToolError,
+    action,
+    text_view,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +111,6 @@ T: dict[str, tuple[str, str]] = {
         "无法处理操作“{action}”：{error}",
         'Cannot handle the action "{action}": {error}',
     ),
-    "unknown_action": (
-        "未知操作“{action}”。可用的操作：{known}",
-        'Unknown action "{action}". Known actions: {known}',
-    ),
     "not_understood": (
         "没听懂“{text}”。可以说：“播放七里香”“下一首”“搜索 周杰伦”“音量 50”。",
         'I did not understand "{text}". Try "play 七里香", "next", "search jay chou", "volume 50".',
@@ -130,44 +136,20 @@ T: dict[str, tuple[str, str]] = {
         "The playlist has finished. Press ▶ Resume to start again from the first song.",
     ),
 }
-ACTIONS = (
-    "play",
-    "play_all",
-    "next",
-    "prev",
-    "pause",
-    "resume",
-    "ended",
-    "volume",
-    "search",
-    "library",
-    "rescan",
-    "playlist",
-)
 
 
 t = Messages(T)
 
 
-class Failure(Exception):
-    """A user-facing failure; the message is the reply."""
-
-
 class _Call:
     """One request: its language, app id, session state and step results."""
 
-    def __init__(self, agent: Music, context: Any):
-        context = context if isinstance(context, dict) else {}
-        self.lang = locale_of(context)
-        app = context.get("app")
-        self.app_id = app if isinstance(app, str) and app else agent.app_id()
-        self.workdir = context.get("workdir") if isinstance(context.get("workdir"), str) else ""
-        state = context.get("cwd_state")
-        self.state: dict[str, Any] = (
-            {k: state.get(k) for k in ("volume", "now")} if isinstance(state, dict) else {}
-        )
-        results = context.get("tool_results")
-        self.results: dict[str, Any] = results if isinstance(results, dict) else {}
+    def __init__(self, agent: Music, ctx: AppContext):
+        self.ctx = ctx
+        self.lang = ctx.lang
+        self.app_id = ctx.app or agent.app_id()
+        self.workdir = ctx.workdir
+        self.state: dict[str, Any] = {k: ctx.cwd_state.get(k) for k in ("volume", "now")}
 
 
 class Music(AIOSAgent):
@@ -177,25 +159,29 @@ class Music(AIOSAgent):
 
     # ------------------------------------------------------------ entry
 
+    messages = t
+
+    def respond(
+        self, instruction: str | None, context: Any, action_request: Any = None
+    ) -> dict[str, Any]:
+        # the SDK answers an AppFailure; a tool's failure or a bug must still answer a view
+        try:
+            return super().respond(instruction, context, action_request)
+        except ToolError as e:
+            message = t("failed", AppContext.of(context).lang, error=e.error)
+        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
+            log.exception("music failed")
+            message = t("failed", AppContext.of(context).lang, error=f"{type(e).__name__}: {e}")
+        return self.error_reply(AppContext.of(context), message)
+
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        call = _Call(self, context)
-        try:
-            if action_request is not None:
-                return self._action(action_request, call)
-            kind, arg = parse_command(instruction if isinstance(instruction, str) else "")
-            return self._command(kind, arg, call)
-        except Failure as e:
-            return self._error(str(e), call)
-        except ToolError as e:
-            return self._error(t("failed", call.lang, error=e.error), call)
-        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
-            log.exception("music failed")
-            return self._error(t("failed", call.lang, error=f"{type(e).__name__}: {e}"), call)
+        kind, arg = parse_command(instruction if isinstance(instruction, str) else "")
+        return self._command(kind, arg, _Call(self, context))
 
     def _command(self, kind: str, arg: Any, call: _Call) -> dict[str, Any]:
         if kind == "home":
@@ -214,7 +200,7 @@ class Music(AIOSAgent):
             return self._set_volume(self._volume(call) + int(arg), call, clamp=True)
         if kind == "search":
             if not arg:
-                raise Failure(t("need_query", call.lang))
+                raise AppFailure("need_query")
             return self._search(arg, call)
         if kind == "play":
             return self._play_query(arg, call)
@@ -228,36 +214,56 @@ class Music(AIOSAgent):
 
     # ---------------------------------------------------------- actions
 
-    def _action(self, req: Any, call: _Call) -> dict[str, Any]:
-        lang = call.lang
-        if not isinstance(req, dict) or not isinstance(req.get("action_id"), str):
-            raise Failure(t("bad_action", lang, action="?", error="action_id is missing"))
-        action = req["action_id"]
-        if action not in ACTIONS:
-            raise Failure(t("unknown_action", lang, action=action, known=", ".join(ACTIONS)))
-        params = req.get("params") if isinstance(req.get("params"), dict) else {}
-        if action == "play":
-            return self._play_id(params.get("id"), call)
-        if action == "play_all":
-            return self._play_query("", call, fresh=True)
-        if action in ("next", "prev"):
-            return self._step(+1 if action == "next" else -1, call)
-        if action == "pause":
-            return self._pause(call)
-        if action == "resume":
-            return self._resume(call)
-        if action == END_ACTION:
-            return self._ended(params.get("id"), call)
-        if action == "volume":
-            return self._set_volume(req.get("value"), call)
-        if action == "search":
-            value = req.get("value", params.get("query"))
-            if not isinstance(value, str) or not value.strip():
-                raise Failure(t("need_query", lang))
-            return self._search(value.strip()[:200], call)
-        if action == "playlist":
-            return self._playlist_view(call)
-        return self._library_view(call)
+    @action("play")
+    def play(self, ctx: AppContext, id: Any = None) -> dict[str, Any]:
+        return self._play_id(id, _Call(self, ctx))
+
+    @action("play_all")
+    def play_all(self, ctx: AppContext) -> dict[str, Any]:
+        return self._play_query("", _Call(self, ctx), fresh=True)
+
+    @action("next")
+    def next(self, ctx: AppContext) -> dict[str, Any]:
+        return self._step(+1, _Call(self, ctx))
+
+    @action("prev")
+    def prev(self, ctx: AppContext) -> dict[str, Any]:
+        return self._step(-1, _Call(self, ctx))
+
+    @action("pause")
+    def pause(self, ctx: AppContext) -> dict[str, Any]:
+        return self._pause(_Call(self, ctx))
+
+    @action("resume")
+    def resume(self, ctx: AppContext) -> dict[str, Any]:
+        return self._resume(_Call(self, ctx))
+
+    @action(END_ACTION)
+    def ended(self, ctx: AppContext, id: Any = None) -> dict[str, Any]:
+        return self._ended(id, _Call(self, ctx))
+
+    @action("volume")
+    def volume(self, ctx: AppContext, value: Any = None) -> dict[str, Any]:
+        return self._set_volume(value, _Call(self, ctx))
+
+    @action("search")
+    def search(self, ctx: AppContext, value: Any = None, query: Any = None) -> dict[str, Any]:
+        value = query if value is None else value
+        if not isinstance(value, str) or not value.strip():
+            raise AppFailure("need_query")
+        return self._search(value.strip()[:200], _Call(self, ctx))
+
+    @action("playlist")
+    def playlist(self, ctx: AppContext) -> dict[str, Any]:
+        return self._playlist_view(_Call(self, ctx))
+
+    @action("library")
+    def library(self, ctx: AppContext) -> dict[str, Any]:
+        return self._library_view(_Call(self, ctx))
+
+    @action("rescan")
+    def rescan(self, ctx: AppContext) -> dict[str, Any]:
+        return self._library_view(_Call(self, ctx))
 
     # ---------------------------------------------------------- library
 
@@ -266,7 +272,7 @@ class Music(AIOSAgent):
         try:
             root = self.call_tool("file_list", path=".")
         except ToolError as e:
-            raise Failure(t("scan_failed", call.lang, error=e.error)) from e
+            raise AppFailure("scan_failed", error=e.error) from e
         entries = root.get("entries", []) if isinstance(root, dict) else []
         paths = [e["name"] for e in entries if e.get("type") == "file" and is_audio(e["name"])]
         for folder in (
@@ -339,27 +345,22 @@ class Music(AIOSAgent):
 
     def _play_id(self, song_id: Any, call: _Call) -> dict[str, Any]:
         if not isinstance(song_id, str) or not song_id:
-            raise Failure(
-                t(
-                    "bad_action",
-                    call.lang,
-                    action="play",
-                    error="params.id（歌曲）缺失"
-                    if call.lang == "zh"
-                    else "params.id (the song) is missing",
-                )
+            raise AppFailure(
+                "bad_action",
+                action="play",
+                error=call.ctx.tr("params.id（歌曲）缺失", "params.id (the song) is missing"),
             )
         if song_id.startswith(("http://", "https://")):
             results = self._cached_results()
             for i, song in enumerate(results):
                 if song.id == song_id:
                     return self._play_at(results, i, call)
-            raise Failure(t("unknown_song", call.lang, id=song_id[:80]))
+            raise AppFailure("unknown_song", id=song_id[:80])
         songs = self._library(call)
         for i, song in enumerate(songs):
             if song.id == song_id:
                 return self._play_at(songs, i, call)
-        raise Failure(t("unknown_song", call.lang, id=song_id[:80]))
+        raise AppFailure("unknown_song", id=song_id[:80])
 
     def _step(self, delta: int, call: _Call) -> dict[str, Any]:
         songs, index = self._playlist()
@@ -503,11 +504,11 @@ class Music(AIOSAgent):
 
     def _set_volume(self, value: Any, call: _Call, clamp: bool = False) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-            raise Failure(t("bad_volume", call.lang, v=repr(value)[:40]))
+            raise AppFailure("bad_volume", v=repr(value)[:40])
         if clamp:
             value = max(0, min(100, value))
         if not 0 <= value <= 100:
-            raise Failure(t("bad_volume", call.lang, v=repr(value)[:40]))
+            raise AppFailure("bad_volume", v=repr(value)[:40])
         volume = int(round(value))
         self.call_tool("cache_set", key=VOLUME_KEY, value=volume)
         call.state["volume"] = volume
@@ -521,53 +522,52 @@ class Music(AIOSAgent):
 
     def _search(self, query: str, call: _Call, local_miss: bool = False) -> dict[str, Any]:
         lang = call.lang
-        entry = call.results.get(f"step_{SEARCH_STEP}")
         notes: list[str] = [t("not_found", lang, q=query)] if local_miss else []
         api, problem = self._search_api(call)
         if problem:
             notes.append(problem)
-        if not isinstance(entry, dict):
-            url = api.replace("{query}", quote(query, safe=""))
-            steps = self.plan_steps(
-                [
-                    {
-                        "step_id": SEARCH_STEP,
-                        "tool": "http_request",
-                        "args": {
-                            "method": "GET",
-                            "url": url,
-                            "timeout": SEARCH_TIMEOUT,
-                            "headers": {"Accept": "application/json"},
-                        },
-                    },
-                    {
-                        "step_id": "cache",
-                        "tool": "cache_set",
-                        "on_error": "continue",
-                        "args": {
-                            "key": SEARCH_KEY,
-                            "value": {
-                                "query": query,
-                                "results": f"{{{{step_{SEARCH_STEP}.result.results}}}}",
-                            },
-                        },
-                    },
-                ]
-            )
-            return {
-                "status": "ok",
-                "view_type": "loading",
-                "data": {
-                    "message": f"正在搜索“{query}”…"
-                    if lang == "zh"
-                    else f'Searching for "{query}"…'
+        url = api.replace("{query}", quote(query, safe=""))
+        steps = [
+            {
+                "step_id": SEARCH_STEP,
+                "tool": "http_request",
+                "args": {
+                    "method": "GET",
+                    "url": url,
+                    "timeout": SEARCH_TIMEOUT,
+                    "headers": {"Accept": "application/json"},
                 },
-                "actions": [],
-                "steps": steps,
-            }
-        if entry.get("status") == "ok":
+            },
+            {
+                "step_id": "cache",
+                "tool": "cache_set",
+                "on_error": "continue",
+                "args": {
+                    "key": SEARCH_KEY,
+                    "value": {
+                        "query": query,
+                        "results": f"{{{{step_{SEARCH_STEP}.result.results}}}}",
+                    },
+                },
+            },
+        ]
+        searching = call.ctx.tr(f"正在搜索“{query}”…", f'Searching for "{query}"…')
+        loading = {"status": "ok", "view_type": "loading", "data": {"message": searching}}
+        return self.after(
+            call.ctx,
+            steps,
+            then=lambda got: self._searched(query, got, call, notes),
+            view={**loading, "actions": []},
+            step=SEARCH_STEP,
+        )
+
+    def _searched(
+        self, query: str, got: StepResult, call: _Call, notes: list[str]
+    ) -> dict[str, Any]:
+        lang = call.lang
+        if got.ok:
             try:
-                results = online_results(entry.get("result"))
+                results = online_results(got.value)
             except ValueError as e:
                 return self._local_fallback(query, call, notes, t("bad_reply", lang, error=e))
             if results:
@@ -577,7 +577,7 @@ class Music(AIOSAgent):
             return self._local_fallback(
                 query, call, notes, None, extra=t("online_none", lang, q=query)
             )
-        return self._local_fallback(query, call, notes, str(entry.get("error") or "?"))
+        return self._local_fallback(query, call, notes, str(got.raw.get("error") or "?"))
 
     def _local_fallback(
         self, query: str, call: _Call, notes: list[str], error: Any, extra: str = ""
@@ -772,12 +772,12 @@ class Music(AIOSAgent):
             state=self._state(call),
         )
 
-    def _error(self, message: str, call: _Call) -> dict[str, Any]:
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
         return text_view(
             message,
-            title=t("title", call.lang),
+            title=t("title", ctx.lang),
             status="error",
-            actions=[{"type": "button", "label": t("back", call.lang), "action_id": "library"}],
+            actions=[{"type": "button", "label": t("back", ctx.lang), "action_id": "library"}],
         )
 
 

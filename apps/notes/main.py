@@ -27,7 +27,20 @@ from typing import Any
 import notes_lib as nl
 from notes_lib import BadInput
 
-from aios_sdk import AIOSAgent, Lang, LLMError, LLMUnavailable, ToolError, error_view, locale_of, tr
+from aios_sdk import (
+    AIOSAgent,
+    AppContext,
+    AppFailure,
+    Lang,
+    LLMError,
+    LLMUnavailable,
+    Messages,
+    StepResult,
+    ToolError,
+    action,
+    error_view,
+    tr,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +61,26 @@ TOGGLE_PREFIX = "done."
 """The older per-note switch ``done.<id>`` with ``on``, still understood."""
 CONFIRM_STEP = "confirm_delete"
 """The ``step_id`` of the question before a delete; its answer is ``step_confirm_delete``."""
-ACTIONS = ("add", "search", "filter_tag", "done", "delete", "show_all", "refresh", "attach")
 PICK_STEP = "pick_file"
 """The ``step_id`` of the launch that asks the files app for a file (DESIGN §13)."""
 
 
-class Problem(Exception):
-    def __init__(self, zh: str, en: str):
-        super().__init__(zh)
-        self.zh, self.en = zh, en
+T = Messages(
+    {
+        "need_form": ("添加笔记需要表单内容 form_values", "add needs form_values"),
+        "need_tag": ("请选择一个标签（selected）", "choose a tag (selected)"),
+        "bad_switch": (
+            "完成开关的值必须是 true 或 false（收到 {on}）",
+            "the done switch's value must be true or false (got {on})",
+        ),
+        "no_note": (
+            "没有编号为 {id} 的笔记（可能已被删除）",
+            "there is no note {id} (it may have been deleted)",
+        ),
+        "db_error": ("数据库出错：{error}", "database error: {error}"),
+        "db_unexpected": ("数据库返回了意外的结果", "the database returned an unexpected result"),
+    }
+)
 
 
 class NotesAgent(AIOSAgent):
@@ -67,26 +91,85 @@ class NotesAgent(AIOSAgent):
 
     # ------------------------------------------------------------ handle
 
+    messages = T
+
+    def respond(
+        self, instruction: str | None, context: Any, action_request: Any = None
+    ) -> dict[str, Any]:
+        ctx = AppContext.of(context)
+        if isinstance(action_request, dict):
+            action_id = action_request.get("action_id")
+            if isinstance(action_id, str) and action_id.startswith(TOGGLE_PREFIX):
+                # the older per-note switch: its id is in the action_id
+                note = action_id[len(TOGGLE_PREFIX) :]
+                params = {"id": note, "value": action_request.get("on")}
+                action_request = {"action_id": TOGGLE, "params": params}
+        try:
+            self._db(SCHEMA)
+            return super().respond(instruction, ctx, action_request)
+        except AppFailure as e:  # from creating the table, before the SDK answers one
+            return self.error_reply(ctx, e.message(T, ctx.lang))
+        except BadInput as e:
+            return self.error_reply(ctx, tr(ctx.lang, e.zh, e.en))
+
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
+        return self._error(ctx.lang, message)
+
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        context = context if isinstance(context, dict) else {}
-        lang = locale_of(context)
-        state = context.get("cwd_state") if isinstance(context.get("cwd_state"), dict) else {}
-        query = state.get("query") if isinstance(state.get("query"), str) else ""
-        tag = state.get("tag") if isinstance(state.get("tag"), str) else ""
-        results = context.get("tool_results")
-        results = results if isinstance(results, dict) else {}
-        try:
-            self._db(SCHEMA)
-            if action_request is not None:
-                return self._action(lang, action_request, query, tag, results)
-            return self._instruction(lang, instruction)
-        except (Problem, BadInput) as e:
-            return self._error(lang, tr(lang, e.zh, e.en))
+        return self._instruction(context.lang, instruction)
+
+    # ------------------------------------------------------------ actions
+
+    @staticmethod
+    def _filters(ctx: AppContext) -> tuple[str, str]:
+        """The search and the tag filter kept in the session state."""
+        query, tag = ctx.cwd_state.get("query"), ctx.cwd_state.get("tag")
+        return (query if isinstance(query, str) else "", tag if isinstance(tag, str) else "")
+
+    @action(TOGGLE)
+    def done(
+        self, ctx: AppContext, id: Any = None, value: Any = None, on: Any = None
+    ) -> dict[str, Any]:
+        return self._set_done(ctx.lang, id, on if value is None else value, *self._filters(ctx))
+
+    @action("add")
+    def add(self, ctx: AppContext, form_values: Any = None) -> dict[str, Any]:
+        if not isinstance(form_values, dict):
+            raise AppFailure("need_form")
+        tags = nl.check_tags(form_values.get("tag"))
+        return self._add(ctx.lang, form_values.get("title"), form_values.get("body"), tags)
+
+    @action("search")
+    def search(self, ctx: AppContext, value: Any = None) -> dict[str, Any]:
+        return self._search(ctx.lang, value, self._filters(ctx)[1])
+
+    @action("filter_tag")
+    def filter_tag(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        if "selected" not in request:
+            raise AppFailure("need_tag")
+        query = self._filters(ctx)[0]
+        return self._list(ctx.lang, query, nl.check_filter(request.get("selected")))
+
+    @action("delete")
+    def delete(self, ctx: AppContext, id: Any = None) -> dict[str, Any]:
+        return self._delete(ctx, id, *self._filters(ctx))
+
+    @action("attach")
+    def attach(self, ctx: AppContext) -> dict[str, Any]:
+        return self._attach(ctx)
+
+    @action("show_all")
+    def show_all(self, ctx: AppContext) -> dict[str, Any]:
+        return self._list(ctx.lang, "", "")
+
+    @action("refresh")
+    def refresh(self, ctx: AppContext) -> dict[str, Any]:
+        return self._list(ctx.lang, *self._filters(ctx))
 
     def _instruction(self, lang: Lang, text: str | None) -> dict[str, Any]:
         intent, arg = nl.parse_instruction(text)
@@ -106,78 +189,33 @@ class NotesAgent(AIOSAgent):
             )
         return reply
 
-    def _action(
-        self, lang: Lang, req: Any, query: str, tag: str, results: dict[str, Any]
-    ) -> dict[str, Any]:
-        if not isinstance(req, dict):
-            raise Problem("操作请求必须是对象", "the action request must be an object")
-        action_id = req.get("action_id")
-        params = req.get("params") if isinstance(req.get("params"), dict) else {}
-        if action_id == TOGGLE:
-            value = params.get("value", req.get("on"))
-            return self._set_done(lang, params.get("id"), value, query, tag)
-        if isinstance(action_id, str) and action_id.startswith(TOGGLE_PREFIX):
-            return self._set_done(lang, action_id[len(TOGGLE_PREFIX) :], req.get("on"), query, tag)
-        if action_id == "add":
-            values = req.get("form_values")
-            if not isinstance(values, dict):
-                raise Problem("添加笔记需要表单内容 form_values", "add needs form_values")
-            return self._add(
-                lang, values.get("title"), values.get("body"), nl.check_tags(values.get("tag"))
-            )
-        if action_id == "search":
-            return self._search(lang, req.get("value"), tag)
-        if action_id == "filter_tag":
-            if "selected" not in req:
-                raise Problem("请选择一个标签（selected）", "choose a tag (selected)")
-            return self._list(lang, query, nl.check_filter(req.get("selected")))
-        if action_id == "delete":
-            return self._delete(lang, params.get("id"), query, tag, results)
-        if action_id == "attach":
-            return self._attach(lang, results)
-        if action_id in ("show_all", "refresh"):
-            return self._list(
-                lang,
-                "" if action_id == "show_all" else query,
-                "" if action_id == "show_all" else tag,
-            )
-        raise Problem(
-            f"未知的操作 {action_id!r}（可用：{', '.join(ACTIONS)}）",
-            f"unknown action {action_id!r} (known: {', '.join(ACTIONS)})",
-        )
-
     # ------------------------------------------------------------ commands
 
-    def _attach(self, lang: Lang, results: dict[str, Any]) -> dict[str, Any]:
+    def _attach(self, ctx: AppContext) -> dict[str, Any]:
         """ "Attach a file": the files app is launched for the user to pick one (DESIGN §13);
         the pick becomes a note pointing at it."""
-        got = results.get(f"step_{PICK_STEP}")
-        if got is None:
-            return {
-                "status": "ok",
-                "view_type": "loading",
-                "data": {},
-                "actions": [],
-                "message": tr(lang, "请在文件管理里选一个文件", "pick a file in Files"),
-                "steps": [
-                    {
-                        "step_id": PICK_STEP,
-                        "tool": "launch",
-                        "args": {
-                            "app": "files",
-                            "instruction": "选一个文件",
-                            "await_result": True,
-                        },
-                    }
-                ],
-            }
-        picked = (got.get("result") or {}) if got.get("status") == "ok" else {}
+        pick = {
+            "step_id": PICK_STEP,
+            "tool": "launch",
+            "args": {"app": "files", "instruction": "选一个文件", "await_result": True},
+        }
+        waiting = {
+            "status": "ok",
+            "view_type": "loading",
+            "data": {},
+            "actions": [],
+            "message": ctx.tr("请在文件管理里选一个文件", "pick a file in Files"),
+        }
+        return self.after(ctx, [pick], then=lambda got: self._attached(ctx.lang, got), view=waiting)
+
+    def _attached(self, lang: Lang, got: StepResult) -> dict[str, Any]:
+        picked = (got.value or {}) if got.ok else {}
         chosen = picked.get("result") if isinstance(picked.get("result"), dict) else None
         if chosen is None or not isinstance(chosen.get("path"), str):
             why = (
                 tr(lang, "你关闭了文件管理", "you closed Files")
                 if picked.get("closed_by_user")
-                else str(got.get("error") or got.get("code") or "")
+                else str(got.raw.get("error") or got.code or "")
             )
             return self._list(
                 lang, "", "", tr(lang, f"没有附加文件（{why}）", f"no file attached ({why})")
@@ -212,10 +250,7 @@ class NotesAgent(AIOSAgent):
     def _set_done(self, lang: Lang, raw_id: Any, on: Any, query: str, tag: str) -> dict[str, Any]:
         note_id = nl.check_id(raw_id)
         if not isinstance(on, bool):
-            raise Problem(
-                f"完成开关的值必须是 true 或 false（收到 {on!r}）",
-                f"the done switch's value must be true or false (got {on!r})",
-            )
+            raise AppFailure("bad_switch", on=repr(on))
         title = self._title(note_id)
         self._db("UPDATE notes SET done = ? WHERE id = ?", [int(on), note_id])
         return self._list(
@@ -229,14 +264,13 @@ class NotesAgent(AIOSAgent):
             ),
         )
 
-    def _delete(
-        self, lang: Lang, raw_id: Any, query: str, tag: str, results: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _delete(self, ctx: AppContext, raw_id: Any, query: str, tag: str) -> dict[str, Any]:
         """Round one asks (a ``confirm`` step); the round with the answer deletes or not."""
+        lang = ctx.lang
         note_id = nl.check_id(raw_id)
         title = self._title(note_id)
-        answer = results.get(f"step_{CONFIRM_STEP}")
-        if not isinstance(answer, dict):
+        answer = ctx.result(CONFIRM_STEP)
+        if answer is None:
             reply = self._list(
                 lang,
                 query,
@@ -250,22 +284,18 @@ class NotesAgent(AIOSAgent):
             )
             reply["steps"] = [self.ask("confirm", prompt, default=False, step_id=CONFIRM_STEP)]
             return reply
-        result = answer.get("result")
-        if (
-            answer.get("status") == "ok"
-            and isinstance(result, dict)
-            and result.get("value") is True
-        ):
+        if answer.answer is True:
             self._db("DELETE FROM notes WHERE id = ?", [note_id])
             return self._list(lang, query, tag, tr(lang, f"已删除：{title}", f"Deleted: {title}"))
-        if answer.get("status") == "ok":
+        error = answer.raw.get("error")
+        if answer.ok:
             why = tr(lang, "你选择了不删除", "you chose not to delete it")
-        elif answer.get("code") == "expired":
+        elif answer.code == "expired":
             why = tr(lang, "确认已过期", "the question expired unanswered")
-        elif answer.get("code") == "cancelled":
+        elif answer.code == "cancelled":
             why = tr(lang, "已取消", "it was cancelled")
         else:
-            why = tr(lang, f"没能确认：{answer.get('error')}", f"no answer: {answer.get('error')}")
+            why = tr(lang, f"没能确认：{error}", f"no answer: {error}")
         return self._list(
             lang,
             query,
@@ -276,10 +306,7 @@ class NotesAgent(AIOSAgent):
     def _title(self, note_id: int) -> str:
         rows = self._db("SELECT title FROM notes WHERE id = ?", [note_id])["rows"]
         if not rows:
-            raise Problem(
-                f"没有编号为 {note_id} 的笔记（可能已被删除）",
-                f"there is no note {note_id} (it may have been deleted)",
-            )
+            raise AppFailure("no_note", id=note_id)
         return str(rows[0][0])
 
     # --------------------------------------------------------------- view
@@ -449,9 +476,9 @@ class NotesAgent(AIOSAgent):
         try:
             result = self.call_tool("db_query", dsn=DSN, sql=sql, params=params or [])
         except ToolError as e:
-            raise Problem(f"数据库出错：{e.error}", f"database error: {e.error}") from e
+            raise AppFailure("db_error", error=e.error) from e
         if not isinstance(result, dict) or not isinstance(result.get("rows"), list):
-            raise Problem("数据库返回了意外的结果", "the database returned an unexpected result")
+            raise AppFailure("db_unexpected")
         return result
 
     def _pick_tag(self, text: str) -> str:

@@ -36,7 +36,16 @@ from command_parser import (
 )
 from element_finder import Element, Snapshot
 
-from aios_sdk import AIOSAgent, AIOSError, Messages, ToolError, locale_of
+from aios_sdk import (
+    AIOSAgent,
+    AIOSError,
+    AppContext,
+    AppFailure,
+    Messages,
+    StepResult,
+    ToolError,
+    action,
+)
 
 log = logging.getLogger(__name__)
 
@@ -130,16 +139,12 @@ T: dict[str, tuple[str, str]] = {
         "无法处理操作“{action}”：{error}",
         'Cannot handle the action "{action}": {error}',
     ),
-    "unknown_action": (
-        "未知操作“{action}”。可用的操作：{known}",
-        'Unknown action "{action}". Known actions: {known}',
-    ),
+    "said": ("{message}", "{message}"),
     "part": ("第 {i} 条指令“{text}”：{error}", 'Command {i} ("{text}"): {error}'),
     "failed": ("出错了：{error}", "Something went wrong: {error}"),
     "hidden": ("隐藏", "hidden"),
     "window": ("窗口", "window"),
 }
-ACTIONS = ("command", "run", "apply", "undo", "refresh", "home")
 
 
 t = Messages(T)
@@ -149,8 +154,9 @@ class SnapshotFailed(Exception):
     pass
 
 
-class Failure(Exception):
-    """A user-facing failure: the message is the reply."""
+def _said(message: str) -> AppFailure:
+    """A failure whose message is already composed in the user's language (a command's part)."""
+    return AppFailure("said", message=message)
 
 
 class NotChosen(Exception):
@@ -164,52 +170,59 @@ class SystemAgent(AIOSAgent):
 
     # ------------------------------------------------------------ entry
 
+    messages = t
+
+    def respond(
+        self, instruction: str | None, context: Any, action_request: Any = None
+    ) -> dict[str, Any]:
+        ctx = AppContext.of(context)
+        lang = ctx.lang
+        try:
+            return super().respond(instruction, ctx, action_request)
+        except NotChosen as e:
+            return _text_view(str(e), lang, _State(ctx.cwd_state), self._command_actions(lang))
+        except SnapshotFailed as e:
+            message = t("snapshot_failed", lang, error=str(e))
+        except ParseError as e:
+            message = e.text(lang)
+        except ToolError as e:
+            message = t("refused", lang, error=e.error)
+        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
+            log.exception("system_agent failed")
+            message = t("failed", lang, error=f"{type(e).__name__}: {e}")
+        return self.error_reply(ctx, message)
+
+    def error_reply(self, ctx: AppContext, message: str) -> dict[str, Any]:
+        return _error_view(message, ctx.lang, _State(ctx.cwd_state))
+
     def handle(
         self,
         instruction: str | None,
-        context: dict[str, Any],
+        context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        context = context if isinstance(context, dict) else {}
-        lang = locale_of(context)
-        state = _State(context.get("cwd_state"))
-        try:
-            if action_request is not None:
-                return self._action(action_request, context, state, lang)
-            text = _strip_routing(instruction if isinstance(instruction, str) else "")
-            snap = self._snapshot(context)
-            if snap is None:
-                return self._fetch_snapshot(lang)
-            if not text:
-                return self._home(snap, state, lang)
-            return self._commands(split_commands(text) or [text], snap, state, lang, context)
-        except NotChosen as e:
-            return _text_view(str(e), lang, state, self._command_actions(lang))
-        except SnapshotFailed as e:
-            return _error_view(t("snapshot_failed", lang, error=str(e)), lang, state)
-        except Failure as e:
-            return _error_view(str(e), lang, state)
-        except ParseError as e:
-            return _error_view(e.text(lang), lang, state)
-        except ToolError as e:
-            return _error_view(t("refused", lang, error=e.error), lang, state)
-        except Exception as e:  # noqa: BLE001 - a bug must still answer with a view
-            log.exception("system_agent failed")
-            return _error_view(t("failed", lang, error=f"{type(e).__name__}: {e}"), lang, state)
+        lang = context.lang
+        text = _strip_routing(instruction if isinstance(instruction, str) else "")
+        snap = self._snapshot(context)
+        if snap is None:
+            return self._fetch_snapshot(lang)
+        state = _State(context.cwd_state)
+        if not text:
+            return self._home(snap, state, lang)
+        return self._commands(split_commands(text) or [text], snap, state, lang, context)
 
     # --------------------------------------------------------- snapshot
 
-    def _snapshot(self, context: dict[str, Any]) -> Snapshot | None:
+    def _snapshot(self, ctx: AppContext) -> Snapshot | None:
         """The snapshot read by this round's step; None = not read yet (return the step)."""
-        results = context.get("tool_results")
-        results = results if isinstance(results, dict) else {}
+        results = ctx.tool_results
         for key, answer in results.items():
             # A question not answered stops the run, and the snapshot step after it with it.
             if key.startswith(f"step_{PICK_STEP}") and isinstance(answer, dict):
                 if answer.get("code") in ("expired", "cancelled"):
-                    raise NotChosen(t(str(answer["code"]), locale_of(context)))
-        entry = results.get(f"step_{SNAPSHOT_STEP}")
-        if not isinstance(entry, dict):
+                    raise NotChosen(t(str(answer["code"]), ctx.lang))
+        got = ctx.result(SNAPSHOT_STEP)
+        if got is None:
             if not results:
                 return None
             # Results without our step (should not happen): read it directly, no loop.
@@ -217,9 +230,9 @@ class SystemAgent(AIOSAgent):
                 return Snapshot(self.call_tool("cache_get", key=SNAPSHOT_KEY))
             except ToolError as e:
                 raise SnapshotFailed(e.error) from e
-        if entry.get("status") != "ok":
-            raise SnapshotFailed(str(entry.get("error") or "cache_get failed"))
-        return Snapshot(entry.get("result"))
+        if not got.ok:
+            raise SnapshotFailed(str(got.raw.get("error") or "cache_get failed"))
+        return Snapshot(got.value)
 
     def _fetch_snapshot(self, lang: str) -> dict[str, Any]:
         return {
@@ -236,39 +249,52 @@ class SystemAgent(AIOSAgent):
 
     # ---------------------------------------------------------- actions
 
-    def _action(
-        self, req: Any, context: dict[str, Any], state: _State, lang: str
-    ) -> dict[str, Any]:
-        if not isinstance(req, dict) or not isinstance(req.get("action_id"), str):
-            raise Failure(t("bad_action", lang, action="?", error="action_id is missing"))
-        action = req["action_id"]
-        if action not in ACTIONS:
-            raise Failure(t("unknown_action", lang, action=action, known=", ".join(ACTIONS)))
-        params = req.get("params") if isinstance(req.get("params"), dict) else {}
-        # Every action looks at the screen first.
-        snap = self._snapshot(context)
+    def _screen(self, ctx: AppContext) -> Snapshot | None:
+        """Every action looks at the screen first: None when the snapshot must be read."""
+        snap = self._snapshot(ctx)
+        if snap is not None and not snap:
+            raise AppFailure("no_snapshot")
+        return snap
+
+    @action("home", "refresh")
+    def home(self, ctx: AppContext) -> dict[str, Any]:
+        snap = self._screen(ctx)
         if snap is None:
-            return self._fetch_snapshot(lang)
-        if not snap:
-            raise Failure(t("no_snapshot", lang))
-        if action in ("home", "refresh"):
-            return self._home(snap, state, lang)
-        if action == "undo" and "ops" not in params and "op" not in params:
-            return self._undo(params.get("count", 1), snap, state, lang)
-        if action in ("command", "run"):
-            text = req.get("value") if action == "command" else params.get("command")
-            if not isinstance(text, str) or not text.strip():
-                raise Failure(
-                    t(
-                        "bad_action",
-                        lang,
-                        action=action,
-                        error="需要一条文字指令" if lang == "zh" else "a text command is required",
-                    )
-                )
-            text = _strip_routing(text[:1000])
-            return self._commands(split_commands(text) or [text], snap, state, lang, context)
-        return self._apply_action(action, params, snap, state, lang)
+            return self._fetch_snapshot(ctx.lang)
+        return self._home(snap, _State(ctx.cwd_state), ctx.lang)
+
+    @action("command")
+    def command(self, ctx: AppContext, value: Any = None) -> dict[str, Any]:
+        return self._typed(ctx, "command", value)
+
+    @action("run")
+    def run_command(self, ctx: AppContext, command: Any = None) -> dict[str, Any]:
+        return self._typed(ctx, "run", command)
+
+    def _typed(self, ctx: AppContext, action_id: str, text: Any) -> dict[str, Any]:
+        snap = self._screen(ctx)
+        if snap is None:
+            return self._fetch_snapshot(ctx.lang)
+        if not isinstance(text, str) or not text.strip():
+            raise AppFailure(
+                "bad_action",
+                action=action_id,
+                error=ctx.tr("需要一条文字指令", "a text command is required"),
+            )
+        text = _strip_routing(text[:1000])
+        state = _State(ctx.cwd_state)
+        return self._commands(split_commands(text) or [text], snap, state, ctx.lang, ctx)
+
+    @action("apply", "undo")
+    def apply(self, ctx: AppContext, request: dict[str, Any]) -> dict[str, Any]:
+        snap = self._screen(ctx)
+        if snap is None:
+            return self._fetch_snapshot(ctx.lang)
+        params = request.get("params") or {}
+        state = _State(ctx.cwd_state)
+        if request["action_id"] == "undo" and "ops" not in params and "op" not in params:
+            return self._undo(params.get("count", 1), snap, state, ctx.lang)
+        return self._apply_action(request["action_id"], params, snap, state, ctx.lang)
 
     def _apply_action(
         self, action: str, params: dict[str, Any], snap: Snapshot, state: _State, lang: str
@@ -276,25 +302,22 @@ class SystemAgent(AIOSAgent):
         raw_ops = params.get("ops", params.get("op"))
         raw_ops = [raw_ops] if isinstance(raw_ops, dict) else raw_ops
         if not isinstance(raw_ops, list) or not raw_ops or len(raw_ops) > 20:
-            raise Failure(
-                t(
-                    "bad_action",
-                    lang,
-                    action=action,
-                    error="params.ops 必须是 1-20 个界面操作"
-                    if lang == "zh"
-                    else "params.ops must hold 1-20 UI operations",
-                )
+            raise AppFailure(
+                "bad_action",
+                action=action,
+                error="params.ops 必须是 1-20 个界面操作"
+                if lang == "zh"
+                else "params.ops must hold 1-20 UI operations",
             )
         try:
             ops = [check_op(o) for o in raw_ops]
         except ValueError as e:
-            raise Failure(t("bad_action", lang, action=action, error=str(e))) from e
+            raise AppFailure("bad_action", action=action, error=str(e)) from e
         done: list[_Done] = []
         for op in ops:
             element = snap.get(op["id"], op.get("window"))
             if element is None:
-                raise Failure(t("gone", lang, key=op["id"]))
+                raise AppFailure("gone", key=op["id"])
             done.append(
                 _Done(
                     element,
@@ -308,7 +331,7 @@ class SystemAgent(AIOSAgent):
     # --------------------------------------------------------- commands
 
     def _commands(
-        self, parts: list[str], snap: Snapshot, state: _State, lang: str, context: dict[str, Any]
+        self, parts: list[str], snap: Snapshot, state: _State, lang: str, context: AppContext
     ) -> dict[str, Any]:
         """Understand each part, find its element, then send every operation at once.
 
@@ -317,9 +340,7 @@ class SystemAgent(AIOSAgent):
         旋转它") are checked now and point at the chosen element in the answer round.
         """
         if not snap:
-            raise Failure(t("no_snapshot", lang))
-        results = context.get("tool_results")
-        results = results if isinstance(results, dict) else {}
+            raise AppFailure("no_snapshot")
         many = len(parts) > 1
         done: list[_Done] = []
         questions: list[dict[str, Any]] = []
@@ -328,11 +349,11 @@ class SystemAgent(AIOSAgent):
             try:
                 cmd = parse(part)
             except ParseError as e:
-                raise Failure(_part(e.text(lang), i, part, many, lang)) from e
+                raise _said(_part(e.text(lang), i, part, many, lang)) from e
             if cmd is None:
                 guessed = self._ask_llm(part, snap, lang)
                 if guessed is None:
-                    raise Failure(
+                    raise _said(
                         _part(
                             t("not_understood", lang, text=part, examples=_examples(lang)),
                             i,
@@ -360,8 +381,8 @@ class SystemAgent(AIOSAgent):
             found = self._resolve(cmd, snap, state, lang, part)
             if isinstance(found, list):  # ambiguous: the user picks, nothing is guessed
                 step_id = f"{PICK_STEP}{i}"
-                answer = results.get(f"step_{step_id}")
-                if isinstance(answer, dict):
+                answer = context.result(step_id)
+                if answer is not None:
                     found = _picked(answer, found, lang)
                 else:
                     questions.append(self._question(found, part, snap, lang, step_id, many))
@@ -381,7 +402,7 @@ class SystemAgent(AIOSAgent):
             try:
                 done.append(self._prepare(cmd, found, snap, state, lang, said=part))
             except ParseError as e:
-                raise Failure(_part(e.text(lang), i, part, many, lang)) from e
+                raise _said(_part(e.text(lang), i, part, many, lang)) from e
         if questions:
             return self._clarify(first_asked, questions, snap, state, lang)
         return self._send(done, snap, state, lang)
@@ -408,7 +429,7 @@ class SystemAgent(AIOSAgent):
         last = state.last_element(snap)
         if not rest or is_pronoun(cmd.target) or is_pronoun(rest):
             if last is None:
-                raise Failure(t("no_target", lang))
+                raise AppFailure("no_target")
             return last
         generic = snap.generic(rest)
         if generic is not None:
@@ -429,7 +450,7 @@ class SystemAgent(AIOSAgent):
                 if e.kind in ("desktop", "window", "button")
             )
         )
-        raise Failure(t("unknown_element", lang, name=rest, names=names[:600]))
+        raise AppFailure("unknown_element", name=rest, names=names[:600])
 
     def _prepare(
         self, cmd: Command, e: Element, snap: Snapshot, state: _State, lang: str, said: str = ""
@@ -551,15 +572,12 @@ class SystemAgent(AIOSAgent):
     def _undo(self, count: Any, snap: Snapshot, state: _State, lang: str) -> dict[str, Any]:
         """The Undo button of a reply: take back its ``count`` changes (the newest)."""
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 20:
-            raise Failure(
-                t(
-                    "bad_action",
-                    lang,
-                    action="undo",
-                    error="params.count 必须是 1-20 的整数"
-                    if lang == "zh"
-                    else "params.count must be a whole number from 1 to 20",
-                )
+            raise AppFailure(
+                "bad_action",
+                action="undo",
+                error="params.count 必须是 1-20 的整数"
+                if lang == "zh"
+                else "params.count must be a whole number from 1 to 20",
             )
         message = t("undone_last", lang) if count == 1 else t("undone_n", lang, n=count)
         done = [_Done(None, {"op": "undo"}, message if i == 0 else "") for i in range(count)]
@@ -637,7 +655,7 @@ class SystemAgent(AIOSAgent):
 
     def _home(self, snap: Snapshot, state: _State, lang: str) -> dict[str, Any]:
         if not snap:
-            raise Failure(t("no_snapshot", lang))
+            raise AppFailure("no_snapshot")
         items = [
             {"title": snap.display(e, lang), "sub": _describe_place(e, snap, lang)}
             for e in snap.elements[:200]
@@ -873,18 +891,16 @@ def describe(
     }[kind]()
 
 
-def _picked(answer: dict[str, Any], found: list[Element], lang: str) -> Element:
+def _picked(answer: StepResult, found: list[Element], lang: str) -> Element:
     """The candidate the user chose; NotChosen when the question expired or was cancelled."""
-    if answer.get("status") != "ok":
-        code = answer.get("code")
-        if code in ("expired", "cancelled"):
-            raise NotChosen(t(str(code), lang))
-        raise Failure(t("failed", lang, error=str(answer.get("error") or "no answer")))
-    result = answer.get("result")
-    key = result.get("value") if isinstance(result, dict) else None
+    if not answer.ok:
+        if answer.code in ("expired", "cancelled"):
+            raise NotChosen(t(str(answer.code), lang))
+        raise AppFailure("failed", error=str(answer.raw.get("error") or "no answer"))
+    key = answer.answer
     chosen = next((e for e in found if e.key == key), None)
     if chosen is None:  # the screen changed between the question and the answer
-        raise Failure(t("stale_choice", lang, key=str(key)[:80]))
+        raise AppFailure("stale_choice", key=str(key)[:80])
     return chosen
 
 
