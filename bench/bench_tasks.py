@@ -449,7 +449,7 @@ def baseline(args: argparse.Namespace, modes: list[str]) -> dict[str, Any]:
         out = tmp / "out.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree),
                "--modes", ",".join(modes), "--jobs", str(args.jobs), "--json", str(out),
-               "--tasks", str(args.tasks), "--quiet"]  # fmt: skip
+               "--tasks", str(args.tasks.resolve()), "--quiet"]  # fmt: skip
         if args.only:
             cmd += ["--only", args.only]
         if args.endpoint:
