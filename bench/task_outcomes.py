@@ -15,8 +15,9 @@ A task's ``expect`` is a dict; every key names one outcome and all must hold:
                 the volume in its last state.
 ``reply_only``  ``true``: a plain answer in words (in the user's language), no app was
                 called and nothing was asked.
-``asked``       ``{"options"?: [...]}``: the user was asked (a choice, confirm or input
-                card, not an approval); each option named (value or label) was offered.
+``asked``       ``{"kind"?, "options"?: [...]}``: the user was asked (a choice, confirm or
+                input card, not an approval), with a card of that kind; each option
+                named (value or label) was offered.
 ``view``        ``{"app", "contains"?: [...], "view_type"?}``: that app answered without
                 an error, and its view shows every text (case-insensitive).
 ``ui_op``       ``{"op", "id"?, ...}``: the desktop was sent a change with these fields
@@ -216,6 +217,10 @@ def check_asked(spec: dict[str, Any], found: Found, lang: str) -> list[str]:
     cards = found.asked()
     if not cards:
         return [f"nobody asked; the reply was {short(found.message())}"]
+    if "kind" in spec:
+        cards = [c for c in cards if c.get("kind") == spec["kind"]]
+        if not cards:
+            return [f"not asked to {spec['kind']}: asked {short(found.asked()[0].get('prompt'))}"]
     offered: set[str] = set()
     for card in cards:
         for option in card.get("options") or []:

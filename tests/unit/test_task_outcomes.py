@@ -183,6 +183,8 @@ def test_asked_with_these_options(tmp_path: Path) -> None:
     f = found(tmp_path, cards=[card])
     assert problems({"asked": {"options": ["music", "文件管理"]}}, f) == []
     assert problems({"asked": {"options": ["notes"]}}, f)
+    assert problems({"asked": {"kind": "choice"}}, f) == []
+    assert problems({"asked": {"kind": "confirm"}}, f)  # asked which app, not "delete it?"
     approval = {"kind": "approval", "prompt": "run?", "options": ["allow", "deny"]}
     assert problems({"asked": {}}, found(tmp_path, cards=[approval]))  # an approval asks nothing
 
