@@ -13,10 +13,16 @@ cannot be normalised (an unknown app, no instruction) is sent back once with
 the error, and if it is still bad, cut at max_tokens, or the LLM cannot be
 reached, the offline router plans instead.
 
+A direct reply leaves the planner only as plain words in the user's language: one
+that holds the planner's own words (its correction prompt, schema, tool names),
+JSON, an echo of the user's text or another language than the user wrote in is
+withheld (aios/control/wording.py) and the offline router plans instead.
+
 ``llm.planner`` picks the mode: ``hybrid`` (default) keeps the model's plan
 unless the offline router matched an app's name or keyword that the model's
 plan lacks — then the router's plan runs, or the user is asked to choose when
-the router also found the model's app plausible; ``llm``; ``offline``.
+the router also found the model's app plausible — or the model replied directly
+where the router is confident of an app by its score alone; ``llm``; ``offline``.
 ``Plan.source`` and ``Plan.notes`` say which path made the plan and why.
 Without an LLM the offline router plans directly.
 """
