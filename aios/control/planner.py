@@ -37,7 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aios.control.router import AppProfile, OfflineRouter, Task, refers_back, split_instruction
-from aios.control.wording import text_lang, withheld
+from aios.control.wording import planner_words, text_lang, withheld
 from aios.errors import LLMError
 from aios.llm.client import ChatResult, LLMClient
 from aios.llm.toolcalls import extract, looks_like_code, repair_json
@@ -229,6 +229,10 @@ def _raw_items(
         seen.add(tid)
         app = _resolve_app(t.get("app"), apps)
         instruction = t.get("instruction")
+        own = planner_words(instruction) if isinstance(instruction, str) else None
+        if own and text:  # an app would show it: the planner's correction echoed
+            notes.append(f"task {tid!r} held the planner's own words ({own!r}): given the user's")
+            instruction = _clause_for(n, len(raw), text)
         if (not isinstance(instruction, str) or not instruction.strip()) and text:
             instruction = _clause_for(n, len(raw), text)
             if t.get("instruction") is not None or isinstance(raw[n - 1], dict):

@@ -23,7 +23,7 @@ import re
 from aios.control.intents import Lang, lang_of
 from aios.llm.toolcalls import looks_like_code
 
-__all__ = ["reply_lang", "text_lang", "withheld"]
+__all__ = ["planner_words", "reply_lang", "text_lang", "withheld"]
 
 CJK_CHARS_PER_WORD = 2.0
 """Chinese characters that weigh as much as one English word (a Chinese word is about two)."""
@@ -80,6 +80,13 @@ def _bare(text: str) -> str:
     return _ECHO_STRIP.sub("", text.casefold())
 
 
+def planner_words(text: str | None) -> str | None:
+    """The first of the planner's own words ``text`` holds ("dispatch_tasks", "Invalid
+    plan"…), or None."""
+    m = _PLANNER_WORDS.search(text or "")
+    return m.group(0) if m else None
+
+
 def withheld(reply: str | None, said: str) -> str | None:
     """Why the model's direct ``reply`` to the user's ``said`` is not shown (None: show it)."""
     s = (reply or "").strip()
@@ -87,9 +94,9 @@ def withheld(reply: str | None, said: str) -> str | None:
         return "the reply is empty"
     if looks_like_code(s) or s.startswith(("<", "`")):
         return "the reply is JSON or code"
-    m = _PLANNER_WORDS.search(s)
-    if m:
-        return f"the reply holds the planner's own words ({m.group(0)!r})"
+    own = planner_words(s)
+    if own:
+        return f"the reply holds the planner's own words ({own!r})"
     if _bare(s) and _bare(s) == _bare(said):
         return "the reply only echoes the user's words"
     asked, answered = text_lang(said), text_lang(s)

@@ -9,6 +9,7 @@ user asked the Hello app to greet, and replied in Chinese to an English question
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -168,6 +169,19 @@ def test_the_planners_words_never_reach_the_user(
     unrouted = with_llm.instruct("讲个笑话")  # no app fits: the system's own words
     assert unrouted["results"] == [] and unrouted["intent"] == "no_match", unrouted
     assert_own_words(unrouted)
+
+
+def test_a_task_given_the_planners_words_gets_the_users_instead(
+    with_llm: Running, fake: FakeOpenAI
+) -> None:
+    task = {"id": "t1", "app": "notes", "instruction": CORRECTION, "depends_on": []}
+    fake.script([tool_call("dispatch_tasks", {"tasks": [task]})])
+    out = with_llm.instruct("记一下买牛奶")
+    assert app_results(out) == ["notes"] and out["plan"][0]["instruction"] == "记一下买牛奶"
+    assert_own_words(out)
+    stored = json.dumps(out["results"], ensure_ascii=False)
+    assert "Invalid plan" not in stored and "dispatch_tasks" not in stored
+    assert any("planner's own words" in n for n in out["notes"]), out["notes"]
 
 
 def test_a_reply_that_only_echoes_the_user_is_not_an_answer(

@@ -6,7 +6,7 @@ import pytest
 
 from aios.control.intents import normalise, recognise, talk_topic
 from aios.control.planner import SCHEMA_HINT, SYSTEM_PROMPT, _feedback
-from aios.control.wording import reply_lang, text_lang, withheld
+from aios.control.wording import planner_words, reply_lang, text_lang, withheld
 
 
 @pytest.mark.parametrize(
@@ -123,3 +123,8 @@ def test_thanks_and_goodbyes_are_small_talk(said: str, topic: str) -> None:
 )
 def test_fillers_alone_or_with_a_request_are_not_small_talk(said: str) -> None:
     assert talk_topic(normalise(said)) is None
+
+
+def test_the_planners_words_are_found_in_a_task_instruction() -> None:
+    assert planner_words("Call dispatch_tasks or reply_directly again") == "dispatch_tasks"
+    assert planner_words("记一下买牛奶") is None and planner_words(None) is None
