@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aios.control import intents, owners
+from aios.control import intents, owners, wording
 from aios.control.app_client import AppClient, HttpTransport, Transport, run_in_thread
 from aios.control.context import Contexts
 from aios.control.planner import Plan, Task, plan_instruction
@@ -252,10 +252,11 @@ class Controller:
         System intents (help, open / close / switch to an app, Settings, the
         time, small talk, undo / reset of the desktop: aios/control/intents.py) are
         answered first, the same with and without an LLM. ``locale`` overrides
-        ``config.language`` for this request: the answer and the apps' context.
+        ``config.language`` for this request; the language ``text`` is clearly written
+        in overrides both (aios/control/wording.py): the answer and the apps' context.
         """
         sid = self.store.ensure_session(session_id)
-        lang = intents.lang_of(locale or self.config.language)
+        lang = wording.reply_lang(text, locale or self.config.language)
         self.store.add_history(sid, "user", {"text": text, **({"spoken": True} if spoken else {})})
         if text.strip().casefold() in STOP_WORDS:
             stopped_runs = self.runs.cancel_session(sid)

@@ -95,6 +95,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     ),
     "talk_how": ("我很好，谢谢！想做点什么？", "I'm fine, thanks! What would you like to do?"),
     "talk_bye": ("再见！", "Goodbye!"),
+    "talk_done": (
+        "好的，有需要随时叫我。",
+        "Alright — just ask whenever you need something.",
+    ),
     "reset_unavailable": (
         "「系统控制」应用没有运行，所以没法撤销或恢复桌面的改动。",
         "The System control app is not running, so desktop changes can't be undone or reset.",
@@ -344,11 +348,29 @@ TALK_PHRASES = _phrases(
     ("greet", ("hi", "hello", "hey", "hi there", "hello there", "good morning")),
     ("greet", ("good afternoon", "good evening", "howdy", "yo")),
     ("thanks", ("谢谢", "谢谢你", "多谢", "感谢", "thanks", "thank you", "thanks a lot", "thx")),
+    ("thanks", ("谢谢你的帮助", "谢谢帮忙", "辛苦了", "太感谢了", "thank you very much", "ty")),
+    ("thanks", ("thanks for the help", "thanks for your help", "thank you for your help")),
     ("who", ("你是谁", "你叫什么", "你叫什么名字", "你是什么", "who are you", "what are you")),
     ("who", ("whats your name", "what is your name")),
     ("how", ("你好吗", "最近怎么样", "how are you", "how are you doing", "hows it going")),
     ("bye", ("再见", "拜拜", "bye", "goodbye", "bye bye", "see you")),
+    ("bye", ("see you later", "see ya", "good night", "晚安", "回头见", "下次见")),
+    ("done", ("没事了", "没事", "没有了", "没别的了", "不用了", "就这样", "就这些", "先这样")),
+    ("done", ("thats all", "thats it", "nothing else", "im done", "all done", "never mind")),
+    ("done", ("nevermind", "thats all for now", "thats it for now", "no thanks", "all good")),
 )
+CLOSING_FILLERS = frozenset(
+    normalise(w)
+    for w in (
+        *("好的", "好", "好吧", "嗯", "嗯嗯", "行", "那", "那就", "了", "啦", "哈", "先"),
+        *("ok", "okay", "alright", "great", "cool", "perfect", "fine", "so", "and", "for now"),
+        *("now", "then", "that", "is", "all", "very", "much", "so much"),
+    )
+)
+"""Words that go with a thanks or a goodbye ("好的谢谢", "ok thanks, that's all for now") and
+make it no less small talk; alone they are not (an "ok" may answer a question)."""
+TALK_TOPIC_ORDER = ("bye", "done", "thanks", "how", "who", "greet")
+"""Which topic answers a mixed utterance: "thanks, bye" is a goodbye."""
 RESET_PHRASES = _phrases(
     (
         "reset",
@@ -495,9 +517,47 @@ def recognise(text: str, apps: Sequence[AppInfo]) -> Intent | None:
         app = find_app(target, apps)
         if app is not None:
             return Intent(verb, app=app.id)
-    if said in TALK_PHRASES:
-        return Intent("small_talk", topic=TALK_PHRASES[said])
+    topic = talk_topic(said)
+    if topic is not None:
+        return Intent("small_talk", topic=topic)
     return None
+
+
+_TALK_SEP = re.compile(r"[,.!?;:~，。！？；：、…～]+")
+_TALK_WORDS = sorted({*TALK_PHRASES, *CLOSING_FILLERS}, key=len, reverse=True)
+
+
+def _starts_with(rest: str, word: str) -> bool:
+    """``rest`` starts with ``word``, a whole word when it is Latin ("hi" is not "high")."""
+    if not rest.startswith(word):
+        return False
+    after = rest[len(word) : len(word) + 1]
+    return not (word.isascii() and after.isascii() and after.isalnum())
+
+
+def _talk_parts(said: str) -> list[str] | None:
+    """``said`` (normalised) cut into small-talk phrases and fillers, longest first from the
+    start of each piece ("好的谢谢" → 好的, 谢谢); None when anything else is left."""
+    parts: list[str] = []
+    for piece in _TALK_SEP.split(said):
+        rest = piece.strip()
+        while rest:
+            word = next((w for w in _TALK_WORDS if _starts_with(rest, w)), None)
+            if word is None:
+                return None
+            parts.append(word)
+            rest = rest[len(word) :].strip()
+    return parts
+
+
+def talk_topic(said: str) -> str | None:
+    """The small-talk topic of a normalised utterance: a phrase of :data:`TALK_PHRASES`
+    alone, or several with the fillers that go with them ("thanks, that's all for now",
+    "好的谢谢"); None when any word is not small talk."""
+    if said in TALK_PHRASES:
+        return TALK_PHRASES[said]
+    topics = {TALK_PHRASES[p] for p in _talk_parts(said) or [] if p in TALK_PHRASES}
+    return next((t for t in TALK_TOPIC_ORDER if t in topics), None)
 
 
 # ------------------------------------------------------------------ answers

@@ -13,10 +13,16 @@ cannot be normalised (an unknown app, no instruction) is sent back once with
 the error, and if it is still bad, cut at max_tokens, or the LLM cannot be
 reached, the offline router plans instead.
 
+A direct reply leaves the planner only as plain words in the user's language: one
+that holds the planner's own words (its correction prompt, schema, tool names),
+JSON, an echo of the user's text or another language than the user wrote in is
+withheld (aios/control/wording.py) and the offline router plans instead.
+
 ``llm.planner`` picks the mode: ``hybrid`` (default) keeps the model's plan
 unless the offline router matched an app's name or keyword that the model's
 plan lacks — then the router's plan runs, or the user is asked to choose when
-the router also found the model's app plausible; ``llm``; ``offline``.
+the router also found the model's app plausible — or the model replied directly
+where the router is confident of an app by its score alone; ``llm``; ``offline``.
 ``Plan.source`` and ``Plan.notes`` say which path made the plan and why.
 Without an LLM the offline router plans directly.
 """
@@ -31,6 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aios.control.router import AppProfile, OfflineRouter, Task, refers_back, split_instruction
+from aios.control.wording import planner_words, text_lang, withheld
 from aios.errors import LLMError
 from aios.llm.client import ChatResult, LLMClient
 from aios.llm.toolcalls import extract, looks_like_code, repair_json
@@ -154,10 +161,18 @@ def _app_lines(apps: list[AppProfile]) -> str:
     return "\n".join(lines) or "(none)"
 
 
+LANG_NAMES = {"zh-CN": "Chinese (简体中文)", "en": "English"}
+LANG_HINT = "The user wrote in {lang}: any reply and instruction is in {lang}.\n"
+"""Said outright when the user's language is clear: a small model follows the UI's otherwise."""
+
+
 def build_messages(
     text: str, apps: list[AppProfile], history_summary: str = ""
 ) -> list[dict[str, Any]]:
     system = SYSTEM_PROMPT.format(apps=_app_lines(apps))
+    lang = text_lang(text)
+    if lang:
+        system += LANG_HINT.format(lang=LANG_NAMES[lang])
     if history_summary.strip():
         system += f"\nConversation so far: {history_summary.strip()}\n"
     return [{"role": "system", "content": system}, {"role": "user", "content": text}]
@@ -214,6 +229,10 @@ def _raw_items(
         seen.add(tid)
         app = _resolve_app(t.get("app"), apps)
         instruction = t.get("instruction")
+        own = planner_words(instruction) if isinstance(instruction, str) else None
+        if own and text:  # an app would show it: the planner's correction echoed
+            notes.append(f"task {tid!r} held the planner's own words ({own!r}): given the user's")
+            instruction = _clause_for(n, len(raw), text)
         if (not isinstance(instruction, str) or not instruction.strip()) and text:
             instruction = _clause_for(n, len(raw), text)
             if t.get("instruction") is not None or isinstance(raw[n - 1], dict):
@@ -477,6 +496,10 @@ is what reply_directly would say (empty when there are tasks)."""
 HYBRID_PLAUSIBLE = 0.5
 """In hybrid mode, the model's app is worth asking about (a choice) when the router scored
 it at least this share of its own best app for the same words."""
+HYBRID_CONFIDENT = 0.6
+"""In hybrid mode, a router's task scored at least this (and no rival at HYBRID_PLAUSIBLE of
+it) is a confident route even without an app's name or keyword ("跟我打个招呼" → Hello, by
+its examples): it wins over the model's direct reply."""
 
 
 def _strong_words(router: OfflineRouter, task: Task) -> list[str]:
@@ -489,13 +512,33 @@ def _strong_words(router: OfflineRouter, task: Task) -> list[str]:
     return [w for w in matched if w.lower() in strong]
 
 
+def _confident(router: OfflineRouter, task: Task) -> str:
+    """ "score 0.88" when the router's ``task`` is a confident route by its score alone
+    (:data:`HYBRID_CONFIDENT`, no close rival), else ""."""
+    scores = router.score(task.instruction)
+    best = dict(scores).get(task.app, 0.0)
+    rivals = [s for a, s in scores if a != task.app]
+    if task.alternatives or best < HYBRID_CONFIDENT:
+        return ""
+    if rivals and max(rivals) >= HYBRID_PLAUSIBLE * best:
+        return ""
+    return f"score {best:.2f}"
+
+
 def _hybrid(model: Plan, router: OfflineRouter, offline: list[Task]) -> Plan:
     """The model's plan, unless the router matched an app by name or keyword for every one
     of its tasks and the model contradicts it (a direct reply, or a plan without one of
     those apps): then the router's tasks, with the model's app offered as a choice where
     the router also scored it well for the same words (Controller._clarify). A model's
-    plan that has the router's apps and more (a finer split) is kept."""
+    plan that has the router's apps and more (a finer split) is kept. Against a direct
+    reply a confident score is enough (:func:`_confident`): the app was named by what the
+    user asked it to do."""
     strong = [_strong_words(router, t) for t in offline]
+    if offline and not model.tasks:
+        strong = [
+            w or ([c] if (c := _confident(router, t)) else [])
+            for t, w in zip(offline, strong, strict=True)
+        ]
     if not offline or not all(strong):
         return model
     if model.tasks and {t.app for t in offline} <= {t.app for t in model.tasks}:
@@ -591,6 +634,9 @@ def plan_instruction(
     if mode == "offline":
         return _offline(text, router, [])
     got = _llm_plan(text, apps, llm, history_summary, cfg.plan_max_tokens)
+    if isinstance(got, Plan) and not got.tasks and (why := withheld(got.reply, text)):
+        # the one place a model's words leave the planner: never its own, JSON, an echo
+        got = f"model's reply withheld: {why}"
     if isinstance(got, str):
         plan = _offline(text, router, [f"{got}; used offline router"])
     elif mode == "hybrid":

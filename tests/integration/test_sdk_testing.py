@@ -181,9 +181,9 @@ def test_standalone_honours_aios_workdir(tmp_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.aios_apps("../../apps/hello")
 def test_the_aios_system_fixture_answers_an_instruction(aios_system: RunningSystem) -> None:
-    reply = aios_system.instruction("hello Carol")
-    assert reply["results"][0]["response"]["data"]["content"] == "你好，Carol"
+    reply = aios_system.instruction("hello Carol")  # English: the app answers in English
+    assert reply["results"][0]["response"]["data"]["content"] == "你好, Carol"
     again = aios_system.action("hello", "again", session_id=reply["session_id"])
-    assert again["data"]["content"] == "你好，Carol"
+    assert again["data"]["content"] == "你好，Carol"  # a click: the UI language
     # a copy runs: the bundled folder is not the system's
     assert aios_system.apps_dir != ROOT / "apps"

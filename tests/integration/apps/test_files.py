@@ -347,7 +347,8 @@ def test_instructions_in_chinese_and_english(files: Running, views: Subscription
     (card,) = waiting["pending"]
     assert card["kind"] == "confirm" and "hi.txt" in card["prompt"]
     assert (ws(files) / "hi.txt").exists()  # an instruction never deletes without a yes
-    assert answer(files, views, waiting, False)["message"].startswith("没有删除「hi.txt」")
+    # asked in English: answered in English (issue 22)
+    assert answer(files, views, waiting, False)["message"].startswith("Not deleted 'hi.txt'")
     home = files.instruct("打开文件管理", sid)["results"][0]["response"]
     assert home["view_type"] == "table" and row_ids(home) == ["hi.txt"]
     waiting = files.instruct("文件管理 删除 hi.txt", sid)

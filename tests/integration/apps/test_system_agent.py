@@ -296,7 +296,7 @@ def test_chinese_and_english_commands_send_exact_ui_ops(running: Running, ops: A
 
     reply = s.say("hide the clock")
     assert ops() == [{"op": "hide", "id": "clock"}]
-    assert reply["message"] == "已隐藏时钟"
+    assert reply["message"] == "Hid the clock"  # asked in English: answered in English
     s.say("显示时钟")
     assert ops() == [{"op": "show", "id": "clock"}]
     s.say("隐藏时钟")
@@ -469,7 +469,7 @@ def test_ambiguous_name_asks_a_choice_and_the_answer_applies_the_op(
         waiting = s.ask("hide the play button")
         assert running.post(f"/api/runs/{waiting['run_id']}/cancel").ok
         stopped = final_view(views, waiting["run_id"])
-        assert stopped["status"] == "ok" and stopped["message"] == "已取消，没有做任何修改。"
+        assert stopped["status"] == "ok" and stopped["message"] == "Cancelled; nothing was changed."
         assert ops() == []
     finally:
         views.close()
