@@ -553,5 +553,7 @@ def test_reading_renaming_and_deleting_phrased_plainly(files: Running, views: Su
     assert (ws(files) / "done.txt").read_text(encoding="utf-8") == "buy milk"
     assert not (ws(files) / "todo.txt").exists()
     waiting = files.instruct("please delete the file called done.txt")
-    assert answer(files, views, waiting, True)["message"] == "已删除「done.txt」"
+    assert (
+        answer(files, views, waiting, True)["message"] == "Deleted 'done.txt'"
+    )  # asked in English
     assert not (ws(files) / "done.txt").exists()
