@@ -87,6 +87,18 @@ def planner_words(text: str | None) -> str | None:
     return m.group(0) if m else None
 
 
+PROMISE_MAX_CHARS = 60
+"""A direct reply this short that promises to act is a non-answer: nothing was done."""
+_PROMISE = re.compile(
+    r"^(?:好的?|行|没问题|当然|OK|Okay|Sure|Of course|Alright)?[，,!！。.\s]*"
+    r"(?:我(?:来|会|马上|这就|现在)(?:帮你|为你|给你)?(?:处理|办|做|完成|执行|操作|看看|查)"
+    r"|马上(?:帮你|为你)?(?:处理|办)"
+    r"|(?:I'll|I will|let me|I'm going to|I am going to)\s+(?:handle|take care of|do|help|get|look)"
+    r")",
+    re.IGNORECASE,
+)
+
+
 def withheld(reply: str | None, said: str) -> str | None:
     """Why the model's direct ``reply`` to the user's ``said`` is not shown (None: show it)."""
     s = (reply or "").strip()
@@ -99,6 +111,8 @@ def withheld(reply: str | None, said: str) -> str | None:
         return f"the reply holds the planner's own words ({own!r})"
     if _bare(s) and _bare(s) == _bare(said):
         return "the reply only echoes the user's words"
+    if _PROMISE.search(s) and len(s) <= PROMISE_MAX_CHARS:
+        return "the reply only promises to act (nothing was done)"
     asked, answered = text_lang(said), text_lang(s)
     if asked and answered and asked != answered:
         return f"the reply is in {answered}, the user wrote in {asked}"

@@ -298,11 +298,14 @@ class GenericAgent(AIOSAgent):
             return self._finish(self._result_view(last, context), conv, en)
         title = "The assistant gave an unusable answer" if en else "智能助手的回答无法显示"
         message = (
-            f"The LLM's answer could not be used, even after it was told why: {problem}"
+            "The language model's answer could not be used, even after it was asked again. "
+            "Try rephrasing the question, or another model in Settings."
             if en
-            else f"大语言模型的回答无法使用（已告知原因后仍然如此）：{problem}"
+            else "大语言模型的回答无法使用（重问一次后仍然如此）。"
+            "换个说法再试，或在设置里换一个模型。"
         )
-        return self._error(message, title, conv.get("question", ""), en)
+        # what was wrong goes to the folded details, never into the sentence the user reads
+        return self._error(message, title, conv.get("question", ""), en, detail=problem)
 
     def _result_view(self, done: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]:
         en = locale_of(context) == "en"

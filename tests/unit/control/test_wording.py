@@ -82,11 +82,29 @@ def test_an_echo_and_another_language_are_withheld() -> None:
 @pytest.mark.parametrize(
     ("reply", "said"),
     [
+        ("好的，我来帮你处理。", "删除 keep.txt"),
+        ("我这就帮你办", "跑一下 print(1)"),
+        ("Sure, I'll handle that for you.", "delete keep_or_not.txt please"),
+        ("Let me take care of it.", "play the next song"),
+    ],
+)
+def test_a_reply_that_only_promises_to_act_is_withheld(reply: str, said: str) -> None:
+    """A small model's "OK, I'll handle it" does nothing: the app the user meant answers."""
+    assert "promises" in str(withheld(reply, said))
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
         ("因为瑞利散射。", "天空为什么是蓝色的"),
         ("Because of Rayleigh scattering.", "why is the sky blue"),
         ("你好！有什么可以帮你？", "聊聊天吧"),
         ("好的 OK", "讲个笑话"),  # a mixed reply is not another language
         ("It is 3.", "1+2=?"),  # the question has no clear language
+        (
+            "I'll be honest: Paris is the capital of France, and has been for centuries.",
+            "capital of France?",
+        ),
     ],
 )
 def test_a_plain_answer_is_shown(reply: str, said: str) -> None:
