@@ -16,19 +16,23 @@ characters per stream, "… N more lines" in between), so a program that prints
 timeout, a refusal or a stop (the window's stop button cancels the run and
 kills the program) is shown as such.
 
-"run" / "运行" / "执行" means run: the code (what follows the verb, its filler —
-"this python snippet:", "Python 代码" — left out) is shown and run in one go, as a
+"run" / "运行" / "执行" / "跑一下" means run: the code (what follows the verb, its filler —
+"this python snippet:", "Python 代码", quotes — left out) is shown and run in one go, as a
 step the system's approvals decide about; "write" / "写" without run shows it in the
-editor. With an LLM, a request in words ("算一下 1 到 100 的和") becomes code: run
-when the user said run (shown with its output), else shown for review with a run button.
+editor. A bare expression prints its value as a REPL would ("run 1+2"), and a clear
+calculation in words ("算一下 2 的 10 次方", "sum of 1 to 100") becomes a ``print(...)``
+program offline, model or not (``code_parse.py``). With an LLM, other requests in words
+become code: run when the user said run (shown with its output), else shown for review
+with a run button; without one, the reply says so in the request's language.
 """
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 from typing import Any
+
+from code_parse import looks_like_python, parse_instruction, print_last_expression, strip_fence
 
 from aios_sdk import (
     AIOSAgent,
@@ -37,7 +41,6 @@ from aios_sdk import (
     LLMUnavailable,
     error_view,
     locale_of,
-    strip_filler,
     tr,
 )
 
@@ -77,101 +80,28 @@ REFUSAL_PREFIXES = (
 )
 ACTIONS = ("run", "run_form", "run_line", "run_bg", "bg_log", "edit", "home")
 
-_APP_WORDS = re.compile(
-    r"^\s*(?:请|帮我)?(?:打开|启动|open|launch|start)?\s*"
-    r"(?:代码|python\s*runner|code)(?:app|应用|运行器)?(?![a-z0-9_(.])[\s,，:：]*",
-    re.IGNORECASE,
-)
-_RUN_VERB = (
-    r"运行|执行|跑一下|跑一跑|跑|计算一下|计算|算一下|算出|算|"
-    r"\b(?:run|exec(?:ute)?|eval(?:uate)?|compute|calculate|python3?)\b"
-)
-_WRITE_VERB = r"编写|写一个|写一段|写个|写|生成|\b(?:write|generate|create|make|draft|code\s+up)\b"
-_CODE_NOUN = (
-    r"(?:\s*(?:this|the|following|that|my|some|below|here|it|for\s+me|snippet|script|program|"
-    r"code|python3?|py|这段|这个|下面的?|以下的?|一段|一个|段|个|代码|程序|脚本|片段|python3?)"
-    r"(?![a-z0-9_(.]))*"
-)
-_VERB_AT = re.compile(
-    rf"(?P<verb>{_RUN_VERB}|{_WRITE_VERB})(?P<nouns>{_CODE_NOUN})\s*[:：]?\s*", re.IGNORECASE
-)
-_RUN_WORD = re.compile(_RUN_VERB, re.IGNORECASE)
-_SAYS_RUN = re.compile(r"运行|执行|跑|\b(?:run|exec(?:ute)?)\b", re.IGNORECASE)
-"""After "write", only these mean run too ("写一个程序计算…" describes the program)."""
-_FENCE = re.compile(r"^```(?:python|py)?\s*\n?([\s\S]*?)\n?```$", re.IGNORECASE)
-_FENCE_IN = re.compile(r"```(?:python3?|py)?\s*\n?([\s\S]*?)\n?```", re.IGNORECASE)
-_CODE_START = re.compile(r"[:：]\s*|\n")
 SHORT_OUTPUT_CHARS = 80
 """An output this short and on one line is also said in the reply's message."""
 LLM_CACHE_SIZE = 32
 """Code the model wrote for a request, kept for the run's next round (it shows what ran)."""
 
 
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_LATIN = re.compile(r"[A-Za-z]{2,}")
+
+
+def language_of(text: str | None, default: Lang) -> Lang:
+    """The language ``text`` is written in: Chinese when it has any Chinese, English when
+    it has words in Latin letters only, else ``default``."""
+    if _CJK.search(text or ""):
+        return "zh"
+    return "en" if _LATIN.search(text or "") else default
+
+
 class Problem(Exception):
     def __init__(self, zh: str, en: str):
         super().__init__(zh)
         self.zh, self.en = zh, en
-
-
-def strip_fence(code: str) -> str:
-    m = _FENCE.match(code.strip())
-    return m.group(1) if m else code
-
-
-def looks_like_python(code: str) -> bool:
-    """Parses as Python and is more than a bare word (Chinese words are identifiers too)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return False
-    if not tree.body:
-        return False
-    only = tree.body[0] if len(tree.body) == 1 else None
-    return not (isinstance(only, ast.Expr) and isinstance(only.value, ast.Name))
-
-
-def _code_in(text: str) -> str | None:
-    """The Python in ``text``: all of it, a fenced block, or what follows a ':' or a line break."""
-    fenced = _FENCE_IN.search(text)
-    if fenced and looks_like_python(fenced.group(1)):
-        return fenced.group(1)
-    candidate = strip_fence(text.strip())
-    if candidate and looks_like_python(candidate):
-        return candidate
-    for m in _CODE_START.finditer(text):
-        tail = text[m.end() :].strip()
-        if tail and looks_like_python(tail):
-            return tail
-    return None
-
-
-def parse_instruction(text: str | None) -> tuple[str, str]:
-    """``(intent, code)``: ``home``; ``run`` or ``show`` with Python code; ``words`` (run
-    what a model writes for them) or ``write`` (show it) with a request in words.
-
-    "run" / "运行" / "执行" means run, "write" / "写" without it means show: "运行 Python
-    代码 print(1+2)" runs ``print(1+2)``; "写一段代码 print(1)" opens it in the editor."""
-    rest = _APP_WORDS.sub("", (text or "").strip(), count=1).strip()
-    if not rest:
-        return "home", ""
-    verb = next((m for m in _VERB_AT.finditer(rest) if not strip_filler(rest[: m.start()])), None)
-    if verb is None:
-        code = _code_in(rest)
-        if code is not None:
-            return "run", code
-        words = strip_filler(rest)
-        return ("words" if _RUN_WORD.search(words) else "write", words) if words else ("home", "")
-    runs = bool(_RUN_WORD.fullmatch(verb.group("verb")))
-    after = rest[verb.end() :]
-    right_after = rest[verb.end("verb") :]
-    code = _code_in(after) or _code_in(right_after)
-    if code is not None:
-        return ("run" if runs else "show"), code
-    words = strip_filler(after)
-    if not words:
-        return "home", ""
-    runs = runs or bool(_SAYS_RUN.search(words))
-    return ("words" if runs else "write"), strip_filler(rest)
 
 
 def cap_output(lang: Lang, text: str) -> str:
@@ -278,6 +208,8 @@ class CodeAgent(AIOSAgent):
                 )
             return self._editor(lang, last)
         except Problem as p:
+            if action_request is None:  # a request in words is answered in its own language
+                lang = language_of(instruction, lang)
             return self._error(lang, tr(lang, p.zh, p.en), last)
 
     def _action(self, lang: Lang, req: Any, results: dict[str, Any], last: str) -> dict[str, Any]:
@@ -297,7 +229,8 @@ class CodeAgent(AIOSAgent):
                 lang, check_code(values.get("code")), check_timeout(values.get("timeout")), results
             )
         if action_id == "run_line":
-            return self._run(lang, check_code(req.get("value")), DEFAULT_TIMEOUT, results)
+            code = print_last_expression(check_code(req.get("value")))  # as a REPL shows it
+            return self._run(lang, code, DEFAULT_TIMEOUT, results)
         if action_id == "run_bg":
             return self._run_background(lang, check_code(params.get("code", last)), results)
         if action_id == "bg_log":
@@ -610,8 +543,11 @@ class CodeAgent(AIOSAgent):
                 ]
             )
             code = strip_fence(str(answer.get("content") or "").strip())
-        except (LLMUnavailable, LLMError):
-            code = ""
+            configured = True
+        except LLMUnavailable:
+            code, configured = "", False
+        except LLMError:
+            code, configured = "", True
         if code and looks_like_python(code) and run:
             self._written[(session, text)] = code
             while len(self._written) > LLM_CACHE_SIZE:
@@ -637,9 +573,17 @@ class CodeAgent(AIOSAgent):
                 },
             )
             return reply
+        if configured:
+            raise Problem(
+                "AI 没能为这个请求写出 Python 代码。可以直接给出代码，例如：运行 print(1+1)",
+                "The AI could not write Python code for this. Give the code itself, for "
+                "example: run print(1+1)",
+            )
         raise Problem(
-            f"「{text[:80]}」不是 Python 代码。例如：运行 print(1+1)",
-            f"{text[:80]!r} is not Python code. For example: run print(1+1)",
+            "没有配置 AI 模型，我只能运行你给的 Python 代码或算清楚的算式，"
+            "例如：运行 print(1+1)，或者：算一下 12 乘以 12",
+            "No AI model is set up, so I can only run Python code you give me or a plain "
+            "calculation, for example: run print(1+1), or: calculate 12 * 12",
         )
 
     def _error(self, lang: Lang, message: str, last: str) -> dict[str, Any]:

@@ -84,7 +84,8 @@ def test_files_reads_plain_requests(text: str, parsed: tuple[str, list[str]]) ->
         ("run a = 1; print(a)", ("run", "a = 1; print(a)")),
         ("写一段 Python 代码 print(1)", ("show", "print(1)")),
         ("write python code: print(1)", ("show", "print(1)")),
-        ("运行 算一下1到100的和", ("words", "运行 算一下1到100的和")),
+        ("运行 算一下1到100的和", ("run", "print(sum(range(1, 101)))")),  # offline now
+        ("运行 分析一下这份数据", ("words", "运行 分析一下这份数据")),
         ("写一个程序计算1到100的和", ("write", "写一个程序计算1到100的和")),
         ("写一个程序计算1到100的和并运行", ("words", "写一个程序计算1到100的和并运行")),
         ("打开代码", ("home", "")),
