@@ -185,6 +185,22 @@ class NotesAgent(AIOSAgent):
             intent, arg = self._llm_intent(arg)
         if intent in ("done", "undone", "delete"):
             return self._on_named(ctx, intent, arg)
+        if intent == "vague":  # "delete all notes", "mark it as done": which one?
+            example = {
+                "delete": ("删掉关于牛奶的笔记", "delete the note about milk"),
+                "done": ("把买牛奶那条标记为完成", "mark the milk note as done"),
+                "undone": ("把买牛奶那条标记为未完成", "mark the milk note as not done"),
+            }[arg]
+            return self._list(
+                lang,
+                "",
+                "",
+                tr(
+                    lang,
+                    f"请说出笔记里的几个字，一次一条，例如：{example[0]}",
+                    f"Say a few words of the note, one at a time, e.g. {example[1]!r}",
+                ),
+            )
         if intent == "add":
             title, tags = nl.split_hashtags(arg)
             return self._add(lang, title, "", tags)

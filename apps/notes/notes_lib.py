@@ -100,8 +100,9 @@ _APP_WORDS = re.compile(
 _ADD = re.compile(
     r"^(?:请|帮我)?(?P<verb>"
     r"(?:帮我)?(?:添加|新建|新增|写|记|建|创建)(?:一)?(?:条|个|份)?(?:新)?(?:笔记|备忘|记录)(?:一下)?|"
-    r"记一下|记下来|记下|记住|记得|记录一下|记录|记个|新笔记|写下来|写下|备忘一下|备忘|"
-    r"提醒我一下|提醒一下|提醒我|提醒|添加|记|"
+    r"记一下|记下来|记下|记住|记个事|记件事|记得|记录一下|记录|记个|新笔记|写下来|写下|备忘一下|备忘|"
+    r"提醒我一下|提醒一下|提醒我|提醒|添加|记(?![一下住得录个])|"
+    r"(?:add|save|put)\s+(?:this\s+|it\s+)?(?:to|in|into)\s+(?:my\s+|the\s+)?notes?|to-?do|"
     r"(?:add|make|take|create|write|save|jot)\s+(?:a\s+|an\s+|one\s+)?(?:new\s+|quick\s+)?note"
     r"(?:\s+(?:that|saying|to\s+self|to|about))?|"
     r"new\s+note|note\s+down|note\s+that|jot\s+(?:this\s+|it\s+)?down|jot|"
@@ -126,7 +127,8 @@ _TAG_WORDS = re.compile(
 _SEARCH = re.compile(
     r"^(?:搜索一下|搜索|搜一下|搜搜|查找|查一下|查查|找一下|找找|搜|找|查|"
     r"search(?:\s+(?:my\s+|the\s+)?notes?)?(?:\s+for)?|find(?:\s+(?:my\s+|the\s+)?notes?)?|"
-    r"look\s+for|look\s+up|about|regarding|关于|有关|(?:show|list)\s+(?:me\s+)?(?:my\s+|the\s+|all\s+)?notes?)"
+    r"look\s+for|look\s+up|about|regarding|关于|有关|"
+    r"what\s+(?:notes|did\s+i\s+(?:write|note))\s+(?:do\s+i\s+have\s+)?(?:about|on)|(?:show|list)\s+(?:me\s+)?(?:my\s+|the\s+|all\s+)?notes?)"
     r"(?![a-z])[\s:：]*(?P<text>.+)$",
     re.IGNORECASE,
 )
@@ -158,7 +160,7 @@ _DONE = re.compile(
 _DELETE = re.compile(
     r"^(?:delete|remove|erase|drop|get\s+rid\s+of|trash|throw\s+away)\s+(?P<a>.+)$"
     r"|^(?:把|将)(?P<b>.+?)(?:删掉|删除|删了|去掉|移除)(?:吧|了)?$"
-    r"|^(?:删掉|删除|删了|去掉|移除|删)(?P<c>.+)$",
+    r"|^(?:删掉|删除|删了|去掉|移除|删(?![除掉了]))(?P<c>.+)$",
     re.IGNORECASE,
 )
 _TARGET_NOISE = re.compile(
@@ -234,10 +236,11 @@ def _tagged(text: str) -> str:
 
 
 def parse_instruction(text: str | None) -> tuple[str, str]:
-    """``(intent, text)``: intent is list, add, search, done, undone, delete or unknown.
+    """``(intent, text)``: intent is list, add, search, done, undone, delete, vague or unknown.
 
     add: the note's text (a spoken tag turned into a ``#hashtag``); search: the words
-    looked for; done/undone/delete: the words naming the note (see :func:`_target`).
+    looked for; done/undone/delete: the words naming the note (see :func:`_target`);
+    vague: done, undone or delete said of no particular note ("delete all notes").
     """
     rest = slots.strip_filler(text)
     rest = _APP_WORDS.sub("", rest, count=1).strip()
@@ -254,12 +257,13 @@ def parse_instruction(text: str | None) -> tuple[str, str]:
         flag = m.group("v") or m.group("w") or m.group("x") or ""
         target = _target(which)
         if target:
-            return ("undone" if _UNDONE_WORDS.fullmatch(flag.lower()) else "done"), target
+            intent = "undone" if _UNDONE_WORDS.fullmatch(flag.lower()) else "done"
+            return ("vague", intent) if target.lower() in _VAGUE else (intent, target)
     m = _DELETE.match(rest)
     if m:
         target = _target(next(v for v in m.groupdict().values() if v))
         if target:
-            return "delete", target
+            return ("vague", "delete") if target.lower() in _VAGUE else ("delete", target)
     m = _SEARCH_ZH.match(rest) or _SEARCH.match(rest)
     if m:
         words = m.group("text").strip()
@@ -281,6 +285,11 @@ def note_words(target: str) -> list[str]:
     return [w for w in words if w.lower() not in _STOP and (len(w) >= 2 or not w.isascii())]
 
 
+_VAGUE = frozenset(
+    {"all", "everything", "all of them", "them", "it", "this", "that", "these", "those"}
+    | {"所有", "全部", "全部的", "所有的", "它", "它们", "这个", "那个", "这些", "那些"}
+)
+"""Words that name no particular note: "delete all notes", "mark it as done"."""
 _WEAK_ADD = frozenset({"记", "note", "add", "添加"})
 """Add words that may also start a request of another kind ("note: dentist done")."""
 _STOP = frozenset(

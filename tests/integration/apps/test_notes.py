@@ -418,6 +418,9 @@ def test_several_notes_match_so_the_app_asks_which(notes: Running, views: Subscr
     out = notes.instruct("delete the note about 牛奶")
     resp = answer(notes, views, out, "cancel")
     assert len(db_rows(notes)) == 3 and "没有" in resp["message"]
+    # no particular note named: the reply says how, and nothing is deleted
+    resp = say(notes, "删除所有笔记")
+    assert resp["message"].startswith("请说出笔记里的几个字") and len(db_rows(notes)) == 3
 
 
 def test_plain_requests_list_and_search(notes: Running) -> None:
