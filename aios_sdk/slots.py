@@ -272,7 +272,8 @@ _CN_DIGITS |= {"六": 6, "七": 7, "八": 8, "九": 9}
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
 _CN_NUMBER = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
 _CN_IDIOM = re.compile(r"一(?:下|些|起|点|直|样|般|定|切|共|旦|边|会)|万一|十分")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\d])")
+# a Chinese character just before the digits does not hide them ("音量调到50")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?\d+(?:\.\d+)?(?![\d])")
 
 
 def cn_number(text: str) -> int | None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from aios_sdk import slots
+
 AUDIO_EXTENSIONS = (".wav", ".mp3", ".ogg", ".flac", ".m4a")
 RESULTS_MAX = 50
 LIBRARY_MAX = 500
@@ -169,8 +171,10 @@ _ROUTING = re.compile(
     re.IGNORECASE,
 )
 _PLAY = re.compile(
-    r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放|放一首|放首|放|来一首|来首|来点"
-    r"|听一下|听听|听|play(?:\s+me)?|listen\s+to|put\s+on)\s*(?P<q>.*)$",
+    r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放一下|播放一首|播放|放一下|放一首|放首|放|来一首|来首|来点"
+    r"|听一下|听听|听一首|听|play(?:\s+me)?(?:\s+the\s+song)?|listen\s+to|put\s+on"
+    r"|(?:i\s+)?(?:want|wanna|would\s+like)\s+to\s+(?:hear|listen\s+to)|let\s+me\s+hear)"
+    r"\s*(?P<q>.*)$",
     re.IGNORECASE,
 )
 _SEARCH = re.compile(
@@ -179,26 +183,51 @@ _SEARCH = re.compile(
     re.IGNORECASE,
 )
 _NEXT = re.compile(
-    r"^(?:播放)?(?:下一首|下首|下一曲|切歌|换一首|换首)(?:歌)?$"
-    r"|^(?:play\s+)?(?:the\s+)?next(?:\s+(?:song|track|one))?$"
-    r"|^skip(?:\s+(?:this|song|track))?$",
+    r"^(?:播放|放|来|切到|换到|跳到|听)?(?:下一首|下首|下一曲|下一个|切歌|切一首|换一首|换首|换歌|换一个)(?:歌曲?|吧)?$"
+    r"|^(?:play\s+|go\s+to\s+|skip\s+to\s+|on\s+to\s+)?(?:the\s+)?next(?:\s+(?:song|track|one|tune))?$"
+    r"|^skip(?:\s+(?:this|it|that|ahead|forward|the\s+song|the\s+track))?"
+    r"(?:\s+(?:one|song|track|tune))?$"
+    r"|^(?:change|switch)\s+(?:the\s+)?(?:song|track)$|^(?:another|different)\s+(?:song|track|one)$",
     re.I,
 )
 _PREV = re.compile(
-    r"^(?:播放)?(?:上一首|上首|上一曲)(?:歌)?$|^(?:play\s+)?(?:the\s+)?"
-    r"(?:previous|prev|last)(?:\s+(?:song|track|one))?$|^go\s+back$",
+    r"^(?:播放|放|回到|返回|切回|切到|回|听|再听|再放)?(?:上一首|上首|上一曲|上一个|前一首)(?:歌曲?|吧)?$"
+    r"|^(?:play\s+|go\s+to\s+)?(?:the\s+)?(?:previous|prev|last|prior)(?:\s+(?:song|track|one|tune))?"
+    r"(?:\s+again)?$"
+    r"|^(?:go\s+)?back(?:\s+(?:one|a))?(?:\s+(?:song|track))?$"
+    r"|^(?:play\s+)?the\s+(?:song|track|one)\s+before(?:\s+this(?:\s+one)?)?$",
     re.I,
 )
 _RESUME = re.compile(
-    r"^(?:继续|接着|恢复)(?:播放|放|听)(?:音乐|歌曲?)?$|^继续$"
-    r"|^(?:resume|continue|unpause)(?:\s+(?:playing|playback|the\s+music|music|the\s+song))?$",
+    r"^(?:继续|接着|恢复|重新)(?:播放|放|听|播)?(?:音乐|歌曲?|吧)?$"
+    r"|^(?:resume|continue|unpause|keep\s+playing|start\s+again|play\s+again|carry\s+on)"
+    r"(?:\s+(?:playing|playback|the\s+music|music|the\s+song|it|the\s+track))?$",
     re.I,
 )
-_PAUSE = re.compile(r"^(?:暂停|停止|停|别放了|pause|stop)(?:播放|音乐|一下|music|playback)?$", re.I)
-_VOLUME = re.compile(r"(?:音量|volume)\D{0,6}?(\d{1,3})", re.IGNORECASE)
-_LOUDER = re.compile(r"大声|调大|音量加|增大音量|louder|volume\s+up|turn\s+it\s+up", re.I)
+_PAUSE = re.compile(
+    r"^(?:先|请)?(?:暂停|停止|停|停下|别放了|不要放了|关掉|关闭)(?:一下|播放|音乐|歌曲?|下来)*$"
+    r"|^(?:把|将)?(?:音乐|歌曲?)(?:暂停|停下|停了|关了|停止)(?:一下)?$"
+    r"|^(?:pause|stop|hold|halt)(?:\s+(?:it|this|that|the\s+music|music|the\s+song|the\s+track"
+    r"|playback|playing|for\s+a\s+(?:moment|sec(?:ond)?|bit)))*$",
+    re.I,
+)
+_VOLUME_WORD = re.compile(r"音量|声音|volume|(?<![a-z])vol(?![a-z])", re.IGNORECASE)
+_VOLUME_TO = re.compile(
+    r"(?:音量|声音|volume|vol)\s*(?:调|设|开|放|改|变)?(?:到|成|为|至|在|:|：|=|to|at)?\s*\d"
+    r"|(?:调|设|开|放|改)(?:到|成|为|至)|(?:\bto|\bat)\s+\d",
+    re.IGNORECASE,
+)
+_LOUDER = re.compile(
+    r"大声|调大|开大|大点声|大一点|大一些|音量加|加大|增大|提高音量|调高|louder|"
+    r"volume\s+up|(?:turn|crank|pump)\s+(?:it|this|the\s+(?:music|volume|sound))\s+up|"
+    r"turn\s+up|raise\s+the\s+volume|increase\s+the\s+volume|more\s+volume",
+    re.I,
+)
 _QUIETER = re.compile(
-    r"小声|调小|音量减|减小音量|quieter|softer|volume\s+down|turn\s+it\s+down", re.I
+    r"小声|调小|关小|小点声|小一点|小一些|音量减|减小|降低音量|调低|quieter|softer|"
+    r"volume\s+down|turn\s+(?:it|this|the\s+(?:music|volume|sound))\s+down|turn\s+down|"
+    r"lower\s+the\s+volume|decrease\s+the\s+volume|reduce\s+the\s+volume|less\s+volume",
+    re.I,
 )
 _MUTE = re.compile(r"静音|mute", re.I)
 _LIST = re.compile(
@@ -247,13 +276,32 @@ def clean_query(q: str) -> str:
     return "" if q.lower() in _NOTHING else q
 
 
+def _volume(t: str) -> tuple[str, int] | None:
+    """ "volume to 30" / "声音调到三十" (absolute), "turn it up" / "小声点" (a step of 10,
+    or "by N"); None when the text is not about the volume."""
+    if _PLAY.match(t) and not _VOLUME_WORD.search(t):
+        return None  # "play up all night" is a song
+    louder, quieter = _LOUDER.search(t), _QUIETER.search(t)
+    number = slots.find_number(t) if len(t) <= 40 else None
+    number = int(number) if isinstance(number, int | float) and 0 <= number <= 1000 else None
+    if number is not None and (_VOLUME_WORD.search(t) or louder or quieter):
+        if (louder or quieter) and not _VOLUME_TO.search(t):
+            return "volume_step", number if louder else -number
+        return "volume", number
+    if louder:
+        return "volume_step", 10
+    if quieter:
+        return "volume_step", -10
+    return None
+
+
 def parse_command(text: str) -> tuple[str, Any]:
     """(kind, argument) for one instruction.
 
     kinds: home, play (query or ""), search (query), next, prev, pause, resume,
     volume (absolute number), volume_step (+/-), unknown (text).
     """
-    t = strip_routing(text)
+    t = slots.strip_filler(strip_routing(slots.strip_filler(text)))
     if not t:
         return "home", None
     if _NEXT.match(t):
@@ -266,13 +314,9 @@ def parse_command(text: str) -> tuple[str, Any]:
         return "resume", None
     if _MUTE.search(t) and len(t) <= 12:
         return "volume", 0
-    m = _VOLUME.search(t)
-    if m:
-        return "volume", int(m.group(1))
-    if _LOUDER.search(t):
-        return "volume_step", 10
-    if _QUIETER.search(t):
-        return "volume_step", -10
+    volume = _volume(t)
+    if volume is not None:
+        return volume
     if _LIST.match(t):
         return "home", None
     m = _SEARCH.match(t)

@@ -11,10 +11,13 @@ action on a filtered list keeps the filter. Deleting asks first (DESIGN §13):
 ``delete`` answers with an ``ask`` step (a ``confirm`` card); only the next
 round, with the answer ``true``, deletes the note.
 
-Offline the app understands "记一下明天买牛奶" / "add note buy milk" /
-"提醒我买牛奶" / "remind me to buy milk",
-"搜索 牛奶" / "search milk" and "打开记事本" / "open notes"; with an LLM it
-also picks a tag for a new note and reads free-form requests.
+Offline the app understands (see :func:`notes_lib.parse_instruction`) adding
+("记一下明天买牛奶", "帮我记住…", "remember to water the plants", "jot down: …", with a
+tag "#work" / "标签 工作"), marking done ("mark the dentist note as done",
+"把买牛奶那条标记为完成"), deleting ("delete the note about milk", "删掉关于牛奶的笔记"),
+searching ("find notes about milk", "搜一下牛奶") and listing ("show my notes"). A note
+is named by words it contains; when several notes match, a ``choice`` step asks which.
+With an LLM it also picks a tag for a new note and reads free-form requests.
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ TOGGLE_PREFIX = "done."
 """The older per-note switch ``done.<id>`` with ``on``, still understood."""
 CONFIRM_STEP = "confirm_delete"
 """The ``step_id`` of the question before a delete; its answer is ``step_confirm_delete``."""
+WHICH_STEP = "which_note"
+"""The ``step_id`` of the question "which note?" when a request's words name several."""
+PICK_LIMIT = 10
+"""Notes offered at most when a request's words name several."""
 PICK_STEP = "pick_file"
 """The ``step_id`` of the launch that asks the files app for a file (DESIGN §13)."""
 
@@ -121,7 +128,7 @@ class NotesAgent(AIOSAgent):
         context: AppContext,
         action_request: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return self._instruction(context.lang, instruction)
+        return self._instruction(context, instruction)
 
     # ------------------------------------------------------------ actions
 
@@ -171,10 +178,29 @@ class NotesAgent(AIOSAgent):
     def refresh(self, ctx: AppContext) -> dict[str, Any]:
         return self._list(ctx.lang, *self._filters(ctx))
 
-    def _instruction(self, lang: Lang, text: str | None) -> dict[str, Any]:
+    def _instruction(self, ctx: AppContext, text: str | None) -> dict[str, Any]:
+        lang = ctx.lang
         intent, arg = nl.parse_instruction(text)
         if intent == "unknown":
             intent, arg = self._llm_intent(arg)
+        if intent in ("done", "undone", "delete"):
+            return self._on_named(ctx, intent, arg)
+        if intent == "vague":  # "delete all notes", "mark it as done": which one?
+            example = {
+                "delete": ("删掉关于牛奶的笔记", "delete the note about milk"),
+                "done": ("把买牛奶那条标记为完成", "mark the milk note as done"),
+                "undone": ("把买牛奶那条标记为未完成", "mark the milk note as not done"),
+            }[arg]
+            return self._list(
+                lang,
+                "",
+                "",
+                tr(
+                    lang,
+                    f"请说出笔记里的几个字，一次一条，例如：{example[0]}",
+                    f"Say a few words of the note, one at a time, e.g. {example[1]!r}",
+                ),
+            )
         if intent == "add":
             title, tags = nl.split_hashtags(arg)
             return self._add(lang, title, "", tags)
@@ -187,6 +213,85 @@ class NotesAgent(AIOSAgent):
                 f"没看懂「{arg}」。可以说：记一下 明天买牛奶；搜索 牛奶。",
                 f"I did not understand {arg!r}. Try: add note buy milk; search milk.",
             )
+        return reply
+
+    # ------------------------------------------------------------ by words
+
+    def _matching(self, words: str) -> list[tuple[int, str, bool]]:
+        """``(id, title, done)`` of the notes ``words`` name: the whole phrase in the title or
+        body, else every one of its words (newest first)."""
+        sql = (
+            "SELECT id, title, done FROM notes WHERE {} ORDER BY done, id DESC LIMIT "
+            f"{PICK_LIMIT}"
+        )
+        one = "(title LIKE ? ESCAPE '\\' OR body LIKE ? ESCAPE '\\')"
+        rows = self._db(sql.format(one), [nl.like_pattern(words)] * 2)["rows"]
+        parts = nl.note_words(words)
+        if not rows and len(parts) > 1:
+            params = [q for w in parts for q in [nl.like_pattern(w)] * 2]
+            rows = self._db(sql.format(" AND ".join([one] * len(parts))), params)["rows"]
+        return [(int(r[0]), str(r[1]), bool(r[2])) for r in rows]
+
+    def _on_named(self, ctx: AppContext, intent: str, words: str) -> dict[str, Any]:
+        """ "mark the dentist note as done" / "删掉关于牛奶的笔记": the note the words name;
+        several: the user picks one (a ``choice`` step), none: the list says so."""
+        lang = ctx.lang
+        found = self._matching(words)
+        if intent != "delete" and len(found) > 1:
+            # "mark milk done" means the one not done yet, when only one is
+            wanted = intent == "done"
+            narrowed = [f for f in found if f[2] != wanted]
+            found = narrowed or found
+        if not found:
+            return self._list(
+                lang,
+                "",
+                "",
+                tr(lang, f"没有找到包含「{words}」的笔记", f"No note mentions {words!r}"),
+            )
+        if len(found) == 1:
+            note_id = found[0][0]
+        else:
+            chosen = ctx.result(WHICH_STEP)
+            if chosen is None:
+                return self._ask_which(lang, intent, words, found)
+            picked = chosen.answer
+            ids = {str(f[0]): f[0] for f in found}
+            if not chosen.ok or picked not in ids:
+                return self._list(lang, "", "", tr(lang, "没有改动任何笔记", "No note was changed"))
+            note_id = ids[str(picked)]
+            if intent == "delete":  # picking it on the card was the confirmation
+                title = self._title(note_id)
+                self._db("DELETE FROM notes WHERE id = ?", [note_id])
+                return self._list(lang, "", "", tr(lang, f"已删除：{title}", f"Deleted: {title}"))
+        if intent == "delete":
+            return self._delete(ctx, note_id, "", "")
+        return self._set_done(lang, note_id, intent == "done", "", "")
+
+    def _ask_which(
+        self, lang: Lang, intent: str, words: str, found: list[tuple[int, str, bool]]
+    ) -> dict[str, Any]:
+        options: list[Any] = [
+            {"value": str(note_id), "label": title[:80] + (" ✓" if done else "")}
+            for note_id, title, done in found
+        ]
+        if intent == "delete":
+            options.append({"value": "cancel", "label": tr(lang, "都不删", "None of them")})
+            prompt = tr(
+                lang,
+                f"有 {len(found)} 条笔记包含「{words}」，删除哪一条？删除后无法恢复。",
+                f"{len(found)} notes mention {words!r}. Delete which one? This cannot be undone.",
+            )
+        else:
+            prompt = tr(
+                lang,
+                f"有 {len(found)} 条笔记包含「{words}」，"
+                f"把哪一条标记为{'完成' if intent == 'done' else '未完成'}？",
+                f"{len(found)} notes mention {words!r}. Which one is "
+                f"{'done' if intent == 'done' else 'not done'}?",
+            )
+        reply = self._list(lang, words, "", prompt)
+        reply["steps"] = [self.ask("choice", prompt, options=options, step_id=WHICH_STEP)]
         return reply
 
     # ------------------------------------------------------------ commands
@@ -508,8 +613,9 @@ class NotesAgent(AIOSAgent):
                     {
                         "role": "system",
                         "content": "The user talks to a notes app. Answer JSON "
-                        '{"intent": "add"|"search"|"list"|"unknown", "text": "the note '
-                        'text or the search words"} and nothing else.',
+                        '{"intent": "add"|"search"|"list"|"done"|"undone"|"delete"|"unknown", '
+                        '"text": "the note text, the search words, or the words naming '
+                        'the note"} and nothing else.',
                     },
                     {"role": "user", "content": text[:1000]},
                 ]
@@ -521,7 +627,7 @@ class NotesAgent(AIOSAgent):
             return "unknown", text
         if (
             isinstance(parsed, dict)
-            and parsed.get("intent") in ("add", "search", "list")
+            and parsed.get("intent") in ("add", "search", "list", "done", "undone", "delete")
             and isinstance(parsed.get("text", ""), str)
         ):
             return str(parsed["intent"]), str(parsed.get("text", "")).strip()

@@ -423,3 +423,57 @@ def test_router_sends_music_system_control_and_monitor_commands_apart(
     for text, app in cases.items():
         out = running.instruct(text)
         assert [r["app"] for r in out["results"]] == [app], (text, out["plan"])
+
+
+def player(running: Running, reply: dict[str, Any]) -> tuple[str, bool | None, int]:
+    """What the user hears after a request: the song, playing (True) / paused (False) /
+    as it was (None), the volume; the playlist and the volume kept by the app agree."""
+    assert reply["view_type"] == "media", reply
+    data = reply["data"]
+    playlist = running.system.store.cache_get(APP, "playlist")
+    assert playlist["items"][playlist["index"]]["id"] == data["id"]
+    assert running.system.store.cache_get(APP, "volume") in (None, data["volume"])
+    return data["title"], data.get("autoplay"), data["volume"]
+
+
+def test_plain_requests_drive_the_player(running: Running) -> None:
+    """Library order: 海阔天空, 七里香, 晴天."""
+    steps: list[tuple[str, tuple[str, bool | None, int]]] = [
+        ("放一首 七里香", ("七里香", True, 80)),
+        ("next song", ("晴天", True, 80)),
+        ("skip this one", ("海阔天空", True, 80)),
+        ("切歌", ("七里香", True, 80)),
+        ("go back one song", ("海阔天空", True, 80)),
+        ("previous track", ("晴天", True, 80)),
+        ("上一首", ("七里香", True, 80)),
+        ("pause the music", ("七里香", False, 80)),
+        ("继续放", ("七里香", True, 80)),
+        ("暂停一下", ("七里香", False, 80)),
+        ("resume the music", ("七里香", True, 80)),
+        ("turn it up", ("七里香", None, 90)),
+        ("volume to 30", ("七里香", None, 30)),
+        ("声音调到 45", ("七里香", None, 45)),
+        ("音量调到50", ("七里香", None, 50)),
+        ("声音小一点", ("七里香", None, 40)),
+        ("please play 晴天", ("晴天", True, 40)),
+        ("下一首", ("海阔天空", True, 40)),
+        ("I want to listen to 七里香", ("七里香", True, 40)),
+    ]
+    for text, expected in steps:
+        assert player(running, say(running, text)) == expected, text
+    assert running.system.store.cache_get(APP, "volume") == 40
+
+
+def test_plain_requests_in_english_answer_in_english(
+    make_system: Callable[..., Running], apps_dir: Path
+) -> None:
+    running = make_system(apps_dir=apps_dir, language="en")
+    reply = say(running, "play 晴天")
+    assert reply["message"] == "Now playing: 晴天 - 周杰伦"
+    reply = say(running, "could you pause it?")
+    assert reply["data"]["autoplay"] is False and reply["message"] == "Paused: 晴天 - 周杰伦"
+    reply = say(running, "set the volume to 25 please")
+    assert reply["data"]["volume"] == 25 and reply["message"] == "Volume set to 25."
+    assert running.system.store.cache_get(APP, "volume") == 25
+    reply = say(running, "keep playing")
+    assert reply["data"]["autoplay"] is True and reply["data"]["title"] == "晴天"

@@ -317,3 +317,118 @@ def test_free_tags_and_english_answers(make_system: Callable[..., Running], tmp_
     assert done["message"] == "Done: Buy milk" and [r[4] for r in db_rows(system)] == [0, 1]
     text = str(empty) + str(resp) + str(only) + str(none) + str(done)
     assert not any("\u4e00" <= ch <= "\u9fff" for ch in text), text  # English only
+
+
+# ---------------------------------------------------------------- plain requests (issue 22)
+
+PLAIN_ADDS = [
+    ("remember to water the plants", "water the plants", "other"),
+    ("please jot down: renew car insurance", "renew car insurance", "other"),
+    ("note that the meeting moved to 3pm", "the meeting moved to 3pm", "work"),
+    ("帮我记住周五交房租", "周五交房租", "other"),
+    ("添加笔记 买面包", "买面包", "shopping"),
+    ("记一下 写周报 标签 工作", "写周报", "work"),
+    ("add a note call the bank, tag work", "call the bank", "work"),
+]
+
+
+def test_plain_requests_add_notes(notes: Running) -> None:
+    for n, (text, title, tag) in enumerate(PLAIN_ADDS, start=1):
+        out = notes.instruct(text)
+        assert [r["app"] for r in out["results"]] == [APP], (text, out)
+        resp = out["results"][0]["response"]
+        assert resp["status"] == "ok" and title in titles(resp), (text, resp)
+        assert db_rows(notes)[-1] == (n, title, "", tag, 0), text
+
+
+def say(system: Running, text: str) -> dict[str, Any]:
+    out = system.instruct(text)
+    assert [r["app"] for r in out["results"]] == [APP], (text, out)
+    resp: dict[str, Any] = out["results"][0]["response"]
+    return resp
+
+
+def done_of(system: Running) -> dict[str, int]:
+    return {r[1]: r[4] for r in db_rows(system)}
+
+
+def test_marking_a_note_done_by_the_words_it_contains(notes: Running) -> None:
+    for title in ("dentist at 3pm", "买牛奶", "写周报"):
+        add(notes, title)
+    resp = say(notes, "mark the dentist note as done")
+    assert resp["message"] == "已完成：dentist at 3pm"
+    assert done_of(notes) == {"dentist at 3pm": 1, "买牛奶": 0, "写周报": 0}
+    resp = say(notes, "把买牛奶那条标记为完成")
+    assert resp["message"] == "已完成：买牛奶"
+    assert done_of(notes) == {"dentist at 3pm": 1, "买牛奶": 1, "写周报": 0}
+    say(notes, "周报那条搞定了")
+    assert done_of(notes) == {"dentist at 3pm": 1, "买牛奶": 1, "写周报": 1}
+    say(notes, "mark the dentist note as not done")
+    assert done_of(notes)["dentist at 3pm"] == 0
+    # words no note contains: nothing changes, and the reply says so
+    resp = say(notes, "mark the unicorn note as done")
+    assert "unicorn" in resp["message"] and "没有找到" in resp["message"]
+    assert done_of(notes) == {"dentist at 3pm": 0, "买牛奶": 1, "写周报": 1}
+
+
+def test_deleting_a_note_by_its_words_asks_first(notes: Running, views: Subscription) -> None:
+    for title in ("buy milk", "dentist at 3pm", "交电费"):
+        add(notes, title)
+    out = notes.instruct("delete the note about milk")
+    assert out.get("state") == "waiting", out
+    (card,) = out["pending"]
+    assert card["kind"] == "confirm" and "buy milk" in card["prompt"]
+    assert len(db_rows(notes)) == 3  # asking deletes nothing
+    resp = answer(notes, views, out, True)
+    assert resp["message"] == "已删除：buy milk"
+    assert [r[1] for r in db_rows(notes)] == ["dentist at 3pm", "交电费"]
+    out = notes.instruct("把交电费那条删了")
+    assert out.get("state") == "waiting", out
+    resp = answer(notes, views, out, False)
+    assert resp["message"].startswith("没有删除：交电费")
+    assert [r[1] for r in db_rows(notes)] == ["dentist at 3pm", "交电费"]
+
+
+def test_several_notes_match_so_the_app_asks_which(notes: Running, views: Subscription) -> None:
+    for title in ("买牛奶", "牛奶过期了要扔掉", "写周报"):
+        add(notes, title)
+    out = notes.instruct("删掉关于牛奶的笔记")
+    assert out.get("state") == "waiting", out
+    (card,) = out["pending"]
+    assert card["kind"] == "choice" and "牛奶" in card["prompt"]
+    labels = {o["label"]: o["value"] for o in card["options"]}
+    assert set(labels) == {"买牛奶", "牛奶过期了要扔掉", "都不删"}
+    assert len(db_rows(notes)) == 3
+    resp = answer(notes, views, out, labels["牛奶过期了要扔掉"])
+    assert resp["message"] == "已删除：牛奶过期了要扔掉"
+    assert [r[1] for r in db_rows(notes)] == ["买牛奶", "写周报"]
+
+    add(notes, "牛奶 low fat")
+    out = notes.instruct("mark the 牛奶 note as done")
+    (card,) = out["pending"]
+    assert card["kind"] == "choice"
+    labels = {o["label"]: o["value"] for o in card["options"]}
+    resp = answer(notes, views, out, labels["买牛奶"])
+    assert resp["message"] == "已完成：买牛奶"
+    assert done_of(notes) == {"买牛奶": 1, "写周报": 0, "牛奶 low fat": 0}
+    # "done" again: only one of them is not done yet, so no question
+    resp = say(notes, "牛奶完成了")
+    assert resp["message"] == "已完成：牛奶 low fat"
+    # "none of them" deletes nothing
+    out = notes.instruct("delete the note about 牛奶")
+    resp = answer(notes, views, out, "cancel")
+    assert len(db_rows(notes)) == 3 and "没有" in resp["message"]
+    # no particular note named: the reply says how, and nothing is deleted
+    resp = say(notes, "删除所有笔记")
+    assert resp["message"].startswith("请说出笔记里的几个字") and len(db_rows(notes)) == 3
+
+
+def test_plain_requests_list_and_search(notes: Running) -> None:
+    for title in ("buy milk", "明天买牛奶", "dentist at 3pm"):
+        add(notes, title)
+    for text in ("show my notes", "我的笔记", "看看所有笔记"):
+        assert len(say(notes, text)["data"]["items"]) == 3, text
+    assert titles(say(notes, "find notes about milk")) == ["buy milk"]
+    assert titles(say(notes, "搜一下牛奶")) == ["明天买牛奶"]
+    assert titles(say(notes, "search my notes for dentist")) == ["dentist at 3pm"]
+    assert titles(say(notes, "有没有关于牛奶的笔记")) == ["明天买牛奶"]

@@ -152,6 +152,9 @@ def test_find_folder(text: str, folder: str | None) -> None:
         ("等一下", None),  # 一下 is "a moment", not one
         ("no number", None),
         ("v1.2 release", None),
+        ("音量调到50", 50),
+        ("第3首", 3),
+        ("mp3 player", None),
     ],
 )
 def test_find_number(text: str, number: float | None) -> None:
