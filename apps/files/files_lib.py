@@ -186,6 +186,12 @@ _APP_WORDS = re.compile(
     r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?(?![a-z])[\s,，:：]*",
     re.IGNORECASE,
 )
+_APP_TAIL = re.compile(
+    r"\s+(?:in|with|using|via|from)\s+(?:the\s+)?(?:files\s+app|file\s*manager(?:\s+app)?)$"
+    r"|\s*(?:在|用)文件管理器?(?:里|中)?$",
+    re.IGNORECASE,
+)
+"""The app named after the request: "list docs in the file manager"."""
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # "列出我的文件", "我的文件", "list my files": the workspace itself, not a folder "my files"
     (
@@ -202,7 +208,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"^(?:列出|显示|查看|看看|看一下|list|show|see|view)?\s*(?:me\s+)?"
             r"(?:everything|all(?:\s+of\s+it)?|全部|所有|所有东西|全部东西|一切)"
-            r"(?:\s*(?:显示|列出)(?:出来)?|\s+(?:here|there))?$",
+            r"(?:\s*(?:显示|列出)(?:出来)?|\s+(?:here|there|in\s+(?:my\s+)?files))?$",
             re.IGNORECASE,
         ),
     ),
@@ -476,6 +482,7 @@ def parse_instruction(text: str | None) -> tuple[str, list[str]]:
     folder; mkdir's are ``[path]`` (``[]`` when no name was given)."""
     rest = slots.strip_filler(text)
     rest = slots.strip_filler(_APP_WORDS.sub("", rest, count=1))
+    rest = slots.strip_filler(_APP_TAIL.sub("", rest, count=1)) or rest
     if not rest:
         return "home", []
     for intent, pattern in _PATTERNS:

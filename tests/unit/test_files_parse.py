@@ -88,6 +88,9 @@ def test_new_folders_and_files_in_folders(text: str, parsed: tuple[str, list[str
         ("全部显示", ("home", [])),
         ("列出 docs 文件夹", ("list", ["docs"])),
         ("open the docs folder", ("list", ["docs"])),
+        ("show everything in files", ("home", [])),
+        ("list docs in the file manager", ("list", ["docs"])),
+        ("新建文件夹 照片 在文件管理里", ("mkdir", ["照片"])),
     ],
 )
 def test_listing_said_tersely(text: str, parsed: tuple[str, list[str]]) -> None:
