@@ -5,13 +5,14 @@
 
 Everything goes through the system's atomic tools, so the sandbox and the
 audit log apply: ``file_list`` to browse, ``file_read`` to preview,
-``file_write`` to create. There is no delete or rename tool, so those run
+``file_write`` to create. There is no delete, rename or make-folder tool, so those run
 a fixed one-line Python script (:data:`FS_SCRIPTS`) through ``shell_exec`` with the
 path as a separate argv entry: no shell parses it, the command policy checks
 that the path argument stays in the workdir, and the OS sandbox confines
 the interpreter to the workdir. Renaming moves the entry with the same helper
 (``mv``): every byte kept, and nothing read first (a read before a command
-makes the run ask about the command, DESIGN §14.5).
+makes the run ask about the command, DESIGN §14.5). A new folder ("新建文件夹 照片",
+"make a folder called photos") is made the same way (``mkdir``).
 
 Deleting asks the user once (DESIGN §13): ``delete`` (the button, or
 "删除 a.txt") answers with an ``ask`` step, a ``confirm`` card in the window
