@@ -99,6 +99,12 @@ def find_quoted(text: str | None) -> str | None:
     return (_group(m) or "").strip() if m else None
 
 
+def find_quoted_all(text: str | None) -> list[str]:
+    """Every quoted thing, in order: 'rename "a b.txt" to "c d.txt"' → ["a b.txt", "c d.txt"]."""
+    found = ((_group(m) or "").strip() for m in _QUOTED.finditer(text or ""))
+    return [q for q in found if q]
+
+
 _NAME_MARK = re.compile(
     r"(?:\b(?:called|named|titled|entitled|name\s+it|with\s+(?:the\s+)?name)\b\s*[:：]?\s*"
     r"|(?:叫做|叫作|名叫|名为|名字叫|名字是|名称是|名称为|命名为|取名为?|标题是|标题为|叫)\s*[:：]?\s*)",
@@ -146,7 +152,7 @@ _SPACED_FILE = re.compile(
 )
 _LEAD_CJK = re.compile(
     r"^.*(?:文件夹|文件|叫做|叫|名为|一个|个|把|将|的|在|删除|删掉|打开|预览|查看|看看|读取|读|"
-    r"编辑|修改|新建|创建|写入|写|重命名|改名|改为|改成|移除|显示)"
+    r"编辑|修改|新建|创建|写入|写|重命名|改名|改为|改成|移除|显示|列出|一下|浏览|进入)"
 )
 _CONNECTORS = {"成", "为", "到", "叫", "是"}
 
@@ -163,6 +169,10 @@ def _trim_lead(token: str) -> str:
     if not trimmed and not re.match(r"[A-Za-z0-9_]", tail):
         return token  # "文件.txt" is a name, not ".txt"
     return trimmed + tail
+
+
+_QUOTED_FILE = re.compile(r"[^\n]*[^\s./]\.[A-Za-z][A-Za-z0-9]{0,7}")
+"""A quoted file name may hold spaces: 'shopping list.txt', 「购物 清单.txt」."""
 
 
 def file_tokens(text: str | None) -> list[tuple[int, int, str]]:
@@ -186,7 +196,9 @@ def find_file_name(text: str | None) -> str | None:
     if spaced:
         return spaced.group(1)  # "called shopping list.txt"
     named = find_name(head)
-    if named and (_FILE_TOKEN.fullmatch(named) or not file_tokens(head)):
+    if named and (
+        _FILE_TOKEN.fullmatch(named) or _QUOTED_FILE.fullmatch(named) or not file_tokens(head)
+    ):
         return named
     tokens = file_tokens(head)
     if tokens:
@@ -228,6 +240,8 @@ def find_folder(text: str | None) -> str | None:
         for m in pattern.finditer(text):
             q = find_quoted(m.group(1))
             name = _clean_token(_trim_lead(q or m.group(1)))
+            if name and not q and _LEAD_CJK.fullmatch(name):
+                continue  # "新建文件夹", "列一下文件夹": a verb, not a folder's name
             if name and not _ROOT_WORDS.fullmatch(name) and not _FILE_TOKEN.fullmatch(name):
                 hits.append((m.start(1), name.strip("/")))
     root = _ROOT_WORDS.search(text)

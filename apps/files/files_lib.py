@@ -186,6 +186,12 @@ _APP_WORDS = re.compile(
     r"(?:文件管理器|文件管理|file\s*manager|files)(?:app|应用)?(?![a-z])[\s,，:：]*",
     re.IGNORECASE,
 )
+_APP_TAIL = re.compile(
+    r"\s+(?:in|with|using|via|from)\s+(?:the\s+)?(?:files\s+app|file\s*manager(?:\s+app)?)$"
+    r"|\s*(?:在|用)文件管理器?(?:里|中)?$",
+    re.IGNORECASE,
+)
+"""The app named after the request: "list docs in the file manager"."""
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # "列出我的文件", "我的文件", "list my files": the workspace itself, not a folder "my files"
     (
@@ -193,6 +199,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"^(?:列出|浏览|显示|查看|看看|打开|list|show|browse|open|view)?\s*(?:一下|me)?\s*"
             r"(?:我的|所有的?|全部的?|all(?:\s+(?:of\s+)?my)?|my|the)?\s*(?:文件|files?)$",
+            re.IGNORECASE,
+        ),
+    ),
+    # "show everything", "全部显示": everything there is, at the top
+    (
+        "home",
+        re.compile(
+            r"^(?:列出|显示|查看|看看|看一下|list|show|see|view)?\s*(?:me\s+)?"
+            r"(?:everything|all(?:\s+of\s+it)?|全部|所有|所有东西|全部东西|一切)"
+            r"(?:\s*(?:显示|列出)(?:出来)?|\s+(?:here|there|in\s+(?:my\s+)?files))?$",
             re.IGNORECASE,
         ),
     ),
@@ -213,6 +229,8 @@ _VERBS: list[tuple[str, re.Pattern[str]]] = [
             r"重命名|改名|改个名|名字改|\b(?:rename|mv)\b|\bchange\s+(?:the\s+|its\s+)?name\b", re.I
         ),
     ),
+    # "把 a.txt 改成 b.txt", "change a.txt to b.txt": a rename only when both are names
+    ("rename_names", re.compile(r"改成|改为|换成|\bchange\b", re.I)),
     ("delete", re.compile(r"删除|删掉|删了|移除|\b(?:delete|remove|rm|erase|trash)\b", re.I)),
     ("edit", re.compile(r"编辑|修改|改一下|\b(?:edit|modify|change)\b", re.I)),
     # "hello.txt 里写了什么": a question about a file, not a request to write one
@@ -221,7 +239,7 @@ _VERBS: list[tuple[str, re.Pattern[str]]] = [
         "create",
         re.compile(
             r"新建|创建|新增|建一个|建个|建立|生成|写一个|写个|写入|写|保存|存一个"
-            r"|\b(?:create|make|new|touch|write|save|add)\b",
+            r"|\b(?:create|make|new|touch|write|save|add|put|mkdir)\b",
             re.I,
         ),
     ),
@@ -230,7 +248,7 @@ _VERBS: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             r"列出|列一下|浏览|进入|有哪些|有什么|哪些文件|什么文件|目录|文件夹"
             r"|\b(?:list|ls|browse|cd|dir|folder|directory)\b|\bgo\s+(?:in)?to\b"
-            r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:files\s+)?(?:in|inside|there)\b"
+            r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:files\s+)?(?:in|inside|there|here)\b"
             r"|\b(?:what|which)\s+files\b",
             re.I,
         ),
@@ -249,7 +267,8 @@ _RENAME_TO = re.compile(
 )
 _GENERIC = re.compile(
     r"\b(?:the|a|an|my|your|our|all|of|files?|in|inside|there|here|this|that|me|us|"
-    r"what|which|are|is|me|please|folder|directory)\b|我的|所有的?|全部的?|一下|哪些|什么|这个|那个|"
+    r"what|which|are|is|me|please|folder|directory|everything|stuff|things|contents?)\b"
+    r"|东西|内容|我的|所有的?|全部的?|一下|哪些|什么|这个|那个|"
     r"文件夹|文件|目录|里面|里|中|的|有|都|个|吗|呢|\?|？",
     re.I,
 )
@@ -271,7 +290,7 @@ def _after_verb(rest: str, pattern: re.Pattern[str]) -> str:
     """What follows the verb, without "file"/"文件" words: the old single-argument form."""
     m = pattern.search(_mask(rest))
     tail = rest[m.end() :] if m else rest
-    lead = r"^\s*(?:the\s+)?(?:这个|那个)?(?:文件\s*|file\s+)?"
+    lead = r"^\s*(?:the\s+)?(?:这个|那个)?(?:文件夹\s*|文件\s*|file\s+)?"
     return re.sub(lead, "", tail, flags=re.IGNORECASE).strip()
 
 
@@ -297,26 +316,140 @@ def _trailing_content(rest: str, name: str) -> str | None:
     return None
 
 
+_CONTENT_END = re.compile(
+    r"\s*(?:\b(?:in(?:to)?|inside|on)\s+(?:it|there|the\s+file)|\binside|(?:放|写)?进去|到里面|在里面)"
+    r"\s*$",
+    re.IGNORECASE,
+)
+_NOT_FOLDER = {"it", "there", "here", "this", "that", "a", "an", "the", "file", "它", "里面"}
+_IN_FOLDER = (
+    re.compile(
+        r"^\s*(?:in|inside|into|under|within|to)\s+(?:the\s+|my\s+)?(?:(?:folder|directory)\s+)?"
+        r"([\w\-./]+?)(?:\s+(?:folder|directory))?(?=$|\s|[,，。])",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"^\s*(?:放到|放在|存到|存在|到|在)\s*([\w\-./]+?)\s*(?:文件夹|目录)?(?:里面|里|下面|下|中|内)"
+    ),
+)
+
+
+def _folder_after(rest: str, start: int) -> str | None:
+    """The folder named right after the thing created: "create a.txt in docs" → "docs"."""
+    for pattern in _IN_FOLDER:
+        m = pattern.match(rest[start:])
+        name = m.group(1).strip("/") if m else ""
+        if name and name.lower() not in _NOT_FOLDER and not slots.file_tokens(name):
+            return name
+    return None
+
+
+_CONTENT_BEFORE = (
+    re.compile(
+        r"\b(?:put|write|add|type|save|store)\s+(.+?)\s+(?:in|into|to|inside)\s+(?:the\s+|a\s+)?"
+        r"(?:new\s+)?(?:text\s+)?(?:file\s+)?(?:called\s+|named\s+)?$",
+        re.IGNORECASE,
+    ),
+    re.compile(r"把\s*(.+?)\s*(?:写进|写到|写入|存到|存进|放进|放到|记到|记在)\s*(?:文件)?\s*$"),
+)
+
+
+def _leading_content(rest: str, name: str) -> str | None:
+    """Content written before the name: "put hello in notes.txt", "把你好写进 a.txt"."""
+    at = rest.find(name)
+    for pattern in _CONTENT_BEFORE if at > 0 else ():
+        m = pattern.search(rest[:at])
+        if m and m.group(1).strip():
+            return m.group(1).strip()
+    return None
+
+
+def _tidy_content(content: str, quoted: str | None) -> str:
+    """Content without the words around it: "8080 in it" → "8080" (quoted text stays whole)."""
+    return content if content == quoted else _CONTENT_END.sub("", content).strip()
+
+
 def _create(rest: str) -> tuple[str, list[str]]:
     name = slots.find_file_name(rest)
+    if not (name and _FILE_LIKE.search(name)):
+        made = _mkdir(rest)
+        if made is not None:
+            return made
     if not name:
         return "new", []
+    quoted = slots.find_quoted(rest)
     content = slots.find_content(rest)
     if content is None:
-        quoted = slots.find_quoted(rest)
         # 'write "hi" into a.txt': the quoted thing that is not the name is the content
         content = quoted if quoted and quoted != name else _trailing_content(rest, name)
+    if content is None:
+        content = _leading_content(rest, name)
     folder = slots.find_folder(rest)
-    args = [name, content or ""]
+    if folder is None:
+        at = rest.find(name)
+        folder = _folder_after(rest, at + len(name)) if at >= 0 else None
+    args = [name, _tidy_content(content, quoted) if content else ""]
     return "create", [*args, folder] if folder else args
 
 
+_FILE_LIKE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_FOLDER_WORD = re.compile(r"文件夹|目录|\b(?:folder|directory|dir)\b", re.IGNORECASE)
+_BEFORE_FOLDER_WORD = re.compile(r"\b([A-Za-z0-9_\-]+)\s+(?:folder|directory)\b", re.IGNORECASE)
+_NOT_A_FOLDER_NAME = {"a", "an", "the", "new", "empty", "my", "this", "that", "one", "in", "it"}
+_CREATE_VERB = re.compile(
+    r"新建|创建|新增|建一个|建个|建立|建|\b(?:create|make|new|add|mkdir)\b", re.IGNORECASE
+)
+_PARENT_ZH = re.compile(r"在\s*([\w\-./]+?)\s*(?:文件夹|目录)?(?:里面|里|中|下面|下|内)")
+
+
+def _mkdir(rest: str) -> tuple[str, list[str]] | None:
+    """A new folder ("新建文件夹 照片", "make a folder called photos"): ``("mkdir", [path])``
+    (no name: ``[]``); ``None`` when the folder word says where, not what
+    ("在 docs 文件夹里新建 x")."""
+    masked = _mask(rest)
+    md = re.match(r"^(?:mkdir|md)\s+(?:-p\s+)?(\S+)$", rest, re.IGNORECASE)
+    if md:
+        return "mkdir", [md.group(1)]
+    verb, word = _CREATE_VERB.search(masked), _FOLDER_WORD.search(masked)
+    if not verb or not word or word.start() < verb.start():
+        return None
+    said = rest[verb.start() :]
+    name = slots.find_name(said) or slots.find_folder(said)
+    if not name:
+        before = _BEFORE_FOLDER_WORD.search(said)  # "make a photos folder"
+        name = before.group(1) if before else None
+    if name and name.lower() in _NOT_A_FOLDER_NAME:
+        name = None
+    if not name:
+        return "mkdir", []
+    parent = None
+    at = rest.find(name, verb.start())
+    if at >= 0:
+        parent = _folder_after(rest, at + len(name))
+    if parent is None:
+        zh = _PARENT_ZH.search(rest[: verb.start()])
+        parent = zh.group(1).strip("/") if zh else None
+    return "mkdir", [join(parent, name) if parent else name]
+
+
+def _two_names(rest: str) -> list[str] | None:
+    """The old and new names when both are written: quoted, or as ``name.ext``."""
+    found: list[tuple[int, str]] = []
+    blanked = rest
+    for q in slots.find_quoted_all(rest):
+        at = blanked.find(q)
+        found.append((at, q))
+        blanked = blanked[: at - 1] + "_" * (len(q) + 2) + blanked[at + len(q) + 1 :]
+    found += [(s, name) for s, _, name in slots.file_tokens(blanked)]
+    names = [name for _, name in sorted(found)]
+    return names[:2] if len(names) >= 2 else None
+
+
 def _rename(rest: str) -> tuple[str, list[str]] | None:
-    tokens = [t[2] for t in slots.file_tokens(rest)]
-    quoted = [m.group(0)[1:-1] for m in re.finditer(r"「[^」]+」|“[^”]+”|\"[^\"]+\"", rest)]
-    names = quoted if len(quoted) >= 2 else tokens
-    if len(names) >= 2:
-        return "rename", [names[0], names[1]]
+    both = _two_names(rest)
+    if both:
+        return "rename", both
+    names = slots.find_quoted_all(rest)[:1] or [t[2] for t in slots.file_tokens(rest)]
     to = list(_RENAME_TO.finditer(_mask(rest)))
     if names and to:
         new = rest[to[-1].end() :].strip()
@@ -344,10 +477,12 @@ def _list(rest: str, pattern: re.Pattern[str]) -> tuple[str, list[str]]:
 
 
 def parse_instruction(text: str | None) -> tuple[str, list[str]]:
-    """``(intent, args)``: home, new, list, preview, edit, create, delete, rename, pick
-    or unknown. Create's args are ``[name, content]`` and, when one was named, a folder."""
+    """``(intent, args)``: home, new, list, preview, edit, create, mkdir, delete, rename,
+    pick or unknown. Create's args are ``[name, content]`` and, when one was named, a
+    folder; mkdir's are ``[path]`` (``[]`` when no name was given)."""
     rest = slots.strip_filler(text)
     rest = slots.strip_filler(_APP_WORDS.sub("", rest, count=1))
+    rest = slots.strip_filler(_APP_TAIL.sub("", rest, count=1)) or rest
     if not rest:
         return "home", []
     for intent, pattern in _PATTERNS:
@@ -361,6 +496,11 @@ def parse_instruction(text: str | None) -> tuple[str, list[str]]:
             found = _rename(rest)
             if found:
                 return found
+            continue
+        if intent == "rename_names":
+            names = _two_names(rest)
+            if names:
+                return "rename", names
             continue
         if intent == "create":
             return _create(rest)

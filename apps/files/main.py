@@ -5,13 +5,14 @@
 
 Everything goes through the system's atomic tools, so the sandbox and the
 audit log apply: ``file_list`` to browse, ``file_read`` to preview,
-``file_write`` to create. There is no delete or rename tool, so those run
+``file_write`` to create. There is no delete, rename or make-folder tool, so those run
 a fixed one-line Python script (:data:`FS_SCRIPTS`) through ``shell_exec`` with the
 path as a separate argv entry: no shell parses it, the command policy checks
 that the path argument stays in the workdir, and the OS sandbox confines
 the interpreter to the workdir. Renaming moves the entry with the same helper
 (``mv``): every byte kept, and nothing read first (a read before a command
-makes the run ask about the command, DESIGN §14.5).
+makes the run ask about the command, DESIGN §14.5). A new folder ("新建文件夹 照片",
+"make a folder called photos") is made the same way (``mkdir``).
 
 Deleting asks the user once (DESIGN §13): ``delete`` (the button, or
 "删除 a.txt") answers with an ``ask`` step, a ``confirm`` card in the window
@@ -48,8 +49,10 @@ FS_SCRIPTS = {
     "os.rmdir(p) if os.path.isdir(p) and not os.path.islink(p) else os.remove(p)",
     "mv": "import os,sys;s,d=sys.argv[1:3];"
     "os.path.lexists(d) and sys.exit('already exists: '+d);os.rename(s,d)",
+    "mkdir": "import os,sys;os.makedirs(sys.argv[1])",
 }
-"""Removes (``rm PATH``) or renames (``mv SRC DST``) one entry; paths arrive as argv.
+"""Removes (``rm PATH``), renames (``mv SRC DST``) or makes (``mkdir PATH``) one entry;
+paths arrive as argv.
 Short on purpose: the confirm card shows the whole command line."""
 
 PREVIEW_CHARS = 200_000
@@ -168,6 +171,8 @@ class FilesAgent(AIOSAgent):
             return self._new_form(c, c.folder)
         if intent == "list":
             return self._browse(c, fl.clean_rel(args[0], allow_root=True))
+        if intent == "mkdir":
+            return self._mkdir(c, args[0] if args else None)
         if intent == "create":
             folder = args[2] if len(args) > 2 else c.folder
             return self._create(c, args[0], args[1] if len(args) > 1 else "", folder)
@@ -182,9 +187,9 @@ class FilesAgent(AIOSAgent):
         reply = self._browse(c, c.folder)
         reply["message"] = c.t(
             f"没看懂「{args[0]}」。可以说：预览 a.txt、编辑 a.txt、新建 a.txt 内容、"
-            "重命名 a.txt 为 b.txt、删除 a.txt。",
+            "新建文件夹 照片、重命名 a.txt 为 b.txt、删除 a.txt。",
             f"I did not understand {args[0]!r}. Try: preview a.txt, edit a.txt, create a.txt "
-            "text, rename a.txt to b.txt, delete a.txt.",
+            "text, make a folder called photos, rename a.txt to b.txt, delete a.txt.",
         )
         return reply
 
@@ -210,8 +215,9 @@ class FilesAgent(AIOSAgent):
         """With an LLM, turn free text into one of the commands; without, unknown."""
         prompt = (
             'Map the user\'s request about files to JSON {"intent": one of '
-            'home|list|preview|edit|create|delete|rename|unknown, "args": [strings]}. '
-            "create args: [name, content]; rename args: [old, new]; others: [path]. "
+            'home|list|preview|edit|create|mkdir|delete|rename|unknown, "args": [strings]}. '
+            "create args: [name, content]; mkdir (a new folder) args: [path]; "
+            "rename args: [old, new]; others: [path]. "
             "Answer with the JSON only."
         )
         try:
@@ -227,7 +233,7 @@ class FilesAgent(AIOSAgent):
             return "unknown", [text]
         intent, args = parsed.get("intent"), parsed.get("args") or []
         if (
-            intent in ("home", "list", "preview", "edit", "create", "delete", "rename")
+            intent in ("home", "list", "preview", "edit", "create", "mkdir", "delete", "rename")
             and isinstance(args, list)
             and all(isinstance(a, str) for a in args)
         ):
@@ -603,6 +609,29 @@ class FilesAgent(AIOSAgent):
             )
         self._helper(c, "rm", rel)
         return self._browse(c, fl.parent_of(rel), c.t(f"已删除「{rel}」", f"Deleted {rel!r}"))
+
+    def _mkdir(self, c: Ctx, raw: str | None) -> dict[str, Any]:
+        """A new, empty folder (its parents too); one that exists already is left as it is."""
+        if not raw:
+            raise Problem(
+                "新文件夹叫什么？比如说：新建文件夹 照片",
+                "What should the new folder be called? For example: make a folder called photos",
+                c.folder,
+                inline=True,
+            )
+        rel = fl.clean_rel(raw, what="folder name", zh="文件夹名")
+        if c.folder and "/" not in raw:
+            rel = fl.join(c.folder, rel)  # inside the folder being browsed
+        folder = fl.parent_of(rel)
+        if self._entry(c, rel) is not None:
+            raise Problem(
+                f"「{rel}」已经存在，没有新建；换个名字吧",
+                f"{rel!r} already exists; nothing was created. Choose another name",
+                folder,
+                inline=True,
+            )
+        self._helper(c, "mkdir", rel)
+        return self._browse(c, folder, c.t(f"已新建文件夹「{rel}」", f"Created the folder {rel!r}"))
 
     def _create(self, c: Ctx, raw_name: Any, content: Any, raw_folder: Any) -> dict[str, Any]:
         folder = fl.clean_rel(raw_folder, allow_root=True, what="folder", zh="文件夹")

@@ -557,3 +557,115 @@ def test_reading_renaming_and_deleting_phrased_plainly(files: Running, views: Su
         answer(files, views, waiting, True)["message"] == "Deleted 'done.txt'"
     )  # asked in English
     assert not (ws(files) / "done.txt").exists()
+
+
+def on_disk(system: Running) -> dict[str, str | None]:
+    """Every visible entry of the workspace: a file's text, or ``None`` for a folder."""
+    root = ws(system)
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*"))
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "content"),
+    [
+        ("please create a file 'shopping list.txt'", "shopping list.txt", ""),
+        ("新建文件「购物 清单.txt」", "购物 清单.txt", ""),
+        (
+            "create a file called greeting.txt with the text hello world",
+            "greeting.txt",
+            "hello world",
+        ),
+        ("make a file called port.txt and put 8080 in it", "port.txt", "8080"),
+        ("new file x.txt with hello inside", "x.txt", "hello"),
+        ('write "buy milk" into a file named errands.txt', "errands.txt", "buy milk"),
+        ("创建 memo.txt 写入“明天九点开会”", "memo.txt", "明天九点开会"),
+        ("在 a.txt 里写上 你好", "a.txt", "你好"),
+        ("files, put 42 in answer.txt", "answer.txt", "42"),
+    ],
+)
+def test_names_with_spaces_and_content_said_plainly(
+    files: Running, text: str, name: str, content: str
+) -> None:
+    resp = files.instruct(text)["results"][0]["response"]
+    assert resp["status"] == "ok" and name in row_ids(resp), (text, resp["message"])
+    assert on_disk(files) == {name: content}
+
+
+@pytest.mark.parametrize(
+    ("text", "made"),
+    [
+        ("新建文件夹 照片", "照片"),
+        ("建一个叫 工作 的目录", "工作"),
+        ("make a folder called photos", "photos"),
+        ("create a directory named 2024", "2024"),
+        ("文件管理 帮我新建一个报告文件夹", "报告"),
+    ],
+)
+def test_a_plain_request_makes_the_folder_it_names(files: Running, text: str, made: str) -> None:
+    resp = files.instruct(text)["results"][0]["response"]
+    assert resp["status"] == "ok" and resp["view_type"] == "table", (text, resp["message"])
+    assert row_ids(resp) == [made] and made in resp["message"]
+    assert on_disk(files) == {made: None}  # a folder, empty; no file, no form
+
+
+def test_folders_nest_exist_once_and_need_a_name(files: Running) -> None:
+    (ws(files) / "docs").mkdir()
+    made = files.instruct("create a folder called img in docs")["results"][0]["response"]
+    assert made["status"] == "ok" and row_ids(made) == ["docs/img"], made["message"]
+    inside = files.instruct("create a.txt in docs")["results"][0]["response"]
+    assert inside["status"] == "ok" and "docs/a.txt" in row_ids(inside), inside["message"]
+    assert on_disk(files) == {"docs": None, "docs/a.txt": "", "docs/img": None}
+    again = files.instruct("新建文件夹 docs")["results"][0]["response"]
+    assert again["status"] == "error" and again["view_type"] == "table"
+    assert again["message"] == "「docs」已经存在，没有新建；换个名字吧"
+    nameless = files.instruct("新建文件夹")["results"][0]["response"]
+    assert nameless["status"] == "error" and "新文件夹叫什么" in nameless["message"]
+    assert on_disk(files) == {"docs": None, "docs/a.txt": "", "docs/img": None}  # unchanged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "列一下文件夹里的东西",
+        "what's in this folder",
+        "files: show everything",  # bare, "show everything" names no app: the router's call
+        "show everything in files",
+        "文件管理 这里有什么",
+    ],
+)
+def test_a_terse_listing_shows_the_workspace(files: Running, text: str) -> None:
+    (ws(files) / "a.txt").write_text("a")
+    (ws(files) / "docs").mkdir()
+    resp = files.instruct(text)["results"][0]["response"]
+    assert resp["status"] == "ok" and resp["view_type"] == "table", (text, resp["message"])
+    assert row_ids(resp) == ["docs", "a.txt"] and resp["data"]["folder"] == ""
+
+
+@pytest.mark.parametrize("text", ["delete junk.log", "rm junk.log", "删除 junk.log"])
+def test_a_terse_delete_still_asks_once(files: Running, views: Subscription, text: str) -> None:
+    (ws(files) / "junk.log").write_text("x")
+    (ws(files) / "keep.txt").write_text("k")
+    waiting = files.instruct(text)
+    assert waiting.get("state") == "waiting", waiting
+    assert (ws(files) / "junk.log").exists()  # asking deletes nothing
+    assert answer(files, views, waiting, True)["message"] == "已删除「junk.log」"
+    assert on_disk(files) == {"keep.txt": "k"}
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "new"),
+    [
+        ("old.txt 改名 new.txt", "old.txt", "new.txt"),
+        ("rename 'old file.txt' to 'new file.txt'", "old file.txt", "new file.txt"),
+        ("把 old.txt 改成 新.txt", "old.txt", "新.txt"),
+    ],
+)
+def test_a_terse_rename_keeps_the_bytes(files: Running, text: str, old: str, new: str) -> None:
+    (ws(files) / old).write_text("same bytes", encoding="utf-8")
+    resp = files.instruct(text)["results"][0]["response"]
+    assert resp["status"] == "ok" and row_ids(resp) == [new], (text, resp["message"])
+    assert on_disk(files) == {new: "same bytes"}

@@ -19,6 +19,7 @@ from aios_sdk import (
     find_time,
     strip_filler,
 )
+from aios_sdk.slots import find_quoted_all
 
 
 @pytest.mark.parametrize(
@@ -88,6 +89,9 @@ def test_find_name(text: str, name: str | None) -> None:
         ("preview docs/plan.md please", "docs/plan.md"),
         ("preview delete-me.txt", "delete-me.txt"),
         ("新建一个叫「购物清单.txt」的文件", "购物清单.txt"),
+        ("please create a file 'shopping list.txt'", "shopping list.txt"),  # quoted: spaces kept
+        ("创建「购物 清单.txt」内容是牛奶", "购物 清单.txt"),
+        ('create "my notes.md" with hi', "my notes.md"),
         ("create a file named notes", "notes"),
         ("create a new file", None),
         ("list the files in your workspace", None),
@@ -131,6 +135,10 @@ def test_find_content(text: str, content: str | None) -> None:
         ("打开文档文件夹", "文档"),
         ("在 docs 里新建 a.txt", "docs"),
         ("create a.txt in the notes/2024 folder", "notes/2024"),
+        ("新建文件夹 照片", "照片"),  # the verb before 文件夹 is not the folder's name
+        ("新建一个照片文件夹", "照片"),
+        ("列出 docs 文件夹", "docs"),
+        ("列一下文件夹里的东西", None),
         ("create a new file called todo.txt", None),
         ("list my files", None),
     ],
@@ -198,3 +206,17 @@ def test_find_time(text: str, when: time | None) -> None:
 )
 def test_find_duration(text: str, length: timedelta | None) -> None:
     assert find_duration(text) == length
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('rename "a b.txt" to "c d.txt"', ["a b.txt", "c d.txt"]),
+        ("把「旧 名.txt」改成「新 名.txt」", ["旧 名.txt", "新 名.txt"]),
+        ("rename 'x.txt' to `y.txt`", ["x.txt", "y.txt"]),
+        ("what's in Bob's file", []),
+        ('empty "" and none', []),
+    ],
+)
+def test_find_quoted_all(text: str, found: list[str]) -> None:
+    assert find_quoted_all(text) == found
