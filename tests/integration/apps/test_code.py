@@ -334,7 +334,8 @@ def test_more_ways_to_say_run(code: Running, text: str, output: str) -> None:
     resp = code.instruct(text)["results"][0]["response"]
     assert resp["view_type"] == "code", resp["message"]
     assert outputs(resp)["stdout"] == output + "\n"
-    assert resp["message"].endswith(f"输出 {output}")
+    # the reply says it too, in the request's language (the UI's when the request is terse)
+    assert resp["message"].endswith((f"输出 {output}", f"output: {output}"))
     assert [r["tool"] for r in code.get(f"/api/audit?app={APP}").json()] == ["shell_exec"]
 
 
@@ -355,7 +356,8 @@ def test_a_calculation_in_words_is_shown_as_a_program_and_run_offline(
     assert resp["view_type"] == "code", resp["message"]
     assert resp["data"]["code"] == program  # what ran is shown
     assert outputs(resp)["stdout"] == output + "\n"
-    assert resp["message"].endswith(f"输出 {output}")
+    # the reply says it too, in the request's language (the UI's when the request is terse)
+    assert resp["message"].endswith((f"输出 {output}", f"output: {output}"))
 
 
 @pytest.mark.parametrize("text", ["open the code editor", "打开代码编辑器"])
