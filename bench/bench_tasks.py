@@ -371,6 +371,8 @@ def share(results: list[dict[str, Any]]) -> str:
 def report(mode: str, tasks: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> None:
     rows = [(t, results[t["id"]]) for t in tasks if t["id"] in results]
     print(f"\n## {mode}: {share([r for _, r in rows])}")
+    held = [r for t, r in rows if not t.get("seen")]
+    print(f"  held out (tasks never shown to whoever tuned the apps): {share(held).strip()}")
     for field in ("lang", "app", "kind"):
         by: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for t, r in rows:

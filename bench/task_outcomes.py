@@ -23,6 +23,10 @@ A task's ``expect`` is a dict; every key names one outcome and all must hold:
 ``ui_op``       ``{"op", "id"?, ...}``: the desktop was sent a change with these fields
                 during the task (the system's ``ui_op`` events).
 
+A task with ``"seen": true`` had its words shown to someone changing the apps (a brief
+quoted a failure from an early run); the bench reports the share of the others apart, as
+the held-out figure.
+
 Checkers return the problems found (an empty list: the outcome holds), each saying what
 was there instead, so a failure listing tells what the user would have seen.
 """

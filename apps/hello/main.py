@@ -81,7 +81,9 @@ class HelloAgent(AIOSAgent):
             raise AppFailure("no_greeting", file=GREETING_FILE, error=e.error) from e
         greeting = str(greeting).strip() or ctx.tr("你好", "Hello")
         target = who or ctx.tr("朋友", "friend")
-        content = ctx.tr(f"{greeting}，{target}", f"{greeting}, {target}")
+        # the comma follows the greeting's script: the file's 你好 to Bob is "你好，Bob"
+        comma = "，" if re.search(r"[\u3400-\u9fff]", greeting) else ", "
+        content = f"{greeting}{comma}{target}"
         return text_view(
             content,
             message=ctx.tr("已回复", "Replied"),

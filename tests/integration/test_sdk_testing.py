@@ -182,8 +182,11 @@ def test_standalone_honours_aios_workdir(tmp_path: Path, monkeypatch: pytest.Mon
 @pytest.mark.aios_apps("../../apps/hello")
 def test_the_aios_system_fixture_answers_an_instruction(aios_system: RunningSystem) -> None:
     reply = aios_system.instruction("hello Carol")  # English: the app answers in English
-    assert reply["results"][0]["response"]["data"]["content"] == "你好, Carol"
+    response = reply["results"][0]["response"]
+    assert response["data"]["content"] == "你好，Carol"  # the greeting file's words
+    assert response["message"] == "Replied"
     again = aios_system.action("hello", "again", session_id=reply["session_id"])
-    assert again["data"]["content"] == "你好，Carol"  # a click: the UI language
+    assert again["data"]["content"] == "你好，Carol"
+    assert again["message"] == "已回复"  # a click: the UI language
     # a copy runs: the bundled folder is not the system's
     assert aios_system.apps_dir != ROOT / "apps"

