@@ -17,9 +17,10 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FLOOR = 0.54
-"""Share of tasks done offline. Measured 136/248 (54.8 %) when the benchmark was written,
-before issue 22's app and planner changes; it rises to 0.90 as issue 22 lands."""
+FLOOR = 0.85
+"""Share of tasks done offline: 136/248 (54.8 %) when the benchmark was written, 218/248
+(87.9 %) after issue 22's app and planner changes; the floor leaves 7 tasks of margin for
+a slow machine (a task whose card expires is a task not done). Issue 22's target is 0.90."""
 JOBS = 2
 """App groups run side by side (each its own system): the machine has 2 cores."""
 
