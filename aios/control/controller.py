@@ -52,6 +52,10 @@ CLARIFY_ECHO_CHARS = 80
 """Characters of a task's instruction quoted in "which app did you mean?"."""
 
 
+PHRASE_INTENTS = frozenset({"help", "time", "date", "small_talk"})
+"""System intents recognised from a table of phrases, each phrase in one language."""
+
+
 class Controller:
     def __init__(
         self,
@@ -278,6 +282,9 @@ class Controller:
         apps = self._intent_apps()
         intent = intents.recognise(text, apps)
         if intent is not None:
+            if intent.kind in PHRASE_INTENTS and wording.text_lang(text) is None:
+                # a phrase of the system's tables is in one language: "goodbye" is English
+                lang = wording.phrase_lang(text) or lang
             return self._system_intent(intent, text, sid, lang, apps)
         profiles = self.profiles()
         last_app = self.store.context_vars(sid).get("last_app")

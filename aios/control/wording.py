@@ -23,7 +23,7 @@ import re
 from aios.control.intents import Lang, lang_of
 from aios.llm.toolcalls import looks_like_code
 
-__all__ = ["planner_words", "reply_lang", "text_lang", "withheld"]
+__all__ = ["phrase_lang", "planner_words", "reply_lang", "text_lang", "withheld"]
 
 CJK_CHARS_PER_WORD = 2.0
 """Chinese characters that weigh as much as one English word (a Chinese word is about two)."""
@@ -64,6 +64,16 @@ def text_lang(text: str | None) -> Lang | None:
 def reply_lang(text: str | None, ui: str | None) -> Lang:
     """The language to answer ``text`` in: its own when clear, else the UI language ``ui``."""
     return text_lang(text) or lang_of(ui)
+
+
+def phrase_lang(text: str | None) -> Lang | None:
+    """The language of a short phrase the system knows (help, small talk, time): one with
+    a Chinese character is Chinese, one with an English word of 3 letters or more and no
+    Chinese is English ("goodbye", "hey!", "帮助"); None otherwise ("ok", "hi")."""
+    s = text or ""
+    if _CJK.search(s):
+        return "zh-CN"
+    return "en" if re.search(r"[A-Za-z]{3,}", s) else None
 
 
 _PLANNER_WORDS = re.compile(

@@ -139,7 +139,7 @@ def test_opening_an_app_is_its_open_view(offline: Running, text: str, answer: st
     assert out["message"] == answer
 
 
-@pytest.mark.parametrize("text", ["你能做什么", "帮助", "help"])
+@pytest.mark.parametrize("text", ["你能做什么", "帮助"])
 def test_help_lists_the_apps_with_an_example_each(offline: Running, text: str) -> None:
     out = say(offline, text)
     assert out["intent"] == "help" and out["results"] == []
@@ -147,6 +147,14 @@ def test_help_lists_the_apps_with_an_example_each(offline: Running, text: str) -
     assert set(chips) == set(APPS)
     assert chips["music"] == "播放音乐" and chips["notes"] == "记一下明天开会"
     assert chips["files"] == "打开文件管理"  # no examples: opening it is the example
+
+
+def test_help_asked_in_english_lists_the_english_examples(offline: Running) -> None:
+    """The UI is zh-CN, but "help" is English: a person answers in the language asked."""
+    out = say(offline, "help")
+    assert out["intent"] == "help" and out["results"] == []
+    chips = {c["app"]: c["instruction"] for c in out["suggestions"]}
+    assert set(chips) == set(APPS) and chips["music"] == "play some music"
 
 
 def test_time_and_date_in_the_language_asked(offline: Running) -> None:
@@ -173,10 +181,10 @@ def test_time_and_date_in_the_language_asked(offline: Running) -> None:
     ("text", "needle"),
     [
         ("你好", "你好"),
-        ("hi", "你好"),
-        ("Hello!", "你好"),
+        ("hi", "你好"),  # too short to tell: the UI's language
+        ("Hello!", "Hi!"),  # English: answered in English though the UI is zh-CN
         ("谢谢", "不客气"),
-        ("thanks", "不客气"),
+        ("thanks", "You're welcome"),
         ("你是谁", "Triton AIOS"),
     ],
 )
@@ -185,7 +193,9 @@ def test_small_talk_gets_a_friendly_reply_with_suggestions(
 ) -> None:
     out = say(offline, text)
     assert out["intent"] == "small_talk" and needle in out["message"]
-    assert out["suggestions"][0]["instruction"] == "你能做什么？"
+    chinese = re.search(r"[\u4e00-\u9fff]", out["message"])
+    help_chip = "你能做什么？" if chinese else "What can you do?"
+    assert out["suggestions"][0]["instruction"] == help_chip
     assert all(s["label"] and s["instruction"] for s in out["suggestions"])
 
 

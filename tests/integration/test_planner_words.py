@@ -111,6 +111,33 @@ def test_an_english_goodbye_is_answered_in_english(offline: Running) -> None:
     assert offline.instruct("好的谢谢")["message"].startswith("不客气")
 
 
+@pytest.mark.parametrize(
+    ("said", "locale", "english"),
+    [
+        ("goodbye", "zh-CN", True),
+        ("hey!", "zh-CN", True),
+        ("help", "zh-CN", True),
+        ("再见", "en", False),
+        ("帮助", "en", False),
+    ],
+)
+def test_a_one_word_phrase_is_answered_in_its_own_language(
+    offline: Running, said: str, locale: str, english: bool
+) -> None:
+    """A phrase of the system's own tables is in one language, whatever the UI's."""
+    r = offline.post("/api/instruction", {"text": said, "locale": locale})
+    assert r.status_code == 200, r.text
+    message = r.json()["message"]
+    assert bool(CJK.search(message)) is not english, message
+
+
+def test_a_word_in_no_language_keeps_the_uis(offline: Running) -> None:
+    r = offline.post("/api/instruction", {"text": "ok", "locale": "zh-CN"})
+    assert r.status_code == 200 and "ok" not in r.json().get("intent", "")
+    hi = offline.post("/api/instruction", {"text": "hi", "locale": "zh-CN"}).json()
+    assert CJK.search(hi["message"]), hi["message"]
+
+
 def test_with_a_model_small_talk_never_asks_it(with_llm: Running, fake: FakeOpenAI) -> None:
     fake.script([])
     for said in SMALL_TALK:

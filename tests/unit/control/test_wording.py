@@ -6,7 +6,7 @@ import pytest
 
 from aios.control.intents import normalise, recognise, talk_topic
 from aios.control.planner import SCHEMA_HINT, SYSTEM_PROMPT, _feedback
-from aios.control.wording import planner_words, reply_lang, text_lang, withheld
+from aios.control.wording import phrase_lang, planner_words, reply_lang, text_lang, withheld
 
 
 @pytest.mark.parametrize(
@@ -146,3 +146,12 @@ def test_fillers_alone_or_with_a_request_are_not_small_talk(said: str) -> None:
 def test_the_planners_words_are_found_in_a_task_instruction() -> None:
     assert planner_words("Call dispatch_tasks or reply_directly again") == "dispatch_tasks"
     assert planner_words("记一下买牛奶") is None and planner_words(None) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [("goodbye", "en"), ("hey!", "en"), ("Help", "en"), ("再见", "zh-CN"), ("嗨", "zh-CN"),
+     ("ok", None), ("hi", None), ("", None)],
+)  # fmt: skip
+def test_a_known_phrase_has_the_language_it_is_written_in(text: str, lang: str | None) -> None:
+    assert phrase_lang(text) == lang
