@@ -93,5 +93,5 @@ def test_english_locale(make_system: Callable[..., Running], tmp_path: Path) -> 
         apps_dir=copy_apps(tmp_path / "apps", [APP], source=ROOT / "apps"), language="en"
     )
     resp = system.instruct("hello Alice")["results"][0]["response"]
-    assert resp["data"]["content"] == "你好, Alice"
+    assert resp["data"]["content"] == "你好，Alice"  # the greeting file is Chinese
     assert resp["actions"][0]["label"] == "Say it again"
