@@ -288,8 +288,11 @@ class Desk:
         home = self.body("gallery").locator(
             ".view-title", has_text=re.compile(r"^Gallery: every view type$")
         )
+        back = self.control("gallery", "home")
+        # after a reload the window may still be drawing what it shows: wait for either
+        expect(home.or_(back).first).to_be_visible()
         if not home.count():
-            self.control("gallery", "home").click()
+            back.click()
         expect(home).to_be_visible()
         self.item_button("gallery", row, label).click()
         return self.body("gallery")
