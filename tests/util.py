@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import simple_websocket
+
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,3 +130,23 @@ def fill_disk(directory: Path) -> Path:
         except OSError:
             pass  # ENOSPC: the disk is full
     return filler
+
+
+class WsClient(simple_websocket.Client):  # type: ignore[misc]
+    """``simple_websocket.Client`` that keeps the frames arriving with the handshake's reply.
+
+    simple_websocket 1.1.0 reads the server's ``101`` with one ``recv``; when the server's
+    first frame (the event stream's ``hello``) came in the same read, wsproto holds it,
+    but the client takes only the handshake's event, and its reader thread then waits on
+    the socket for more: the frame is delivered only when another one arrives, or never.
+    On a loaded machine the two often share a read. Handling the held events before the
+    reader thread starts delivers them (nothing else touches the connection yet).
+    """
+
+    def handshake(self) -> None:
+        super().handshake()
+        self.connected = self._handle_events()
+
+    @classmethod
+    def open(cls, url: str, headers: dict[str, str] | None = None) -> WsClient:
+        return cls(url, headers=headers)

@@ -16,6 +16,7 @@ import requests
 import simple_websocket
 
 from tests.integration.conftest import TOKEN, Running
+from tests.util import WsClient
 
 WAIT = 10.0
 """Seconds a client waits for a message that must come."""
@@ -32,8 +33,8 @@ def ws_url(running: Running, **query: Any) -> str:
 
 
 @contextmanager
-def connect(running: Running, **query: Any) -> Iterator[simple_websocket.Client]:
-    ws = simple_websocket.Client.connect(ws_url(running, **query), headers={"Origin": running.url})
+def connect(running: Running, **query: Any) -> Iterator[WsClient]:
+    ws = WsClient.open(ws_url(running, **query), headers={"Origin": running.url})
     try:
         yield ws
     finally:
@@ -41,14 +42,14 @@ def connect(running: Running, **query: Any) -> Iterator[simple_websocket.Client]
             ws.close()
 
 
-def receive(ws: simple_websocket.Client) -> dict[str, Any]:
+def receive(ws: WsClient) -> dict[str, Any]:
     raw = ws.receive(timeout=WAIT)
     assert raw is not None, f"no message within {WAIT}s"
     msg: dict[str, Any] = json.loads(raw)
     return msg
 
 
-def receive_until(ws: simple_websocket.Client, seq: int) -> list[dict[str, Any]]:
+def receive_until(ws: WsClient, seq: int) -> list[dict[str, Any]]:
     """Every message up to and including the one with ``seq``."""
     got: list[dict[str, Any]] = []
     deadline = time.monotonic() + WAIT

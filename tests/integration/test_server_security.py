@@ -11,6 +11,7 @@ import requests
 import simple_websocket
 
 from tests.integration.conftest import TOKEN, Running
+from tests.util import WsClient
 
 
 @pytest.fixture
@@ -106,22 +107,20 @@ def test_cross_origin_writes_are_refused(system: Running) -> None:
 def test_websocket_checks_origin_and_token(system: Running) -> None:
     ws_url = system.url.replace("http", "ws") + "/api/events"
     with pytest.raises(simple_websocket.ConnectionError):
-        simple_websocket.Client.connect(ws_url + "?token=wrong", headers={"Origin": system.url})
+        WsClient.open(ws_url + "?token=wrong", headers={"Origin": system.url})
     # a browser cannot set headers on a WebSocket: the page sends the token in the query
-    ws = simple_websocket.Client.connect(ws_url + f"?token={TOKEN}", headers={"Origin": system.url})
+    ws = WsClient.open(ws_url + f"?token={TOKEN}", headers={"Origin": system.url})
     try:
         assert json.loads(ws.receive(timeout=5))["type"] == "hello"
     finally:
         ws.close()
     with pytest.raises(simple_websocket.ConnectionError):
-        simple_websocket.Client.connect(
+        WsClient.open(
             ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"}
         )
     with pytest.raises(simple_websocket.ConnectionError):
-        simple_websocket.Client.connect(ws_url)
-    ws = simple_websocket.Client.connect(
-        ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": system.url}
-    )
+        WsClient.open(ws_url)
+    ws = WsClient.open(ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": system.url})
     try:
         hello = json.loads(ws.receive(timeout=5))
         assert hello["type"] == "hello"

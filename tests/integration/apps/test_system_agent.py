@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import simple_websocket
 
 from aios.errors import BadRequest
 from aios.events import Subscription
 from tests.conftest import ROOT
 from tests.integration.conftest import TOKEN, Running, copy_apps, final_view
+from tests.util import WsClient
 
 APP = "system_agent"
 VIEWPORT = {"width": 1280, "height": 800}
@@ -593,9 +593,7 @@ def test_english_locale_and_the_real_websocket(
     )
     post_snapshot(running, desktop_elements())
     ws_url = running.url.replace("http://", "ws://") + "/api/events"
-    ws = simple_websocket.Client.connect(
-        ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": running.url}
-    )
+    ws = WsClient.open(ws_url, headers={"Authorization": f"Bearer {TOKEN}", "Origin": running.url})
     try:
         assert json.loads(ws.receive(timeout=10))["type"] == "hello"
         s = Session(running)
