@@ -62,4 +62,3 @@ def test_the_first_frame_glued_to_the_handshake_is_received(glued_server: str) -
         assert ws.receive(timeout=5) == "hello"
     finally:
         ws.close()
-
