@@ -25,6 +25,10 @@ def test_monitor_and_code_windows(running: Running, open_desk: Callable[..., Des
     an_endless_loop_is_stopped_from_the_window(desk)
 
 
+CHURN_ROWS = 3
+"""Rows the list may move by: processes started or ended above the place between refreshes."""
+
+
 def process_list_keeps_its_scroll_position_across_a_live_refresh(desk: Desk) -> None:
     desk.open_app("monitor")
     desk.control("monitor", "processes").click()
@@ -63,7 +67,9 @@ def process_list_keeps_its_scroll_position_across_a_live_refresh(desk: Desk) -> 
             return box.scrollTop;
         }"""
     )
-    assert abs(after - before) <= row_height, (before, after)
+    # the place is kept, give or take the processes that came or went above it between
+    # the two refreshes (a loaded machine starts and ends a few every second)
+    assert abs(after - before) <= CHURN_ROWS * row_height, (before, after)
     desk.shot("monitor_processes")
 
 
