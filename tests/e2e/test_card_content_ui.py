@@ -28,7 +28,7 @@ import pytest
 from playwright.sync_api import Locator, expect
 
 from tests.conftest import ROOT
-from tests.e2e.conftest import Desk, wait_until
+from tests.e2e.conftest import ACTIVE, Desk, wait_until
 from tests.integration.conftest import FIXTURES, Running, copy_apps, start_system
 
 pytestmark = pytest.mark.e2e
@@ -270,6 +270,11 @@ def switch_language(desk: Desk, lang: str) -> None:
     page.locator("#set_language").select_option(lang)
     page.locator("#settings_save").click()
     expect(page.locator("html")).to_have_attribute("lang", lang)
+    # the cards drawn again may bring their window forward over Settings: a user brings
+    # Settings back from the start menu before closing it
+    page.locator("#start_button").click()
+    page.locator("#start_settings").click()
+    expect(page.locator("#win_settings")).to_have_class(ACTIVE)
     page.locator("#win_settings .win-close").click()
 
 
