@@ -24,8 +24,8 @@ A task's ``expect`` is a dict; every key names one outcome and all must hold:
                 during the task (the system's ``ui_op`` events).
 
 A task with ``"seen": true`` had its words shown to someone changing the apps (a brief
-quoted a failure from an early run); the bench reports the share of the others apart, as
-the held-out figure.
+quoted a failure from an early run, or its failure was read while fixing the apps and the
+router); the bench reports the share of the others apart, as the held-out figure.
 
 Checkers return the problems found (an empty list: the outcome holds), each saying what
 was there instead, so a failure listing tells what the user would have seen.

@@ -300,6 +300,8 @@ class Controller:
         if not plan.notes:
             log.info("planner: plan from %s", plan.source)
         if not plan.tasks and not plan.reply:
+            if wording.text_lang(text) is None:  # "i'm bored": too short to be sure, yet English
+                lang = wording.phrase_lang(text) or lang
             return self._no_match(text, sid, lang, profiles, apps, plan.notes)
         if not plan.tasks:
             message = plan.reply or ""

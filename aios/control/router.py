@@ -333,6 +333,42 @@ def _stem(word: str) -> str:
     return w
 
 
+_FILE_NAME = re.compile(
+    r"(?<![\w.])[\w\-\u4e00-\u9fff]+\.(?:"
+    r"txt|md|markdown|csv|tsv|json|jsonl|log|ya?ml|toml|ini|cfg|conf|xml|html?|css|js|ts|py|sh"
+    r"|c|cpp|h|java|go|rs|rb|sql|db|sqlite|pdf|docx?|xlsx?|pptx?|odt|rtf"
+    r"|png|jpe?g|gif|svg|webp|bmp|mp3|wav|flac|ogg|m4a|mp4|mov|mkv|zip|tar|gz|7z)(?![\w.])",
+    re.IGNORECASE,
+)
+"""A file name with an extension people use ("junk.log", "菜谱.txt"): the clause is about a
+file whatever verb it uses, so the name counts as the word "file" / "文件", not as its parts."""
+
+
+_CONTENT = re.compile(
+    r"(?:\b(?:with|containing|that says|saying)\s+(?:the\s+)?(?:text|content|contents|words?|line)"
+    r"\b|\b(?:that says|saying)\b|内容(?:是|为)|写(?:入|上|着))[\s:：]*\S.*$",
+    re.IGNORECASE | re.DOTALL,
+)
+"""Where the words to write start ("… with the text hello world", "… 内容是你好"): what
+follows is the user's data, not words about which app ("hello world" is not the Hello app)."""
+
+
+def routing_text(text: str) -> str:
+    """What the router reads of ``text``: the contents to write dropped, and a file name as
+    the word "file" ("文件" in a Chinese clause) instead of its own words ("delete junk.log"
+    is about a file, not about junk or logs)."""
+    said = _CONTENT.sub(" ", text or "")
+    if not _FILE_NAME.search(said):
+        return said
+    word = " 文件 " if _CJK_RUN.search(_FILE_NAME.sub(" ", said)) else " file "
+    return _FILE_NAME.sub(word, said)
+
+
+def query_terms(text: str) -> dict[str, float]:
+    """:func:`tokenize` of :func:`routing_text`."""
+    return tokenize(routing_text(text))
+
+
 def tokenize(text: str) -> dict[str, float]:
     """Terms of ``text`` with their weights (bigram 1, unigram 0.3, word 1)."""
     terms: dict[str, float] = {}
@@ -642,11 +678,11 @@ class OfflineRouter:
         return list(cached)
 
     def _score(self, text: str) -> list[tuple[str, float]]:
-        query = tokenize(text)
+        query = query_terms(text)
         total = sum(query.values())
         if not total:
             return []
-        low = _DATA.sub(" ", text).lower()
+        low = _DATA.sub(" ", routing_text(text)).lower()
         flat = _norm_name(low)
         scores: list[tuple[str, float]] = []
         for app in self.apps:
@@ -675,7 +711,7 @@ class OfflineRouter:
         opened = self._opened_app(clause) or self._addressed_app(clause)
         if opened:
             return opened, 1.0 + NAME_BONUS
-        query = tokenize(clause)
+        query = query_terms(clause)
         scores = self.score(clause)
         if not scores or scores[0][1] < MIN_SCORE:
             return None

@@ -396,6 +396,10 @@ class GenericAgent(AIOSAgent):
                     ],
                 )
             return Outcome.done(self._finish(_text_view(text, en), conv, en))
+        words = _answer_in_words(calls, names)
+        if words:
+            log.info("LLM answer: a call of an unknown function with only words, taken as words")
+            return Outcome.done(self._finish(_text_view(words, en), conv, en))
         parsed = self._parse_calls(calls, names, tools or [])
         work = [p for p in parsed if p[1] != SHOW_VIEW]
         views = [p for p in parsed if p[1] == SHOW_VIEW]
@@ -731,6 +735,29 @@ def _ask_input(en: bool, *, follow_up: bool) -> dict[str, Any]:
     else:
         label, placeholder = ("继续提问", "接着问…") if follow_up else ("提问", "输入问题或任务…")
     return {"type": "input", "label": label, "action_id": "ask", "placeholder": placeholder}
+
+
+_WORDS_ARGS = frozenset({"text", "content", "message", "answer", "reply", "response"})
+
+
+def _answer_in_words(calls: list[Any], names: set[str]) -> str:
+    """The words of a lone call to a function that does not exist whose only argument is
+    text (a small model's ``reply_directly {"text": "…"}``): the model answered in words,
+    through the wrong door; "" otherwise (then the call is fed back as unknown)."""
+    if len(calls) != 1 or not isinstance(calls[0], dict):
+        return ""
+    fn = calls[0].get("function")
+    if not isinstance(fn, dict) or str(fn.get("name") or "") in names:
+        return ""
+    try:
+        raw = fn.get("arguments")
+        args = raw if isinstance(raw, dict) else json.loads(str(raw or "{}"))
+    except ValueError:
+        return ""
+    if not isinstance(args, dict) or not args or set(args) - _WORDS_ARGS:
+        return ""
+    said = [v.strip() for v in args.values() if isinstance(v, str) and v.strip()]
+    return said[0] if len(said) == 1 else ""
 
 
 def _text_view(text: str, en: bool = False) -> dict[str, Any]:

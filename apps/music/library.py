@@ -171,7 +171,7 @@ _ROUTING = re.compile(
     re.IGNORECASE,
 )
 _PLAY = re.compile(
-    r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放一下|播放一首|播放|放一下|放一首|放首|放|来一首|来首|来点"
+    r"^(?:请|帮我|给我|我想|我要)?\s*(?:播放一下|播放一首|播放|放一下|放一首|放首|放点|放|来一首|来首|来点"
     r"|听一下|听听|听一首|听|play(?:\s+me)?(?:\s+the\s+song)?|listen\s+to|put\s+on"
     r"|(?:i\s+)?(?:want|wanna|would\s+like)\s+to\s+(?:hear|listen\s+to)|let\s+me\s+hear)"
     r"\s*(?P<q>.*)$",
@@ -192,7 +192,8 @@ _NEXT = re.compile(
 )
 _PREV = re.compile(
     r"^(?:播放|放|回到|返回|切回|切到|回|听|再听|再放)?(?:上一首|上首|上一曲|上一个|前一首)(?:歌曲?|吧)?$"
-    r"|^(?:play\s+|go\s+to\s+)?(?:the\s+)?(?:previous|prev|last|prior)(?:\s+(?:song|track|one|tune))?"
+    r"|^(?:play\s+|(?:go\s+|skip\s+|jump\s+)?back\s+to\s+|go\s+to\s+|return\s+to\s+)?"
+    r"(?:the\s+)?(?:previous|prev|last|prior)(?:\s+(?:song|track|one|tune))?"
     r"(?:\s+again)?$"
     r"|^(?:go\s+)?back(?:\s+(?:one|a))?(?:\s+(?:song|track))?$"
     r"|^(?:play\s+)?the\s+(?:song|track|one)\s+before(?:\s+this(?:\s+one)?)?$",
@@ -250,13 +251,30 @@ _NOTHING = frozenset(
         "点歌",
         "首歌",
         "it",
+        "some",
+        "any",
+        "anything",
+        "any music",
+        "some songs",
+        "a tune",
+        "some tunes",
+        "tunes",
+        "点音乐",
+        "点歌曲",
+        "些音乐",
+        "随便",
+        "随便什么",
     }
 )
 _TRIM = re.compile(
-    r"(?:的歌曲?|的音乐|这首歌|歌曲|的歌|一首歌|一首|音乐|\s+songs?|\s+music|"
+    r"(?:的歌曲?|的音乐|这首歌|歌曲|的歌|一首歌|一首|音乐|听听|听一听|来听听|吧|\s+songs?|\s+music|"
     r"\s+by\s*$)$",
     re.IGNORECASE,
 )
+
+
+_CLAUSES = re.compile(r"[,，。.!！;；]+")
+_CONTROLS = frozenset({"next", "prev", "pause", "resume"})
 
 
 def strip_routing(text: str) -> str:
@@ -271,6 +289,8 @@ def clean_query(q: str) -> str:
     while prev != q:
         prev = q
         q = _TRIM.sub("", q).strip()
+    if q.lower() in _NOTHING:
+        return ""
     q = re.sub(r"^(?:by|some|a|the|歌手)\s+", "", q, flags=re.IGNORECASE).strip()
     q = q.strip("\"'“”《》「」 ")
     return "" if q.lower() in _NOTHING else q
@@ -304,6 +324,11 @@ def parse_command(text: str) -> tuple[str, Any]:
     t = slots.strip_filler(strip_routing(slots.strip_filler(text)))
     if not t:
         return "home", None
+    parts = [p.strip() for p in _CLAUSES.split(t) if p.strip()]
+    if len(parts) > 1:  # "先别放了，暂停一下": every part says the same control
+        kinds = {parse_command(p)[0] for p in parts}
+        if len(kinds) == 1 and kinds <= _CONTROLS:
+            return kinds.pop(), None
     if _NEXT.match(t):
         return "next", None
     if _PREV.match(t):

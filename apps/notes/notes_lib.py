@@ -171,6 +171,14 @@ _TARGET_NOISE = re.compile(
     r"|(?:的|那|这)?(?:一)?(?:条|个)?(?:笔记|记录|备忘|待办)$|(?:那|这)(?:一)?条$|的$",
     re.IGNORECASE,
 )
+_CHECK_IT = re.compile(
+    r"\s*[,，;；]\s*(?:(?:please|so|now)\s+)?(?:check|tick|cross|mark)\s+(?:it|that|this)"
+    r"(?:\s+(?:off|as\s+done|done|complete))?[.!]?$"
+    r"|\s*[,，;；]\s*(?:请|帮我)?(?:把它|把这条|把那条|把它们)?(?:勾掉|划掉|勾上|标记完成|标成完成|标为完成)"
+    r"(?:吧|了)?[。！]?$",
+    re.IGNORECASE,
+)
+"""A closing "…, check it off" / "…，把它勾掉": what comes before is the note that is done."""
 _UNDONE_WORDS = re.compile(
     r"not\s+done|undone|incomplete|unfinished|open|to\s*do|未完成|没完成|待办"
 )
@@ -235,6 +243,11 @@ def _tagged(text: str) -> str:
     return _ADD_TAIL.sub("", text).strip() or text
 
 
+def _done_target(m: re.Match[str]) -> str:
+    """The words naming the note in a :data:`_DONE` match (its flags aside)."""
+    return next(v for k, v in m.groupdict().items() if v and k not in ("v", "w", "x"))
+
+
 def parse_instruction(text: str | None) -> tuple[str, str]:
     """``(intent, text)``: intent is list, add, search, done, undone, delete, vague or unknown.
 
@@ -251,9 +264,16 @@ def parse_instruction(text: str | None) -> tuple[str, str]:
     if m and m.group("verb").lower() not in _WEAK_ADD:
         # "提醒我把作业做完" is a new note, not marking one done
         return "add", _tagged(m.group("text").strip())
+    checked = _CHECK_IT.search(rest)
+    if checked and checked.start() > 0:
+        said = rest[: checked.start()].strip()
+        m = _DONE.match(said)
+        target = _target(_done_target(m) if m else said)
+        if target and target.lower() not in _VAGUE:
+            return "done", target
     m = _DONE.match(rest)
     if m:
-        which = next(v for k, v in m.groupdict().items() if v and k not in ("v", "w", "x"))
+        which = _done_target(m)
         flag = m.group("v") or m.group("w") or m.group("x") or ""
         target = _target(which)
         if target:

@@ -296,6 +296,30 @@ def test_bad_answers_twice_become_an_error_view_and_the_app_keeps_working(
     assert again["status"] == "ok" and again["data"]["content"] == "好的，已经完成。"
 
 
+def test_words_sent_through_a_function_that_does_not_exist_are_the_answer(
+    start: Callable[..., Running], fake: RoutingFake
+) -> None:
+    """A small model answers with the planner's ``reply_directly {"text": …}``: the user
+    reads its words, not an error; a made-up function with other arguments is still fed
+    back as unknown."""
+    fake.script(
+        [
+            tool_call("reply_directly", {"text": "The Nile is about 6,650 km long."}),
+            tool_call("launch_rockets", {"count": 3, "text": "go"}),
+            text("It could not launch anything."),
+        ]
+    )
+    system = start(fake)
+    reply = ask(system, "how long is the Nile?")["response"]
+    assert reply["status"] == "ok", reply
+    assert reply["data"]["content"] == "The Nile is about 6,650 km long."
+    assert len(fake.app_requests()) == 1  # taken at once, not asked again
+    other = ask(system, "launch three rockets")["response"]
+    assert other["data"]["content"] == "It could not launch anything."
+    [feedback] = tool_messages(fake.app_requests()[-1])
+    assert "unknown function 'launch_rockets'" in feedback["content"]
+
+
 @pytest.mark.parametrize(
     "payload",
     [

@@ -131,6 +131,17 @@ def test_a_one_word_phrase_is_answered_in_its_own_language(
     assert bool(CJK.search(message)) is not english, message
 
 
+@pytest.mark.parametrize(("said", "locale"), [("i'm hungry", "zh-CN"), ("肚子饿", "en")])
+def test_what_no_app_understands_is_answered_in_the_language_it_was_said_in(
+    offline: Running, said: str, locale: str
+) -> None:
+    r = offline.post("/api/instruction", {"text": said, "locale": locale})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["intent"] == "no_match" and out["results"] == [], out
+    assert bool(CJK.search(out["message"].replace(said, ""))) is (locale == "en"), out["message"]
+
+
 def test_a_word_in_no_language_keeps_the_uis(offline: Running) -> None:
     r = offline.post("/api/instruction", {"text": "ok", "locale": "zh-CN"})
     assert r.status_code == 200 and "ok" not in r.json().get("intent", "")

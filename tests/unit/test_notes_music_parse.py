@@ -86,6 +86,11 @@ music_lib = load("music", "library.py")
         ("搜索 牛奶", ("search", "牛奶")),
         ("有没有关于牛奶的笔记", ("search", "牛奶")),
         ("找找关于周报的笔记", ("search", "周报")),
+        # done, said as what was done and then "check it off"
+        ("i did the laundry, tick it off", ("done", "laundry")),
+        ("finished calling the bank, please mark it done", ("done", "calling the bank")),
+        ("洗衣服做完了，把它勾掉", ("done", "洗衣服")),
+        ("交电费，标记完成", ("done", "交电费")),
     ],
 )
 def test_notes_reads_plain_requests(text: str, parsed: tuple[str, str]) -> None:
@@ -156,6 +161,16 @@ def test_a_spoken_tag_becomes_the_notes_tag(text: str, title: str, tags: list[st
         ("play up all night", ("play", "up all night")),
         ("播放周杰伦的歌", ("play", "周杰伦")),
         ("play music", ("play", "")),
+        # anything from the library, not a song called "some"
+        ("play some tunes", ("play", "")),
+        ("put on something", ("play", "")),
+        ("来点音乐吧", ("play", "")),
+        ("放点歌听听", ("play", "")),
+        # the previous one, and controls said twice
+        ("skip back to the previous track", ("prev", None)),
+        ("return to the last song", ("prev", None)),
+        ("别放了，先暂停", ("pause", None)),
+        ("stop it. pause.", ("pause", None)),
         ("search jay chou", ("search", "jay chou")),
     ],
 )

@@ -406,3 +406,36 @@ def test_routed_for_a_rival_the_user_chose_is_that_apps() -> None:
     assert routed["score"] > 0 and routed["matched"]
     if rival == "memo":
         assert routed["text"] == "记录 买牛奶"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "remove draft.md",  # no word of the files app but the name
+        "trash old-report.pdf please",
+        "把 预算.xlsx 删了",
+        "show me what's inside config.yaml",
+    ],
+)
+def test_a_named_file_is_about_files_whatever_the_verb(router: OfflineRouter, text: str) -> None:
+    assert apps_of(router.route(text)) == ["files"]
+
+
+@pytest.mark.parametrize(
+    ("text", "app"),
+    [
+        ("make a file called memo.txt with the text play the weather song", "files"),
+        ("新建 a.txt 内容是 明天会下雨吗", "files"),
+        ("create plan.md saying check cpu usage", "files"),
+    ],
+)
+def test_the_words_to_write_do_not_choose_the_app(
+    router: OfflineRouter, text: str, app: str
+) -> None:
+    """What follows "with the text" / "内容是" / "saying" is the user's data."""
+    assert apps_of(router.route(text)) == [app]
+
+
+def test_a_version_or_a_web_address_is_not_a_file(router: OfflineRouter) -> None:
+    assert apps_of(router.route("play version 2.0 of the song")) == ["music"]
+    assert not router.route("example.com")

@@ -127,6 +127,12 @@ def test_a_plain_answer_is_shown(reply: str, said: str) -> None:
         ("再见", "bye"),
         ("好的谢谢", "thanks"),
         ("好的，谢谢，再见", "bye"),
+        ("ok cheers", "thanks"),
+        ("great, much appreciated", "thanks"),
+        ("take care!", "bye"),
+        ("that's it, talk to you later", "bye"),
+        ("谢啦", "thanks"),
+        ("好，回见", "bye"),
     ],
 )
 def test_thanks_and_goodbyes_are_small_talk(said: str, topic: str) -> None:
