@@ -34,6 +34,12 @@ without constrained decoding; with ``json_schema=True`` (the default) a reply's
 against the request's schema (else HTTP 500 names the violation: a fake
 that honours the schema cannot answer outside it).
 
+Embeddings (issue 23): ``POST /v1/embeddings`` answers deterministic vectors
+(:func:`fake_embedding`: a hashed bag of words, CJK characters one by one, so texts
+sharing words are near); ``embedding_aliases`` maps a word to another before hashing
+(``{"espresso": "coffee"}`` makes them the same direction) and ``embedding_status``
+other than 200 answers that HTTP error instead. ``embedding_inputs`` records the texts.
+
 Standalone, for benchmarks and manual runs::
 
     python -m tests.fakes.fake_openai --port 8900 [--key sk-test] [--reply TEXT]
@@ -46,8 +52,10 @@ of specs, ``GET /_fake/requests``, ``POST /_fake/reset``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
+import re
 import select
 import socket
 import threading
@@ -61,6 +69,8 @@ from typing import Any
 import pytest
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
+EMBEDDING_DIM = 64
 
 
 @dataclass
@@ -244,6 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
             owner.reset()
             self._send_json(200, {"ok": True})
             return
+        if path in EMBEDDING_PATHS:
+            self._embeddings(owner, body)
+            return
         if path not in CHAT_PATHS:
             self._send_json(
                 404,
@@ -283,6 +296,39 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, _error_body(reply.status, reply.message), reply.headers)
         else:
             self._send_json(200, owner._completion(body, reply), reply.headers)
+
+    def _embeddings(self, owner: FakeOpenAI, body: Any) -> None:
+        if (
+            owner.api_key is not None
+            and self.headers.get("Authorization") != f"Bearer {owner.api_key}"
+        ):
+            self._send_json(401, _error_body(401, _DEFAULT_ERRORS[401]))
+            return
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._send_json(400, _error_body(400, "input must be a string or a list of strings"))
+            return
+        with owner.lock:
+            owner.embedding_inputs.extend(texts)
+            status, aliases = owner.embedding_status, dict(owner.embedding_aliases)
+        if status != 200:
+            self._send_json(status, _error_body(status, _DEFAULT_ERRORS.get(status, "error")))
+            return
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(t, aliases)}
+            for i, t in enumerate(texts)
+        ]
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model") or owner.model,
+                "usage": {"prompt_tokens": _count_tokens(texts), "total_tokens": 0},
+            },
+        )
 
     # part 15-L: a client that hangs up, and the streamed probe of a local server
 
@@ -353,6 +399,17 @@ def _schema_violation(fmt: dict[str, Any], content: str) -> str:
     return ""
 
 
+def fake_embedding(text: str, aliases: dict[str, str] | None = None) -> list[float]:
+    """A deterministic vector of ``EMBEDDING_DIM``: one unit per word (a CJK character
+    counts as a word) in the bucket its hash names, after ``aliases``."""
+    vec = [0.0] * EMBEDDING_DIM
+    for word in re.findall(r"[\u4e00-\u9fff]|[^\W_]+", text.lower()):
+        word = (aliases or {}).get(word, word)
+        bucket = int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:4], "big")
+        vec[bucket % EMBEDDING_DIM] += 1.0
+    return vec
+
+
 def _count_tokens(value: Any) -> int:
     """A rough, deterministic token count (≈ 4 characters a token), at least 1."""
     return max(1, len(json.dumps(value, ensure_ascii=False)) // 4)
@@ -390,6 +447,12 @@ class FakeOpenAI:
         """Seconds before a streamed request's first token (a slow local server)."""
         self.max_model_len = 0
         """When set, ``/v1/models`` gives it as the context size (as vLLM does)."""
+        self.embedding_aliases: dict[str, str] = {}
+        """Word -> word hashed instead, for ``/v1/embeddings`` (synonyms share a direction)."""
+        self.embedding_status = 200
+        """HTTP status of ``/v1/embeddings``; not 200: that error instead of vectors."""
+        self.embedding_inputs: list[str] = []
+        """Every text ``/v1/embeddings`` was asked for, in order."""
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
         self._stop = threading.Event()
@@ -452,6 +515,7 @@ class FakeOpenAI:
             self.requests.clear()
             self.headers.clear()
             self.paths.clear()
+            self.embedding_inputs.clear()
             self.closed = self.probes = 0
 
     def _next(self) -> Reply:

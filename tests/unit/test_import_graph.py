@@ -143,6 +143,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios.store",),
     ("aios.tools",),
     ("aios.llm",),
+    ("aios.memory",),
     ("aios.apphost",),
     ("aios.runs",),
     ("aios.desktop",),
@@ -212,7 +213,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 def test_an_upward_import_is_caught() -> None:
     assert _upward({"aios.store.db": {"aios.runs.runs"}}) == [
-        "aios.store.db (layer 3) -> aios.runs.runs (layer 7)"
+        "aios.store.db (layer 3) -> aios.runs.runs (layer 8)"
     ]
     assert _upward({"aios.runs.gate": {"aios.store.db", "aios.runs.runs"}}) == []
 
