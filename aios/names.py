@@ -168,6 +168,11 @@ DEFAULT_LOCALE = "zh-CN"
 """The locale of a text given as a plain string, and the fallback of a missing one."""
 
 
+def lang_of(value: str | None) -> Locale:
+    """``"en"`` for any English locale ("en", "en-US"), else zh-CN."""
+    return "en" if str(value or "").lower().startswith("en") else "zh-CN"
+
+
 def new_id(prefix: str) -> str:
     """A fresh id with a readable prefix (``run_…``, ``ia_…``, ``inst_…``)."""
     return f"{prefix}_{secrets.token_hex(8)}"

@@ -18,8 +18,10 @@ A task's ``expect`` is a dict; every key names one outcome and all must hold:
 ``asked``       ``{"kind"?, "options"?: [...]}``: the user was asked (a choice, confirm or
                 input card, not an approval), with a card of that kind; each option
                 named (value or label) was offered.
-``view``        ``{"app", "contains"?: [...], "view_type"?}``: that app answered without
-                an error, and its view shows every text (case-insensitive).
+``view``        ``{"app", "contains"?: [...], "view_type"?, "answered"?}``: that app
+                answered without an error, and its view shows every text
+                (case-insensitive); with ``answered``, a notice that a model must be set
+                up first (a button to Settings at its model fields) is no answer.
 ``ui_op``       ``{"op", "id"?, ...}``: the desktop was sent a change with these fields
                 during the task (the system's ``ui_op`` events).
 
@@ -238,9 +240,15 @@ def check_asked(spec: dict[str, Any], found: Found, lang: str) -> list[str]:
     return []
 
 
+NEEDS_MODEL = '"settings#llm"'
+"""The desktop target of the button a view offers when it needs a model set up first."""
+
+
 def check_view(spec: dict[str, Any], found: Found, lang: str) -> list[str]:
     app = str(spec["app"])
     views = [v for v in found.app_views(app) if v.get("status") != "error"]
+    if spec.get("answered"):  # a notice sending the user to set up a model answers nothing
+        views = [v for v in views if NEEDS_MODEL not in json.dumps(v.get("actions") or [])]
     if not views:
         return [f"{app} did not answer; the user saw {short(last_any(found))}"]
     if "view_type" in spec and not any(v.get("view_type") == spec["view_type"] for v in views):

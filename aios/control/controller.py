@@ -18,13 +18,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aios.control import intents, owners, wording
+from aios.control import intents, owners
 from aios.control.app_client import AppClient, HttpTransport, Transport, run_in_thread
 from aios.control.context import Contexts
 from aios.control.planner import Plan, Task, plan_instruction
 from aios.control.router import AppProfile, OfflineRouter, manifest_examples, routed_as
 from aios.control.steps import Outcome as Outcome, StepsLoop
 from aios.errors import AppError, AppNotFound
+from aios.llm import wording
 from aios.protocol import ActionRequest, error_response
 from aios.runs.gate import ask_step
 from aios.runs.runs import Run, waiting_view
@@ -257,7 +258,7 @@ class Controller:
         time, small talk, undo / reset of the desktop: aios/control/intents.py) are
         answered first, the same with and without an LLM. ``locale`` overrides
         ``config.language`` for this request; the language ``text`` is clearly written
-        in overrides both (aios/control/wording.py): the answer and the apps' context.
+        in overrides both (aios/llm/wording.py): the answer and the apps' context.
         """
         sid = self.store.ensure_session(session_id)
         lang = wording.reply_lang(text, locale or self.config.language)

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-Lang = Literal["zh-CN", "en"]
+from aios.names import Locale as Lang, lang_of as lang_of
+
 LANGS: tuple[Lang, ...] = ("zh-CN", "en")
 DEFAULT_LANG: Lang = "zh-CN"
 
@@ -56,11 +57,6 @@ IntentKind = Literal[
     "ui_reset",
 ]
 AppVerb = Literal["open_app", "close_app", "focus_app"]
-
-
-def lang_of(value: str | None) -> Lang:
-    """``"en"`` for any English locale ("en", "en-US"), else zh-CN."""
-    return "en" if str(value or "").lower().startswith("en") else DEFAULT_LANG
 
 
 # ------------------------------------------------------------------ messages

@@ -16,7 +16,7 @@ reached, the offline router plans instead.
 A direct reply leaves the planner only as plain words in the user's language: one
 that holds the planner's own words (its correction prompt, schema, tool names),
 JSON, an echo of the user's text or another language than the user wrote in is
-withheld (aios/control/wording.py) and the offline router plans instead.
+withheld (aios/llm/wording.py) and the offline router plans instead.
 
 ``llm.planner`` picks the mode: ``hybrid`` (default) keeps the model's plan
 unless the offline router matched an app's name or keyword that the model's
@@ -37,10 +37,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from aios.control.router import AppProfile, OfflineRouter, Task, refers_back, split_instruction
-from aios.control.wording import planner_words, text_lang, withheld
 from aios.errors import LLMError
 from aios.llm.client import ChatResult, LLMClient
 from aios.llm.toolcalls import extract, looks_like_code, repair_json
+from aios.llm.wording import planner_words, text_lang, withheld
 
 __all__ = [
     "MAX_TASKS",

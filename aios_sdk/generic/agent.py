@@ -396,7 +396,7 @@ class GenericAgent(AIOSAgent):
                     ],
                 )
             return Outcome.done(self._finish(_text_view(text, en), conv, en))
-        words = _answer_in_words(calls, names)
+        words = _answer_in_words(calls, names, str(conv.get("question") or ""))
         if words:
             log.info("LLM answer: a call of an unknown function with only words, taken as words")
             return Outcome.done(self._finish(_text_view(words, en), conv, en))
@@ -740,10 +740,14 @@ def _ask_input(en: bool, *, follow_up: bool) -> dict[str, Any]:
 _WORDS_ARGS = frozenset({"text", "content", "message", "answer", "reply", "response"})
 
 
-def _answer_in_words(calls: list[Any], names: set[str]) -> str:
+def _answer_in_words(calls: list[Any], names: set[str], question: str) -> str:
     """The words of a lone call to a function that does not exist whose only argument is
     text (a small model's ``reply_directly {"text": "…"}``): the model answered in words,
-    through the wrong door; "" otherwise (then the call is fed back as unknown)."""
+    through the wrong door; "" otherwise, and for words that answer nothing (an echo of
+    ``question``, a bare promise, JSON: aios/llm/wording.py) — then the call is fed
+    back as unknown."""
+    from aios.llm.wording import withheld
+
     if len(calls) != 1 or not isinstance(calls[0], dict):
         return ""
     fn = calls[0].get("function")
@@ -757,7 +761,9 @@ def _answer_in_words(calls: list[Any], names: set[str]) -> str:
     if not isinstance(args, dict) or not args or set(args) - _WORDS_ARGS:
         return ""
     said = [v.strip() for v in args.values() if isinstance(v, str) and v.strip()]
-    return said[0] if len(said) == 1 else ""
+    if len(said) != 1 or withheld(said[0], question):
+        return ""
+    return said[0]
 
 
 def _text_view(text: str, en: bool = False) -> dict[str, Any]:

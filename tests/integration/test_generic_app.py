@@ -300,13 +300,11 @@ def test_words_sent_through_a_function_that_does_not_exist_are_the_answer(
     start: Callable[..., Running], fake: RoutingFake
 ) -> None:
     """A small model answers with the planner's ``reply_directly {"text": …}``: the user
-    reads its words, not an error; a made-up function with other arguments is still fed
-    back as unknown."""
+    reads its words, not an error — unless they answer nothing (a bare promise); a made-up
+    function with other arguments is still fed back as unknown."""
     fake.script(
         [
             tool_call("reply_directly", {"text": "The Nile is about 6,650 km long."}),
-            tool_call("launch_rockets", {"count": 3, "text": "go"}),
-            text("It could not launch anything."),
         ]
     )
     system = start(fake)
@@ -314,6 +312,20 @@ def test_words_sent_through_a_function_that_does_not_exist_are_the_answer(
     assert reply["status"] == "ok", reply
     assert reply["data"]["content"] == "The Nile is about 6,650 km long."
     assert len(fake.app_requests()) == 1  # taken at once, not asked again
+    fake.script(
+        [
+            tool_call("reply_directly", {"text": "好的，我来帮你处理。"}),  # a bare promise
+            text("长城全长约两万一千公里。"),
+        ]
+    )
+    promised = ask(system, "长城有多长")["response"]
+    assert promised["data"]["content"] == "长城全长约两万一千公里。", promised
+    fake.script(
+        [
+            tool_call("launch_rockets", {"count": 3, "text": "go"}),
+            text("It could not launch anything."),
+        ]
+    )
     other = ask(system, "launch three rockets")["response"]
     assert other["data"]["content"] == "It could not launch anything."
     [feedback] = tool_messages(fake.app_requests()[-1])

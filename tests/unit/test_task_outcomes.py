@@ -204,6 +204,16 @@ def test_view_of_an_app_with_its_texts(tmp_path: Path) -> None:
     assert problems({"view": {"app": "files"}}, found(tmp_path, views=[err]))
 
 
+def test_a_notice_to_set_up_a_model_is_no_answer(tmp_path: Path) -> None:
+    settings = {"type": "button", "action_id": "open_settings", "desktop": "settings#llm"}
+    notice = ("assistant", {"status": "ok", "view_type": "text", "actions": [settings]})
+    answer = ("assistant", {"status": "ok", "view_type": "text", "data": {"content": "Paris"}})
+    spec = {"view": {"app": "assistant", "answered": True}}
+    assert problems(spec, found(tmp_path, views=[notice]))
+    assert problems(spec, found(tmp_path, views=[answer])) == []
+    assert problems({"view": {"app": "assistant"}}, found(tmp_path, views=[notice])) == []
+
+
 def test_ui_op(tmp_path: Path) -> None:
     f = found(tmp_path, ui_ops=[{"op": "hide", "id": "clock"}])
     assert problems({"ui_op": {"op": "hide", "id": "clock"}}, f) == []

@@ -6,7 +6,7 @@ import pytest
 
 from aios.control.intents import normalise, recognise, talk_topic
 from aios.control.planner import SCHEMA_HINT, SYSTEM_PROMPT, _feedback
-from aios.control.wording import phrase_lang, planner_words, reply_lang, text_lang, withheld
+from aios.llm.wording import phrase_lang, planner_words, reply_lang, text_lang, withheld
 
 
 @pytest.mark.parametrize(

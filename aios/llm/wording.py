@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from aios.control.intents import Lang, lang_of
 from aios.llm.toolcalls import looks_like_code
+from aios.names import Locale as Lang, lang_of
 
 __all__ = ["phrase_lang", "planner_words", "reply_lang", "text_lang", "withheld"]
 
