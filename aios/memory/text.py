@@ -13,11 +13,13 @@ A search (:mod:`aios.memory.store`) reads two FTS5 indexes of the same memories:
   100k memories on this machine; the index answers in well under one).
 
 Chinese has no spaces, so a CJK run of a query is split into overlapping trigrams
-for the first index and into its characters and pairs for the second (a paraphrase
+for the first index and into pairs and single characters for the second (a paraphrase
 of "我最喜欢的茶是龙井" asked as "我喜欢喝什么茶" shares no trigram with it, only 喜欢
-and 茶). English query words are lowercased, stop words dropped, and cut to the part
-their other forms share (:func:`stem`: "meetings" → "meet", "running" → "run",
-"stories" → "stor"), which trigram then finds as a substring of every form.
+and 茶): the pairs of two characters that are not stop characters (的, 什, 么, ...), and
+the characters no such pair holds. English query words are lowercased, stop words
+dropped, and cut to the part their other forms share (:func:`stem`: "meetings" →
+"meet", "running" → "run", "stories" → "stor"), which trigram then finds as a
+substring of every form.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ STOPWORDS = frozenset(
 )
 """English words a query term is never made of (unless the query holds nothing else)."""
 CJK_STOP = frozenset("的了是我你他她它们吗呢吧啊呀在和与也都就这那个么什怎哪谁一把被给着过还很又")
-"""CJK characters too common to be a query term alone (a pair holding one still counts)."""
+"""CJK characters a query term is never made of, alone or in a pair (in a trigram they count)."""
 
 
 def normalize(text: str) -> str:
@@ -122,14 +124,20 @@ class Terms:
 
 
 def _cjk_terms(run: str, terms: Terms) -> None:
+    """A CJK run's trigrams, and its pairs and characters for the short-gram index: the
+    pairs of two non-stop characters, and the characters no such pair holds (茶 in
+    什么茶). Fewer terms than every pair and character, so a question's union of
+    postings stays small; a character a pair holds is found through the pair."""
     if len(run) >= TRIGRAM:
         terms.trigram.extend(run[i : i + TRIGRAM] for i in range(len(run) - TRIGRAM + 1))
     if len(run) <= 2:
         terms.short.append(run)
         return
-    pairs = (run[i : i + 2] for i in range(len(run) - 1))
-    terms.short.extend(p for p in pairs if not (p[0] in CJK_STOP and p[1] in CJK_STOP))
-    terms.short.extend(c for c in run if c not in CJK_STOP)
+    pairs = [run[i : i + 2] for i in range(len(run) - 1)]
+    content = [p for p in pairs if p[0] not in CJK_STOP and p[1] not in CJK_STOP]
+    terms.short.extend(content)
+    held = {c for p in content for c in p}
+    terms.short.extend(c for c in run if c not in CJK_STOP and c not in held)
 
 
 def analyze(query: str) -> Terms:
