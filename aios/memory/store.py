@@ -44,7 +44,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aios.errors import BadRequest, Conflict, LLMError, NotFound
+from aios.errors import BadRequest, Conflict, LLMError, NotFound, StoreError
 from aios.memory.text import analyze, match_expr, normalize, short_grams
 from aios.memory.vectors import Embedder, VectorIndex
 from aios.names import APP_ID_PATTERN
@@ -392,6 +392,8 @@ class MemoryStore:
 
     def forget_app(self, app: str) -> int:
         """A removed app: every memory of its scope is deleted. How many were."""
+        if app == "user":
+            raise BadRequest("'user' is the user's scope, not an app: delete memories one by one")
         with self.store._tx() as db:
             return int(
                 db.execute(
@@ -695,29 +697,31 @@ class MemoryStore:
         return [r for r in rids if r in facts]
 
     def _results(self, ranked: builtins.list[tuple[int, float]], touch: bool) -> Memories:
+        """The memories of ``ranked`` with their scores; with ``touch`` one use counted for
+        each first (a store that cannot write, a full disk, still answers the search)."""
         if not ranked:
             return []
         rids = [rid for rid, _ in ranked]
-        sql = f"SELECT rid, {_COLUMNS} FROM memories WHERE rid IN ({','.join('?' * len(rids))})"
+        marks = ",".join("?" * len(rids))
         if touch:
-            with self.store._tx() as db:
-                ids = [
-                    str(r[0])
-                    for r in db.execute(
-                        f"SELECT id FROM memories WHERE rid IN ({','.join('?' * len(rids))})",
-                        rids,
-                    ).fetchall()
-                ]
-                self._touch(db, ids)
-                rows = db.execute(sql, rids).fetchall()
-        else:
-            rows = self.store._query(sql, tuple(rids))
+            try:
+                with self.store._tx() as db:
+                    db.execute(
+                        "UPDATE memories SET uses = uses + 1, last_used = ?"
+                        f" WHERE rid IN ({marks})",
+                        (self.store.clock(), *rids),
+                    )
+            except StoreError as e:
+                log.warning("memory search could not count the uses of what it found: %s", e)
+        rows = self.store._query(
+            f"SELECT rid, {_COLUMNS} FROM memories WHERE rid IN ({marks})", tuple(rids)
+        )
         by_rid = {int(r["rid"]): r for r in rows}
-        out = []
-        for rid, score in ranked:
-            if rid in by_rid:
-                out.append({**_memory(by_rid[rid]), "score": round(score, 6)})
-        return out
+        return [
+            {**_memory(by_rid[rid]), "score": round(score, 6)}
+            for rid, score in ranked
+            if rid in by_rid
+        ]
 
     # ------------------------------------------------------------ vectors
 

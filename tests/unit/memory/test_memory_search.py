@@ -4,6 +4,7 @@ apart, ranking by recency, use and pin, and queries that are hostile to FTS5."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -211,3 +212,23 @@ def test_a_query_of_ten_kilobytes_answers(mem: MemoryStore) -> None:
 def test_a_query_that_is_not_text_is_refused(mem: MemoryStore) -> None:
     with pytest.raises(BadRequest, match="string"):
         mem.search(None, scopes=["user"])  # type: ignore[arg-type]
+
+
+def test_a_search_answers_when_its_uses_cannot_be_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(tmp_path / "aios.db", busy_timeout=0.2)
+    try:
+        mem = MemoryStore(store)
+        m = mem.add("我的猫叫咪咪")
+        writer = sqlite3.connect(tmp_path / "aios.db", isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        try:
+            out = mem.search("猫", scopes=["user"])
+        finally:
+            writer.execute("ROLLBACK")
+            writer.close()
+        assert [x["id"] for x in out] == [m["id"]] and out[0]["uses"] == 0
+        assert "could not count the uses" in caplog.text
+    finally:
+        store.close()

@@ -163,6 +163,8 @@ def test_deleted_and_superseded_memories_are_never_found(mem: MemoryStore) -> No
 
 
 def test_forget_app_deletes_its_scope_only(mem: MemoryStore) -> None:
+    with pytest.raises(BadRequest, match="not an app"):
+        mem.forget_app("user")
     mem.add("playlist for running", scope="music")
     mem.add("favourite album", scope="music")
     mem.add("running shoes size 42")
