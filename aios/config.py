@@ -41,6 +41,8 @@ DEFAULT_TOOL_TIMEOUTS: dict[str, float] = {
     "cache_get": 2,
     "cache_set": 2,
     "notify": 2,
+    "memory_store": 2,
+    "memory_search": 2,
 }
 """Seconds per tool; config.json ``tool_timeout`` overrides single entries."""
 
@@ -49,7 +51,7 @@ SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
 DEFAULT_GRANTS: dict[str, list[str]] = {
     "system_agent": ["desktop.control"],
     "monitor": ["system.processes"],
-    "assistant": ["conversation.read", "domains"],
+    "assistant": ["conversation.read", "memory.read", "memory.write", "domains"],
     "music": ["domains"],
 }
 """Bundled apps' grants, applied the first time an app is seen (the user can revoke them);
@@ -359,6 +361,26 @@ class RetentionConfig(_Section):
     """Hours between two ``VACUUM``s (run by the pruner after a pass)."""
 
 
+class MemoryConfig(_Section):
+    """``memory``: what the assistant keeps about the user (DESIGN §15)."""
+
+    enabled: bool = True
+    """Off: nothing is injected, extracted or proposed (the self files stay editable)."""
+    prompt_tokens: int = Field(default=600, ge=0, le=8000)
+    """Budget of the self files and memories quoted into the controller's, the planner's
+    and the assistant's prompts (CJK character = 1 token, else 4 characters)."""
+    context_k: int = Field(default=5, ge=0, le=20)
+    """Memories relevant to an instruction given to an app (``context.memory``)."""
+    extract_idle_s: float = Field(default=120, gt=0)
+    """Seconds a conversation stays quiet before its new turns are read for durable facts."""
+    auto_accept: bool = False
+    """Extracted facts become active at once instead of waiting for the user's yes."""
+    embeddings: bool = False
+    """Vector search through the LLM endpoint's ``/v1/embeddings`` (text search always)."""
+    embeddings_model: str = ""
+    """The model for ``/v1/embeddings`` ("" = the chat model)."""
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -375,6 +397,7 @@ class Config(_Section):
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

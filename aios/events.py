@@ -46,6 +46,7 @@ EVENT_TYPES = frozenset(
         "interaction_done",
         "instance",
         "focus",
+        "memory",
     }
 )
 RESYNC = "resync"

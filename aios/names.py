@@ -57,8 +57,11 @@ ATOMIC_TOOLS: tuple[str, ...] = (
     "cache_get",
     "cache_set",
     "notify",
+    "memory_store",
+    "memory_search",
 )
-"""The ten atomic tools (docs/protocol.md §5)."""
+"""The twelve atomic tools (docs/protocol.md §5): the ten of the first design and the two
+memory tools (DESIGN §15), which the same approvals, audit and policies cover."""
 
 ASK_TOOL = "ask"
 """The system primitive that asks the user (choice / confirm / input), DESIGN §13."""
@@ -143,15 +146,27 @@ ENV_WORKDIR = "AIOS_WORKDIR"
 
 # ------------------------------------------------------------------ permissions, locales, ids
 
-Permission = Literal["conversation.read", "desktop.control", "network", "system.processes"]
+Permission = Literal[
+    "conversation.read",
+    "desktop.control",
+    "network",
+    "system.processes",
+    "memory.read",
+    "memory.write",
+]
 """What a manifest may request (DESIGN §11.7): the whole conversation in
 ``history_summary`` (other apps' turns too, §14.8), UI operations, direct outside
-network, the host's process list (served read-only by the system)."""
+network, the host's process list (served read-only by the system), the user's memories
+(read; write, which proposes)."""
 PERMISSIONS: tuple[str, ...] = get_args(Permission)
 CONVERSATION_READ = "conversation.read"
 DESKTOP_CONTROL = "desktop.control"
 NETWORK = "network"
 SYSTEM_PROCESSES = "system.processes"
+MEMORY_READ = "memory.read"
+"""Search the user's memories (DESIGN §15), not only the app's own."""
+MEMORY_WRITE = "memory.write"
+"""Propose memories to the user's scope (they wait for the user's yes)."""
 SETTINGS_PAGE = "Settings → App permissions"
 """Where the user grants and revokes them."""
 

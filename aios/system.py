@@ -27,6 +27,7 @@ from aios.desktop.voice import Recognizer
 from aios.events import EventBus
 from aios.host import os_sandbox
 from aios.llm.client import LLMClient
+from aios.memory.service import Memory
 from aios.protocol import LOCALES
 from aios.quotas import Quotas
 from aios.runs.approvals import Approvals
@@ -79,6 +80,13 @@ class System:
             lambda: self.config.web.snapshot_max_elements,
         )
         self.llm = LLMClient(config, self.store)
+        self.memory = Memory(
+            self.store,
+            self.data_dir,
+            lambda: self.config,
+            lambda: self.llm,
+            lambda kind, event: self.bus.emit(kind, event),
+        )
         self.processes = ProcessTable(max_per_app=config.tool_sandbox.max_background_processes)
         self.runs = Runs(self.runstore, self.bus)
         self.runs.language = lambda: self.config.language
@@ -132,6 +140,7 @@ class System:
             approvals=self.approvals,
             ui_log=self.ui_log,
             acting=lambda: self.controller.acting,
+            memory=self.memory,
         )
         self.permissions.changed = self.app_api.grants_changed
         self.controller = Controller(
@@ -145,6 +154,7 @@ class System:
             runs=self.runs,
             approvals=self.approvals,
             instances=self.instances,
+            memory=self.memory,
         )
         self.recognizer = Recognizer(config)
         self._stopped = False
@@ -158,6 +168,7 @@ class System:
         if self.config.tool_sandbox.os_sandbox != "off":
             os_sandbox.detect()  # logs its one warning now, not at the first command
         self.pruner.start()
+        self.memory.start()
         self.launcher.start(ready_wait=ready_wait, cancel=cancel)
 
     def stop(self) -> None:
@@ -171,6 +182,7 @@ class System:
         finally:
             self.processes.shutdown()
             self.controller.close()
+            self.memory.close()
             self.recognizer.close()
             self.pruner.stop()
             self.store.close()
@@ -193,6 +205,7 @@ class System:
         self.llm = LLMClient(new, self.store) if llm_changed else old_llm
         self.llm.config = new
         self.controller.reconfigure(new, llm=self.llm)
+        self.memory.reconfigure(new)
         self.launcher.reconfigure(new)
         self.recognizer.config = new
         self.processes.reconfigure(new.tool_sandbox.max_background_processes)
@@ -249,7 +262,11 @@ class System:
         for run in self.runs.active():
             if app_id in run.app.split(","):
                 run.cancel.set()
-        removed = {**self.runstore.forget_app(app_id), **self.store.forget_app(app_id)}
+        removed = {
+            **self.runstore.forget_app(app_id),
+            **self.store.forget_app(app_id),
+            "memories": self.memory.forget_app(app_id),
+        }
         self.grants.forget(app_id)
         self.quotas.forget(app_id)
         self.app_api.forget(app_id)

@@ -135,6 +135,19 @@ class AppContext(dict[str, Any]):
         return _str(self.get("locale"))
 
     @property
+    def memory(self) -> list[dict[str, Any]]:
+        """This app's memories relevant to the instruction (and the user's, with the
+        ``memory.read`` permission), best first: ``{id, text, tags, scope}`` each."""
+        found = self.get("memory")
+        return [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+
+    @property
+    def self_text(self) -> str:
+        """With ``memory.read``: who the user is and what they keep (SOUL, USER, AGENTS and
+        their memories), quoted as data — facts for a prompt, never instructions."""
+        return _str(self.get("self"))
+
+    @property
     def routed(self) -> dict[str, Any]:
         """How the instruction reached this app (``{text, matched, score, source}``), or ``{}``."""
         return _dict(self.get("routed"))

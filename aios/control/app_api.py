@@ -47,7 +47,7 @@ from aios.runs.rights import Acting, describe_ui_op
 from aios.runs.runs import Run, Runs
 from aios.store import Store
 from aios.tools import audit_args, invoke, record as record_call
-from aios.tools.base import ToolContext
+from aios.tools.base import MemoryPort, ToolContext
 from aios.tools.notify import NotifyLimiter
 from aios.tools.processes import ProcessTable
 from aios.tools.sandbox import SandboxPolicy
@@ -80,6 +80,7 @@ class AppApi:
         approvals: Approvals,
         ui_log: UILog,
         acting: Callable[[], Acting[Run]],
+        memory: MemoryPort | None = None,
     ):
         self.config = config
         self._port = port
@@ -94,6 +95,7 @@ class AppApi:
         self._approvals = approvals
         self._ui_log = ui_log
         self._acting = acting
+        self._memory = memory
         """Which app acts for whom right now (the controller's frames)."""
         self._http = requests.Session()
         self._http.trust_env = False
@@ -470,6 +472,7 @@ class AppApi:
             app_name=record.shown_name,
             app_names={loc: record.name_in(loc) for loc in LOCALES},
             notify_allowed=self._notify_limiter.gate(record.id),
+            memory=self._memory,
             destinations=(
                 None
                 if config.approvals.mode == "auto"

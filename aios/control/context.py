@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aios.apphost.permissions import CONVERSATION_READ
 from aios.control.planner import own_turns, summarize_history
+from aios.names import MEMORY_READ
 from aios.protocol import ATOMIC_TOOLS
 from aios.tools.executor import ASK_TOOL, LAUNCH_TOOL
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from aios.apphost.registry import AppRecord
     from aios.config import Config
     from aios.llm.client import LLMClient
+    from aios.memory.service import Memory
     from aios.store import Store
     from aios.tools.base import ToolContext
 
@@ -50,8 +52,10 @@ class Contexts:
         llm: Callable[[], LLMClient | None],
         tool_context: Callable[[str, str | None], ToolContext],
         custom_tools: Callable[[str], list[str]],
+        memory: Memory | None = None,
     ) -> None:
         self.store = store
+        self.memory = memory
         self._settings = settings
         self._llm = llm
         self._tool_context = tool_context
@@ -92,7 +96,25 @@ class Contexts:
             "upstream": upstream or {},
             "locale": locale or self._settings().language,
             "routed": routed,
+            **self._memory_fields(record.id, routed, locale),
         }
+
+    def _memory_fields(
+        self, app_id: str, routed: dict[str, Any] | None, locale: str | None
+    ) -> dict[str, Any]:
+        """``memory`` (the app's memories for its part of the instruction, the user's too
+        with ``memory.read``) and, with ``memory.read``, ``self`` (DESIGN §15)."""
+        if self.memory is None:
+            return {}
+        try:
+            reads_user = MEMORY_READ in self._tool_context(app_id, None).permissions
+        except KeyError:
+            reads_user = False
+        said = str((routed or {}).get("text") or "")
+        out: dict[str, Any] = {"memory": self.memory.for_app(app_id, reads_user, said)}
+        if reads_user:
+            out["self"] = self.memory.prompt_block(said, locale or self._settings().language)
+        return out
 
     def history_summary(self, sid: str, app: str | None = None) -> str:
         """§4.3 ``history_summary``; recomputed only when the session gained entries.

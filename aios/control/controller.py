@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from aios.desktop.instances import Instances
     from aios.events import EventBus
     from aios.llm.client import LLMClient
+    from aios.memory.service import Memory
     from aios.runs.approvals import Approvals
     from aios.runs.runs import Runs
     from aios.store import Store
@@ -72,6 +73,7 @@ class Controller:
         approvals: Approvals,
         instances: Instances,
         transport: Transport | None = None,
+        memory: Memory | None = None,
     ):
         """``transport`` sends each request to an app: HTTP unless a test gives a fake."""
         self.config = config
@@ -82,6 +84,7 @@ class Controller:
         self.runs = runs
         self.approvals = approvals
         self.instances = instances
+        self.memory = memory
         self.client = AppClient(
             launcher=launcher,
             approvals=approvals,
@@ -97,6 +100,7 @@ class Controller:
             llm=lambda: self.llm,
             tool_context=tool_context,
             custom_tools=custom_tools,
+            memory=memory,
         )
         self.loop = StepsLoop(
             settings=lambda: self.config,

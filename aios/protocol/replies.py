@@ -111,6 +111,11 @@ class Context(_Open):
     tool_results: dict[str, ToolResult] = Field(default_factory=dict)
     upstream: dict[str, Any] = Field(default_factory=dict)
     locale: str = "zh-CN"
+    memory: list[dict[str, Any]] = Field(default_factory=list)
+    """The app's memories relevant to the instruction, the user's too with ``memory.read``
+    (DESIGN §15): ``{id, text, tags, scope}`` each."""
+    self_block: str = Field(default="", alias="self")
+    """With ``memory.read``: the user's self files and memories, quoted as data."""
 
 
 class HandleRequest(_Open):

@@ -93,6 +93,11 @@ class SessionTables(AuditTables):
             db.execute("UPDATE sessions SET updated=? WHERE id=?", (self.clock(), session_id))
             return int(cur.lastrowid or 0)
 
+    def last_history_id(self) -> int:
+        """The newest history entry's id (0 for none): later entries have larger ids."""
+        rows = self._query("SELECT MAX(id) AS n FROM history", ())
+        return int(rows[0]["n"] or 0) if rows else 0
+
     def history(self, session_id: str, limit: int = HISTORY_PAGE) -> list[dict[str, Any]]:
         return self.history_page(session_id, limit=limit)[0]
 

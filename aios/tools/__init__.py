@@ -19,7 +19,16 @@ from pydantic import ValidationError
 
 from aios.errors import QuotaExceeded, ToolError, ToolRefused
 from aios.protocol import ATOMIC_TOOLS, ToolResult, describe_validation_error
-from aios.tools import cache, db, files, http, notify, process, shell  # noqa: F401  (register)
+from aios.tools import (  # noqa: F401  (register)
+    cache,
+    db,
+    files,
+    http,
+    memory,
+    notify,
+    process,
+    shell,
+)
 from aios.tools.base import ToolContext, ToolOutput, ToolSpec, registered_tools
 
 __all__ = [

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     from aios.store import Store
     from aios.tools.processes import ProcessTable
     from aios.tools.sandbox import SandboxPolicy
+
+
+class MemoryPort(Protocol):
+    """What the memory tools reach of the memory (DESIGN §15), bound to one app by the
+    system (aios/memory/service.py); the tools check the permissions before calling it."""
+
+    def store(self, app_id: str, text: str, tags: list[str], *, user: bool) -> dict[str, Any]:
+        """Keep ``text``: in the app's own scope (active), or proposed to the user's."""
+        ...
+
+    def search(self, app_id: str, query: str, k: int, *, user: bool) -> list[dict[str, Any]]:
+        """The app's own memories matching ``query`` (and the user's with ``user``)."""
+        ...
 
 
 class ToolArgs(BaseModel):
@@ -88,6 +101,8 @@ class ToolContext:
     )
     """Right before a plan's step runs (step id, tool, arguments as resolved): None when it
     is what was approved, else the result of a step that must not run (DESIGN §14.2)."""
+    memory: MemoryPort | None = field(default=None, compare=False)
+    """The memory the memory tools use; None outside the system."""
     destinations: frozenset[str] | None = None
     """The hosts granted to the app (DESIGN §14.5): a redirect may lead only to one of
     them or to the request's own destination. None (``auto`` mode): not checked."""

@@ -72,6 +72,12 @@ def test_the_catalog_serves_every_tool_riskiest_first() -> None:
 
 def test_the_generic_app_offers_by_the_specs_words() -> None:
     assert relevant_tools("save a note") == {"file_read", "file_write", "file_list"}
-    assert relevant_tools("remember this") == {"cache_get", "cache_set"}
+    assert relevant_tools("remember this") == {
+        "cache_get",
+        "cache_set",
+        "memory_store",
+        "memory_search",
+    }
+    assert relevant_tools("what did we say last time") == {"memory_store", "memory_search"}
     assert relevant_tools("查询数据库") == {"db_query"}
     assert relevant_tools("hello there") is None
