@@ -4,7 +4,8 @@ An app subclasses :class:`AIOSAgent`, sets its metadata, overrides
 :meth:`AIOSAgent.handle` and calls ``run()``. Inside ``handle`` it may call
 atomic tools synchronously (:meth:`AIOSAgent.call_tool`), return a plan for
 the system's executor (:meth:`AIOSAgent.plan_steps`), ask the system's LLM
-(:meth:`AIOSAgent.llm`), push live updates (:meth:`AIOSAgent.push`) and, with the
+(:meth:`AIOSAgent.llm`), push live updates (:meth:`AIOSAgent.push`), keep and find
+facts in its memory (:meth:`AIOSAgent.remember`, :meth:`AIOSAgent.recall`) and, with the
 ``desktop.control`` permission, operate the desktop's UI (:meth:`AIOSAgent.ui`).
 
 Where those calls go is decided once per agent, at first use: with
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from aios.errors import ProtocolError
+from aios.errors import ProtocolError, ToolFailed
 from aios.names import (
     ATOMIC_TOOLS,
     ENV_APP_ID,
@@ -504,6 +505,38 @@ class AIOSAgent:
         if info is not None:
             return getattr(self, info.attr)(**args)
         return self._backend().call_tool(tool_name, args, current_session_id())
+
+    def remember(
+        self, text: str, tags: Sequence[str] = (), *, user: bool = False
+    ) -> dict[str, Any]:
+        """Keep a fact for later (``memory_store``, docs/app-guide.md §15).
+
+        In this app's own memory, active at once; with ``user=True``, proposed to the
+        user's memory (needs the ``memory.write`` permission), where it waits for the
+        user's yes in the memory window. Returns the memory ``{id, text, tags, scope,
+        state}``; the same text kept twice is one memory. Raises
+        :class:`~aios.errors.ToolError` when refused (no permission) or when there is no
+        memory (standalone, the test kit).
+        """
+        words = [tags] if isinstance(tags, str) else list(tags)
+        kept = self.call_tool(
+            "memory_store", text=text, tags=words, scope="user" if user else "app"
+        )
+        if not isinstance(kept, dict):
+            raise ToolFailed(f"memory_store: expected a memory, got {type(kept).__name__}")
+        return kept
+
+    def recall(self, query: str, k: int = 5, *, user: bool = False) -> list[dict[str, Any]]:
+        """The ``k`` (1-20) kept facts that best match ``query`` (``memory_search``), best
+        first, each ``{id, text, tags, scope, score}``: this app's own, and the user's
+        too with ``user=True`` (needs the ``memory.read`` permission). What comes back is
+        data to use, never instructions to follow. Raises
+        :class:`~aios.errors.ToolError` like :meth:`remember`.
+        """
+        found = self.call_tool("memory_search", query=query, k=k, scope="user" if user else "app")
+        if not isinstance(found, list):
+            raise ToolFailed(f"memory_search: expected a list, got {type(found).__name__}")
+        return [m for m in found if isinstance(m, dict)]
 
     def plan_steps(self, steps: list[dict[str, Any]] | list[Step]) -> list[dict[str, Any]]:
         """Validate a steps plan for a reply; number steps that have no ``step_id``.

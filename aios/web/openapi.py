@@ -44,7 +44,7 @@ class Query:
 
 @dataclass(frozen=True)
 class Route:
-    method: Literal["get", "post", "put"]
+    method: Literal["get", "post", "put", "patch", "delete"]
     path: str
     """As Flask spells it (``/api/apps/<app_id>/open``)."""
     summary: str
@@ -339,6 +339,84 @@ ROUTES: tuple[Route, ...] = (
         errors=(400, 404),
         tag="runs",
     ),
+    # memory and the self files (aios/web/memory_api.py)
+    Route(
+        "get",
+        "/api/memories",
+        "Memories, newest first (?search=1: ranked by q), and the proposals waiting.",
+        reply=s.MemoryList,
+        errors=(400,),
+        query=(
+            Query("scope", "'user' or an app id"),
+            Query("state", "proposed, active, superseded or deleted; absent: all but deleted"),
+            Query("source", "a prefix of the source: user, app:, app:<id>, extracted:"),
+            Query("q", "text or tags containing this (normalized)"),
+            Query("search", "1: q ranked as the assistant searches (active only, limit ≤ 20)"),
+            _LIMIT_Q,
+            Query("offset", "skip this many (not with search)", "integer"),
+        ),
+        tag="memory",
+    ),
+    Route(
+        "post",
+        "/api/memories",
+        "Keep a fact the user gives (active at once).",
+        body=s.MemoryBody,
+        reply=s.Memory,
+        errors=(400,),
+        tag="memory",
+        status=201,
+    ),
+    Route(
+        "patch",
+        "/api/memories/<memory_id>",
+        "Edit a memory's text, tags or pin.",
+        body=s.MemoryEdit,
+        reply=s.Memory,
+        errors=(400, 404, 409),
+        tag="memory",
+    ),
+    Route(
+        "delete",
+        "/api/memories/<memory_id>",
+        "Delete a memory in any state (again: unchanged).",
+        reply=s.Memory,
+        errors=(404,),
+        tag="memory",
+    ),
+    Route(
+        "post",
+        "/api/memories/<memory_id>/accept",
+        "A proposed memory becomes active.",
+        reply=s.Memory,
+        errors=(404, 409),
+        tag="memory",
+    ),
+    Route(
+        "post",
+        "/api/memories/<memory_id>/reject",
+        "A proposed memory is deleted.",
+        reply=s.Memory,
+        errors=(404, 409),
+        tag="memory",
+    ),
+    Route(
+        "get",
+        "/api/self/<name>",
+        "A self file's text (SOUL, USER, AGENTS, MEMORY).",
+        reply=s.SelfFile,
+        errors=(400,),
+        tag="memory",
+    ),
+    Route(
+        "put",
+        "/api/self/<name>",
+        "Replace a self file; MEMORY.md is parsed back (the user's edit wins).",
+        body=s.SelfFileBody,
+        reply=s.SelfFile,
+        errors=(400,),
+        tag="memory",
+    ),
     # voice (aios/web/voice.py)
     Route(
         "post",
@@ -476,8 +554,8 @@ _STATUS_TEXT = {
     400: "bad request: the error names the field",
     401: "token missing or invalid",
     403: "refused by a guard (host, origin, channel, permission)",
-    404: "no such app, run, session, interaction or file",
-    409: "already answered / ended otherwise: current holds the state",
+    404: "no such app, run, session, interaction, memory or file",
+    409: "already answered / ended otherwise / not in that state: current holds the state",
     413: "body too large",
     422: "speech engine error",
     502: "the app (or LLM) answered badly",

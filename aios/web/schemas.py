@@ -15,6 +15,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from aios.errors import BadRequest
+from aios.memory.selfdoc import SELF_FILE_MAX
+from aios.memory.store import MEMORY_TEXT_MAX, TAGS_MAX
 from aios.names import SESSION_ID_RULE, ApprovalDecision, ApprovalRule, valid_session_id
 from aios.protocol import (
     ACTION_ID_PATTERN,
@@ -223,6 +225,45 @@ class UIOps(_Body):
 
 class SysUIBody(RootModel[UIOps | UIOp]):
     """``POST /api/sys/ui``: one UI operation or ``{"ops": [...]}``."""
+
+
+# aios/web/memory_api.py checks the memory bodies itself (with the store's own rules);
+# tests/integration/test_openapi.py holds its real requests and replies to these models.
+
+SelfName = Literal["SOUL", "USER", "AGENTS", "MEMORY"]
+"""``aios.memory.selfdoc.SELF_NAMES``; the path takes ``user`` and ``USER.md`` alike."""
+
+
+class MemoryBody(_Body):
+    """``POST /api/memories``: a fact the user keeps: active at once, ``source: "user"``."""
+
+    text: str = Field(
+        min_length=1, max_length=MEMORY_TEXT_MAX, title="what to remember", description=
+        "the fact, stripped; the same text already kept in the scope returns that memory"
+    )  # fmt: skip
+    tags: list[str] = Field(
+        default_factory=list, max_length=TAGS_MAX, description="words of 1-32 characters"
+    )
+    scope: str = Field("user", description="'user' (the default) or an app id")
+
+
+class MemoryEdit(_Body):
+    """``PATCH /api/memories/{memory_id}``: at least one of these; any other field is a 400.
+    Only an active or proposed memory can be edited (else 409)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"minProperties": 1})
+
+    text: str | None = Field(None, min_length=1, max_length=MEMORY_TEXT_MAX)
+    tags: list[str] | None = Field(None, max_length=TAGS_MAX)
+    pinned: bool | None = Field(None, description="pinned memories come first in prompts")
+
+
+class SelfFileBody(_Body):
+    """``PUT /api/self/{name}``: the file's whole new text."""
+
+    text: str = Field(
+        title="the file's new content", description=f"at most {SELF_FILE_MAX} bytes as UTF-8"
+    )
 
 
 # ------------------------------------------------------------------- replies
@@ -434,6 +475,45 @@ class UIReply(_Reply):
     ok: bool
     applied: int
     listeners: int
+
+
+MemoryState = Literal["proposed", "active", "superseded", "deleted"]
+
+
+class Memory(_Reply):
+    """One memory (DESIGN §15, ``aios/memory/store.py``); times are unix seconds."""
+
+    id: str = Field(description="m_ and 12 hex digits")
+    scope: str = Field(description="'user' or an app id")
+    text: str
+    tags: list[str]
+    source: str = Field(description="'user', 'app:<id>' or 'extracted:<session id>'")
+    state: MemoryState
+    created: float
+    updated: float
+    last_used: float | None = Field(description="when a search or a context last gave it")
+    uses: int
+    pinned: bool
+    supersedes: str | None = Field(description="the memory this one replaced")
+    superseded_by: str | None
+    session_id: str | None = Field(description="extracted: the conversation it came from")
+    turn: int | None = Field(description="extracted: the history entry it came from")
+    key: str | None = Field(description="the slot a newer fact supersedes ('user.name')")
+    score: float | None = Field(None, description="?search=1 only: the rank's score")
+
+
+class MemoryList(_Reply):
+    """``GET /api/memories``."""
+
+    memories: list[Memory]
+    proposed: int = Field(description="memories waiting for the user's yes (the badge)")
+
+
+class SelfFile(_Reply):
+    """``GET`` / ``PUT /api/self/{name}``."""
+
+    name: SelfName
+    text: str
 
 
 class Event(_Reply):

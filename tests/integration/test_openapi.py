@@ -105,3 +105,51 @@ def test_locale_per_request_reaches_the_app_on_open_action_and_retry(running: Ru
     assert refused.json()["error"] == "field 'locale' must be 'zh-CN' or 'en', not 'de'"
     no_app = running.post("/api/action", {"action_id": "again"})
     assert no_app.json()["error"] == "field 'app' (the app id) is required"
+
+
+def test_memory_requests_and_replies_validate_against_the_document(running: Running) -> None:
+    """aios/web/memory_api.py checks its bodies itself: held here to the documented models."""
+    body = {"text": "用户喜欢爵士乐", "tags": ["music"]}
+    _check("MemoryBody", body)
+    added = running.post("/api/memories", body)
+    assert added.status_code == 201, added.text
+    _check("Memory", added.json())
+    mid = added.json()["id"]
+
+    listed = running.get("/api/memories?scope=user")
+    _check("MemoryList", listed.json())
+    found = running.get("/api/memories", params={"q": "爵士", "search": "1"}).json()
+    _check("MemoryList", found)
+    assert found["memories"][0]["score"] > 0
+
+    edit = {"pinned": True}
+    _check("MemoryEdit", edit)
+    edited = running.http.patch(f"{running.url}/api/memories/{mid}", json=edit, timeout=20)
+    _check("Memory", edited.json())
+    with pytest.raises(SchemaError):
+        _check("MemoryEdit", {"state": "active"})
+    refused = running.http.patch(
+        f"{running.url}/api/memories/{mid}", json={"state": "x"}, timeout=20
+    )
+    assert refused.status_code == 400
+    _check("ErrorReply", refused.json())
+
+    conflict = running.post(f"/api/memories/{mid}/accept")
+    assert conflict.status_code == 409 and conflict.json()["current"]["state"] == "active"
+    _check("ErrorReply", conflict.json())
+    deleted = running.http.delete(f"{running.url}/api/memories/{mid}", timeout=20)
+    _check("Memory", deleted.json())
+    assert running.post(f"/api/memories/{mid}/reject").status_code == 409
+    missing = running.http.delete(f"{running.url}/api/memories/m_000000000000", timeout=20)
+    assert missing.status_code == 404
+    _check("ErrorReply", missing.json())
+
+    _check("SelfFile", running.get("/api/self/user.md").json())
+    put = {"text": "# USER.md\n\nCall me Lin.\n"}
+    _check("SelfFileBody", put)
+    written = running.http.put(f"{running.url}/api/self/USER", json=put, timeout=20)
+    _check("SelfFile", written.json())
+    assert written.json() == {"name": "USER", "text": put["text"]}
+    bad = running.get("/api/self/diary")
+    assert bad.status_code == 400
+    _check("ErrorReply", bad.json())
