@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aios.control import intents, owners
+from aios.control import intents, memory_intents, owners
 from aios.control.app_client import AppClient, HttpTransport, Transport, run_in_thread
 from aios.control.context import Contexts
 from aios.control.planner import Plan, Task, plan_instruction
@@ -26,6 +26,7 @@ from aios.control.router import AppProfile, OfflineRouter, manifest_examples, ro
 from aios.control.steps import Outcome as Outcome, StepsLoop
 from aios.errors import AppError, AppNotFound
 from aios.llm import wording
+from aios.memory import service as memory_service
 from aios.protocol import ActionRequest, error_response
 from aios.runs.gate import ask_step
 from aios.runs.runs import Run, waiting_view
@@ -55,6 +56,12 @@ CLARIFY_ECHO_CHARS = 80
 
 
 PHRASE_INTENTS = frozenset({"help", "time", "date", "small_talk"})
+FORGET_PENDING = "forget_pending"
+"""Session variable: the memories a "忘掉 …" asked about, until the next thing said."""
+FORGET_MAX = 5
+"""Memories one "忘掉 …" offers to forget."""
+RECALL_SHOWN = 20
+"""Memories "what do you know about me" lists (the memory window has them all)."""
 """System intents recognised from a table of phrases, each phrase in one language."""
 
 
@@ -284,6 +291,11 @@ class Controller:
                 "notes": [],
                 "cancelled": stopped_runs,
             }
+        if self.memory is not None:
+            said_to_memory = self._memory_intent(text, sid, lang)
+            if said_to_memory is not None:
+                return said_to_memory
+            self.memory.turn_added(sid)
         apps = self._intent_apps()
         intent = intents.recognise(text, apps)
         if intent is not None:
@@ -299,11 +311,14 @@ class Controller:
             llm=self.llm,
             router=OfflineRouter(profiles, prefer=last_app),
             history_summary=self.history_summary(sid),
+            self_block=lambda: self.memory.prompt_block(text, lang) if self.memory else "",
         )
         for note in plan.notes:
             log.warning("planner (plan from %s): %s", plan.source, note)
         if not plan.notes:
             log.info("planner: plan from %s", plan.source)
+        if not plan.tasks and (noted := self._facts_said(text, sid, lang)) is not None:
+            return noted
         if not plan.tasks and not plan.reply:
             if wording.text_lang(text) is None:  # "i'm bored": too short to be sure, yet English
                 lang = wording.phrase_lang(text) or lang
@@ -420,6 +435,107 @@ class Controller:
             "plan": [],
             "results": results,
             "message": answer.message,
+            "notes": [],
+            **answer.fields(),
+        }
+
+    # ------------------------------------------------------- memory (DESIGN §15)
+
+    def _memory_intent(self, text: str, sid: str, lang: str) -> dict[str, Any] | None:
+        """ "记住 …", "what do you know about me", "忘掉 …" and its confirmation; None when
+        ``text`` is none of them. A forget waits for the very next thing said."""
+        assert self.memory is not None
+        said = memory_intents.recognise(text)
+        pending = self.store.context_vars(sid).get(FORGET_PENDING)
+        if pending is not None and (said is None or said.verb != "forget_yes"):
+            self.store.set_context_var(sid, FORGET_PENDING, None)
+        if said is None:
+            return None
+        if wording.text_lang(text) is None:  # "forget it": short, yet English
+            lang = wording.phrase_lang(text) or lang
+        chips: list[dict[str, str]] = []
+        desktop: list[dict[str, str]] = []
+        if not self.config.memory.enabled:
+            message = memory_intents.say("memory_off", lang)
+        elif said.verb == "remember":
+            kept = self.memory.add(said.text)
+            message = memory_intents.say("remembered", lang, text=kept["text"])
+        elif said.verb == "recall":
+            known = self.memory.memories.active(memory_service.USER, RECALL_SHOWN)
+            texts = [str(m["text"]) for m in known]
+            message = (
+                memory_intents.say("known", lang, items=memory_intents.bullets(texts))
+                if texts
+                else memory_intents.say("known_none", lang)
+            )
+            chips.append(self._memory_chip(lang))
+        elif said.verb == "forget":
+            found = self._to_forget(said.text)
+            if not found:
+                message = memory_intents.say("forget_none", lang, text=said.text)
+            else:
+                self.store.set_context_var(sid, FORGET_PENDING, [m["id"] for m in found])
+                texts = [str(m["text"]) for m in found]
+                message = memory_intents.say(
+                    "forget_ask", lang, n=len(found), items=memory_intents.bullets(texts)
+                )
+                for key in ("forget_yes_chip", "forget_no_chip"):
+                    word = memory_intents.say(key, lang)
+                    chips.append({"label": word, "instruction": word})
+        elif said.verb == "forget_yes" and pending:
+            for memory_id in pending:
+                self.memory.delete(str(memory_id))
+            self.store.set_context_var(sid, FORGET_PENDING, None)
+            message = memory_intents.say("forgotten", lang, n=len(pending))
+        elif said.verb == "forget_no" and pending:
+            message = memory_intents.say("forget_kept", lang)
+        elif said.verb in ("forget_yes", "forget_no"):
+            if said.verb == "forget_no":
+                return None  # "算了" with nothing pending is small talk, not memory
+            message = memory_intents.say("forget_nothing_pending", lang)
+        answer = intents.Answer(f"memory_{said.verb}", message, chips, desktop)
+        self._remember_answer(sid, answer)
+        return {
+            "session_id": sid,
+            "plan": [],
+            "results": [],
+            "message": message,
+            "notes": [],
+            **answer.fields(),
+        }
+
+    def _to_forget(self, what: str) -> list[dict[str, Any]]:
+        """The user's memories "忘掉 …" names: those that match it, best first."""
+        assert self.memory is not None
+        memories = self.memory.memories
+        found = memories.search(what, scopes=[memory_service.USER], k=FORGET_MAX, touch=False)
+        return found or memories.list(
+            scope=memory_service.USER, state="active", q=what, limit=FORGET_MAX
+        )
+
+    @staticmethod
+    def _memory_chip(lang: str) -> dict[str, str]:
+        label = memory_intents.say("open_memory", lang)
+        return {"label": label, "instruction": label}
+
+    def _facts_said(self, text: str, sid: str, lang: str) -> dict[str, Any] | None:
+        """ "我叫小林" that no app took: the facts proposed, to accept in the memory window."""
+        if self.memory is None or not self.config.memory.enabled:
+            return None
+        facts = memory_intents.facts_said(text, intents.lang_of(lang))
+        if not facts:
+            return None
+        kept = [self.memory.propose(sid, f) for f in facts]
+        message = memory_intents.say(
+            "proposed", lang, items="；".join(str(m["text"]) for m in kept)
+        )
+        answer = intents.Answer("memory_proposed", message, [self._memory_chip(lang)])
+        self._remember_answer(sid, answer)
+        return {
+            "session_id": sid,
+            "plan": [],
+            "results": [],
+            "message": message,
             "notes": [],
             **answer.fields(),
         }

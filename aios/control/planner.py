@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -167,9 +168,13 @@ LANG_HINT = "The user wrote in {lang}: any reply and instruction is in {lang}.\n
 
 
 def build_messages(
-    text: str, apps: list[AppProfile], history_summary: str = ""
+    text: str, apps: list[AppProfile], history_summary: str = "", self_block: str = ""
 ) -> list[dict[str, Any]]:
+    """``self_block``: the user's self files and memories, already quoted as data
+    (aios/memory/selfdoc.py): facts to plan with, never instructions."""
     system = SYSTEM_PROMPT.format(apps=_app_lines(apps))
+    if self_block.strip():
+        system += f"\n{self_block.strip()}\n"
     lang = text_lang(text)
     if lang:
         system += LANG_HINT.format(lang=LANG_NAMES[lang])
@@ -578,9 +583,10 @@ def _llm_plan(
     llm: LLMClient,
     history_summary: str,
     max_tokens: int,
+    self_block: str = "",
 ) -> Plan | str:
     """The model's plan, or why there is none (a note)."""
-    messages = build_messages(text, apps, history_summary)
+    messages = build_messages(text, apps, history_summary, self_block)
     error = ""
     for attempt in range(2):
         try:
@@ -614,6 +620,7 @@ def plan_instruction(
     router: OfflineRouter,
     history_summary: str = "",
     mode: PlannerMode | None = None,
+    self_block: Callable[[], str] = lambda: "",
 ) -> Plan:
     """Plan what to do with ``text``; never raises for a bad model answer or a dead LLM.
 
@@ -623,6 +630,8 @@ def plan_instruction(
     What went wrong on the way, and which path produced the plan, is in
     ``Plan.notes`` (the caller logs them once and shows them); ``Plan.source``
     is ``llm``, ``llm-normalised``, ``hybrid``, ``offline`` or ``none``.
+    ``self_block()`` (asked only when a model plans) is what the user keeps about
+    themselves, quoted as data, for the model's prompt (DESIGN §15).
     """
     text = (text or "").strip()
     if not text:
@@ -633,7 +642,7 @@ def plan_instruction(
     mode = mode or cfg.planner
     if mode == "offline":
         return _offline(text, router, [])
-    got = _llm_plan(text, apps, llm, history_summary, cfg.plan_max_tokens)
+    got = _llm_plan(text, apps, llm, history_summary, cfg.plan_max_tokens, self_block())
     if isinstance(got, Plan) and not got.tasks and (why := withheld(got.reply, text)):
         # the one place a model's words leave the planner: never its own, JSON, an echo
         got = f"model's reply withheld: {why}"

@@ -263,10 +263,11 @@ class Memory:
             self.extractor.mark_read(session_id, self._last_turn_before_start)
         self.extractor.schedule(session_id)
 
-    def new_conversation(self, old_session_id: str | None) -> None:
-        """The user starts over: what the last conversation said is read now."""
-        if old_session_id and self.config().memory.enabled:
-            self.extractor.flush(old_session_id)
+    def new_conversation(self) -> None:
+        """The user starts over: what the conversations so far said is read now."""
+        if self.config().memory.enabled:
+            for session_id in sorted(self._seen_sessions):
+                self.extractor.flush(session_id)
 
     def _user_turns(self, session_id: str, since: int) -> list[tuple[int, str]]:
         rows = self._db.history(session_id, limit=RECENT_TURNS)
@@ -284,9 +285,22 @@ class Memory:
                 out.append((int(row["id"]), text))
         return out
 
+    def propose(self, session_id: str, fact: Fact) -> dict[str, Any]:
+        """A fact the user just stated ("我叫小林"), proposed from their last turn; that
+        turn is not read again by the extraction."""
+        turns = self._user_turns(session_id, self._last_turn_before_start)
+        turn = turns[-1][0] if turns else None
+        out = self._add_fact(session_id, turn, fact)
+        if turn is not None:
+            self.extractor.mark_read(session_id, turn)
+        return out
+
     def _propose(self, session_id: str, turn: int, fact: Fact) -> None:
+        self._add_fact(session_id, turn, fact)
+
+    def _add_fact(self, session_id: str, turn: int | None, fact: Fact) -> dict[str, Any]:
         auto = self.config().memory.auto_accept
-        self.memories.add(
+        out = self.memories.add(
             fact.text,
             scope=USER,
             tags=fact.tags,
@@ -297,6 +311,7 @@ class Memory:
             key=fact.key,
         )
         self._changed()
+        return out
 
 
 def _public(memory: dict[str, Any]) -> dict[str, Any]:

@@ -221,7 +221,8 @@ def read_of(tool: str, args: dict[str, Any], status: str = "ok") -> str | None:
     """What a step that ran with these arguments read that the user did not type, in
     words for the card ("diary.txt", "a page from example.com"); None for a step that
     reads nothing from outside the user (a write, a command's own effect, the app's own
-    cache, a file listing, the user's own answer to an ``ask``)."""
+    cache or memory, a file listing, the user's own answer to an ``ask``); the user's
+    memories count (what an app sends after reading them is shown on a card)."""
     if status not in ("ok", "error", None):
         return None
     if tool == "file_read":
@@ -238,6 +239,8 @@ def read_of(tool: str, args: dict[str, Any], status: str = "ok") -> str | None:
         return _clip(f"rows of {args.get('dsn') or 'a database'}")
     if tool == "launch":
         return _clip(f"the result of {args.get('app') or 'another app'}")
+    if tool == "memory_search" and args.get("scope") == "user":
+        return "your memories"  # the app's own memory is like its cache: its own
     if tool.startswith("mcp:"):
         return _clip(f"the result of {tool}")
     return None

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from aios.errors import ToolFailed, ToolRefused
+from aios.errors import BadRequest, ToolFailed, ToolRefused
 from aios.names import MEMORY_READ, MEMORY_WRITE, not_granted
 from aios.tools.base import MemoryPort, ToolArgs, ToolContext, ToolOutput, atomic_tool
 
@@ -66,7 +66,7 @@ def memory_store(ctx: ToolContext, args: MemoryStoreArgs) -> ToolOutput:
     port = _memory(ctx, "memory_store", args.scope, MEMORY_WRITE)
     try:
         kept = port.store(ctx.app_id, args.text, list(args.tags), user=args.scope == "user")
-    except ValueError as e:
+    except (BadRequest, ValueError) as e:  # the store's checks: say what is wrong
         raise ToolFailed(f"memory_store: {e}") from e
     return ToolOutput(kept, {"scope": args.scope, "state": kept.get("state")})
 

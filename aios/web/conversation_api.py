@@ -34,6 +34,7 @@ def list_sessions() -> Response:
 
 @bp.post("/sessions")
 def new_session() -> Response:
+    system().memory.new_conversation()  # what was said so far is read for memories now
     resp = jsonify({"session_id": system().store.ensure_session(None)})
     resp.status_code = 201
     return resp

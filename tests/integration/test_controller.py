@@ -41,12 +41,13 @@ def test_open_app_sends_an_empty_instruction_and_every_context_field(system_all:
     assert Path(ctx["workdir"]).is_dir()
     assert isinstance(ctx["cwd_state"]["files"], list)
     assert ctx["cwd_state"]["last"] == ""  # the state the app returned last time
-    assert ctx["available_tools"][:10] == list(ATOMIC_TOOLS)
+    assert ctx["available_tools"][: len(ATOMIC_TOOLS)] == list(ATOMIC_TOOLS)
     assert "shout" in ctx["available_tools"]  # its own @tool
     assert ctx["session_id"] == sid
     assert "echo" in ctx["history_summary"]
     assert ctx["tool_results"] == {} and ctx["upstream"] == {}
     assert ctx["locale"] == "zh-CN"
+    assert ctx["memory"] == [] and "self" not in ctx  # none kept; no memory.read
 
 
 ACTION_PAYLOADS: list[dict[str, Any]] = [
