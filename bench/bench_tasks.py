@@ -211,6 +211,21 @@ def set_up(bench: Bench, setup: dict[str, Any]) -> None:
         r = bench.post("/api/action", action)
         if r.status_code != 200:
             raise RuntimeError(f"setup action {action} failed: {r.text[:200]}")
+    for text in setup.get("memories") or []:
+        r = bench.post("/api/memories", {"text": text})
+        if r.status_code != 201:
+            raise RuntimeError(f"setup memory {text!r} failed: {r.text[:200]}")
+
+
+def kept_memories(bench: Bench) -> list[dict[str, Any]]:
+    """Every memory, deleted ones too ([] for a tree without memory: a baseline)."""
+    out: list[dict[str, Any]] = []
+    for state in ("active", "proposed", "superseded", "deleted"):
+        r = bench.get(f"/api/memories?state={state}&limit=1000")
+        if r.status_code != 200:
+            return []
+        out += r.json()["memories"]
+    return out
 
 
 def close_windows(bench: Bench) -> None:
@@ -249,11 +264,18 @@ def run_task(bench: Bench, task: dict[str, Any], shape: Any) -> Found:
             found.error = f"HTTP {r.status_code}: {r.text[:200]}"
             return found
         reply = found.reply = r.json()
+        for then in task.get("then") or []:  # what the user says next, in that conversation
+            r = bench.post("/api/instruction", {"text": then, "session_id": reply["session_id"]})
+            if r.status_code != 200:
+                found.error = f"HTTP {r.status_code}: {r.text[:200]}"
+                return found
+            reply = found.reply = r.json()
         found.views = [(x["app"], x["response"]) for x in reply.get("results", [])]
         run_ids = {reply["run_id"]} if reply.get("run_id") else set()
         drain(sub, run_ids, found)  # the reply's own views are in found.views already
         answer_cards(bench, task, found, reply.get("pending") or [], run_ids)
         found.views += drain(sub, run_ids, found)
+        found.memories = kept_memories(bench)
     except Exception as e:  # a bench reports the failure and goes on with the next task
         found.error = f"{type(e).__name__}: {e}"
     finally:

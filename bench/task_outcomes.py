@@ -24,6 +24,13 @@ A task's ``expect`` is a dict; every key names one outcome and all must hold:
                 up first (a button to Settings at its model fields) is no answer.
 ``ui_op``       ``{"op", "id"?, ...}``: the desktop was sent a change with these fields
                 during the task (the system's ``ui_op`` events).
+``memory``      ``{"text", "state"?, "scope"?, "exists"?, "in_reply"?}``: a memory holding
+                the text, in that state (default active) and scope (default user);
+                ``exists: false``, only deleted ones; ``in_reply``, the reply names it.
+
+A task may start from ``setup`` (``files`` in the Files workspace, apps' ``actions``,
+``memories`` the user keeps) and go on with ``then``: what the user says next in the
+same conversation ("确认忘掉" after "忘掉 …"); the outcome is checked after the last.
 
 A task with ``"seen": true`` had its words shown to someone changing the apps (a brief
 quoted a failure from an early run, or its failure was read while fixing the apps and the
@@ -64,6 +71,8 @@ class Found:
     """Desktop changes the system sent the desktop during the task."""
     error: str = ""
     """The task could not be sent (an HTTP error, a timeout)."""
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    """Every memory the system keeps after the task, deleted ones too (DESIGN §15)."""
 
     def app_views(self, app: str) -> list[dict[str, Any]]:
         return [v for a, v in self.views if a == app]
@@ -80,9 +89,16 @@ def short(value: Any) -> str:
     return text if len(text) <= SHOW else text[: SHOW - 1] + "…"
 
 
+QUOTED = re.compile(r"“[^”\n]*”|「[^」\n]*」|\"[^\"\n]*\"")
+"""The user's own words quoted back (a memory, a file name): data, in whatever language."""
+
+
 def in_lang(text: str, lang: str) -> bool:
-    """Written in ``lang`` as a reader sees it: Chinese has Han characters, English none."""
-    has_cjk = bool(CJK.search(text))
+    """Written in ``lang`` as a reader sees it: Chinese has Han characters, English none
+    (what is quoted aside)."""
+    has_cjk = bool(
+        CJK.search(QUOTED.sub(" ", text)) if not lang.startswith("zh") else CJK.search(text)
+    )
     return has_cjk if lang.startswith("zh") else not has_cjk
 
 
@@ -219,6 +235,24 @@ def check_reply_only(spec: Any, found: Found, lang: str) -> list[str]:
     return problems
 
 
+def check_memory(spec: dict[str, Any], found: Found, lang: str) -> list[str]:
+    """A memory whose text holds ``text``: in ``state`` (default active), of ``scope``
+    (default user); ``exists: false``: none left but deleted ones; ``in_reply``: the
+    reply names it."""
+    text = str(spec["text"]).casefold()
+    hits = [m for m in found.memories if text in str(m.get("text", "")).casefold()]
+    live = [m for m in hits if m.get("state") != "deleted"]
+    if not spec.get("exists", True):
+        return [f"memory {spec['text']!r} is still {live[0]['state']}"] if live else []
+    state, scope = spec.get("state", "active"), spec.get("scope", "user")
+    if not any(m.get("state") == state and m.get("scope") == scope for m in hits):
+        kept = short([(m.get("text"), m.get("state")) for m in found.memories])
+        return [f"no {state} memory {spec['text']!r} in {scope}; kept: {kept}"]
+    if spec.get("in_reply") and text not in found.message().casefold():
+        return [f"the reply does not name {spec['text']!r}: {short(found.message())}"]
+    return []
+
+
 def check_asked(spec: dict[str, Any], found: Found, lang: str) -> list[str]:
     cards = found.asked()
     if not cards:
@@ -286,6 +320,7 @@ CHECKERS: dict[str, Checker] = {
     "asked": check_asked,
     "view": check_view,
     "ui_op": check_ui_op,
+    "memory": check_memory,
 }
 
 

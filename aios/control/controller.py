@@ -298,6 +298,8 @@ class Controller:
             self.memory.turn_added(sid)
         apps = self._intent_apps()
         intent = intents.recognise(text, apps)
+        if intent is None and (noted := self._facts_said(text, sid, lang, whole=True)):
+            return noted
         if intent is not None:
             if intent.kind in PHRASE_INTENTS and wording.text_lang(text) is None:
                 # a phrase of the system's tables is in one language: "goodbye" is English
@@ -464,7 +466,7 @@ class Controller:
             known = self.memory.memories.active(memory_service.USER, RECALL_SHOWN)
             texts = [str(m["text"]) for m in known]
             message = (
-                memory_intents.say("known", lang, items=memory_intents.bullets(texts))
+                memory_intents.say("known", lang, items=memory_intents.bullets(texts, lang))
                 if texts
                 else memory_intents.say("known_none", lang)
             )
@@ -477,7 +479,7 @@ class Controller:
                 self.store.set_context_var(sid, FORGET_PENDING, [m["id"] for m in found])
                 texts = [str(m["text"]) for m in found]
                 message = memory_intents.say(
-                    "forget_ask", lang, n=len(found), items=memory_intents.bullets(texts)
+                    "forget_ask", lang, n=len(found), items=memory_intents.bullets(texts, lang)
                 )
                 for key in ("forget_yes_chip", "forget_no_chip"):
                     word = memory_intents.say(key, lang)
@@ -518,11 +520,18 @@ class Controller:
         label = memory_intents.say("open_memory", lang)
         return {"label": label, "instruction": label}
 
-    def _facts_said(self, text: str, sid: str, lang: str) -> dict[str, Any] | None:
-        """ "我叫小林" that no app took: the facts proposed, to accept in the memory window."""
+    def _facts_said(
+        self, text: str, sid: str, lang: str, *, whole: bool = False
+    ) -> dict[str, Any] | None:
+        """ "我叫小林", "I prefer window seats": the facts proposed, to accept in the memory
+        window. ``whole``: only when every clause states a fact (before any app is asked);
+        else when no app took ``text``."""
         if self.memory is None or not self.config.memory.enabled:
             return None
-        facts = memory_intents.facts_said(text, intents.lang_of(lang))
+        lg = intents.lang_of(lang)
+        facts = (
+            memory_intents.only_facts(text, lg) if whole else memory_intents.facts_said(text, lg)
+        )
         if not facts:
             return None
         kept = [self.memory.propose(sid, f) for f in facts]

@@ -123,10 +123,6 @@ def say(key: str, lang: str | None, **fields: object) -> str:
     return (en if str(lang or "").startswith("en") else zh).format(**fields)
 
 
-def bullets(texts: list[str]) -> str:
-    return "\n".join(f"- {t}" for t in texts)
-
-
 _INNER_PUNCT = re.compile(r"[,，.。!！?？;；:：、]+")
 
 
@@ -168,3 +164,25 @@ def facts_said(text: str, lang: Lang) -> list[Fact]:
     if len(text) > FACT_STATEMENT_MAX:
         return []
     return facts_by_rules([text], lang)
+
+
+_CLAUSE = re.compile(r"[,，.。;；!！]+")
+
+
+def only_facts(text: str, lang: Lang) -> list[Fact]:
+    """The facts of ``text`` when every clause of it states one ("I prefer window seats",
+    "我叫小林，我喜欢爵士乐"): said to the assistant, not a request for an app ("window"
+    is no order to the desktop); [] when any clause is something else ("我喜欢爵士乐，
+    放一首")."""
+    clauses = [c.strip() for c in _CLAUSE.split(text) if c.strip()]
+    if not clauses or len(text) > FACT_STATEMENT_MAX:
+        return []
+    if not all(facts_by_rules([c], lang) for c in clauses):
+        return []
+    return facts_by_rules([text], lang)
+
+
+def bullets(texts: list[str], lang: str | None = None) -> str:
+    """The user's memories as a list, each quoted: their words, in whatever language."""
+    left, right = ("“", "”") if str(lang or "").startswith("en") else ("「", "」")
+    return "\n".join(f"- {left}{t}{right}" for t in texts)

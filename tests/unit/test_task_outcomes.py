@@ -214,6 +214,29 @@ def test_a_notice_to_set_up_a_model_is_no_answer(tmp_path: Path) -> None:
     assert problems({"view": {"app": "assistant"}}, found(tmp_path, views=[notice])) == []
 
 
+def test_words_quoted_back_are_no_language_of_the_reply(tmp_path: Path) -> None:
+    said = {"message": "Here is what I know about you:\n- “我喜欢喝乌龙茶”"}
+    assert problems({"reply_only": True}, found(tmp_path, reply=said)) == []
+    mixed = {"message": "Here is what I know: 我喜欢喝乌龙茶"}
+    assert problems({"reply_only": True}, found(tmp_path, reply=mixed))
+
+
+def test_a_memory_in_its_state_and_named_in_the_reply(tmp_path: Path) -> None:
+    kept = [
+        {"text": "我对花生过敏", "state": "active", "scope": "user"},
+        {"text": "The user is called Jordan", "state": "proposed", "scope": "user"},
+        {"text": "my gym is on Baker Street", "state": "deleted", "scope": "user"},
+    ]
+    f = found(tmp_path, memories=kept, reply={"message": "我记得：我对花生过敏"})
+    assert problems({"memory": {"text": "花生", "in_reply": True}}, f) == []
+    assert problems({"memory": {"text": "Jordan"}}, f)  # proposed, not believed yet
+    assert problems({"memory": {"text": "jordan", "state": "proposed"}}, f) == []
+    assert problems({"memory": {"text": "Baker Street", "exists": False}}, f) == []
+    assert problems({"memory": {"text": "花生", "exists": False}}, f)
+    assert problems({"memory": {"text": "花生", "scope": "notes"}}, f)
+    assert problems({"memory": {"text": "Jordan", "state": "proposed", "in_reply": True}}, f)
+
+
 def test_ui_op(tmp_path: Path) -> None:
     f = found(tmp_path, ui_ops=[{"op": "hide", "id": "clock"}])
     assert problems({"ui_op": {"op": "hide", "id": "clock"}}, f) == []
