@@ -167,6 +167,8 @@ def facts_said(text: str, lang: Lang) -> list[Fact]:
 
 
 _CLAUSE = re.compile(r"[,，.。;；!！]+")
+_ABOUT_ME = re.compile(r"^(?:我|叫我|i\b|i'm\b|im\b|my\b|call\s+me\b)", re.IGNORECASE)
+"""A clause that speaks of the user from its first word ("echo my birthday …" does not)."""
 
 
 def only_facts(text: str, lang: Lang) -> list[Fact]:
@@ -177,7 +179,7 @@ def only_facts(text: str, lang: Lang) -> list[Fact]:
     clauses = [c.strip() for c in _CLAUSE.split(text) if c.strip()]
     if not clauses or len(text) > FACT_STATEMENT_MAX:
         return []
-    if not all(facts_by_rules([c], lang) for c in clauses):
+    if not all(_ABOUT_ME.match(c) and facts_by_rules([c], lang) for c in clauses):
         return []
     return facts_by_rules([text], lang)
 
