@@ -249,9 +249,15 @@ def is_cjk(c: str) -> bool:
     )
 
 
+_CJK_CHARS = re.compile(
+    "[\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]"
+)
+"""What :func:`is_cjk` takes, as one pattern (counted on every prompt: a regex is faster)."""
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens ``text`` takes, roughly: a CJK character one, other characters four a token."""
-    cjk = sum(1 for c in text if is_cjk(c))
+    cjk = len(_CJK_CHARS.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 USER = "user"
 """The user's scope: what the system knows about the user."""
 MEMORY_FILE = "MEMORY"
+PINNED_MAX = 50
+"""Pinned memories of a scope considered for a prompt (the budget cuts them further)."""
 PAGE = 1000
 """Memories read per listing query (the store's largest page)."""
 RECENT_TURNS = 400
@@ -72,6 +74,7 @@ class Memory:
             lang=lambda: self.config().language,
             idle_s=config().memory.extract_idle_s,
         )
+        self._pinned_cache: dict[str, list[dict[str, Any]]] = {}
         self._seen_sessions: set[str] = set()
         self._last_turn_before_start = self._db.last_history_id()
         with self._file_lock:  # edited while the system was off: the user's edit wins
@@ -158,6 +161,7 @@ class Memory:
                 self._parse_back(self.files.read(MEMORY_FILE))
 
     def _parse_back(self, text: str) -> None:
+        self._pinned_cache = {}
         parsed = self.files.parse_memory(text)
         kept = {m["scope"] for m in self._all_active()}
         changed: dict[str, dict[str, int]] = {}
@@ -188,6 +192,7 @@ class Memory:
 
     def _changed(self) -> None:
         with self._file_lock:
+            self._pinned_cache.clear()
             self._write_file()
         self._emit("memory", self.status())
 
@@ -210,20 +215,37 @@ class Memory:
         if not cfg.enabled or cfg.context_k <= 0:
             return []
         scopes = [app_id, USER] if may_read_user else [app_id]
-        return [_public(m) for m in self._relevant(instruction, scopes, cfg.context_k)]
+        found = self._relevant(instruction, scopes, cfg.context_k, touch=False)
+        return [_public(m) for m in found]
 
-    def _relevant(self, instruction: str, scopes: list[str], k: int) -> list[dict[str, Any]]:
-        """Matches first, then pinned and most used memories to fill ``k``."""
-        found = self.memories.search(instruction, scopes=scopes, k=k) if instruction.strip() else []
+    def _relevant(
+        self, instruction: str, scopes: list[str], k: int, *, touch: bool = True
+    ) -> list[dict[str, Any]]:
+        """Matches first, then pinned memories to fill ``k`` (those the user wants in every
+        prompt). ``touch``: count this as a use of what is returned (the ranking's)."""
+        found = (
+            self.memories.search(instruction, scopes=scopes, k=k, touch=touch)
+            if instruction.strip()
+            else []
+        )
         seen = {m["id"] for m in found}
         for scope in scopes:
-            for m in self.memories.active(scope, k):
+            for m in self._pinned(scope, k):
                 if len(found) >= k:
                     break
-                if m["id"] not in seen and m.get("pinned"):
+                if m["id"] not in seen:
                     found.append(m)
                     seen.add(m["id"])
         return found
+
+    def _pinned(self, scope: str, k: int) -> list[dict[str, Any]]:
+        """The scope's pinned memories (kept until the next change: read on every prompt)."""
+        with self._file_lock:
+            cached = self._pinned_cache.get(scope)
+            if cached is None:
+                cached = [m for m in self.memories.active(scope, PINNED_MAX) if m.get("pinned")]
+                self._pinned_cache[scope] = cached
+            return cached[:k]
 
     # ------------------------------------------------------------ the tools (MemoryPort)
 
