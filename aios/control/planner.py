@@ -557,7 +557,10 @@ def _hybrid(model: Plan, router: OfflineRouter, offline: list[Task]) -> Plan:
     asked: list[str] = []
     for i, task in enumerate(offline):
         other = model.tasks[i].app if i < len(model.tasks) else None
-        if other is None or other == task.app or other in task.alternatives:
+        if other is None or other == task.app:
+            continue
+        if other in task.alternatives:  # the router's close call offers it already
+            asked.append(f"{task.app} or {other}")
             continue
         scores = dict(router.score(task.instruction))
         if scores.get(other, 0.0) >= HYBRID_PLAUSIBLE * scores.get(task.app, 0.0) > 0:

@@ -55,7 +55,17 @@ VIEW_TYPES = (
     "code",
     "dashboard",
 )
-EXTRA_VIEWS = ("loading", "error", "controls", "rows", "variants", "hostile", "notify", "push")
+EXTRA_VIEWS = (
+    "loading",
+    "error",
+    "controls",
+    "rows",
+    "variants",
+    "hostile",
+    "notify",
+    "push",
+    "memory",
+)
 ALL_VIEWS = (*VIEW_TYPES, *EXTRA_VIEWS)
 
 TONE_FILE = "tone.wav"
@@ -86,6 +96,7 @@ LABELS = {
     "hostile": ("恶意数据", "Hostile data", "用恶意字符串测试每种视图的安全渲染"),
     "notify": ("通知", "Notify", "通过步骤发送桌面通知"),
     "push": ("推送", "Push", "推送几条实时进度事件"),
+    "memory": ("记忆", "Memory", "记住一条示例，再把它找回来（应用自己的记忆）"),
 }
 
 # Instruction words → view (checked longest first, so "饼图" wins over "图").
@@ -108,6 +119,7 @@ VIEW_WORDS: dict[str, tuple[str, ...]] = {
     "error": ("error", "错误"),
     "notify": ("notify", "notification", "通知"),
     "push": ("push", "progress", "推送", "进度"),
+    "memory": ("memory", "remember", "记忆"),
 }
 CHART_WORDS = {
     "bar": ("bar", "柱状"),
@@ -488,6 +500,7 @@ class GalleryAgent(AIOSAgent):
             "hostile": self._hostile,
             "notify": self._notify,
             "push": self._push,
+            "memory": self._memory,
         }[view](params, results, lang)
 
     def _view(
@@ -748,6 +761,37 @@ class GalleryAgent(AIOSAgent):
             },
             lang,
             tr(lang, "通知已发送", "Notifications sent"),
+        )
+
+    def _memory(
+        self, params: dict[str, Any], results: dict[str, Any], lang: Lang
+    ) -> dict[str, Any]:
+        """The memory tools in a plan: keep a fact in the gallery's own memory, find it
+        again (no permission needed: an app's own scope is its own)."""
+        fact = tr(lang, "组件展示的示例记忆：蓝色按钮是主要按钮", "Gallery sample: blue is primary")
+        if not results:
+            steps = [
+                {"step_id": 1, "tool": "memory_store", "args": {"text": fact, "tags": ["demo"]}},
+                {"step_id": 2, "tool": "memory_search", "args": {"query": fact, "k": 3}},
+            ]
+            return {
+                "status": "ok",
+                "view_type": "loading",
+                "data": {"message": tr(lang, "正在记住并查找…", "Remembering and recalling…")},
+                "steps": self.plan_steps(steps),
+                "message": tr(lang, "记忆中", "Remembering"),
+            }
+        found = (results.get("step_2") or {}).get("result") or []
+        items = [
+            {"title": str(m.get("text", "")), "subtitle": " ".join(m.get("tags") or [])}
+            for m in found
+            if isinstance(m, dict)
+        ]
+        return self._view(
+            "list",
+            {"title": tr(lang, "应用自己的记忆", "The app's own memory"), "items": items},
+            lang,
+            tr(lang, f"找回 {len(items)} 条记忆", f"Recalled {len(items)} memories"),
         )
 
     def _push(self, params: dict[str, Any], results: dict[str, Any], lang: Lang) -> dict[str, Any]:

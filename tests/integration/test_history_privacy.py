@@ -87,10 +87,15 @@ def test_the_assistant_gets_conversation_read_as_a_revocable_default(
 ) -> None:
     from aios.config import DEFAULT_GRANTS
 
-    assert DEFAULT_GRANTS["assistant"] == ["conversation.read", "domains"]  # and §14.5
+    assert DEFAULT_GRANTS["assistant"] == [  # and §14.5, §15
+        "conversation.read",
+        "memory.read",
+        "memory.write",
+        "domains",
+    ]
     manifest = json.loads(
         (Path(__file__).resolve().parents[2] / "apps" / "assistant" / "manifest.json").read_text(
             encoding="utf-8"
         )
     )
-    assert manifest["permissions"] == ["conversation.read"]
+    assert manifest["permissions"] == ["conversation.read", "memory.read", "memory.write"]

@@ -129,7 +129,7 @@ def test_bad_changes_are_400_naming_the_problem_and_an_unknown_app_404(running: 
     assert r.status_code == 400
     assert r.json()["error"] == (
         "unknown permission 'root' (permissions: conversation.read, desktop.control, network, "
-        "system.processes, or domain:<host> for a destination)"
+        "system.processes, memory.read, memory.write, or domain:<host> for a destination)"
     )
     r = change(running, "nobody", revoke=["desktop.control"])
     assert r.status_code == 404 and "nobody" in r.json()["error"]

@@ -234,7 +234,7 @@ def test_check_lists_every_problem_one_per_line(tmp_path: Path) -> None:
         "manifest.json field handle_endpoint: must be a path starting with '/' (got 'handle')",
         "manifest.json field keywords.3: String should have at most 40 characters",
         "manifest.json field permissions.0: Input should be 'conversation.read', "
-        "'desktop.control', 'network' or 'system.processes'",
+        "'desktop.control', 'network', 'system.processes', 'memory.read' or 'memory.write'",
         "manifest.json: unknown field 'role_promt'; did you mean 'role_prompt'?",
         "entry 'main.py' does not compile (line 1): invalid syntax",
         f"workdir 'data' resolves to {secret.resolve()}, outside the app folder",

@@ -1,5 +1,5 @@
 """The bundled apps together use all ten view types, all ten action types and all
-ten atomic tools — asserted from their real replies and the real audit log."""
+twelve atomic tools — asserted from their real replies and the real audit log."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_bundled_apps_cover_every_view_action_and_tool(everything: Running) -> N
         )
         replies.extend(r["response"] for r in everything.instruct("搜索歌曲 周杰伦")["results"])
         # the gallery shows every view and every control
-        for view in (*VIEW_TYPES, "controls", "notify"):
+        for view in (*VIEW_TYPES, "controls", "notify", "memory"):
             act("gallery", {"action_id": "show", "params": {"view": view}})
     finally:
         events = []
