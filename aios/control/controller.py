@@ -495,16 +495,7 @@ class Controller:
             if said.verb == "forget_no":
                 return None  # "算了" with nothing pending is small talk, not memory
             message = memory_intents.say("forget_nothing_pending", lang)
-        answer = intents.Answer(f"memory_{said.verb}", message, chips, desktop)
-        self._remember_answer(sid, answer)
-        return {
-            "session_id": sid,
-            "plan": [],
-            "results": [],
-            "message": message,
-            "notes": [],
-            **answer.fields(),
-        }
+        return self._answered(sid, intents.Answer(f"memory_{said.verb}", message, chips, desktop))
 
     def _to_forget(self, what: str) -> list[dict[str, Any]]:
         """The user's memories "忘掉 …" names: those that match it, best first."""
@@ -538,13 +529,19 @@ class Controller:
         message = memory_intents.say(
             "proposed", lang, items="；".join(str(m["text"]) for m in kept)
         )
-        answer = intents.Answer("memory_proposed", message, [self._memory_chip(lang)])
+        return self._answered(
+            sid, intents.Answer("memory_proposed", message, [self._memory_chip(lang)])
+        )
+
+    def _answered(self, sid: str, answer: intents.Answer) -> dict[str, Any]:
+        """The reply to what the controller answered itself (no app called), kept in the
+        session's history."""
         self._remember_answer(sid, answer)
         return {
             "session_id": sid,
             "plan": [],
             "results": [],
-            "message": message,
+            "message": answer.message,
             "notes": [],
             **answer.fields(),
         }
