@@ -253,6 +253,30 @@ class System:
         """:meth:`AppApi.apply_ui_ops`."""
         return self.app_api.apply_ui_ops(record, body)
 
+    def end_session(self, session_id: str) -> dict[str, Any]:
+        """The user starts a new conversation: ``session_id``'s report, traced as
+        ``session_report`` (turns, runs, tools, tokens, cost, memories added)."""
+        usage = self.store.usage_totals("session", session_id=session_id)
+        totals = usage[0] if usage else {}
+        report: dict[str, Any] = {
+            "turns": sum(
+                1
+                for h in self.store.history(session_id, limit=self.config.store.history_page_max)
+                if h.get("role") == "user"
+            ),
+            "runs": len(self.runstore.runs(session=session_id, limit=10_000)),
+            "tools": len(self.store.audit_rows(session_id=session_id, limit=5000)),
+            "llm_calls": int(totals.get("calls") or 0),
+            "prompt_tokens": int(totals.get("prompt_tokens") or 0),
+            "completion_tokens": int(totals.get("completion_tokens") or 0),
+            "cached_tokens": int(totals.get("cached_tokens") or 0),
+            "cost": totals.get("cost"),
+            "memories_added": self.memory.memories.added_in(session_id),
+        }
+        self.tracer.emit("session_report", session_id=session_id, **report)
+        self.tracer.emit("session_end", session_id=session_id)
+        return report
+
     # -------------------------------------------------------------- wiring
 
     def _secrets(self) -> list[str]:

@@ -291,6 +291,8 @@ class Controller:
         """:meth:`_instruction`, traced (DESIGN §16): ``instruction`` … ``reply``."""
         sid = self.store.ensure_session(session_id)
         with self.tracer.bind(sid):
+            if session_id is None:
+                self.tracer.emit("session_start", spoken=spoken, locale=locale)
             self.tracer.emit("instruction", text=text, spoken=spoken, locale=locale)
             try:
                 reply = self._instruction(text, sid, spoken=spoken, locale=locale)
@@ -854,6 +856,7 @@ class Controller:
                 routed=task.routed or routed_as(task.instruction, "llm"),
             )
         except AppError as e:
+            self.tracer.emit("error", app=task.app, where="app", error=str(e))
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
         status = "done" if outcome.response.get("status") == "ok" else "error"
         self.store.upsert_task(

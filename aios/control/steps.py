@@ -143,6 +143,7 @@ class StepsLoop:
             try:
                 reply = self.client.post(record, body, run.run_id if run is not None else None)
             except AppReplyInvalid as e:
+                self.tracer.emit("error", app=record.id, where="reply", error=str(e))
                 return Outcome(record.id, error_response(str(e), title=record.id), round_no)
             steps = reply.get("steps") or []
             self.tracer.emit("iteration_end", app=record.id, round=round_no, steps=len(steps))
