@@ -1,8 +1,8 @@
 """The trace files' one writer: callers put events on a bounded queue and never wait;
-a background thread numbers them (``seq``, strictly increasing per session, carried
-across restarts by reading the file's last line), redacts the fields that hold
-arguments and prompts (``redact``: the audit log's, secret-named keys), masks the
-configured secrets (keys, the launch token) anywhere in the line, caps sizes and
+every ``interval`` (0.2 s) a background thread numbers them (``seq``, strictly
+increasing per session, carried across restarts by reading the last line), redacts
+the fields that hold arguments and prompts (``redact``: the audit log's, secret-named
+keys), masks the configured secrets (keys, the launch token) anywhere in the line, caps sizes and
 appends them to ``<dir>/<session>.jsonl``. A full queue drops the event; the next
 line written says how many were dropped (``"dropped": n``). Retention (``prune``)
 deletes files older than ``keep_days`` and then the oldest until the total fits
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import re
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,8 @@ REDACTED = "***"
 REDACT_FIELDS = frozenset({"args", "result", "messages", "tools", "request"})
 """Fields passed through ``redact`` (not the event itself: ``prompt_tokens`` is no secret)."""
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-_STOP = object()
+FLUSH_INTERVAL = 0.2
+"""Seconds between two writes of what gathered (``flush`` writes at once)."""
 
 
 def trace_path(directory: Path, session_id: str) -> Path | None:
@@ -61,14 +62,21 @@ class TraceWriter:
         queue_max: int = 10_000,
         secrets: Callable[[], Iterable[str]] = tuple,
         redact: Callable[[Any], Any] = lambda value: value,
+        interval: float = FLUSH_INTERVAL,
     ):
         self.directory = directory
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, queue_max))
+        self.queue_max = max(1, queue_max)
+        self.interval = interval
+        self._pending: deque[dict[str, Any]] = deque()
         self._secrets = secrets
         self._redact = redact
         self._seq: dict[str, int] = {}
         self._dropped = 0
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
+        self._busy = False
+        self._wake = threading.Event()
+        self._stopping = False
         self._thread: threading.Thread | None = None
         self.written = 0
         """Lines written since start (the bench's throughput)."""
@@ -76,13 +84,16 @@ class TraceWriter:
     # ------------------------------------------------------------ callers
 
     def write(self, event: dict[str, Any]) -> bool:
-        """Queue ``event`` (it must name its ``session_id``); False when it was dropped."""
-        try:
-            self._queue.put_nowait(event)
-        except queue.Full:
+        """Queue ``event`` (it must name its ``session_id``); False when it was dropped.
+
+        No lock and no wake-up on this path (an append to a deque): the thread writes
+        what gathered every ``interval`` seconds, so a request does not pay for a
+        thread switch per event."""
+        if len(self._pending) >= self.queue_max:
             with self._lock:
                 self._dropped += 1
             return False
+        self._pending.append(event)
         return True
 
     @property
@@ -93,19 +104,25 @@ class TraceWriter:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="aios-traces", daemon=True)
         self._thread.start()
 
     def flush(self) -> None:
-        """Wait until every queued event is written (tests, ``stop``)."""
-        if self._thread is not None and self._thread.is_alive():
-            self._queue.join()
+        """Wait until every event queued so far is written (the API, tests, ``stop``)."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        with self._done:
+            while self._pending or self._busy:
+                self._wake.set()
+                self._done.wait(0.05)
 
     def stop(self) -> None:
         """Write what is queued, then end the thread."""
         if self._thread is None:
             return
-        self._queue.put(_STOP)  # blocks only while the queue is full: it drains
+        self._stopping = True
+        self._wake.set()
         self._thread.join()
         self._thread = None
 
@@ -113,31 +130,28 @@ class TraceWriter:
 
     def _loop(self) -> None:
         while True:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = False
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            stopping = self._stopping
+            with self._lock:
+                batch = [self._pending.popleft() for _ in range(len(self._pending))]
+                self._busy = bool(batch)
             try:
-                stop = self._write_batch(batch)
+                if batch:
+                    self._write_batch(batch)
             except Exception:  # noqa: BLE001 - a trace must never take the system down
                 log.exception("writing %d trace event(s) failed", len(batch))
             finally:
-                for _ in batch:
-                    self._queue.task_done()
-            if stop:
+                with self._done:
+                    self._busy = False
+                    self._done.notify_all()
+            if stopping and not self._pending:
                 return
 
-    def _write_batch(self, batch: list[Any]) -> bool:
+    def _write_batch(self, batch: list[dict[str, Any]]) -> None:
         lines: dict[str, list[str]] = {}
-        stop = False
         secrets = [s for s in self._secrets() if s and len(s) >= 4]
         for event in batch:
-            if event is _STOP:
-                stop = True
-                continue
             sid = str(event.get("session_id") or "")
             if trace_path(self.directory, sid) is None:
                 continue
@@ -158,7 +172,6 @@ class TraceWriter:
             with path.open("a", encoding="utf-8") as f:
                 f.write("\n".join(texts) + "\n")
             self.written += len(texts)
-        return stop
 
     def _next_seq(self, sid: str) -> int:
         last = self._seq.get(sid)

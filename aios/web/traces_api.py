@@ -25,9 +25,9 @@ NDJSON = "application/x-ndjson"
 def session_trace(sid: str) -> Response:
     sys_ = system()
     path = trace_path(sys_.trace_writer.directory, sid) if valid_session_id(sid) else None
+    sys_.trace_writer.flush()  # what was emitted before this request is in the file
     if path is None or not path.is_file():
         raise NotFound(f"no trace for session {sid!r}")
-    sys_.trace_writer.flush()  # what was emitted before this request is in the file
     run = request.args.get("run") or None
     with path.open("r", encoding="utf-8") as f:
         lines = [line for line in f if line.strip()]
