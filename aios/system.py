@@ -125,6 +125,7 @@ class System:
             lambda event: self.bus.emit("notify", event),
             audit_args,
         )
+        self.approvals.tracer = self.tracer
         self.approvals.name = self._app_name
         self.approvals.names = self._app_names
         self.approvals.granted = self.permissions.granted

@@ -162,6 +162,9 @@ def test_a_run_that_waited_for_the_user_is_traced(tmp_path: Path) -> None:
         end = next(e for e in events if e["event"] == "run_end")
         assert end["state"] == "done" and end["waited"] is True
         assert {"tool_call", "iteration_end", "view"} <= kinds(events)
+        asked, answered = (e for e in events if e["event"] == "approval")
+        assert asked["state"] == "asked" and asked["tools"] == ["shell_exec"]
+        assert answered["state"] == "answered" and answered["decision"] == "allow"
         assert_no_secret(tmp_path / "data")
     finally:
         running.stop()
