@@ -384,6 +384,7 @@ class LLMClient:
                 purpose=purpose,
                 messages=kwargs.get("messages"),
                 tools=kwargs.get("tools"),
+                schema=kwargs.get("extra_body"),
                 attempt=attempt + 1,
             )
             start = time.monotonic()
