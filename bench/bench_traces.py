@@ -105,6 +105,21 @@ def trace_bytes(sys_: Any) -> int:
     return sum(p.stat().st_size for p in (sys_.data_dir / "traces").glob("*.jsonl"))
 
 
+def timed_emit(tracer: Tracer) -> list[float]:
+    """Wraps ``tracer.emit``: [seconds spent in it, calls] from now on."""
+    spent = [0.0, 0.0]
+    emit = tracer.emit
+
+    def timed(event: str, /, **fields: Any) -> None:
+        t = time.perf_counter()
+        emit(event, **fields)
+        spent[0] += time.perf_counter() - t
+        spent[1] += 1
+
+    tracer.emit = timed  # type: ignore[method-assign]
+    return spent
+
+
 def writer_throughput(tmp: Path, events: int) -> tuple[float, int]:
     """Events a second one writer writes (typical sizes), and how many it dropped."""
     writer = TraceWriter(tmp / "throughput", queue_max=TracesConfig().queue_max, redact=redacted)
@@ -147,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             system(tmp, "off", fake, False) as (off, http_off),
         ):
             pairs = {"on": (on, http_on), "off": (off, http_off)}
+            in_emit = timed_emit(on.tracer)
             times: dict[str, list[float]] = {k: [] for k in ("a_on", "a_off", "i_on", "i_off")}
             for _ in range(20):  # warm up both
                 for s, h in pairs.values():
@@ -162,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                     body = {"text": "echo hello"}
                     times[f"i_{mode}"].append(timed(h, s.url, "/api/instruction", body))
             # bytes: a fresh count of each kind on the traced system
+            emit_ms = in_emit[0] * 1000 / (2 * args.rounds + 40)
+            emits = in_emit[1] / (2 * args.rounds + 40)
             before = trace_bytes(on)
             n = 50
             for _ in range(n):
@@ -184,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     print(line("instruction, traces off", times["i_off"]))
     d_i = statistics.median(times["i_on"]) - statistics.median(times["i_off"])
     print(f"  instruction p50 difference: {d_i:+.2f} ms (target ≤ +0.3 ms)")
+    print(f"  time in emit() on the request path: {emit_ms:.3f} ms, {emits:.1f} events a request")
     print(f"Writer: {rate:,.0f} events/s over {args.events:,} events ({dropped} dropped)")
     cfg = TracesConfig()
     per_day = per_instruction * 1000
