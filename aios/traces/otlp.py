@@ -1,8 +1,9 @@
 """OpenTelemetry export of the trace events (``traces.otlp_endpoint``), GenAI semantic
-conventions: a span per model call (``chat <model>``: ``gen_ai.system``,
-``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``), per
-tool step (``execute_tool <tool>``) and per run (``run <kind>``), each carrying the
-session and run ids. The ``opentelemetry`` packages (the ``otel`` extra) are imported
+conventions: a span per run (``run <kind>``), and in it one per model call (``chat
+<model>``: ``gen_ai.system``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` /
+``output_tokens``) and per tool step (``execute_tool <tool>``), each carrying the
+session and run ids (the planner's call, made before its run starts, is a root span).
+The ``opentelemetry`` packages (the ``otel`` extra) are imported
 only when an endpoint is configured.
 """
 
@@ -18,12 +19,28 @@ class OtlpExporter:
     """Turns trace events into spans on ``provider`` (an SDK ``TracerProvider``)."""
 
     def __init__(self, provider: Any):
+        from opentelemetry.trace import set_span_in_context
+
         self.provider = provider
         self._tracer = provider.get_tracer("aios")
+        self._in = set_span_in_context
+        self._runs: dict[str, Any] = {}
+        """Open run spans by run id: the parents of the model calls and tool steps in them."""
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         end = int(float(event["ts"]) * 1e9)
+        run_id = event.get("run_id") or ""
+        if kind == "run_start":
+            self._runs[run_id] = self._tracer.start_span(
+                f"run {event.get('kind') or ''}".strip(),
+                start_time=end,
+                attributes={
+                    "aios.session_id": event.get("session_id") or "",
+                    "aios.run_id": run_id,
+                },
+            )
+            return
         attrs: dict[str, Any] = {
             "aios.session_id": event.get("session_id") or "",
             "aios.run_id": event.get("run_id") or "",
@@ -56,13 +73,23 @@ class OtlpExporter:
             )
             millis = float(event.get("duration_ms") or 0)
         elif kind == "run_end":
-            name = f"run {event.get('kind') or ''}".strip()
-            attrs["aios.state"] = str(event.get("state") or "")
-            millis = float(event.get("duration_ms") or 0)
+            run = self._runs.pop(run_id, None)
+            if run is None:
+                return
+            run.set_attribute("aios.state", str(event.get("state") or ""))
+            run.set_attribute("aios.app", str(event.get("app") or ""))
+            run.end(end_time=end)
+            return
         else:
             return
         start = end - int(millis * 1e6)
-        span = self._tracer.start_span(name, start_time=start, attributes=attrs)
+        parent = self._runs.get(run_id)
+        span = self._tracer.start_span(
+            name,
+            context=self._in(parent) if parent is not None else None,
+            start_time=start,
+            attributes=attrs,
+        )
         span.end(end_time=end)
 
     def shutdown(self) -> None:

@@ -123,6 +123,7 @@ def test_otlp_spans_follow_the_genai_conventions() -> None:
     exporter = OtlpExporter(provider)
     tracer = Tracer(None, on_event=exporter)
     with tracer.bind("s", "run_1", "echo"):
+        tracer.emit("run_start", kind="instruction")
         tracer.emit(
             "llm_response",
             model="deepseek-chat",
@@ -143,3 +144,20 @@ def test_otlp_spans_follow_the_genai_conventions() -> None:
     span = spans["chat deepseek-chat"]
     assert span.end_time is not None and span.start_time is not None
     assert span.end_time - span.start_time == 40_000_000
+    run = spans["run instruction"]
+    assert span.parent is not None and span.parent.span_id == run.context.span_id
+    assert spans["execute_tool file_read"].parent.span_id == run.context.span_id  # type: ignore[union-attr]
+    assert (run.attributes or {})["aios.state"] == "done"
+
+
+def test_an_endpoint_builds_an_otlp_http_exporter_only_when_set() -> None:
+    from aios.traces.otlp import otlp_exporter
+
+    assert otlp_exporter("") is None
+    pytest.importorskip(
+        "opentelemetry.exporter.otlp.proto.http",
+        reason="the otel extra (opentelemetry-exporter-otlp-proto-http) is not installed",
+    )
+    exporter = otlp_exporter("http://127.0.0.1:9")
+    assert isinstance(exporter, OtlpExporter)
+    exporter.shutdown()  # nothing was sent: returns at once
