@@ -7,7 +7,7 @@ LLM client hold: one ``emit`` call per decision, a no-op when traces are off.
 
 from __future__ import annotations
 
-from aios.traces.tracer import NO_TRACER, Tracer, current
+from aios.traces.tracer import NO_TRACER, Tracer, bind, current
 from aios.traces.writer import TraceWriter
 
-__all__ = ["NO_TRACER", "TraceWriter", "Tracer", "current"]
+__all__ = ["NO_TRACER", "TraceWriter", "Tracer", "bind", "current"]

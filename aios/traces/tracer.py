@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +39,25 @@ def current() -> TraceContext:
     return _context.get() or _NONE
 
 
+@contextmanager
+def bind(
+    session_id: str | None = None, run_id: str | None = None, app: str | None = None
+) -> Iterator[TraceContext]:
+    """Events emitted and model calls made inside are this session's / run's / app's
+    unless they say otherwise (the usage rows too: aios/llm/client.py)."""
+    ctx = current()
+    changes = {
+        k: v
+        for k, v in (("session_id", session_id), ("run_id", run_id), ("app", app))
+        if v is not None
+    }
+    token = _context.set(replace(ctx, **changes))
+    try:
+        yield current()
+    finally:
+        _context.reset(token)
+
+
 class Tracer:
     """Emits trace events to a :class:`TraceWriter` (None: traces are off)."""
 
@@ -58,22 +77,11 @@ class Tracer:
     def enabled(self) -> bool:
         return self.writer is not None or self.on_event is not None
 
-    @contextmanager
     def bind(
         self, session_id: str | None = None, run_id: str | None = None, app: str | None = None
-    ) -> Iterator[TraceContext]:
-        """Events emitted inside name this session / run / app unless they say otherwise."""
-        ctx = current()
-        changes = {
-            k: v
-            for k, v in (("session_id", session_id), ("run_id", run_id), ("app", app))
-            if v is not None
-        }
-        token = _context.set(replace(ctx, **changes))
-        try:
-            yield current()
-        finally:
-            _context.reset(token)
+    ) -> AbstractContextManager[TraceContext]:
+        """:func:`bind`."""
+        return bind(session_id, run_id, app)
 
     def emit(self, event: str, /, **fields: Any) -> None:
         """Record one event; never raises, never waits."""

@@ -133,14 +133,15 @@ def test_a_planned_instruction_traces_the_model_and_its_usage(
     assert bad.status_code == 400 and "'since'" in bad.json()["error"]
 
     # a new conversation ends this one with its report (the memory extraction it starts
-    # is a call of no session's)
+    # reads this session in the background, after the report)
     calls = len(fake.usages)
     r = running.post("/api/sessions")
     assert r.status_code == 201
     report = next(e for e in trace(running, out["session_id"]) if e["event"] == "session_report")
     assert report["turns"] == 1 and report["runs"] == 1 and report["llm_calls"] == calls
     assert report["prompt_tokens"] == prompt and report["memories_added"] == 0
-    assert trace(running, out["session_id"])[-1]["event"] == "session_end"
+    ends = [e["event"] for e in trace(running, out["session_id"])]
+    assert ends[ends.index("session_report") + 1] == "session_end"
     assert trace(running, r.json()["session_id"])[0]["event"] == "session_start"
     assert_no_secret(running.data_dir)
 
