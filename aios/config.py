@@ -125,6 +125,23 @@ class LLMConfig(LLMProvider):
     ``llm`` (the model alone; the router only when its plan is unusable), ``offline``."""
     plan_max_tokens: int = Field(default=512, ge=16, le=8192)
     """The longest planning answer (temperature 0); cut there it is an invalid plan."""
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Dollars per million tokens by model: ``{"deepseek-chat": {"input": 0.27, "output":
+    1.1, "cached": 0.07}}``; a model not listed has no cost (a local model costs nothing)."""
+
+    def cost(self, model: str, prompt: int, completion: int, cached: int) -> float | None:
+        """The dollars of one call by ``prices`` (cached prompt tokens at the cached price);
+        None when the model has no price."""
+        price = self.prices.get(model)
+        if price is None:
+            return None
+        fresh = max(0, prompt - cached)
+        dollars = (
+            fresh * price.get("input", 0.0)
+            + cached * price.get("cached", price.get("input", 0.0))
+            + completion * price.get("output", 0.0)
+        ) / 1_000_000
+        return round(dollars, 8)
 
 
 class VoiceConfig(_Section):
@@ -381,6 +398,21 @@ class MemoryConfig(_Section):
     """The model for ``/v1/embeddings`` ("" = the chat model)."""
 
 
+class TracesConfig(_Section):
+    """``traces``: every decision of a session in ``<data_dir>/traces`` (DESIGN §16)."""
+
+    enabled: bool = True
+    keep_days: float = Field(default=30, gt=0)
+    """Trace files last written longer ago than this are deleted (by the pruner)."""
+    max_mb: float = Field(default=500, gt=0)
+    """Past this total the oldest trace files are deleted."""
+    queue_max: int = Field(default=10_000, ge=10)
+    """Events waiting for the writer; past it events are dropped (and the count written)."""
+    otlp_endpoint: str = ""
+    """An OTLP/HTTP endpoint (``http://host:4318``): spans also go out through
+    OpenTelemetry (the ``otel`` extra), GenAI semantic conventions."""
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -398,6 +430,7 @@ class Config(_Section):
     events: EventsConfig = Field(default_factory=EventsConfig)
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    traces: TracesConfig = Field(default_factory=TracesConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

@@ -35,10 +35,12 @@ from aios.runs.runs import Runs
 from aios.store import Store
 from aios.store.pruner import Pruner
 from aios.store.runs import RunStore
-from aios.tools import audit_args
+from aios.tools import audit_args, redacted
 from aios.tools.base import ToolContext
 from aios.tools.notify import NotifyLimiter
 from aios.tools.processes import ProcessTable
+from aios.traces import Tracer, TraceWriter
+from aios.traces.otlp import otlp_exporter
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +76,21 @@ class System:
             log.info("%d run(s) left running or waiting marked interrupted", len(stopped))
         self.pruner = Pruner(self.store, lambda: self.config.retention)
         self.bus = EventBus(config.events)
+        self.trace_writer = TraceWriter(
+            self.data_dir / "traces",
+            queue_max=config.traces.queue_max,
+            secrets=self._secrets,
+            redact=redacted,
+        )
+        self.tracer = Tracer(self.trace_writer if config.traces.enabled else None)
+        self.tracer.on_event = otlp_exporter(config.traces.otlp_endpoint)
+        self.pruner.also.append(self._prune_traces)
         self.ui_log = UILog(
             self.store,
             lambda: self.config.web.ui_ops_max,
             lambda: self.config.web.snapshot_max_elements,
         )
-        self.llm = LLMClient(config, self.store)
+        self.llm = LLMClient(config, self.store, tracer=self.tracer)
         self.memory = Memory(
             self.store,
             self.data_dir,
@@ -114,6 +125,7 @@ class System:
             lambda event: self.bus.emit("notify", event),
             audit_args,
         )
+        self.approvals.tracer = self.tracer
         self.approvals.name = self._app_name
         self.approvals.names = self._app_names
         self.approvals.granted = self.permissions.granted
@@ -155,6 +167,7 @@ class System:
             approvals=self.approvals,
             instances=self.instances,
             memory=self.memory,
+            tracer=self.tracer,
         )
         self.recognizer = Recognizer(config)
         self._stopped = False
@@ -167,6 +180,7 @@ class System:
         """Start the apps; wait for them at most ``ready_wait`` s (None: until all settled)."""
         if self.config.tool_sandbox.os_sandbox != "off":
             os_sandbox.detect()  # logs its one warning now, not at the first command
+        self.trace_writer.start()
         self.pruner.start()
         self.memory.start()
         self.launcher.start(ready_wait=ready_wait, cancel=cancel)
@@ -185,6 +199,12 @@ class System:
             self.memory.close()
             self.recognizer.close()
             self.pruner.stop()
+            self.tracer.writer = None
+            self.trace_writer.stop()
+            if self.tracer.on_event is not None:
+                shutdown = getattr(self.tracer.on_event, "shutdown", None)
+                if callable(shutdown):
+                    shutdown()
             self.store.close()
 
     def update_config(self, updates: dict[str, Any]) -> None:
@@ -202,13 +222,16 @@ class System:
         llm_changed = new.llm != old.llm or new.llm_api_key != old.llm_api_key
         # a new client only when the LLM settings changed: closing the old one
         # ends the requests it still has in flight (they fall back visibly)
-        self.llm = LLMClient(new, self.store) if llm_changed else old_llm
+        self.llm = LLMClient(new, self.store, tracer=self.tracer) if llm_changed else old_llm
         self.llm.config = new
         self.controller.reconfigure(new, llm=self.llm)
         self.memory.reconfigure(new)
         self.launcher.reconfigure(new)
         self.recognizer.config = new
         self.processes.reconfigure(new.tool_sandbox.max_background_processes)
+        self.tracer.writer = self.trace_writer if new.traces.enabled else None
+        if new.traces.otlp_endpoint != old.traces.otlp_endpoint:
+            self.tracer.on_event = otlp_exporter(new.traces.otlp_endpoint)
         if llm_changed:
             old_llm.close()
 
@@ -231,7 +254,41 @@ class System:
         """:meth:`AppApi.apply_ui_ops`."""
         return self.app_api.apply_ui_ops(record, body)
 
+    def end_session(self, session_id: str) -> dict[str, Any]:
+        """The user starts a new conversation: ``session_id``'s report, traced as
+        ``session_report`` (turns, runs, tools, tokens, cost, memories added)."""
+        usage = self.store.usage_totals("session", session_id=session_id)
+        totals = usage[0] if usage else {}
+        report: dict[str, Any] = {
+            "turns": sum(
+                1
+                for h in self.store.history(session_id, limit=self.config.store.history_page_max)
+                if h.get("role") == "user"
+            ),
+            "runs": len(self.runstore.runs(session=session_id, limit=10_000)),
+            "tools": len(self.store.audit_rows(session_id=session_id, limit=5000)),
+            "llm_calls": int(totals.get("calls") or 0),
+            "prompt_tokens": int(totals.get("prompt_tokens") or 0),
+            "completion_tokens": int(totals.get("completion_tokens") or 0),
+            "cached_tokens": int(totals.get("cached_tokens") or 0),
+            "cost": totals.get("cost"),
+            "memories_added": self.memory.memories.added_in(session_id),
+        }
+        self.tracer.emit("session_report", session_id=session_id, **report)
+        self.tracer.emit("session_end", session_id=session_id)
+        return report
+
     # -------------------------------------------------------------- wiring
+
+    def _secrets(self) -> list[str]:
+        """What no trace line may hold: the LLM keys and the launch token."""
+        llm = self.config.llm
+        return [self.token, self.config.llm_api_key, llm.api_key, llm.fallback.api_key]
+
+    def _prune_traces(self, now: float) -> None:
+        t = self.config.traces
+        if removed := self.trace_writer.prune(keep_days=t.keep_days, max_mb=t.max_mb, now=now):
+            log.info("pruned %d trace file(s)", removed)
 
     def _wire_quotas(self) -> None:
         """Where :class:`Quotas` reads the counts other parts keep (for the status)."""

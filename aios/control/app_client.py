@@ -19,6 +19,7 @@ system, a fake in tests (no processes, no HTTP). :class:`AppClient` does the res
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import logging
@@ -123,7 +124,9 @@ def run_in_thread(fn: Callable[..., T], *args: object, name: str = "aios-task") 
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits on the future
             fut.set_exception(e)
 
-    threading.Thread(target=run, name=name, daemon=True).start()
+    # the thread inherits the caller's context variables (the trace's session and run)
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(run,), name=name, daemon=True).start()
     return fut
 
 

@@ -12,6 +12,7 @@ It never interprets an app's ``data``.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -30,6 +31,7 @@ from aios.memory import service as memory_service
 from aios.protocol import ActionRequest, error_response
 from aios.runs.gate import ask_step
 from aios.runs.runs import Run, waiting_view
+from aios.traces.tracer import NO_TRACER, Tracer
 
 if TYPE_CHECKING:
     from aios.apphost.registry import AppRecord, Launcher
@@ -65,6 +67,10 @@ RECALL_SHOWN = 20
 """System intents recognised from a table of phrases, each phrase in one language."""
 
 
+ROUTE_CANDIDATES = 5
+"""The router's best apps (with their scores) a ``route`` trace event lists."""
+
+
 class Controller:
     def __init__(
         self,
@@ -81,6 +87,7 @@ class Controller:
         instances: Instances,
         transport: Transport | None = None,
         memory: Memory | None = None,
+        tracer: Tracer = NO_TRACER,
     ):
         """``transport`` sends each request to an app: HTTP unless a test gives a fake."""
         self.config = config
@@ -92,6 +99,7 @@ class Controller:
         self.approvals = approvals
         self.instances = instances
         self.memory = memory
+        self.tracer = tracer
         self.client = AppClient(
             launcher=launcher,
             approvals=approvals,
@@ -119,6 +127,7 @@ class Controller:
             runs=runs,
             approvals=approvals,
             instances=instances,
+            tracer=tracer,
         )
         self.executor = self.loop.executor
         self.acting = self.loop.acting
@@ -218,11 +227,24 @@ class Controller:
         (with the ``run_id``) as it ends.
         """
 
+        started = time.monotonic()
+
+        def ended(state: str, **fields: Any) -> None:
+            self.tracer.emit(
+                "run_end",
+                kind=run.kind,
+                state=state,
+                duration_ms=round((time.monotonic() - started) * 1000, 1),
+                **fields,
+            )
+
         def body() -> T:
             try:
                 result = work()
             except BaseException as e:
                 self.runs.finish(run, error_response(str(e)), failed=True)
+                self.tracer.emit("error", where="run", error=str(e))
+                ended("failed")
                 if run.paused:
                     self.bus.emit(
                         "view",
@@ -237,6 +259,7 @@ class Controller:
             finals = outcomes(result)
             failed = any(o.response.get("status") != "ok" for o in finals)
             self.runs.finish(run, finals[0].response if finals else None, failed=failed)
+            ended("failed" if failed else "done", waited=run.paused)
             if run.paused:
                 for o in finals:
                     self.bus.emit(
@@ -250,7 +273,9 @@ class Controller:
                     )
             return result
 
-        fut = run_in_thread(body, name=f"aios-run-{run.app or 'plan'}")
+        with self.tracer.bind(run.session_id, run.run_id, run.app or None):
+            self.tracer.emit("run_start", kind=run.kind, text=run.text)
+            fut = run_in_thread(body, name=f"aios-run-{run.app or 'plan'}")
         if not run.wait_settled():
             return None
         return fut.result()
@@ -263,6 +288,35 @@ class Controller:
         spoken: bool = False,
         locale: str | None = None,
     ) -> dict[str, Any]:
+        """:meth:`_instruction`, traced (DESIGN §16): ``instruction`` … ``reply``."""
+        sid = self.store.ensure_session(session_id)
+        with self.tracer.bind(sid):
+            if session_id is None:
+                self.tracer.emit("session_start", spoken=spoken, locale=locale)
+            self.tracer.emit("instruction", text=text, spoken=spoken, locale=locale)
+            try:
+                reply = self._instruction(text, sid, spoken=spoken, locale=locale)
+            except Exception as e:
+                self.tracer.emit("error", where="instruction", error=str(e))
+                raise
+            self.tracer.emit(
+                "reply",
+                run_id=reply.get("run_id"),
+                source=reply.get("source"),
+                intent=reply.get("intent"),
+                state=reply.get("state", "done"),
+                message=reply.get("message"),
+            )
+            return reply
+
+    def _instruction(
+        self,
+        text: str,
+        sid: str,
+        *,
+        spoken: bool = False,
+        locale: str | None = None,
+    ) -> dict[str, Any]:
         """Route a typed or spoken instruction and run its task DAG.
 
         System intents (help, open / close / switch to an app, Settings, the
@@ -271,7 +325,6 @@ class Controller:
         ``config.language`` for this request; the language ``text`` is clearly written
         in overrides both (aios/llm/wording.py): the answer and the apps' context.
         """
-        sid = self.store.ensure_session(session_id)
         lang = wording.reply_lang(text, locale or self.config.language)
         self.store.add_history(sid, "user", {"text": text, **({"spoken": True} if spoken else {})})
         if text.strip().casefold() in STOP_WORDS:
@@ -304,16 +357,25 @@ class Controller:
             if intent.kind in PHRASE_INTENTS and wording.text_lang(text) is None:
                 # a phrase of the system's tables is in one language: "goodbye" is English
                 lang = wording.phrase_lang(text) or lang
+            self.tracer.emit("intent", kind=intent.kind)
             return self._system_intent(intent, text, sid, lang, apps)
         profiles = self.profiles()
         last_app = self.store.context_vars(sid).get("last_app")
+        router = OfflineRouter(profiles, prefer=last_app)
         plan = plan_instruction(
             text,
             profiles,
             llm=self.llm,
-            router=OfflineRouter(profiles, prefer=last_app),
+            router=router,
             history_summary=self.history_summary(sid),
             self_block=lambda: self.memory.prompt_block(text, lang) if self.memory else "",
+        )
+        self.tracer.emit(
+            "route",
+            source=plan.source,
+            notes=plan.notes,
+            tasks=[t.model_dump(exclude_none=True) for t in plan.tasks],
+            candidates=router.score(text)[:ROUTE_CANDIDATES] if self.tracer.enabled else [],
         )
         for note in plan.notes:
             log.warning("planner (plan from %s): %s", plan.source, note)
@@ -791,6 +853,7 @@ class Controller:
                 routed=task.routed or routed_as(task.instruction, "llm"),
             )
         except AppError as e:
+            self.tracer.emit("error", app=task.app, where="app", error=str(e))
             outcome = Outcome(task.app, error_response(str(e), title=task.app))
         status = "done" if outcome.response.get("status") == "ok" else "error"
         self.store.upsert_task(

@@ -22,6 +22,7 @@ from aios.runs.gate import ask_step, gate, recheck
 from aios.runs.rights import Acting, LaunchLimits, check_launch
 from aios.runs.runs import Run
 from aios.tools.executor import LAUNCH_TOOL, Executor, stopped
+from aios.traces.tracer import NO_TRACER, Tracer
 
 if TYPE_CHECKING:
     from aios.apphost.registry import AppRecord, Launcher
@@ -63,8 +64,10 @@ class StepsLoop:
         runs: Runs,
         approvals: Approvals,
         instances: Instances,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self._settings = settings
+        self.tracer = tracer
         self.launcher = launcher
         self.bus = bus
         self.client = client
@@ -122,6 +125,8 @@ class StepsLoop:
         launchers: tuple[str, ...],
     ) -> Outcome:
         context = self.contexts.build(record, sid, upstream, locale=locale, routed=routed)
+        if self.tracer.enabled:
+            self.tracer.emit("context_built", app=record.id, **context_summary(context))
         tool_results: dict[str, Any] = {}
         previous_steps: list[dict[str, Any]] | None = None
         notes: list[str] = []
@@ -138,9 +143,12 @@ class StepsLoop:
             try:
                 reply = self.client.post(record, body, run.run_id if run is not None else None)
             except AppReplyInvalid as e:
+                self.tracer.emit("error", app=record.id, where="reply", error=str(e))
                 return Outcome(record.id, error_response(str(e), title=record.id), round_no)
             steps = reply.get("steps") or []
+            self.tracer.emit("iteration_end", app=record.id, round=round_no, steps=len(steps))
             if not steps:
+                self.tracer.emit("view", app=record.id, **view_summary(reply))
                 return Outcome(record.id, reply, round_no, notes or None)
             if run is not None and run.cancel.is_set():
                 notes.append("the run was cancelled; the app's last steps were not run")
@@ -165,6 +173,7 @@ class StepsLoop:
                 tool_results = self.run_steps(run, record.id, steps, ctx, launchers)
             previous_steps = steps
         final = {**reply, "steps": [], "notes": notes}
+        self.tracer.emit("view", app=record.id, notes=notes, **view_summary(final))
         return Outcome(record.id, final, round_no, notes)
 
     def run_steps(
@@ -183,6 +192,16 @@ class StepsLoop:
         except ProtocolError:
             parsed = steps  # the executor reports what is wrong with it
         approved: dict[str, Approval] = {}
+        reviews = None
+        if parsed and all(isinstance(s, Step) for s in parsed):
+            reviews = self.approvals.review(
+                app,
+                run.session_id,
+                [s for s in parsed if isinstance(s, Step)],
+                ctx.policy,
+                launchers,
+                reads=self.runs.reads_for(run, app),
+            )
         presets, decisions = gate(
             self.approvals,
             self.runs,
@@ -191,8 +210,21 @@ class StepsLoop:
             parsed,
             ctx.policy,
             chain=launchers,
+            reviews=reviews,
             approved=approved,
         )
+        for r in reviews or []:
+            self.tracer.emit(
+                "step",
+                app=app,
+                step_id=r.step_id,
+                tool=r.tool,
+                args=r.args,
+                risk=r.risk,
+                rule=r.rule,
+                why=r.why,
+                decision=decisions.get(r.step_id) or _refused(presets.get(r.step_id)),
+            )
         parsed_steps = [s for s in parsed if isinstance(s, Step)]
         current: dict[str, str] = {}
         args_of = {s.key: s.args for s in parsed_steps}
@@ -204,6 +236,7 @@ class StepsLoop:
 
         def before(key: str, tool: str) -> None:
             current["key"] = key
+            self.tracer.emit("tool_call", app=app, step_id=key, tool=tool)
             self.runs.step(run, {"step_id": key, "tool": tool, "status": "started"})
 
         def progress(report: dict[str, Any]) -> None:
@@ -221,6 +254,7 @@ class StepsLoop:
             if result.error is not None:
                 entry["error"] = result.error
             self.runs.step(run, entry)
+            self.tracer.emit("tool_result", app=app, **entry)
             self.runs.note_read(run, app, result.tool, args_of.get(key), result)  # §14.5
 
         in_run = ctx.for_run(
@@ -342,3 +376,28 @@ class StepsLoop:
         if "error" in got:
             return error(f"launch: {target} failed: {got['error']}")
         return ToolResult(tool=LAUNCH_TOOL, status="ok", result=got)
+
+
+def context_summary(context: dict[str, Any]) -> dict[str, Any]:
+    """What a ``context_built`` trace event says of an app's context: the size of each
+    part (characters of its JSON, roughly) and the ids of the memories it carries."""
+    sizes = {key: len(str(value)) for key, value in context.items() if value}
+    memories = context.get("memory") or []
+    ids = (
+        [m.get("id") for m in memories if isinstance(m, dict)] if isinstance(memories, list) else []
+    )
+    return {"sizes": sizes, "memories": ids, "tokens_est": sum(sizes.values()) // 4}
+
+
+def view_summary(reply: dict[str, Any]) -> dict[str, Any]:
+    """What a ``view`` trace event says of an app's reply."""
+    return {
+        "status": reply.get("status"),
+        "title": reply.get("title"),
+        "message": reply.get("message"),
+        "error": reply.get("error"),
+    }
+
+
+def _refused(result: ToolResult | None) -> str | None:
+    return None if result is None else (result.code or result.status)

@@ -53,6 +53,7 @@ from aios.llm.providers import (
     schema_supported,
 )
 from aios.store import Store
+from aios.traces.tracer import NO_TRACER, Tracer, current
 
 if TYPE_CHECKING:
     import openai
@@ -144,9 +145,10 @@ NO_KEY = "no-key"
 class LLMClient:
     """Chat completions with function calling against the configured provider(s)."""
 
-    def __init__(self, config: Config, store: Store | None = None):
+    def __init__(self, config: Config, store: Store | None = None, *, tracer: Tracer = NO_TRACER):
         self.config = config
         self.store = store
+        self.tracer = tracer
         llm = config.llm
         key = config.llm_api_key
         self._providers: list[ProviderProfile] = []
@@ -375,6 +377,16 @@ class LLMClient:
                     raise self._cancelled(provider, purpose, 0.0, None)
                 if left < timeout:
                     timeout, bounded = left, True
+            self.tracer.emit(
+                "llm_request",
+                provider=provider.name,
+                model=provider.model,
+                purpose=purpose,
+                messages=kwargs.get("messages"),
+                tools=kwargs.get("tools"),
+                schema=kwargs.get("extra_body"),
+                attempt=attempt + 1,
+            )
             start = time.monotonic()
             try:
                 resp = client.chat.completions.create(
@@ -389,6 +401,7 @@ class LLMClient:
                     "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
                     "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
                     "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
+                    "cached_tokens": _cached_tokens(usage),
                 }
                 model = str(resp.model or provider.model)
                 finish = getattr(choices[0], "finish_reason", None)
@@ -398,6 +411,14 @@ class LLMClient:
                 if failure.timeout and bounded:
                     raise self._cancelled(provider, purpose, latency, e) from e
                 self._record(provider, purpose, latency, ok=False, error=failure.message)
+                self.tracer.emit(
+                    "llm_response",
+                    provider=provider.name,
+                    model=provider.model,
+                    ok=False,
+                    error=failure.message,
+                    latency_ms=round(latency, 1),
+                )
                 last = attempt == attempts - 1
                 if not failure.retryable or last:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
@@ -420,7 +441,19 @@ class LLMClient:
                 time.sleep(wait)
                 continue
             latency = (time.monotonic() - start) * 1000
-            self._record(provider, purpose, latency, ok=True, usage=usage_d)
+            cost = self._record(provider, purpose, latency, ok=True, usage=usage_d)
+            self.tracer.emit(
+                "llm_response",
+                provider=provider.name,
+                model=model,
+                ok=True,
+                content=message.get("content"),
+                tool_calls=message.get("tool_calls"),
+                finish_reason=finish,
+                usage=usage_d,
+                latency_ms=round(latency, 1),
+                cost=cost,
+            )
             return ChatResult(
                 message=message,
                 provider=provider.name,
@@ -534,11 +567,29 @@ class LLMClient:
         ok: bool,
         error: str | None = None,
         usage: dict[str, int] | None = None,
-    ) -> None:
+    ) -> float | None:
+        """Write the call's usage row (session and app from the trace context); its cost."""
+        u = usage or {}
+        cost = (
+            self.config.llm.cost(
+                provider.model,
+                u.get("prompt_tokens", 0),
+                u.get("completion_tokens", 0),
+                u.get("cached_tokens", 0),
+            )
+            if ok
+            else None
+        )
         if self.store is None:
-            return
+            return cost
+        ctx = current()
         try:
             self.store.record_llm_usage(
+                session_id=ctx.session_id,
+                run_id=ctx.run_id,
+                app=ctx.app,
+                cached_tokens=u.get("cached_tokens"),
+                cost=cost,
                 provider=provider.name,
                 model=provider.model,
                 latency_ms=round(latency_ms, 1),
@@ -551,6 +602,20 @@ class LLMClient:
         except StoreError as e:
             # Bookkeeping must not cost the user an answer they already have.
             logger.warning("could not record LLM usage: %s", e)
+        return cost
+
+
+def _cached_tokens(usage: Any) -> int:
+    """Prompt tokens the provider served from its cache (OpenAI ``prompt_tokens_details``,
+    DeepSeek ``prompt_cache_hit_tokens``); 0 when it does not say."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None:
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    try:
+        return int(cached or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 class _ProviderFailed(Exception):

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aios.traces.tracer import bind
+
 if TYPE_CHECKING:
     from aios.llm.client import ChatResult, LLMClient
 
@@ -785,7 +787,8 @@ class Extractor:
         with self._cond:
             self._read[session_id] = max(n for n, _ in turns)
         texts = [t for _, t in turns]
-        facts = self._facts(texts)
+        with bind(session_id):  # the model call is this session's (its usage row, its trace)
+            facts = self._facts(texts)
         for fact in facts:
             turn = turns[fact.turn][0] if fact.turn is not None else turns[-1][0]
             try:

@@ -607,6 +607,13 @@ class MemoryStore:
         )
         return [_memory(r) for r in rows]
 
+    def added_in(self, session_id: str) -> int:
+        """Memories kept or proposed from what was said in ``session_id`` (the session report)."""
+        rows = self.store._query(
+            "SELECT COUNT(*) AS n FROM memories WHERE session_id=?", (session_id,)
+        )
+        return int(rows[0]["n"]) if rows else 0
+
     def proposed_count(self) -> int:
         return int(self.store._query("SELECT count(*) FROM memories WHERE state='proposed'")[0][0])
 

@@ -48,6 +48,7 @@ from aios.protocol.outbound import (
 from aios.runs.approved import Approval, Pin, pins_of, runs_written, step_hash, template_refs
 from aios.runs.interactions import check_ask, check_covers, check_value
 from aios.tools.risk import Risk, blocked, classify, describe, describe_raw, visible
+from aios.traces.tracer import NO_TRACER, Tracer
 
 if TYPE_CHECKING:
     from aios.config import ApprovalsConfig
@@ -253,6 +254,8 @@ class Approvals:
         self._clock = clock
         self._lock = threading.Lock()
         self._waiting: dict[str, Interaction] = {}
+        self.tracer: Tracer = NO_TRACER
+        """Where a card asked and its answer are traced (``approval``, DESIGN §16)."""
         self._session_allows: set[tuple[str, tuple[str, ...], str]] = set()
         """(session id, chain, tool) allowed "for this session": the chain is the app
         alone, or the launchers then the app for work another app started."""
@@ -572,6 +575,9 @@ class Approvals:
             ia.options = options
         if chain:
             ia.options = [o for o in ia.options if o != "allow_always"]
+        self.tracer.emit(
+            "approval", state="asked", interaction=ia.id, tools=[r.tool for r in asked]
+        )
         return self._show(ia)
 
     def _named(self, review: Review) -> Review:
@@ -649,6 +655,12 @@ class Approvals:
 
     def wait_answer(self, ia: Interaction, cancel: threading.Event) -> dict[str, Any] | str:
         """Block until the user answers: the answer, or ``expired`` / ``cancelled``."""
+        got = self._wait_answer(ia, cancel)
+        decision = got if isinstance(got, str) else got.get("decision")
+        self.tracer.emit("approval", state="answered", interaction=ia.id, decision=decision)
+        return got
+
+    def _wait_answer(self, ia: Interaction, cancel: threading.Event) -> dict[str, Any] | str:
         try:
             while True:
                 if ia.answered.wait(WAIT_SLICE):

@@ -6,6 +6,14 @@ from typing import Any
 
 from aios.store.db import Database
 
+USAGE_GROUPS = {
+    "session": "session_id",
+    "app": "app",
+    "model": "model",
+    "day": "date(ts, 'unixepoch')",
+}
+"""What ``usage_totals`` groups by: the name in the API → its SQL expression."""
+
 
 class AuditTables(Database):
     """``tool_calls_log`` and ``llm_usage``."""
@@ -77,11 +85,17 @@ class AuditTables(Database):
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         error: str | None = None,
+        cached_tokens: int | None = None,
+        cost: float | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        app: str | None = None,
     ) -> None:
         with self._tx() as db:
             db.execute(
                 "INSERT INTO llm_usage (ts, provider, model, purpose, prompt_tokens,"
-                " completion_tokens, latency_ms, ok, error) VALUES (?,?,?,?,?,?,?,?,?)",
+                " completion_tokens, latency_ms, ok, error, cached_tokens, cost, session_id,"
+                " run_id, app) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     self.clock(),
                     provider,
@@ -92,8 +106,36 @@ class AuditTables(Database):
                     latency_ms,
                     int(ok),
                     error,
+                    cached_tokens,
+                    cost,
+                    session_id,
+                    run_id,
+                    app,
                 ),
             )
+
+    def usage_totals(
+        self, by: str, *, since: float | None = None, session_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Calls, tokens and cost of the answered model calls, grouped ``by`` one of
+        :data:`USAGE_GROUPS` (``day``: the UTC date); cost is None when no call had a price."""
+        group = USAGE_GROUPS[by]
+        where: list[str] = ["ok = 1"]
+        params: list[float | str] = []
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since)
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        sql = (
+            f"SELECT {group} AS key, COUNT(*) AS calls,"
+            " COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,"
+            " COALESCE(SUM(completion_tokens), 0) AS completion_tokens,"
+            " COALESCE(SUM(cached_tokens), 0) AS cached_tokens, SUM(cost) AS cost"
+            f" FROM llm_usage WHERE {' AND '.join(where)} GROUP BY key ORDER BY key"
+        )
+        return [dict(r) for r in self._query(sql, tuple(params))]
 
     def llm_usage(self, limit: int = 100) -> list[dict[str, Any]]:
         return [

@@ -189,11 +189,25 @@ AUDIT_RUN_COLUMNS = ("run_id", "risk", "decision")
 """Added to ``tool_calls_log`` by DESIGN §12 (a database made before gains them at start)."""
 
 
+USAGE_COLUMNS = {
+    "session_id": "TEXT",
+    "run_id": "TEXT",
+    "app": "TEXT",
+    "cached_tokens": "INTEGER",
+    "cost": "REAL",
+}
+"""Added to ``llm_usage`` by DESIGN §16 (a database made before gains them at start)."""
+
+
 def _add_audit_columns(conn: sqlite3.Connection) -> None:
     have = {row[1] for row in conn.execute("PRAGMA table_info(tool_calls_log)")}
     for name in AUDIT_RUN_COLUMNS:
         if name not in have:
             conn.execute(f"ALTER TABLE tool_calls_log ADD COLUMN {name} TEXT")
+    have = {row[1] for row in conn.execute("PRAGMA table_info(llm_usage)")}
+    for name, kind in USAGE_COLUMNS.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE llm_usage ADD COLUMN {name} {kind}")
 
 
 class Database:

@@ -32,6 +32,8 @@ class Pruner:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.also: list[Callable[[float], object]] = []
+        """Called with the time at every pass (the trace files' retention)."""
         self.passes = 0
         self.passed = threading.Condition()
         """Notified after every pass (tests wait on it instead of sleeping)."""
@@ -74,6 +76,11 @@ class Pruner:
                 "pruned the database: %s",
                 ", ".join(f"{n} {table}" for table, n in deleted.items() if n),
             )
+        for extra in self.also:
+            try:
+                extra(now)
+            except OSError as e:
+                log.warning("pruning failed: %s", e)
         last = self.store.last_vacuum()
         if last is None:
             self.store.set_meta("vacuumed", now)  # a first start: count from now

@@ -38,6 +38,7 @@ __all__ = [
     "ToolSpec",
     "audit_args",
     "invoke",
+    "redacted",
     "tool_schemas",
     "tools",
 ]
@@ -68,6 +69,12 @@ def _redact(value: Any) -> Any:
     if isinstance(value, list):
         return [_redact(v) for v in value]
     return value
+
+
+def redacted(value: Any) -> Any:
+    """``value`` with the values of secret-named keys masked, as the audit log stores them
+    (the traces use it too, aios/traces)."""
+    return _redact(value)
 
 
 def audit_args(args: Any) -> str:

@@ -16,6 +16,7 @@ from aios.web import (
     pages,
     runs_api,
     sys_api,
+    traces_api,
     voice,
 )
 from aios.web.request import EXTENSION
@@ -37,6 +38,7 @@ def create_app(system: System) -> Flask:
         memory_api.bp,
         conversation_api.bp,
         sys_api.bp,
+        traces_api.bp,
         voice.bp,
         events.bp,
     ):

@@ -34,8 +34,16 @@ def list_sessions() -> Response:
 
 @bp.post("/sessions")
 def new_session() -> Response:
-    system().memory.new_conversation()  # what was said so far is read for memories now
-    resp = jsonify({"session_id": system().store.ensure_session(None)})
+    sys_ = system()
+    newest = conversation.sessions(sys_.store, 1)
+    if newest:  # the conversation the user leaves ends (DESIGN §16: its report)
+        sys_.end_session(str(newest[0]["session_id"]))
+    # what was said so far is read for memories now (in the background: that model call is
+    # traced in the session it reads, after its end)
+    sys_.memory.new_conversation()
+    sid = sys_.store.ensure_session(None)
+    sys_.tracer.emit("session_start", session_id=sid)
+    resp = jsonify({"session_id": sid})
     resp.status_code = 201
     return resp
 

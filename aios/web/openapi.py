@@ -213,6 +213,27 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "get",
+        "/api/traces/<sid>",
+        "The session's trace, one JSON event a line (DESIGN §16).",
+        reply="application/x-ndjson",
+        errors=(404,),
+        tag="conversation",
+        query=(Query("run", "only this run's events"),),
+    ),
+    Route(
+        "get",
+        "/api/usage",
+        "Model calls, tokens and cost per session, app, model or day.",
+        reply=s.Usage,
+        errors=(400,),
+        tag="conversation",
+        query=(
+            Query("by", "session, app, model or day (UTC)"),
+            Query("since", "a Unix time in seconds", "integer"),
+        ),
+    ),
+    Route(
+        "get",
         "/api/sessions/<sid>/timeline",
         "One page of a session's timeline.",
         reply=s.AnyObject,

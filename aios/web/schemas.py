@@ -439,6 +439,21 @@ class NewSession(_Reply):
     session_id: str
 
 
+class UsageGroup(_Reply):
+    key: str | None = Field(description="the session, app, model or UTC day (None: unknown)")
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost: float | None = Field(description="dollars by llm.prices; None when no price applies")
+
+
+class Usage(_Reply):
+    by: Literal["session", "app", "model", "day"]
+    since: float | None
+    groups: list[UsageGroup]
+
+
 class Heard(_Reply):
     text: str
     speak: bool

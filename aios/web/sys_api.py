@@ -38,14 +38,21 @@ def sys_llm() -> Response:
     # Bounded by the time the app has left to answer the call it is working on, less a
     # moment for it to say it ran out of time: nobody would receive a later answer.
     app_deadline = sys_.controller.app_deadline(app_id)
+    # the call is the app's, in the session and run it is acting for (its trace, its usage)
+    frame = sys_.controller.acting.frame_for(app_id, None)
     try:
-        result = sys_.llm.chat(
-            body.messages,
-            tools=body.tools,
-            tool_choice=body.tool_choice,
-            purpose=f"app:{app_id}",
-            deadline=app_deadline - APP_REPLY_MARGIN if app_deadline is not None else None,
-        )
+        with sys_.tracer.bind(
+            frame.session_id if frame else None,
+            frame.run.run_id if frame and frame.run else None,
+            app_id,
+        ):
+            result = sys_.llm.chat(
+                body.messages,
+                tools=body.tools,
+                tool_choice=body.tool_choice,
+                purpose=f"app:{app_id}",
+                deadline=app_deadline - APP_REPLY_MARGIN if app_deadline is not None else None,
+            )
     except LLMUnavailable as e:
         return error(503, str(e))
     except LLMCancelled as e:

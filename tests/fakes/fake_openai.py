@@ -453,6 +453,9 @@ class FakeOpenAI:
         """HTTP status of ``/v1/embeddings``; not 200: that error instead of vectors."""
         self.embedding_inputs: list[str] = []
         """Every text ``/v1/embeddings`` was asked for, in order."""
+        self.usages: list[dict[str, int]] = []
+        """The ``usage`` of every chat completion answered, in order (a quarter of each
+        prompt is reported as served from the cache, as OpenAI's ``cached_tokens``)."""
         self._queue: deque[Reply] = deque()
         self._ids = itertools.count(1)
         self._stop = threading.Event()
@@ -556,11 +559,18 @@ class FakeOpenAI:
                     or ("tool_calls" if reply.tool_calls else "stop"),
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
+            "usage": self._usage(prompt, completion),
+        }
+
+    def _usage(self, prompt: int, completion: int) -> dict[str, Any]:
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "cached": prompt // 4}
+        with self.lock:
+            self.usages.append(usage)
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": usage["cached"]},
         }
 
 

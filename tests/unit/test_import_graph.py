@@ -140,6 +140,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios", "aios.errors", "aios.config", "aios.names", "aios.events", "aios.quotas"),
     ("aios.protocol",),
     ("aios.host",),
+    ("aios.traces",),
     ("aios.store",),
     ("aios.tools",),
     ("aios.llm",),
@@ -213,7 +214,7 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 def test_an_upward_import_is_caught() -> None:
     assert _upward({"aios.store.db": {"aios.runs.runs"}}) == [
-        "aios.store.db (layer 3) -> aios.runs.runs (layer 8)"
+        "aios.store.db (layer 4) -> aios.runs.runs (layer 9)"
     ]
     assert _upward({"aios.runs.gate": {"aios.store.db", "aios.runs.runs"}}) == []
 
