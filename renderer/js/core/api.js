@@ -242,6 +242,21 @@ export const api = {
     if (before) q.set('before', before);
     return request('GET', `/api/sessions/${encodeURIComponent(sid)}/timeline?${q}`);
   },
+  /** Memories (DESIGN §15), newest first: ``filters`` {scope, state, source (a prefix:
+   *  'user' | 'app:' | 'extracted:'), q, limit, offset} -> {memories, proposed}. */
+  memories: (filters = {}) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(filters)) if (v !== '' && v !== null && v !== undefined) q.set(k, String(v));
+    return request('GET', `/api/memories?${q}`);
+  },
+  /** fields: {text?, tags?, pinned?} -> the memory after the change */
+  editMemory: (id, fields) => request('PATCH', `/api/memories/${encodeURIComponent(id)}`, { json: fields }),
+  deleteMemory: (id) => request('DELETE', `/api/memories/${encodeURIComponent(id)}`),
+  acceptMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/accept`, { json: {} }),
+  rejectMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/reject`, { json: {} }),
+  /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
+  selfFile: (name) => request('GET', `/api/self/${encodeURIComponent(name)}`),
+  saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),
 };
 
 // ------------------------------------------------------------------ events

@@ -53,4 +53,14 @@ export const DEFAULTS = Object.freeze({
   runTickMs: 1000,
   /** The tail of a running command's output shows at most this many lines. */
   runTailLines: 6,
+  /** The memory window lists this many memories per state, "Show more" another as many. */
+  memoryPage: 200,
+  /** Sessions whose titles name the conversations memories came from (older ones show an id). */
+  memorySessionTitles: 200,
+  /** The memory window's search waits for a pause in typing this long. */
+  memorySearchDelayMs: 250,
+  /** Memory events come in bursts (an accept rewrites MEMORY.md and says so): one read after. */
+  memoryReloadDelayMs: 150,
+  /** The Markdown preview of a self file follows the typing after this pause. */
+  selfPreviewDelayMs: 150,
 });

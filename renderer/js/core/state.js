@@ -19,6 +19,8 @@ export const state = {
   wsState: 'connecting',
   /** "starting" | "ready" | "unknown" */
   health: 'unknown',
+  /** Memories proposed and waiting for the user's yes (the memory badge, DESIGN §15). */
+  memoryProposed: 0,
 };
 
 // The session outlives a reload and a restart of the system (DESIGN §13: the conversation
