@@ -4,7 +4,8 @@
 // answer and are disabled), runs in progress and their outcomes (interrupted ones can be sent
 // again). Everything comes from GET /api/sessions/<sid>/timeline, so a reload or a restart of
 // the system shows the same; server events only say "look again". A session menu starts a
-// new conversation or switches to another one.
+// new conversation or switches to another one. The memory window opens it on the entry a memory
+// was taken from (showEntry).
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { t } from '../core/i18n.js';
@@ -25,12 +26,16 @@ const SESSIONS_SHOWN = 30;
 const LIVE_EVENTS = new Set(['run', 'interaction', 'interaction_done', 'view']);
 /** Whether the panel was open, kept for this tab so that a reload shows it again. */
 const OPEN_KEY = 'aios.conversation.open';
+/** Older pages read at most when looking for one entry (showEntry). */
+const SEEK_PAGES_MAX = 20;
 
 const ui = {};
 /** entry id -> {entry, node}, in timeline order. */
 let shown = new Map();
 let olderCursor = null;
-let loadingOlder = false;
+let loadingOlder = null;
+/** The newest page's load under way (or done): showEntry waits for it. */
+let loading = Promise.resolve();
 let refreshTimer = null;
 let stale = true;
 /** Bumped on every session switch, so a late reply of the previous session is dropped. */
@@ -170,7 +175,12 @@ async function fetchPage(before) {
   }
 }
 
-async function reload() {
+function reload() {
+  loading = loadFirst();
+  return loading;
+}
+
+async function loadFirst() {
   const mine = ++generation;
   stale = false;
   try {
@@ -228,10 +238,15 @@ async function loadNewest() {
   }
 }
 
-async function loadOlder() {
-  if (!olderCursor || loadingOlder) return;
+/** The page before the oldest entry shown (one request at a time: a second call joins it). */
+function loadOlder() {
+  if (!olderCursor) return Promise.resolve();
+  if (!loadingOlder) loadingOlder = fetchOlder().finally(() => { loadingOlder = null; });
+  return loadingOlder;
+}
+
+async function fetchOlder() {
   const mine = generation;
-  loadingOlder = true;
   ui.older.hidden = false;
   try {
     const page = await fetchPage(olderCursor);
@@ -244,7 +259,6 @@ async function loadOlder() {
   } catch (err) {
     showError(err);
   } finally {
-    loadingOlder = false;
     ui.older.hidden = true;
   }
 }
@@ -321,6 +335,46 @@ function switchTo(sid) {
   emit('session:changed', { session_id: sid });
   reload();
   loadSessions();
+}
+
+/**
+ * Open the panel on session ``sid`` with its entry ``entryId`` (a timeline id: "h12" is history
+ * row 12) in view and marked: where a memory came from (DESIGN §15). Older pages are read until
+ * the entry is found. A session that is gone is said, and the current one kept.
+ */
+export async function showEntry(sid, entryId) {
+  if (!ui.panel) return false;
+  if (typeof sid === 'string' && sid && sid !== state.sessionId) {
+    try {
+      await api.timeline(sid, { limit: 1 });
+    } catch (err) {
+      if (!isOpen()) toggle(true);
+      ui.error.textContent = err.status === 404 ? t('conv.session_gone') : t('conv.failed', { error: err.message });
+      ui.error.hidden = false;
+      return false;
+    }
+    switchTo(sid);
+  }
+  if (!isOpen()) toggle(true);
+  else if (stale) reload();
+  await loading;
+  if (!entryId) return true;
+  let item = shown.get(entryId);
+  for (let pages = 0; !item && olderCursor && pages < SEEK_PAGES_MAX; pages++) {
+    const cursor = olderCursor;
+    await loadOlder();
+    if (olderCursor === cursor) break; // the page failed (its error is shown)
+    item = shown.get(entryId);
+  }
+  for (const node of ui.list.querySelectorAll('.is-highlighted')) node.classList.remove('is-highlighted');
+  if (!item) {
+    ui.error.textContent = t('conv.entry_gone');
+    ui.error.hidden = false;
+    return false;
+  }
+  item.node.classList.add('is-highlighted');
+  item.node.scrollIntoView({ block: 'center' });
+  return true;
 }
 
 // ------------------------------------------------------------------ acting
