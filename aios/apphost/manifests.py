@@ -142,6 +142,7 @@ RESERVED_APP_IDS: frozenset[str] = frozenset(
         # the system's own windows and parts (DESIGN §14.3)
         "settings",
         "audit",
+        "memory",
         "conversation",
         "desktop",
         "system",

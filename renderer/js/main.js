@@ -24,6 +24,8 @@ import * as voice from './desk/voice.js';
 import * as wm from './desk/wm.js';
 import * as runs from './runs/runs.js';
 import * as audit from './system/audit.js';
+import * as memory from './system/memory.js';
+import * as selffiles from './system/selffiles.js';
 import * as settings from './system/settings.js';
 
 // ------------------------------------------------------------------ server events
@@ -49,6 +51,10 @@ function onEvent(msg) {
     }
     case 'ui_op':
       uiops.apply(msg);
+      return;
+    case 'memory':
+      memory.onEvent(msg);
+      selffiles.onMemoryChanged();
       return;
     case 'speak':
       voice.speak(msg.text, msg.lang);
@@ -80,6 +86,8 @@ function wire() {
   on('voice:state', tray.renderSpeech);
   on('system:settings', settings.open);
   on('system:audit', audit.open);
+  on('system:memory', memory.open);
+  on('conversation:show', ({ session_id: sid, entry }) => conversation.showEntry(sid, entry));
   on('system:about', () => modal.info(t('about.title'), [t('about.body'),
     ...(state.version ? [t('about.version', { version: state.version })] : []),
     t('about.apps', { n: state.apps.size })]));
@@ -89,6 +97,7 @@ function wire() {
     tray.render();
     settings.refresh();
     audit.refresh();
+    memory.refresh();
     apps.onLangChanged();
     runs.relabel(); // after the apps' names: the cards name the apps
     conversation.relabel();
@@ -139,6 +148,7 @@ function boot() {
   apps.loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built
   connection.connect(onEvent);
   connection.reloadRunsState('load');
+  memory.refreshCount();
   snapshot.schedule();
 }
 

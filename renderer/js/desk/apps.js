@@ -9,6 +9,7 @@ import { isObject, toText } from '../core/safe.js';
 import { localizeApps, rememberSession, state } from '../core/state.js';
 import * as runs from '../runs/runs.js';
 import * as audit from '../system/audit.js';
+import * as memory from '../system/memory.js';
 import * as settings from '../system/settings.js';
 import * as instances from './instances.js';
 import * as layout from './layout.js';
@@ -18,9 +19,10 @@ import * as taskbar from './taskbar.js';
 import * as voice from './voice.js';
 import * as wm from './wm.js';
 
-export const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID]);
+export const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID, memory.WIN_ID]);
 /** System windows by the name the saved layout knows them by. */
-export const SYSTEM_NAMES = new Map([[settings.WIN_NAME, settings], [audit.WIN_NAME, audit]]);
+export const SYSTEM_NAMES = new Map([[settings.WIN_NAME, settings], [audit.WIN_NAME, audit],
+  [memory.WIN_NAME, memory]]);
 let appsLoaded = false;
 
 /** The app list has been asked for once the system was ready (health.js). */

@@ -1,9 +1,11 @@
 // The event stream and what a gap in it means: the runs' state read again, a lost token offered
-// a reload, a reconnect (the server may have restarted) refreshes apps, config and snapshot.
+// a reload, a reconnect (the server may have restarted) refreshes apps, config, the memory
+// proposals' count and snapshot.
 import * as conversation from '../conversation/conversation.js';
 import { api, connectEvents } from '../core/api.js';
 import { t } from '../core/i18n.js';
 import { state } from '../core/state.js';
+import * as memory from '../system/memory.js';
 import * as apps from './apps.js';
 import * as health from './health.js';
 import * as modal from './modal.js';
@@ -56,6 +58,7 @@ export function onSocketState(s, isReconnect) {
     // (events of an earlier server are not replayed) are stale.
     apps.loadApps().then(uiops.restoreLog);
     health.loadConfig();
+    memory.refreshCount(); // memory events of the gap were not replayed
     snapshot.sendNow();
   }
 }

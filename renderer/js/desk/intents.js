@@ -8,6 +8,7 @@ import { emit, on } from '../core/bus.js';
 import { t } from '../core/i18n.js';
 import { el, isObject, toText } from '../core/safe.js';
 import * as audit from '../system/audit.js';
+import * as memory from '../system/memory.js';
 import * as settings from '../system/settings.js';
 import * as taskbar from './taskbar.js';
 import * as wm from './wm.js';
@@ -16,6 +17,7 @@ import * as wm from './wm.js';
 const WINDOWS = {
   settings: { id: settings.WIN_ID, open: 'system:settings' },
   audit: { id: audit.WIN_ID, open: 'system:audit' },
+  memory: { id: memory.WIN_ID, open: 'system:memory' },
 };
 /** Suggestions drawn per answer (the server sends a handful; more would crowd the card). */
 const CHIPS_MAX = 8;

@@ -2,7 +2,8 @@
 // shortcuts, command bar (queue count, ↑/↓ history), mic button, right-click menus, and the
 // "one popup at a time" rule.
 // It only draws and reports intents on the bus (app:activate, app:close|minimize|restart,
-// command:submit, voice:listen, system:settings|audit|about, apps:refresh); main.js acts on them.
+// command:submit, voice:listen, system:settings|audit|memory|about, apps:refresh); main.js acts
+// on them. The start menu's Memory entry carries the number of proposals (bus memory:count).
 import { emit, on } from '../core/bus.js';
 import { statusText, t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
@@ -89,6 +90,7 @@ export function init() {
   });
   $('start_settings').addEventListener('click', () => { closePopups(); emit('system:settings'); });
   $('start_audit').addEventListener('click', () => { closePopups(); emit('system:audit'); });
+  $('start_memory').addEventListener('click', () => { closePopups(); emit('system:memory'); });
   $('start_refresh').addEventListener('click', () => { closePopups(); emit('apps:refresh', { announce: true }); });
 
   nodes.icons.addEventListener('click', (ev) => {
@@ -164,6 +166,24 @@ export function init() {
   on('apps:changed', renderApps);
   on('wm:changed', renderIconStates);
   on('lang:changed', renderApps);
+  on('memory:count', renderMemoryCount);
+  on('lang:changed', renderMemoryCount);
+  renderMemoryCount();
+}
+
+/** A button's count badge: ``n`` shown (hidden at 0), in its data-count and its label. */
+export function drawCount(button, badge, n, label) {
+  button.dataset.count = String(n);
+  badge.textContent = String(n);
+  badge.hidden = n <= 0;
+  button.title = label;
+  button.setAttribute('aria-label', label);
+}
+
+function renderMemoryCount() {
+  const n = state.memoryProposed;
+  drawCount($('start_memory'), $('start_memory_count'), n,
+    n > 0 ? t('memory.badge', { n }) : t('menu.memory'));
 }
 
 // ------------------------------------------------------------------ popups

@@ -1,12 +1,12 @@
 // Tray: connection state, volume/mute (a click mutes, the slider above it sets the volume),
-// LLM indicator; the clock (time, and the date as a second line where there is room) and its
+// LLM indicator, memory (opens the memory window; a badge counts the proposals); the clock (time, and the date as a second line where there is room) and its
 // month calendar.
 import { emit, on } from '../core/bus.js';
 import { t } from '../core/i18n.js';
 import { icon, setIcon } from '../core/icons.js';
 import { el } from '../core/safe.js';
 import { state } from '../core/state.js';
-import { registerPopup, togglePopup } from './taskbar.js';
+import { drawCount, registerPopup, togglePopup } from './taskbar.js';
 
 const $ = (id) => document.getElementById(id);
 let nodes = null;
@@ -14,7 +14,8 @@ let shownMonth = null;
 
 export function init() {
   nodes = { net: $('tray_net'), volume: $('tray_volume'), llm: $('tray_llm'), speech: $('tray_speech'),
-    clock: $('clock'), calendar: $('calendar'), slider: $('tray_volume_slider') };
+    clock: $('clock'), calendar: $('calendar'), slider: $('tray_volume_slider'),
+    memory: $('tray_memory'), memoryCount: $('tray_memory_count') };
   nodes.slider.addEventListener('input', () => {
     emit('voice:volume', Number(nodes.slider.value) / 100);
     renderVolume();
@@ -22,6 +23,9 @@ export function init() {
   on('volume:changed', renderVolume);
   nodes.llm.appendChild(icon('chip'));
   nodes.speech.appendChild(icon('speechOff'));
+  nodes.memory.prepend(icon('memory'));
+  nodes.memory.addEventListener('click', () => emit('system:memory'));
+  on('memory:count', renderMemory);
   nodes.volume.addEventListener('click', () => {
     state.muted = !state.muted;
     renderVolume();
@@ -50,6 +54,7 @@ export function render() {
   renderVolume();
   renderLLM();
   renderSpeech();
+  renderMemory();
   renderClock();
   if (!nodes.calendar.hidden) renderCalendar();
 }
@@ -96,6 +101,12 @@ export function renderSpeech() {
   const label = error ? t('speech.failed', { error }) : '';
   nodes.speech.title = label;
   nodes.speech.setAttribute('aria-label', label);
+}
+
+/** The memory button: its badge counts the proposals waiting for the user's yes. */
+function renderMemory() {
+  const n = state.memoryProposed;
+  drawCount(nodes.memory, nodes.memoryCount, n, n > 0 ? t('memory.badge', { n }) : t('memory.title'));
 }
 
 // ------------------------------------------------------------------ clock
