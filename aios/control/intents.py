@@ -77,6 +77,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "close_window": ("已关闭{window}", "Closed {window}"),
     "window_settings": ("设置", "Settings"),
     "window_audit": ("审计日志", "the audit log"),
+    "window_memory": ("记忆", "Memory"),
     "time": ("现在是 {time}。", "It's {time}."),
     "date": ("今天是 {date}。", "Today is {date}."),
     "talk_greet": (
@@ -422,6 +423,10 @@ WINDOW_NAMES = _phrases(
     (
         "audit",
         ("审计日志", "审计", "审计记录", "audit log", "audit", "the audit log", "audit logs"),
+    ),
+    (
+        "memory",
+        ("记忆", "我的记忆", "记忆窗口", "memory", "memories", "my memories", "the memory window"),
     ),
 )
 
