@@ -82,7 +82,7 @@ def test_open_from_the_start_menu_and_from_the_taskbar_icon(desk: Desk) -> None:
     expect(page.locator("#start_menu")).to_be_hidden()
     body = desk.body("gallery")
     expect(body.locator(".view-title")).to_have_text("Gallery: every view type")
-    expect(body.locator(".list-item")).to_have_count(18)
+    expect(body.locator(".list-item")).to_have_count(19)  # 10 view types, 9 demos
     expect(page.locator("#icon_gallery")).to_have_class(re.compile(r"\bis-active\b"))
 
     desk.win("gallery").locator(".win-close").click()
