@@ -39,13 +39,9 @@ if str(ROOT) not in sys.path:
 
 import requests  # noqa: E402
 
-from aios.config import validate_config  # noqa: E402
-from aios.system import System  # noqa: E402
-from aios.web.app import create_app  # noqa: E402
-from aios.web.serving import ServerThread  # noqa: E402
+from bench.running import running_system  # noqa: E402
 from tests.fakes.fake_openai import FakeOpenAI, Reply, tool_call  # noqa: E402
 
-TOKEN = "bench-memory-token"
 FIXTURE_APPS = ROOT / "tests" / "fixtures" / "apps_system"
 WORDS = (
     "tea coffee jazz piano cycling Lisbon Porto train meeting passport dentist garden "
@@ -63,30 +59,16 @@ def system(
     shutil.copytree(FIXTURE_APPS / "echo", apps / "echo")
     llm = {"api_key": "sk-bench", "base_url": fake.url, "model": "fake", "planner": planner,
            "max_retries": 0}  # fmt: skip
-    config = validate_config(
-        {
-            "apps_dir": str(apps),
-            "data_dir": str(tmp / name / "data"),
-            "llm": llm,
-            "memory": memory,
-            "approvals": {"mode": "auto"},
-            "quotas": {"instances": 100_000},
-        }  # fmt: skip
-    )
-    server = ServerThread(0)
-    sys_ = System(config, port=server.port, token=TOKEN)
-    server.attach(create_app(sys_))
-    server.start()
-    http = requests.Session()
-    http.trust_env = False
-    http.headers["Authorization"] = f"Bearer {TOKEN}"
-    try:
-        sys_.start()
-        yield sys_, http
-    finally:
-        server.shutdown()
-        sys_.stop()
-        http.close()
+    raw = {
+        "apps_dir": str(apps),
+        "data_dir": str(tmp / name / "data"),
+        "llm": llm,
+        "memory": memory,
+        "approvals": {"mode": "auto"},
+        "quotas": {"instances": 100_000},
+    }  # fmt: skip
+    with running_system(raw) as running:
+        yield running
 
 
 def keep(sys_: Any, n: int) -> None:

@@ -36,15 +36,12 @@ if str(ROOT) not in sys.path:
 
 import requests  # noqa: E402
 
-from aios.config import TracesConfig, validate_config  # noqa: E402
-from aios.system import System  # noqa: E402
+from aios.config import TracesConfig  # noqa: E402
 from aios.tools import redacted  # noqa: E402
 from aios.traces import Tracer, TraceWriter  # noqa: E402
-from aios.web.app import create_app  # noqa: E402
-from aios.web.serving import ServerThread  # noqa: E402
+from bench.running import running_system  # noqa: E402
 from tests.fakes.fake_openai import FakeOpenAI, tool_call  # noqa: E402
 
-TOKEN = "bench-traces-token"
 FIXTURE_APPS = ROOT / "tests" / "fixtures" / "apps_system"
 PLAN = tool_call("dispatch_tasks", {"tasks": [{"id": "t1", "app": "echo", "instruction": "hello"}]})
 ACTION = {"app": "echo", "action_id": "again", "params": {"n": 1}}
@@ -56,31 +53,17 @@ def system(tmp: Path, name: str, fake: FakeOpenAI, traces: bool) -> Iterator[Any
     shutil.copytree(FIXTURE_APPS / "echo", apps / "echo")
     llm = {"api_key": "sk-bench", "base_url": fake.url, "model": "fake", "planner": "llm",
            "max_retries": 0}  # fmt: skip
-    config = validate_config(
-        {
-            "apps_dir": str(apps),
-            "data_dir": str(tmp / name / "data"),
-            "llm": llm,
-            "memory": {"enabled": False},
-            "traces": {"enabled": traces},
-            "approvals": {"mode": "auto"},
-            "quotas": {"instances": 100_000},
-        }
-    )
-    server = ServerThread(0)
-    sys_ = System(config, port=server.port, token=TOKEN)
-    server.attach(create_app(sys_))
-    server.start()
-    http = requests.Session()
-    http.trust_env = False
-    http.headers["Authorization"] = f"Bearer {TOKEN}"
-    try:
-        sys_.start()
-        yield sys_, http
-    finally:
-        server.shutdown()
-        sys_.stop()
-        http.close()
+    raw = {
+        "apps_dir": str(apps),
+        "data_dir": str(tmp / name / "data"),
+        "llm": llm,
+        "memory": {"enabled": False},
+        "traces": {"enabled": traces},
+        "approvals": {"mode": "auto"},
+        "quotas": {"instances": 100_000},
+    }
+    with running_system(raw) as running:
+        yield running
 
 
 def timed(http: requests.Session, url: str, path: str, body: dict[str, Any]) -> float:
