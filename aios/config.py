@@ -302,6 +302,9 @@ class QuotasConfig(_Section):
     """Bytes of values one app keeps in its cache (``cache_set``)."""
     cache_keys: int = Field(default=10_000, ge=1)
     """Keys one app keeps in its cache."""
+    memories: int = Field(default=1_000, ge=1)
+    """Memories one app keeps (its own, active) plus those it proposed to the user that
+    wait for an answer (``memory_store``)."""
     db_value_bytes: int = Field(default=1_000_000, ge=1024)
     """Largest value (string or blob) and table row a ``db_query`` may build: SQLite itself
     refuses a longer one before it is made (``SQLITE_LIMIT_LENGTH``). A result never carries

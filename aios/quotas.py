@@ -12,6 +12,7 @@ quota               enforced in                            counted by
 ``push_rate``       ``POST /api/sys/push``                 here (a sliding minute)
 ``cache_bytes``     ``cache_set`` (in its transaction)     the store
 ``cache_keys``      ``cache_set`` (in its transaction)     the store
+``memories``        ``memory_store``                       the memory store
 ``db_value_bytes``  ``db_query``: SQLite's own length limit  SQLite
 ``db_columns``      ``db_query``: SQLite's own column limit  SQLite
 ``db_memory_bytes`` ``db_query``: pages of a ``:memory:`` db  SQLite
@@ -55,6 +56,7 @@ UNITS = {
     "push_rate": "pushes in the last minute",
     "cache_bytes": "bytes cached",
     "cache_keys": "cache keys",
+    "memories": "memories kept or proposed",
     "db_value_bytes": "bytes in one database value",
     "db_columns": "columns in one database row",
     "db_memory_bytes": "bytes of in-memory database",
@@ -69,6 +71,7 @@ HINTS = {
     "push_rate": "push less often",
     "cache_bytes": "delete or shorten cached values",
     "cache_keys": "reuse keys or let entries expire (ttl)",
+    "memories": "delete memories it no longer needs, or wait for the user's answers",
     "db_value_bytes": "store large data as files",
     "db_columns": "select fewer columns",
     "db_memory_bytes": "use a database file in the workdir",

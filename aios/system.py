@@ -303,6 +303,7 @@ class System:
             "cache_keys": lambda app_id: self.store.cache_usage(app_id)[0],
             "cache_bytes": lambda app_id: self.store.cache_usage(app_id)[1],
             "instances": self.instances.count,
+            "memories": self.memory.kept_by,
         }
 
     def _app_name(self, app_id: str) -> str:

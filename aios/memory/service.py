@@ -266,6 +266,9 @@ class Memory:
             for m in self.memories.search(query, scopes=scopes, k=k)
         ]
 
+    def kept_by(self, app_id: str) -> int:
+        return self.memories.kept_by(app_id)
+
     def forget_app(self, app_id: str) -> int:
         n = self.memories.forget_app(app_id)
         if n:

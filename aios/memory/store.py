@@ -614,6 +614,16 @@ class MemoryStore:
         )
         return int(rows[0]["n"]) if rows else 0
 
+    def kept_by(self, app: str) -> int:
+        """What ``app`` holds here: its scope's active memories and the proposals it made
+        that wait for the user (its ``memories`` quota)."""
+        rows = self.store._query(
+            "SELECT count(*) FROM memories WHERE (scope=? AND state='active')"
+            " OR (source=? AND state='proposed')",
+            (_scope(app), f"app:{app}"),
+        )
+        return int(rows[0][0])
+
     def proposed_count(self) -> int:
         return int(self.store._query("SELECT count(*) FROM memories WHERE state='proposed'")[0][0])
 

@@ -39,6 +39,10 @@ class MemoryPort(Protocol):
         """The app's own memories matching ``query`` (and the user's with ``user``)."""
         ...
 
+    def kept_by(self, app_id: str) -> int:
+        """Memories the app keeps or proposed and that wait (its ``memories`` quota)."""
+        ...
+
 
 class ToolArgs(BaseModel):
     """Base for tool argument models: unknown arguments are an error."""

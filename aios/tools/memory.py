@@ -64,6 +64,8 @@ def _memory(ctx: ToolContext, tool: str, scope: str, permission: str) -> MemoryP
 )
 def memory_store(ctx: ToolContext, args: MemoryStoreArgs) -> ToolOutput:
     port = _memory(ctx, "memory_store", args.scope, MEMORY_WRITE)
+    if ctx.quotas is not None:  # QuotaExceeded: a denied result naming the quota
+        ctx.quotas.check("memories", ctx.app_id, port.kept_by(ctx.app_id))
     try:
         kept = port.store(ctx.app_id, args.text, list(args.tags), user=args.scope == "user")
     except (BadRequest, ValueError) as e:  # the store's checks: say what is wrong

@@ -256,6 +256,31 @@ def test_what_an_app_read_of_the_users_memories_leaves_only_on_a_card(
     assert "your memories" in json.dumps(card, ensure_ascii=False), card
 
 
+def test_an_app_keeps_no_more_memories_than_its_quota(
+    make_system: Callable[..., Running], tmp_path: Path
+) -> None:
+    """DESIGN §14.6: what an app keeps, and what it proposed that waits, is bounded."""
+    apps = with_permissions(tmp_path, ["memory.write"])
+    running = make_system(
+        apps_dir=apps,
+        apps_config={"default_grants": {PROBE: ["memory.write"]}},
+        quotas={"memories": 3},
+    )
+    assert probe(running, "keep first fact")["result"]["state"] == "active"
+    assert probe(running, "keep second fact")["result"]["state"] == "active"
+    assert probe(running, "keep user third fact, proposed")["result"]["state"] == "proposed"
+    refused = probe(running, "keep a fourth fact")
+    assert "quota memories" in refused["error"] and "result" not in refused, refused
+    assert "fourth" not in json.dumps(memories(running))
+    apps_listed = running.get("/api/apps").json()
+    [me] = [a for a in apps_listed if a["id"] == PROBE]
+    assert me["quotas"]["memories"]["used"] == 3 and me["quotas"]["memories"]["limit"] == 3
+    # the user answers the proposal: room again
+    [waiting] = memories(running, state="proposed")
+    running.post(f"/api/memories/{waiting['id']}/reject")
+    assert probe(running, "keep a fourth fact")["result"]["state"] == "active"
+
+
 def test_removing_an_app_removes_its_memories(
     make_system: Callable[..., Running], tmp_path: Path
 ) -> None:
