@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aios.errors import StoreFull
 from aios.traces.tracer import bind
 
 if TYPE_CHECKING:
@@ -793,6 +794,13 @@ class Extractor:
             turn = turns[fact.turn][0] if fact.turn is not None else turns[-1][0]
             try:
                 self.propose(session_id, turn, fact)
+            except StoreFull as e:  # read these turns again once there is room
+                logger.warning("memories from session %s wait: %s", session_id, e)
+                with self._cond:
+                    self._read[session_id] = since
+                    if not self._stopping:
+                        self._due[session_id] = self.clock() + self.idle_s
+                return
             except Exception:  # noqa: BLE001 - one bad fact must not lose the others
                 logger.exception("could not propose a memory from session %s", session_id)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from aios.errors import QuotaExceeded, ToolError, ToolRefused
+from aios.errors import QuotaExceeded, StoreFull, ToolError, ToolRefused
 from aios.protocol import ATOMIC_TOOLS, ToolResult, describe_validation_error
 from aios.tools import (  # noqa: F401  (register)
     cache,
@@ -119,6 +119,8 @@ def record(
             risk=classify(tool, args if isinstance(args, dict) else {}),
             decision=ctx.decisions.get(step_id or "") if result.code is None else result.code,
         )
+    except StoreFull as e:  # one line, not a traceback per call, while the disk is full
+        log.warning("audit write failed for %s/%s: %s", ctx.app_id, tool, e)
     except Exception:  # noqa: BLE001 - the audit must never break a tool call
         log.exception("audit write failed for %s/%s", ctx.app_id, tool)
 

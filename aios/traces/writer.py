@@ -7,10 +7,16 @@ appends them to ``<dir>/<session>.jsonl``. A full queue drops the event; the nex
 line written says how many were dropped (``"dropped": n``). Retention (``prune``)
 deletes files older than ``keep_days`` and then the oldest until the total fits
 ``max_mb``.
+
+A line is appended whole or not at all: when the disk is full the bytes a short write
+left are cut off again, the numbered lines are held (up to ``queue_max``, the rest
+count as dropped) and written first on the next pass; the log says so in one line
+when writing stops and one when it resumes.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -78,6 +84,10 @@ class TraceWriter:
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._held: dict[str, list[str]] = {}
+        """Numbered lines a failed append left, per session, written first next time."""
+        self._failing: str | None = None
+        """Why appending fails (logged once per outage); None while it works."""
         self.written = 0
         """Lines written since start (the bench's throughput)."""
 
@@ -135,9 +145,9 @@ class TraceWriter:
             stopping = self._stopping
             with self._lock:
                 batch = [self._pending.popleft() for _ in range(len(self._pending))]
-                self._busy = bool(batch)
+                self._busy = bool(batch) or bool(self._held)
             try:
-                if batch:
+                if self._busy:
                     self._write_batch(batch)
             except Exception:  # noqa: BLE001 - a trace must never take the system down
                 log.exception("writing %d trace event(s) failed", len(batch))
@@ -146,10 +156,13 @@ class TraceWriter:
                     self._busy = False
                     self._done.notify_all()
             if stopping and not self._pending:
+                if self._held:
+                    lost = sum(len(t) for t in self._held.values())
+                    log.warning("%d trace line(s) were not written: %s", lost, self._failing)
                 return
 
     def _write_batch(self, batch: list[dict[str, Any]]) -> None:
-        lines: dict[str, list[str]] = {}
+        lines, self._held = self._held, {}
         secrets = [s for s in self._secrets() if s and len(s) >= 4]
         for event in batch:
             sid = str(event.get("session_id") or "")
@@ -169,9 +182,31 @@ class TraceWriter:
         for sid, texts in lines.items():
             path = trace_path(self.directory, sid)
             assert path is not None
-            with path.open("a", encoding="utf-8") as f:
-                f.write("\n".join(texts) + "\n")
+            try:
+                _append(path, texts)
+            except OSError as e:
+                self._hold(sid, texts, e)
+                continue
             self.written += len(texts)
+        if not self._held and self._failing is not None:
+            log.warning("trace files are written again (%s had stopped them)", self._failing)
+            self._failing = None
+
+    def _hold(self, sid: str, texts: list[str], error: OSError) -> None:
+        """Keep the lines of a failed append for the next pass, within ``queue_max``."""
+        held = sum(len(t) for t in self._held.values())
+        room = max(0, self.queue_max - held)
+        self._held[sid] = texts[len(texts) - room :] if room < len(texts) else texts
+        if room < len(texts):
+            with self._lock:
+                self._dropped += len(texts) - room
+        if self._failing is None:
+            self._failing = (
+                f"the disk holding {self.directory} is full"
+                if error.errno in (errno.ENOSPC, errno.EDQUOT)
+                else f"{error.strerror or error} ({self.directory})"
+            )
+            log.warning("trace events are held, not written: %s", self._failing)
 
     def _next_seq(self, sid: str) -> int:
         last = self._seq.get(sid)
@@ -208,6 +243,23 @@ class TraceWriter:
             total -= size
             removed += 1
         return removed
+
+
+def _append(path: Path, texts: list[str]) -> None:
+    """Append ``texts`` as lines, whole or not at all (a short write is cut off again)."""
+    data = ("\n".join(texts) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
 
 
 def _last_seq(path: Path) -> int:

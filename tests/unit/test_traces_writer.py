@@ -14,6 +14,7 @@ import pytest
 from aios.tools import redacted
 from aios.traces import Tracer, TraceWriter
 from aios.traces.otlp import OtlpExporter
+from tests.util import fill_disk, small_tmpfs
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -161,3 +162,37 @@ def test_an_endpoint_builds_an_otlp_http_exporter_only_when_set() -> None:
     exporter = otlp_exporter("http://127.0.0.1:9")
     assert isinstance(exporter, OtlpExporter)
     exporter.shutdown()  # nothing was sent: returns at once
+
+
+def test_a_full_disk_holds_the_lines_writes_no_half_line_and_catches_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ENOSPC mid-append: the file keeps only whole lines, the log says so in one line
+    (no traceback), and once space returns every held event is written, in order."""
+    with small_tmpfs(tmp_path / "disk", "256k") as disk:
+        w = TraceWriter(disk / "traces")
+        w.start()
+        tracer = Tracer(w)
+        tracer.emit("instruction", session_id="s1", text="before")
+        w.flush()
+        filler = fill_disk(disk)
+        for i in range(50):  # more than the few bytes a full tmpfs may still take
+            tracer.emit("step", session_id="s1", text="x" * 2000, n=i)
+        w.flush()
+        path = disk / "traces" / "s1.jsonl"
+        raw = path.read_bytes()
+        assert raw.endswith(b"\n"), "a half-written line was left in the trace"
+        held = lines(path)
+        assert held[0]["text"] == "before" and len(held) < 51
+        failures = [r for r in caplog.records if r.name == "aios.traces.writer"]
+        assert failures and all(r.exc_info is None for r in failures), "a traceback was logged"
+        assert any("full" in r.getMessage() for r in failures)
+
+        filler.unlink()
+        tracer.emit("view", session_id="s1")
+        w.flush()
+        w.stop()
+        events = lines(path)
+    assert [e.get("n") for e in events[1:-1]] == list(range(50))
+    assert events[-1]["event"] == "view"
+    assert [e["seq"] for e in events] == list(range(1, 53))

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from aios.config import Config
+from aios.errors import StoreFull
 from aios.llm.client import LLMClient
 from aios.memory.extract import (
     FACT_TEXT_MAX,
@@ -26,6 +27,7 @@ from aios.memory.extract import (
 )
 from aios.memory.store import KEY_PATTERN
 from tests.fakes.fake_openai import FakeOpenAI, Reply, http_error, text, tool_call
+from tests.util import wait_for
 
 KEY = "sk-test"
 
@@ -317,6 +319,7 @@ class Session:
         self.proposed: list[tuple[str, int, str]] = []
         self.lock = threading.Lock()
         self.fail_reads = 0
+        self.disk_full = False
 
     def add(self, sid: str, text: str) -> int:
         with self.lock:
@@ -335,6 +338,8 @@ class Session:
     def propose(self, sid: str, turn: int, fact: Fact) -> None:
         if "boom" in fact.text:
             raise RuntimeError("cannot store this one")
+        if self.disk_full:
+            raise StoreFull("the disk holding /data is full: free some space")
         with self.lock:
             self.proposed.append((sid, turn, fact.text))
 
@@ -424,6 +429,22 @@ def test_failures_are_logged_and_the_thread_goes_on(
     assert session.proposed == [("s1", 1, "用户叫小林")]
     assert "cannot store this one" in caplog.text
     assert extractor_threads()
+
+
+def test_a_full_disk_keeps_the_turns_for_a_later_read_without_a_traceback(
+    extractor: Extractor, session: Session, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    session.disk_full = True
+    session.add("s1", "我叫小林")
+    extractor.flush("s1")
+    wait_for(lambda: extractor.runs >= 1, timeout=5, what="the first read")
+    assert session.proposed == []
+    warned = [r for r in caplog.records if r.name == "aios.memory.extract"]
+    assert [r.exc_info for r in warned] == [None] and "is full" in warned[0].getMessage()
+    session.disk_full = False
+    clock.now += 1  # the retry waits the idle time like any schedule
+    assert extractor.wait_idle(5)
+    assert session.proposed == [("s1", 1, "用户叫小林")]
 
 
 def test_stop_joins_the_thread_and_drops_what_waits(session: Session, clock: Clock) -> None:
