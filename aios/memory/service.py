@@ -178,8 +178,14 @@ class Memory:
         self._write_file()
 
     def _write_file(self) -> None:
+        """Rewrite MEMORY.md from the store (the truth); a failed write (a full disk)
+        leaves the old file whole, says so in one line and is made good by the next."""
         active = self._all_active()
-        self.files.write(MEMORY_FILE, self.files.render_memory(active))
+        try:
+            self.files.write(MEMORY_FILE, self.files.render_memory(active))
+        except OSError as e:
+            log.warning("%s was not rewritten: %s", MEMORY_FILE, e.strerror or e)
+            return
         self.files.changed()  # our own write is not the user's edit
 
     def _all_active(self) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ Every refusal is a 401/403 with a JSON ``{"error": ...}`` naming the rule.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import logging
 
@@ -204,6 +205,10 @@ def _unexpected(e: Exception) -> Response:
     # Whatever escaped a route is still answered in JSON, never Werkzeug's HTML page.
     if isinstance(e, HTTPException):
         return error(e.code or 500, e.description or e.name)
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f"the disk holding {e.filename}" if e.filename else "the disk"
+        log.error("%s %s: %s is full", request.method, request.path, where)  # one line
+        return error(503, f"{where} is full: free some space and try again")
     log.error("%s %s failed", request.method, request.path, exc_info=e)
     return error(500, f"internal error ({type(e).__name__}: {e}); the log has the details")
 

@@ -432,6 +432,11 @@ def test_a_full_disk_gives_json_errors_health_says_so_and_the_system_recovers(
     assert f"the disk holding {small_disk} is full" in r.json()["error"]
     health = d.get("/api/health").json()
     assert health["status"] == "degraded" and "is full" in health["store"]
+    before = d.get("/api/self/USER").json()["text"]
+    saved = d.http.put(d.url + "/api/self/USER", json={"text": "# USER\n" + "x" * 8000}, timeout=20)
+    assert saved.status_code == 503 and saved.headers["Content-Type"] == "application/json"
+    assert "is full" in saved.json()["error"]
+    assert d.get("/api/self/USER").json()["text"] == before  # the old file, whole
 
     filler.unlink()
     wait_for(
