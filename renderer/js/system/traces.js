@@ -48,6 +48,12 @@ function money(cost) {
   return typeof cost === 'number' ? `$${cost < 0.01 ? cost.toFixed(6) : cost.toFixed(4)}` : t('trace.no_price');
 }
 
+/** A run's state in the page's language ("done" → "已完成"), else as it is. */
+function stateText(st) {
+  const text = t(`conv.run_${st}`);
+  return text === `conv.run_${st}` ? st : text;
+}
+
 function json(value) {
   if (typeof value === 'string') return value;
   try {
@@ -91,7 +97,7 @@ function summary(events, sum) {
     el('p', { class: 'trace-said', text: toText(first.text) || t('trace.no_text') }),
     el('p', { class: 'trace-facts' },
       pill(apps.length ? apps.map(appName).join(', ') : t('conv.system')),
-      end.state ? pill(toText(end.state), `state-${toText(end.state)}`) : null,
+      end.state ? pill(stateText(toText(end.state)), `state-${toText(end.state)}`) : null,
       pill(t('trace.took', { time: ms(sum.seconds) })),
       pill(t('trace.tokens', { prompt: sum.prompt, completion: sum.completion, cached: sum.cached }), 'trace-tokens'),
       pill(t('trace.calls', { n: sum.calls })),
