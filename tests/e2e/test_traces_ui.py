@@ -250,11 +250,19 @@ def test_a_new_conversation_shows_the_report_of_the_last(desk: Desk, fake: FakeO
     fake.script([dispatch("runs both")])
     instruct(desk, "please run both through the runs app")
     expect(desk.body(APP)).to_contain_text("codes: step_say=ok, step_note=ok")
+    # a reply of the system's own (no run): "why?" finds its instruction by the time
+    instruct(desk, "what time is it")
     page.locator("#conversation_button").click()
+    own = page.locator("#conversation .conv-reply").filter(has_not=page.locator(".conv-app"))
+    expect(own).to_have_count(1)
+    own.locator(".conv-why").click()
+    trace = desk.win("trace")
+    expect(trace.locator("#trace_summary .trace-said")).to_have_text("what time is it")
+    expect(trace.locator("#trace_route")).to_contain_text("System intent: time")
     page.locator('#conversation [data-action="new-conversation"]').click()
     report = page.locator("#conv_report")
     expect(report).to_contain_text(
-        re.compile(r"1 turns, 1 runs, 2 tool calls, 1 model calls, [1-9]\d* tokens")
+        re.compile(r"2 turns, 1 runs, 2 tool calls, 1 model calls, [1-9]\d* tokens")
     )
     report.locator(".conv-why").click()  # the ended session's whole trace
     expect(desk.win("trace").locator(".trace-event")).not_to_have_count(0)
