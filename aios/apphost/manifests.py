@@ -143,6 +143,8 @@ RESERVED_APP_IDS: frozenset[str] = frozenset(
         "settings",
         "audit",
         "memory",
+        "trace",
+        "traces",
         "conversation",
         "desktop",
         "system",

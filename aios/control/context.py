@@ -146,9 +146,16 @@ class Contexts:
         return None if CONVERSATION_READ in granted else app_id
 
     def remember(
-        self, sid: str, app: str, resp: dict[str, Any], notes: list[str] | None = None
+        self,
+        sid: str,
+        app: str,
+        resp: dict[str, Any],
+        notes: list[str] | None = None,
+        *,
+        run_id: str | None = None,
     ) -> None:
-        """Keep an app's final reply in the session: history, its state, the last app."""
+        """Keep an app's final reply in the session: history (with the run it ended, which
+        the conversation panel's "why?" opens the trace on), its state, the last app."""
         entry: dict[str, Any] = {
             "status": resp.get("status"),
             "view_type": resp.get("view_type"),
@@ -162,6 +169,8 @@ class Contexts:
         )
         if notes:
             entry["notes"] = notes
+        if run_id:
+            entry["run_id"] = run_id
         self.store.add_history(sid, "app", entry, app=app)
         state = resp.get("state")
         if state is not None:

@@ -208,7 +208,7 @@ class Controller:
             outcome = self.call_app(
                 record, instruction, action, run.session_id, run=run, locale=locale
             )
-            self._remember(run.session_id, outcome)
+            self._remember(run.session_id, outcome, run.run_id)
             self.instances.reply(record.id, run.session_id, outcome.response)
             return outcome
 
@@ -375,7 +375,14 @@ class Controller:
             source=plan.source,
             notes=plan.notes,
             tasks=[t.model_dump(exclude_none=True) for t in plan.tasks],
-            candidates=router.score(text)[:ROUTE_CANDIDATES] if self.tracer.enabled else [],
+            candidates=(
+                [
+                    [app, score, router.matched(text, app)]
+                    for app, score in router.score(text)[:ROUTE_CANDIDATES]
+                ]
+                if self.tracer.enabled
+                else []
+            ),
         )
         for note in plan.notes:
             log.warning("planner (plan from %s): %s", plan.source, note)
@@ -868,7 +875,7 @@ class Controller:
                 "view_type": outcome.response.get("view_type"),
             },
         )
-        self._remember(sid, outcome)
+        self._remember(sid, outcome, run.run_id)
         return outcome
 
     def _skipped(self, task: Task) -> Outcome:
@@ -882,8 +889,8 @@ class Controller:
 
     # ----------------------------------------------------------------- helpers
 
-    def _remember(self, sid: str, outcome: Outcome) -> None:
-        self.contexts.remember(sid, outcome.app, outcome.response, outcome.notes)
+    def _remember(self, sid: str, outcome: Outcome, run_id: str) -> None:
+        self.contexts.remember(sid, outcome.app, outcome.response, outcome.notes, run_id=run_id)
 
     def _record(self, app_id: str) -> AppRecord:
         record = self.launcher.get(app_id)

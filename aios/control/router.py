@@ -706,6 +706,20 @@ class OfflineRouter:
         scores.sort(key=lambda p: (-p[1], self._rank[p[0]]))
         return scores
 
+    def matched(self, text: str, app_id: str, limit: int = 8) -> list[str]:
+        """The words (stems, Chinese bigrams) of ``text`` that count for ``app_id``, the
+        heaviest first: what the trace viewer shows beside a candidate's score."""
+        terms = self._terms.get(app_id)
+        if not terms:
+            return []
+        keys = self._key_chars[app_id]
+        weights = {
+            t: (1.0 if t in keys else w) * terms[t] * self._idf[t]
+            for t, w in query_terms(text).items()
+            if t in terms
+        }
+        return sorted(weights, key=lambda t: (-weights[t], t))[:limit]
+
     def best(self, clause: str) -> tuple[str, float] | None:
         """The app for one clause, or None when nothing matches well enough."""
         opened = self._opened_app(clause) or self._addressed_app(clause)

@@ -254,7 +254,8 @@ class StepsLoop:
             if result.error is not None:
                 entry["error"] = result.error
             self.runs.step(run, entry)
-            self.tracer.emit("tool_result", app=app, **entry)
+            # the result too (redacted and capped by the trace writer): "why?" shows it
+            self.tracer.emit("tool_result", app=app, result=result.result, **entry)
             self.runs.note_read(run, app, result.tool, args_of.get(key), result)  # §14.5
 
         in_run = ctx.for_run(

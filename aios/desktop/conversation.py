@@ -11,8 +11,9 @@ Entries, oldest first, each ``{id, kind, ts, ...}``:
   history says so), or ``open`` (an app opened) or ``action`` (a control used
   in ``app``'s window);
 - ``reply`` (``h<history id>``): ``message``, ``apps`` (the app(s) that
-  answered, empty for the system's own reply), ``status``, ``view_type``; the
-  system's answers to a system intent add ``intent`` and ``suggestions``;
+  answered, empty for the system's own reply), ``status``, ``view_type``, ``run_id``
+  (an app's reply: the run it ended); the system's answers to a system intent add
+  ``intent`` and ``suggestions``;
 - ``run`` (``r<run id>``): ``run_id``, ``run_kind``, ``app``, ``apps``,
   ``state``, ``text``, ``updated``, ``retryable`` (interrupted runs: the user may
   send them again). Open and action runs that simply finished are left out:
@@ -88,6 +89,8 @@ def _history_entry(row: dict[str, Any]) -> Entry | None:
         reply["intent"] = content["intent"]
     if isinstance(content.get("suggestions"), list):
         reply["suggestions"] = content["suggestions"]
+    if isinstance(content.get("run_id"), str):
+        reply["run_id"] = content["run_id"]  # the run it ended: "why?" opens its trace
     return reply
 
 

@@ -1,8 +1,9 @@
 """The trace files' one writer: callers put events on a bounded queue and never wait;
 every ``interval`` (0.2 s) a background thread numbers them (``seq``, strictly
 increasing per session, carried across restarts by reading the last line), redacts
-the fields that hold arguments and prompts (``redact``: the audit log's, secret-named
-keys), masks the configured secrets (keys, the launch token) anywhere in the line, caps sizes and
+the fields that hold arguments, results and prompts (``redact``: the audit log's,
+secret-named keys), masks the configured secrets (keys, the launch token) anywhere in the
+line, caps sizes (``STRING_MAX`` characters a string, ``LIST_MAX`` items a list) and
 appends them to ``<dir>/<session>.jsonl``. A full queue drops the event; the next
 line written says how many were dropped (``"dropped": n``). Retention (``prune``)
 deletes files older than ``keep_days`` and then the oldest until the total fits
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 STRING_MAX = 8000
 """Characters kept of one string field (a prompt, an answer); the rest is counted."""
+LIST_MAX = 200
+"""Items kept of one list field (a tool's rows); the rest is counted."""
 REDACTED = "***"
 REDACT_FIELDS = frozenset({"args", "result", "messages", "tools", "request"})
 """Fields passed through ``redact`` (not the event itself: ``prompt_tokens`` is no secret)."""
@@ -54,7 +57,10 @@ def _cap(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _cap(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_cap(v) for v in value]
+        kept = [_cap(v) for v in value[:LIST_MAX]]
+        if len(value) > LIST_MAX:
+            kept.append(f"…(+{len(value) - LIST_MAX} items)")
+        return kept
     return value
 
 

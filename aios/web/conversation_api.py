@@ -36,14 +36,18 @@ def list_sessions() -> Response:
 def new_session() -> Response:
     sys_ = system()
     newest = conversation.sessions(sys_.store, 1)
-    if newest:  # the conversation the user leaves ends (DESIGN §16: its report)
-        sys_.end_session(str(newest[0]["session_id"]))
+    report = None
+    if newest:  # the conversation the user leaves ends (DESIGN §16: its report, shown)
+        report = {
+            "session_id": newest[0]["session_id"],
+            **sys_.end_session(str(newest[0]["session_id"])),
+        }
     # what was said so far is read for memories now (in the background: that model call is
     # traced in the session it reads, after its end)
     sys_.memory.new_conversation()
     sid = sys_.store.ensure_session(None)
     sys_.tracer.emit("session_start", session_id=sid)
-    resp = jsonify({"session_id": sid})
+    resp = jsonify({"session_id": sid, "report": report})
     resp.status_code = 201
     return resp
 

@@ -435,8 +435,24 @@ class Layout(_Reply):
     updated: float | None
 
 
+class SessionReport(_Reply):
+    session_id: str
+    turns: int
+    runs: int
+    tools: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost: float | None
+    memories_added: int
+
+
 class NewSession(_Reply):
     session_id: str
+    report: SessionReport | None = Field(
+        description="the report of the session this one ends (the newest), null when none"
+    )
 
 
 class UsageGroup(_Reply):

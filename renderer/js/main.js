@@ -27,6 +27,7 @@ import * as audit from './system/audit.js';
 import * as memory from './system/memory.js';
 import * as selffiles from './system/selffiles.js';
 import * as settings from './system/settings.js';
+import * as traces from './system/traces.js';
 
 // ------------------------------------------------------------------ server events
 
@@ -87,6 +88,9 @@ function wire() {
   on('system:settings', settings.open);
   on('system:audit', audit.open);
   on('system:memory', memory.open);
+  on('trace:open', traces.open); // "why?" on a reply or a window: that run's trace
+  on('trace:session', ({ session_id: sid, leftOf }) => traces.open({ session_id: sid, all: true, leftOf }));
+  on('conversation:hide', () => conversation.toggle(false));
   on('conversation:show', ({ session_id: sid, entry }) => conversation.showEntry(sid, entry));
   on('system:about', () => modal.info(t('about.title'), [t('about.body'),
     ...(state.version ? [t('about.version', { version: state.version })] : []),
@@ -98,6 +102,7 @@ function wire() {
     settings.refresh();
     audit.refresh();
     memory.refresh();
+    traces.refresh();
     apps.onLangChanged();
     runs.relabel(); // after the apps' names: the cards name the apps
     conversation.relabel();

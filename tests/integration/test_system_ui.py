@@ -157,7 +157,7 @@ def test_every_window_the_renderer_draws_itself_is_reserved() -> None:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.startswith("export const WIN_NAME = "):
                 names.append(line.split("'")[1])
-    assert sorted(names) == ["audit", "memory", "settings"]
+    assert sorted(names) == ["audit", "memory", "settings", "trace"]
     assert all(normalised_id(n) in RESERVED_APP_IDS for n in names)
 
 

@@ -73,6 +73,7 @@ def test_an_offline_instruction_is_traced(make_system: Callable[..., Running]) -
     } <= kinds(events)
     route = next(e for e in events if e["event"] == "route")
     assert route["source"] == "offline" and route["candidates"][0][0] == "echo"
+    assert "echo" in route["candidates"][0][2]  # the words that matched, for the viewer
     assert route["tasks"][0]["app"] == "echo"
     built = next(e for e in events if e["event"] == "context_built")
     assert built["app"] == "echo" and built["run_id"] == out["run_id"] and built["sizes"]
@@ -137,6 +138,8 @@ def test_a_planned_instruction_traces_the_model_and_its_usage(
     calls = len(fake.usages)
     r = running.post("/api/sessions")
     assert r.status_code == 201
+    shown = r.json()["report"]  # what the conversation panel shows of the session it ended
+    assert shown["session_id"] == out["session_id"] and shown["llm_calls"] == calls
     report = next(e for e in trace(running, out["session_id"]) if e["event"] == "session_report")
     assert report["turns"] == 1 and report["runs"] == 1 and report["llm_calls"] == calls
     assert report["prompt_tokens"] == prompt and report["memories_added"] == 0
@@ -160,6 +163,10 @@ def test_a_run_that_waited_for_the_user_is_traced(tmp_path: Path) -> None:
         assert step["decision"] == "user" and "echo hello" in step["args"]
         result = next(e for e in events if e["event"] == "tool_result")
         assert result["status"] == "ok" and result["duration_ms"] >= 0
+        assert "hello" in json.dumps(result["result"])  # what the command printed
+        # the reply in the conversation names the run its "why?" opens
+        entries = running.get(f"/api/sessions/{reply['session_id']}/timeline").json()["entries"]
+        assert reply["run_id"] in [e.get("run_id") for e in entries if e["kind"] == "reply"]
         end = next(e for e in events if e["event"] == "run_end")
         assert end["state"] == "done" and end["waited"] is True
         assert {"tool_call", "iteration_end", "view"} <= kinds(events)

@@ -88,6 +88,22 @@ def test_secrets_are_masked_and_arguments_redacted(tmp_path: Path) -> None:
     assert event["args"]["api_key"] == "***"
 
 
+def test_a_tools_result_is_redacted_and_its_size_capped(tmp_path: Path) -> None:
+    """A result of many rows keeps LIST_MAX of them and says how many more there were."""
+    from aios.traces.writer import LIST_MAX, STRING_MAX
+
+    w = TraceWriter(tmp_path, redact=redacted)
+    w.start()
+    rows = [{"n": i, "password": "hunter2"} for i in range(LIST_MAX + 50)]
+    Tracer(w).emit("tool_result", session_id="s", result={"rows": rows, "text": "x" * 9000})
+    w.stop()
+    (event,) = lines(tmp_path / "s.jsonl")
+    kept = event["result"]["rows"]
+    assert len(kept) == LIST_MAX + 1 and kept[-1] == "…(+50 items)"
+    assert kept[0] == {"n": 0, "password": "***"}
+    assert event["result"]["text"].endswith(f"…(+{9000 - STRING_MAX} chars)")
+
+
 def test_no_session_no_line_and_off_is_a_no_op(tmp_path: Path) -> None:
     w = TraceWriter(tmp_path)
     w.start()

@@ -13,7 +13,7 @@ import { icon } from '../core/icons.js';
 import { el, isObject, toText } from '../core/safe.js';
 import { rememberSession, state } from '../core/state.js';
 import { sendSuggestion } from '../desk/intents.js';
-import { render } from './entries.js';
+import { render, report } from './entries.js';
 
 /** Timeline entries read per request. */
 const PAGE = 50;
@@ -52,7 +52,8 @@ export function init() {
   ui.newBtn = el('button', { type: 'button', class: 'conv-new', dataset: { action: 'new-conversation' }, text: t('conv.new') });
   ui.close = el('button', { type: 'button', class: 'conv-close', attrs: { 'aria-label': t('conv.close') }, text: '×' });
   ui.title = el('h2', { class: 'conv-title', id: 'conversation_title', text: t('conv.title') });
-  ui.body = el('div', { class: 'conv-body' }, ui.older, ui.empty, ui.list);
+  ui.report = el('div', { class: 'conv-report-box', hidden: true });
+  ui.body = el('div', { class: 'conv-body' }, ui.report, ui.older, ui.empty, ui.list);
   ui.panel = el('section', {
     id: 'conversation', class: 'conv-panel', hidden: true,
     attrs: { role: 'region', 'aria-labelledby': 'conversation_title' },
@@ -72,6 +73,7 @@ export function init() {
   });
   // One listener for every entry's buttons (links to windows, retry, card answers).
   ui.list.addEventListener('click', onListClick);
+  ui.report.addEventListener('click', onReportClick);
   ui.list.addEventListener('submit', onInputSubmit);
   ui.panel.addEventListener('keydown', (ev) => {
     if (ev.key === 'Escape') {
@@ -318,6 +320,7 @@ async function newConversation() {
   try {
     const reply = await api.newSession();
     switchTo(toText(reply && reply.session_id));
+    showReport(isObject(reply) ? reply.report : null);
   } catch (err) {
     showError(err);
   } finally {
@@ -325,8 +328,22 @@ async function newConversation() {
   }
 }
 
+/** The report of the conversation just left, above the new one's timeline (DESIGN §16). */
+function showReport(r) {
+  const node = report(r);
+  ui.report.replaceChildren(...(node ? [node] : []));
+  ui.report.hidden = !node;
+}
+
+function onReportClick(ev) {
+  const why = ev.target.closest('[data-report-session]');
+  if (why) emit('trace:session', { session_id: why.dataset.reportSession, leftOf: ui.panel.getBoundingClientRect().left });
+  else if (ev.target.closest('.conv-report-close')) showReport(null);
+}
+
 function switchTo(sid) {
   if (!sid || sid === state.sessionId) return;
+  showReport(null);
   rememberSession(sid);
   olderCursor = null;
   shown = new Map();
@@ -386,6 +403,12 @@ function entryOf(node) {
 
 function onListClick(ev) {
   if (sendSuggestion(ev.target)) return;
+  const why = ev.target.closest('[data-why]');
+  if (why) {
+    emit('trace:open', { session_id: state.sessionId, run_id: why.dataset.why, ts: Number(why.dataset.ts),
+      leftOf: ui.panel.getBoundingClientRect().left });
+    return;
+  }
   const link = ev.target.closest('[data-app]');
   if (link) {
     emit('app:activate', { id: link.dataset.app });

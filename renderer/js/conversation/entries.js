@@ -1,6 +1,6 @@
 // One entry of the conversation panel's timeline, drawn: what the user typed or said, a reply
-// (with a link that raises the app's window), a run and its state, and an approval or question
-// card — the same card as the window's (runs/cards.js), answerable here while it is pending.
+// (with a link that raises the app's window and its "why?"), a run and its state, and an
+// approval or question card — the same card as the window's (runs/cards.js), answerable here while it is pending.
 import { t } from '../core/i18n.js';
 import { el, isObject, toText } from '../core/safe.js';
 import { state } from '../core/state.js';
@@ -51,11 +51,20 @@ function userBody(entry) {
     t('conv.action', { action: toText(entry.action) }), ' ', entry.app ? appLink(toText(entry.app)) : null);
 }
 
+/** "why?": opens the trace window on the run (or, for a reply of the system's own, on the
+ * instruction it answered: by its time). */
+function whyButton(entry) {
+  return el('button', { type: 'button', class: 'conv-why', text: t('trace.why'),
+    title: t('trace.why_hint'), dataset: { why: toText(entry.run_id), ts: toText(entry.ts) } });
+}
+
 function replyBody(entry) {
   const apps = Array.isArray(entry.apps) ? entry.apps.map(toText).filter(Boolean) : [];
   const message = toText(entry.message);
   return el('div', { class: ['conv-bubble', entry.status === 'error' ? 'is-error' : ''] },
-    apps.length ? el('div', { class: 'conv-apps' }, apps.map(appLink)) : el('div', { class: 'conv-apps muted', text: t('conv.system') }),
+    el('div', { class: 'conv-reply-head' },
+      apps.length ? el('div', { class: 'conv-apps' }, apps.map(appLink)) : el('div', { class: 'conv-apps muted', text: t('conv.system') }),
+      whyButton(entry)),
     el('p', { class: 'conv-text', text: message || t('conv.no_message') }),
     chips(entry.suggestions)); // a system answer's suggestions (aios/intents.py)
 }
@@ -67,7 +76,8 @@ function runBody(entry) {
     el('span', { class: ['conv-badge', `state-${st}`], text: t(`conv.run_${st}`) === `conv.run_${st}` ? st : t(`conv.run_${st}`) }),
     el('span', { class: 'conv-run-text', text: toText(entry.text) || apps.map(appName).join(', ') }),
     apps.length ? el('span', { class: 'conv-apps' }, apps.map(appLink)) : null,
-    entry.retryable ? el('button', { type: 'button', class: 'conv-retry', dataset: { retry: toText(entry.run_id) }, text: t('conv.retry') }) : null);
+    entry.retryable ? el('button', { type: 'button', class: 'conv-retry', dataset: { retry: toText(entry.run_id) }, text: t('conv.retry') }) : null,
+    whyButton(entry));
 }
 
 function answerText(ia) {
@@ -121,4 +131,19 @@ function cardBody(ia) {
     el('div', { class: 'conv-card-buttons' }, cardButtons(ia, open)),
     open ? null : el('p', { class: 'conv-card-answer', text: answerText(ia) }),
     el('p', { class: 'conv-card-error', hidden: true, attrs: { role: 'alert' } }));
+}
+
+/** The report of the conversation the user just left (POST /api/sessions), or null. */
+export function report(r) {
+  if (!isObject(r)) return null;
+  const cost = typeof r.cost === 'number' ? `$${r.cost.toFixed(4)}` : t('trace.no_price');
+  const tokens = (Number(r.prompt_tokens) || 0) + (Number(r.completion_tokens) || 0);
+  return el('div', { class: 'conv-report', id: 'conv_report', attrs: { role: 'status' } },
+    el('strong', { text: t('conv.report_title') }),
+    el('p', { class: 'conv-report-text', text: t('conv.report', { turns: toText(r.turns ?? 0), runs: toText(r.runs ?? 0),
+      tools: toText(r.tools ?? 0), calls: toText(r.llm_calls ?? 0), tokens, cost, memories: toText(r.memories_added ?? 0) }) }),
+    el('div', { class: 'conv-report-bar' },
+      el('button', { type: 'button', class: 'conv-why', text: t('trace.why'), title: t('trace.why_hint'),
+        dataset: { reportSession: toText(r.session_id) } }),
+      el('button', { type: 'button', class: 'conv-report-close', text: '×', attrs: { 'aria-label': t('conv.close') } })));
 }

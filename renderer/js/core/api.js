@@ -102,7 +102,7 @@ function refused(res, msg) {
 // keepalive: the request outlives the page (sent from pagehide; unlike sendBeacon it can
 // carry the Authorization header).
 async function request(method, path, { json, body, headers = {}, timeout = DEFAULTS.requestTimeoutMs,
-  keepalive = false } = {}) {
+  keepalive = false, raw = false } = {}) {
   const init = { method, credentials: 'omit', keepalive, headers: { Accept: 'application/json', ...headers } };
   if (token) init.headers.Authorization = `Bearer ${token}`;
   if (json !== undefined) {
@@ -125,6 +125,7 @@ async function request(method, path, { json, body, headers = {}, timeout = DEFAU
   }
   let payload = null;
   const text = await res.text().catch(() => '');
+  if (raw && res.ok) return text; // the body as text (a JSONL trace)
   if (text) {
     try {
       payload = JSON.parse(text);
@@ -254,6 +255,11 @@ export const api = {
   deleteMemory: (id) => request('DELETE', `/api/memories/${encodeURIComponent(id)}`),
   acceptMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/accept`, { json: {} }),
   rejectMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/reject`, { json: {} }),
+  /** A session's trace (DESIGN §16) as the JSONL text the API answers; ``run`` keeps one run's lines. */
+  trace: (sid, run = '') => request('GET', `/api/traces/${encodeURIComponent(sid)}${run ? `?run=${encodeURIComponent(run)}` : ''}`,
+    { raw: true, headers: { Accept: 'application/x-ndjson' } }),
+  /** Model calls' tokens and cost by session | app | model | day: {by, since, groups: [{key, calls, …, cost}]}. */
+  usage: (by, since = null) => request('GET', `/api/usage?by=${encodeURIComponent(by)}${since !== null ? `&since=${encodeURIComponent(since)}` : ''}`),
   /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
   selfFile: (name) => request('GET', `/api/self/${encodeURIComponent(name)}`),
   saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),

@@ -33,6 +33,7 @@ const SHAPES = {
   send: [['path', { d: 'M4 12l16-8-6 16-2-7z' }]],
   chat: [['path', { d: 'M4 5h16v11H10l-5 4v-4H4z' }], ['path', { d: 'M8 9.5h8M8 12.5h5' }]],
   stop: [['rect', { x: 6.5, y: 6.5, width: 11, height: 11, rx: 2 }]],
+  why: [['circle', { cx: 12, cy: 12, r: 9 }], ['path', { d: 'M9.5 9.5a2.5 2.5 0 1 1 3.5 2.3c-.6.3-1 .9-1 1.6v.6M12 17h.01' }]],
   // 13-U: the player (views/media.js, player.js)
   play: [['path', { d: 'M8 5.5v13l10-6.5z' }]],
   pause: [['path', { d: 'M9 6v12M15 6v12' }]],

@@ -11,6 +11,7 @@ import * as runs from '../runs/runs.js';
 import * as audit from '../system/audit.js';
 import * as memory from '../system/memory.js';
 import * as settings from '../system/settings.js';
+import * as traces from '../system/traces.js';
 import * as instances from './instances.js';
 import * as layout from './layout.js';
 import * as notify from './notify.js';
@@ -19,7 +20,7 @@ import * as taskbar from './taskbar.js';
 import * as voice from './voice.js';
 import * as wm from './wm.js';
 
-export const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID, memory.WIN_ID]);
+export const SYSTEM_WINDOWS = new Set([settings.WIN_ID, audit.WIN_ID, memory.WIN_ID, traces.WIN_ID]);
 /** System windows by the name the saved layout knows them by. */
 export const SYSTEM_NAMES = new Map([[settings.WIN_NAME, settings], [audit.WIN_NAME, audit],
   [memory.WIN_NAME, memory]]);
@@ -144,7 +145,7 @@ async function openApp(id, { restore = true } = {}) {
     const reply = await instances.own(id, () => tracked(id, () => api.open(id, state.sessionId)));
     rememberSession(reply && reply.session_id);
     runs.adoptReply(reply);
-    if (wm.get(id)) renderResponse(id, reply && reply.response);
+    if (wm.get(id)) renderResponse(id, reply && reply.response, { runId: runOf(reply) });
   } catch (err) {
     const w = wm.get(id);
     if (w) {
@@ -221,7 +222,7 @@ export async function runAction(winId, action, payload) {
     rememberSession(reply && reply.session_id);
     runs.adoptReply(reply);
     const response = reply && reply.response;
-    if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true });
+    if (wm.get(winId)) renderResponse(winId, response, { app: winId, fromUser: true, runId: runOf(reply) });
     if (isObject(response) && response.message) voice.speakReply(response.message, 'click');
   } catch (err) {
     showBanner(winId, err.message, isObject(err.body) && Object.keys(err.body).length > 1 ? err.body : undefined);
@@ -260,5 +261,13 @@ export function onView(msg) {
   // A pushed view refreshes an open window; it never reopens one the user closed.
   if (msg.pushed === true && !wm.get(msg.app)) return;
   ensureWindow(msg.app);
-  renderResponse(msg.app, msg.response, { app: msg.app });
+  // a run's final view names its run (a pushed or interim one does not: the last run stays)
+  const runId = msg.pushed === true || msg.interim === true ? undefined : msg.run_id;
+  renderResponse(msg.app, msg.response, { app: msg.app, runId });
+}
+
+/** The run an open or action reply ended: the system sets response.run_id over the app's. */
+function runOf(reply) {
+  return isObject(reply) && isObject(reply.response) && typeof reply.response.run_id === 'string'
+    ? reply.response.run_id : undefined;
 }

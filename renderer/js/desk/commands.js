@@ -60,7 +60,7 @@ async function runInstruction({ text, source }) {
       if (!isObject(r) || typeof r.app !== 'string') continue;
       ensureWindow(r.app);
       wm.raise(r.app);
-      renderResponse(r.app, r.response, { app: r.app, fromUser: true });
+      renderResponse(r.app, r.response, { app: r.app, fromUser: true, runId: reply.run_id });
     }
     const message = reply && typeof reply.message === 'string' ? reply.message.trim() : '';
     const plan = reply && Array.isArray(reply.plan) ? reply.plan.filter(isObject) : [];

@@ -11,6 +11,7 @@ import { emit, on } from '../core/bus.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { t } from '../core/i18n.js';
 import { blockedBox, el, isObject, resolveUrl, toText } from '../core/safe.js';
+import { state as shared } from '../core/state.js';
 import { collect, validate } from '../views/formvalues.js';
 import { renderView } from '../views/index.js';
 import { confirm } from './modal.js';
@@ -301,7 +302,8 @@ function itemControls(item, state) {
 
 /**
  * Render a reply into the window `winId` (which must be open).
- * opts: {fromUser} — the reply answers a click, so media may start playing.
+ * opts: {fromUser} — the reply answers a click, so media may start playing; {runId} — the run
+ * the system says the view ends (never read from the app's reply): the title bar's "why?".
  */
 export function renderResponse(winId, response, opts = {}) {
   const w = wm.get(winId);
@@ -368,6 +370,7 @@ export function renderResponse(winId, response, opts = {}) {
   w.body.dataset.viewType = toText(reply.view_type);
   w.el.classList.toggle('has-error', reply.status === 'error');
   w.response = reply;
+  if (typeof opts.runId === 'string' && opts.runId) wm.setLastRun(winId, shared.sessionId, opts.runId);
   for (const fn of state.mounted) {
     try {
       fn();

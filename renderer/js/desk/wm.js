@@ -76,6 +76,24 @@ function stopButton() {
   return b;
 }
 
+/** Shown once the window's view came from a run (setLastRun); a click opens that run's trace. */
+function whyButton() {
+  const b = titleButton('why', 'why', 'trace.why_window');
+  b.hidden = true;
+  return b;
+}
+
+/** The run (of session `sid`) whose view the app window `id` shows last: its "why?" opens
+ * that run's trace (DESIGN §16). The button is the system's, in the title bar: no app draws it. */
+export function setLastRun(id, sid, runId) {
+  const w = windows.get(id);
+  if (!w || w.system) return;
+  const b = w.el.querySelector('.win-why');
+  b.hidden = !(sid && runId);
+  b.dataset.sessionId = sid || '';
+  b.dataset.runId = runId || '';
+}
+
 /** Show the title bar's stop button for run `runId`, or hide it (null). */
 export function setRunActive(id, runId) {
   const w = windows.get(id);
@@ -110,6 +128,7 @@ export function open(id, opts = {}) {
   const openerEl = el('span', { class: 'win-opener', hidden: true });
   const bar = el('header', { class: 'win-titlebar' }, iconEl, titleEl, openerEl, statusEl,
     el('span', { class: 'win-buttons' },
+      opts.system ? null : whyButton(),
       stopButton(),
       titleButton('min', 'minimize', 'win.minimize'),
       titleButton('max', 'maximize', 'win.maximize'),
@@ -368,6 +387,7 @@ function onClick(ev) {
   else if (cmd === 'max') toggleMaximize(w.id);
   else if (cmd === 'close') close(w.id);
   else if (cmd === 'stop') emit('run:stop', { id: w.id, runId: btn.dataset.runId || null });
+  else if (cmd === 'why') emit('trace:open', { session_id: btn.dataset.sessionId, run_id: btn.dataset.runId });
 }
 
 function onDblClick(ev) {

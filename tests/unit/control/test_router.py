@@ -220,6 +220,16 @@ def test_scores_are_sorted_and_normalised(router: OfflineRouter) -> None:
     assert router.score("asdfgh") == []
 
 
+def test_matched_names_the_words_that_counted_heaviest_first(router: OfflineRouter) -> None:
+    """What the trace viewer shows beside a candidate's score (DESIGN §16)."""
+    words = router.matched("播放周杰伦的歌", "music")
+    assert "播放" in words and "歌" in words
+    assert "周杰" not in words  # no word of the music app's profile
+    assert "disk" in router.matched("check the disk usage", "monitor")
+    assert router.matched("播放周杰伦的歌", "weather") == []
+    assert router.matched("播放", "no_such_app") == []
+
+
 def test_a_long_role_prompt_does_not_outscore_a_precise_short_app() -> None:
     chatty = AppProfile(
         "assistant",
