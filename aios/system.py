@@ -11,11 +11,13 @@ process is left behind. What an app may ask of the system is
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aios.apphost.permissions import NETWORK, AppPermissions, Grants
+from aios.apphost.ports import write_json_atomic
 from aios.apphost.registry import AppRecord, AppStatus, Launcher
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.control.app_api import AppApi
@@ -27,6 +29,7 @@ from aios.desktop.voice import Recognizer
 from aios.events import EventBus
 from aios.host import os_sandbox
 from aios.llm.client import LLMClient
+from aios.mcp.tokens import McpTokens
 from aios.memory.service import Memory
 from aios.protocol import LOCALES
 from aios.quotas import Quotas
@@ -42,7 +45,14 @@ from aios.tools.processes import ProcessTable
 from aios.traces import Tracer, TraceWriter
 from aios.traces.otlp import otlp_exporter
 
+if TYPE_CHECKING:
+    from aios.mcp.server import DesktopMcp
+
 log = logging.getLogger(__name__)
+
+DESKTOP_FILE = "desktop.json"
+"""``<data_dir>/desktop.json``: the running desktop's URL and pid, for ``triton-aios mcp``
+(no secret in it: a client still needs its own MCP token)."""
 
 
 class System:
@@ -170,7 +180,21 @@ class System:
             tracer=self.tracer,
         )
         self.recognizer = Recognizer(config)
+        self.mcp_tokens = McpTokens(self.data_dir)
+        self._mcp_server: DesktopMcp | None = None
+        self._mcp_lock = threading.Lock()
         self._stopped = False
+
+    @property
+    def mcp_server(self) -> DesktopMcp:
+        """The desktop as an MCP server (DESIGN §17), built at its first use: the SDK
+        is imported only when a client comes."""
+        with self._mcp_lock:
+            if self._mcp_server is None:
+                from aios.mcp.server import DesktopMcp
+
+                self._mcp_server = DesktopMcp(self)
+            return self._mcp_server
 
     @property
     def url(self) -> str:
@@ -183,7 +207,14 @@ class System:
         self.trace_writer.start()
         self.pruner.start()
         self.memory.start()
+        self._write_desktop_file()
         self.launcher.start(ready_wait=ready_wait, cancel=cancel)
+
+    def _write_desktop_file(self) -> None:
+        try:
+            write_json_atomic(self.data_dir / DESKTOP_FILE, {"url": self.url, "pid": os.getpid()})
+        except OSError as e:
+            log.warning("cannot write %s (triton-aios mcp needs --url): %s", DESKTOP_FILE, e)
 
     def stop(self) -> None:
         if self._stopped:
@@ -191,6 +222,8 @@ class System:
         self._stopped = True
         self.runs.shutdown()
         self.bus.close()
+        if self._mcp_server is not None:
+            self._mcp_server.close()
         try:
             self.launcher.stop()
         finally:

@@ -15,6 +15,8 @@ Security, in the order it is checked:
    calling app's own token; ``/api/sys/ui`` also needs ``desktop.control``.
    A request through a confined app's channel (its runtime dir's socket,
    DESIGN §11) may only call ``/api/sys/*``, and only with that app's token.
+   ``/mcp`` takes an MCP token only (aios/mcp/tokens.py, DESIGN §17): never the
+   launch token, which opens everything else.
 Every refusal is a 401/403 with a JSON ``{"error": ...}`` naming the rule.
 """
 
@@ -47,6 +49,8 @@ bp = Blueprint("guards", __name__)
 WINDOW_UA_MARK = "TritonAIOS-Window/"
 """The desktop window (pywebview) identifies itself with this in its User-Agent."""
 _BEARER = "Bearer "
+MCP_PATH = "/mcp"
+"""The desktop's MCP endpoint (streamable HTTP): its own tokens, never the launch token."""
 EVENTS_PATH = "/api/events"
 """The WebSocket: a browser cannot set its headers, so it may carry ``?token=``."""
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -122,6 +126,25 @@ def _app_token_refused() -> Response | None:
     return None
 
 
+def _mcp_token_refused() -> Response | None:
+    bearer = _bearer()
+    if bearer is None:
+        return error(
+            401, "MCP token missing: send Authorization: Bearer <token made in Settings → MCP>"
+        )
+    if token_ok(bearer):
+        return error(
+            401,
+            "the launch token does not open /mcp: make an MCP token for this client "
+            "in Settings → MCP",
+        )
+    token = system().mcp_tokens.verify(bearer)
+    if token is None:
+        return error(401, "MCP token invalid or revoked: make a new one in Settings → MCP")
+    g.mcp_token = token
+    return None
+
+
 @bp.before_app_request
 def _guard() -> Response | None:
     refused = _origin_refused()
@@ -132,6 +155,8 @@ def _guard() -> Response | None:
         return _app_token_refused()
     if CHANNEL_ENVIRON_KEY in request.environ:
         return error(403, f"{path} is not part of the API apps may call (/api/sys/...)")
+    if path == MCP_PATH:
+        return _mcp_token_refused()
     if path == "/" or path.startswith("/static/") or path == "/favicon.ico":
         return None  # public code; the page checks a ?token= itself
     bearer = _bearer()
