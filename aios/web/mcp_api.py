@@ -15,6 +15,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 
 from aios.web.guards import MCP_PATH
 from aios.web.request import json_body, system
+from aios.web.schemas import McpTokenBody, parse
 
 bp = Blueprint("mcp_api", __name__)
 
@@ -32,8 +33,8 @@ def list_tokens() -> Response:
 
 @bp.post("/api/mcp/tokens")
 def create_token() -> Response:
-    body = json_body()
-    made = system().mcp_tokens.create(body.get("name"), body.get("scopes"))
+    body = parse(McpTokenBody, json_body())
+    made = system().mcp_tokens.create(body.name, body.scopes)
     resp = jsonify(made)
     resp.status_code = 201
     return resp

@@ -255,6 +255,10 @@ export const api = {
   acceptMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/accept`, { json: {} }),
   rejectMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/reject`, { json: {} }),
   /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
+  // the desktop as an MCP server (DESIGN §17): Settings → MCP server
+  mcpTokens: () => request('GET', '/api/mcp/tokens'),
+  createMcpToken: (name, scopes) => request('POST', '/api/mcp/tokens', { json: { name, scopes } }),
+  revokeMcpToken: (id) => request('DELETE', `/api/mcp/tokens/${encodeURIComponent(id)}`),
   selfFile: (name) => request('GET', `/api/self/${encodeURIComponent(name)}`),
   saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),
 };
