@@ -564,6 +564,11 @@ ROUTES: tuple[Route, ...] = (
     ),
 )
 
+_MCP_METHODS: tuple[tuple[Literal["get", "post", "delete"], str], ...] = (
+    ("post", "a JSON-RPC message; the answer as JSON or an SSE stream"),
+    ("get", "the server's own SSE stream"),
+    ("delete", "end the session"),
+)
 _MCP_ROUTES: tuple[Route, ...] = tuple(
     Route(
         method,
@@ -574,11 +579,7 @@ _MCP_ROUTES: tuple[Route, ...] = tuple(
         errors=(401, 403),
         tag="mcp",
     )
-    for method, what in (
-        ("post", "a JSON-RPC message; the answer as JSON or an SSE stream"),
-        ("get", "the server's own SSE stream"),
-        ("delete", "end the session"),
-    )
+    for method, what in _MCP_METHODS
 ) + (
     Route(
         "get",
