@@ -505,6 +505,13 @@ class _HttpHost:
         try:
             self.loop.run_until_complete(self._serve())
         finally:
+            # what the transport left (sse-starlette's shutdown watcher, open streams)
+            # ends here, not as "Task was destroyed but it is pending" at exit
+            left = asyncio.all_tasks(self.loop)
+            for task in left:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
     async def _serve(self) -> None:
