@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aios.apphost.permissions import NETWORK, AppPermissions, Grants
 from aios.apphost.ports import write_json_atomic
@@ -44,9 +45,6 @@ from aios.tools.notify import NotifyLimiter
 from aios.tools.processes import ProcessTable
 from aios.traces import Tracer, TraceWriter
 from aios.traces.otlp import otlp_exporter
-
-if TYPE_CHECKING:
-    from aios.mcp.server import DesktopMcp
 
 log = logging.getLogger(__name__)
 
@@ -181,20 +179,11 @@ class System:
         )
         self.recognizer = Recognizer(config)
         self.mcp_tokens = McpTokens(self.data_dir)
-        self._mcp_server: DesktopMcp | None = None
-        self._mcp_lock = threading.Lock()
+        """The tokens MCP clients use (DESIGN §17); the server itself is aios.mcp.server,
+        built by the web layer when the first client comes."""
+        self.on_stop: list[Callable[[], None]] = []
+        """Called first by :meth:`stop` (parts built on top of the system, e.g. /mcp)."""
         self._stopped = False
-
-    @property
-    def mcp_server(self) -> DesktopMcp:
-        """The desktop as an MCP server (DESIGN §17), built at its first use: the SDK
-        is imported only when a client comes."""
-        with self._mcp_lock:
-            if self._mcp_server is None:
-                from aios.mcp.server import DesktopMcp
-
-                self._mcp_server = DesktopMcp(self)
-            return self._mcp_server
 
     @property
     def url(self) -> str:
@@ -220,10 +209,10 @@ class System:
         if self._stopped:
             return
         self._stopped = True
+        for stop in self.on_stop:
+            stop()
         self.runs.shutdown()
         self.bus.close()
-        if self._mcp_server is not None:
-            self._mcp_server.close()
         try:
             self.launcher.stop()
         finally:

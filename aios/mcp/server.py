@@ -48,6 +48,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from aios.apphost.supervisor import AppStatus
 from aios.errors import AIOSError
 from aios.mcp.tokens import McpToken, McpTokens
+from aios.names import MCP_SERVER_NAME
 from aios.tools import audit_args
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SERVER_NAME = "triton-aios"
 START_WAIT = 10.0
 """Seconds the desktop waits for the MCP loop to start (it starts in milliseconds)."""
 STOP_WAIT = 5.0
@@ -127,7 +127,7 @@ class DesktopMcp:
         self.system = system
         self.tokens: McpTokens = system.mcp_tokens
         self.server: Server[Any] = Server(
-            SERVER_NAME,
+            MCP_SERVER_NAME,
             version=_version(),
             title="Triton AIOS",
             instructions=(

@@ -38,12 +38,12 @@ from mcp.shared.exceptions import MCPError
 
 from aios.config import load_config
 from aios.errors import AIOSError
-from aios.mcp.server import SERVER_NAME, _version
+from aios.names import ENV_MCP_TOKEN, MCP_PATH, MCP_SERVER_NAME
 
-ENV_MCP_TOKEN = "AIOS_MCP_TOKEN"
 ENV_MCP_URL = "AIOS_MCP_URL"
 DESKTOP_FILE = "desktop.json"
-MCP_PATH = "/mcp"
+"""Where the running desktop writes its URL (``aios.system.DESKTOP_FILE``; not imported
+from there: this command starts without loading the system)."""
 
 
 class Unreachable(AIOSError):
@@ -121,8 +121,7 @@ def relay_server(desktop: ClientSession) -> Server[Any]:
             )
 
     return Server(
-        SERVER_NAME,
-        version=_version(),
+        MCP_SERVER_NAME,
         title="Triton AIOS",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -138,7 +137,7 @@ async def serve(url: str, token: str) -> None:
             ClientSession(
                 read,
                 write,
-                client_info=types.Implementation(name="triton-aios mcp", version=_version()),
+                client_info=types.Implementation(name="triton-aios mcp", version="1"),
             ) as desktop,
         ):
             await desktop.initialize()

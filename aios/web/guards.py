@@ -39,6 +39,7 @@ from aios.errors import (
     QuotaExceeded,
     StoreError,
 )
+from aios.names import MCP_PATH
 from aios.web import file_urls
 from aios.web.request import error, system
 
@@ -49,8 +50,6 @@ bp = Blueprint("guards", __name__)
 WINDOW_UA_MARK = "TritonAIOS-Window/"
 """The desktop window (pywebview) identifies itself with this in its User-Agent."""
 _BEARER = "Bearer "
-MCP_PATH = "/mcp"
-"""The desktop's MCP endpoint (streamable HTTP): its own tokens, never the launch token."""
 EVENTS_PATH = "/api/events"
 """The WebSocket: a browser cannot set its headers, so it may carry ``?token=``."""
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

@@ -8,22 +8,43 @@ desktop endpoint); a new token's secret is in the reply to its creation only.
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from aios.web.guards import MCP_PATH
+from aios.names import MCP_PATH
 from aios.web.request import json_body, system
 from aios.web.schemas import McpTokenBody, parse
 
+if TYPE_CHECKING:
+    from aios.mcp.server import DesktopMcp
+
 bp = Blueprint("mcp_api", __name__)
+
+EXTENSION = "aios_mcp"
+_lock = threading.Lock()
+
+
+def mcp_server() -> DesktopMcp:
+    """This app's MCP server, built when the first client comes (the SDK is imported
+    then, not at start) and closed when the system stops."""
+    with _lock:
+        server: DesktopMcp | None = current_app.extensions.get(EXTENSION)
+        if server is None:
+            from aios.mcp.server import DesktopMcp
+
+            server = DesktopMcp(system())
+            system().on_stop.append(server.close)
+            current_app.extensions[EXTENSION] = server
+        return server
 
 
 @bp.route(MCP_PATH, methods=["GET", "POST", "DELETE"])
 def mcp_endpoint() -> Any:
     # The transport reads the body and streams its answer (SSE) itself.
-    return WerkzeugResponse.from_app(system().mcp_server.wsgi(), request.environ)
+    return WerkzeugResponse.from_app(mcp_server().wsgi(), request.environ)
 
 
 @bp.get("/api/mcp/tokens")

@@ -230,6 +230,14 @@ def test_revoked_launch_and_bad_tokens_are_refused(desk: Running) -> None:
             headers={"Authorization": f"Bearer {bad}"},
         )
         assert r.status_code == 401 and why in r.json()["error"], r.text
+    # a page elsewhere cannot drive /mcp with a token it got hold of (origin guard)
+    other = make_token(desk, "from a page")
+    r = desk.http.post(
+        desk.url + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {other}", "Origin": "http://evil.example"},
+    )
+    assert r.status_code == 403 and "origin" in r.json()["error"], r.text
 
 
 def test_token_api_refuses_bad_input(desk: Running) -> None:
