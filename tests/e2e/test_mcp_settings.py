@@ -31,8 +31,10 @@ def open_mcp_page(desk: Desk) -> Locator:
     return mcp_page
 
 
-def tools_of(url: str, token: str) -> list[str]:
-    async def go() -> list[str]:
+def tools_of(url: str, token: str, say: str | None = None) -> tuple[list[str], str | None]:
+    """The tools the token lists, and (``say`` given) the session its instruction went to."""
+
+    async def go() -> tuple[list[str], str | None]:
         headers = {"Authorization": f"Bearer {token}"}
         async with (
             create_mcp_http_client(headers=headers) as http,
@@ -40,7 +42,12 @@ def tools_of(url: str, token: str) -> list[str]:
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            return [t.name for t in (await session.list_tools()).tools]
+            names = [t.name for t in (await session.list_tools()).tools]
+            if say is None:
+                return names, None
+            result = await session.call_tool("instruction", {"text": say})
+            assert not result.is_error, result
+            return names, (result.structured_content or {}).get("session_id")
 
     # Playwright's sync API keeps an event loop in this thread: the client gets its own
     with ThreadPoolExecutor(1) as pool:
@@ -66,13 +73,24 @@ def test_a_token_is_made_used_and_revoked_in_settings(desk: Desk) -> None:
         ("Claude Desktop", ["instruction", "memory_search"])
     ]
 
-    assert tools_of(desk.running.url, token) == ["instruction"]  # memory_search is off
+    names, sid = tools_of(desk.running.url, token, say="gallery")
+    assert names == ["instruction"]  # memory_search is off
+    # the client's instruction is in the conversation panel, in its own conversation
+    page.keyboard.press("Control+.")
+    conv = page.locator("#conversation")
+    expect(conv).to_be_visible()
+    conv.locator(".conv-sessions").select_option(sid)
+    turn = conv.locator(".conv-user").last
+    expect(turn.locator(".conv-text")).to_have_text("gallery")
+    expect(turn.locator(".conv-via")).to_have_text("via Claude Desktop")
+    desk.shot("mcp_turn_in_panel")
+    page.keyboard.press("Control+.")
     switch = page.locator("#mcp_memory_search")
     switch.focus()
     page.keyboard.press("Space")
     expect(switch).to_be_checked()
     expect(page.locator("#mcp_status")).to_have_text("memory_search is on")
-    assert tools_of(desk.running.url, token) == ["instruction", "memory_search"]
+    assert tools_of(desk.running.url, token)[0] == ["instruction", "memory_search"]
 
     item.get_by_role("button", name="Revoke").click()
     expect(page.locator("#mcp_status")).to_have_text(

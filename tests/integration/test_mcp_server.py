@@ -238,6 +238,9 @@ def test_revoked_launch_and_bad_tokens_are_refused(desk: Running) -> None:
         headers={"Authorization": f"Bearer {other}", "Origin": "http://evil.example"},
     )
     assert r.status_code == 403 and "origin" in r.json()["error"], r.text
+    # and an MCP token opens nothing but /mcp
+    r = desk.http.get(desk.url + "/api/config", headers={"Authorization": f"Bearer {other}"})
+    assert r.status_code == 401 and "launch token" in r.json()["error"], r.text
 
 
 def test_token_api_refuses_bad_input(desk: Running) -> None:
