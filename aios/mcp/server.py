@@ -29,6 +29,7 @@ run waits. No JSON-RPC is written here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -46,7 +47,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 
 from aios.apphost.supervisor import AppStatus
-from aios.errors import AIOSError
+from aios.errors import AIOSError, Conflict, NotFound
 from aios.mcp.tokens import McpToken, McpTokens
 from aios.names import MCP_SERVER_NAME
 from aios.tools import audit_args
@@ -313,9 +314,10 @@ class DesktopMcp:
                 await ctx.session.report_progress(beats, None, _waiting_message(run.pending))
                 await anyio.to_thread.run_sync(run.wait_finished, cfg.progress_interval)
         except anyio.get_cancelled_exc_class():
-            # the client gave up (MCP cancellation): so does the run
-            if run is not None and not run.wait_finished(0):
-                run.cancel.set()
+            # the client gave up (MCP cancellation): so does the run, and its card goes
+            log.info("MCP call of run %s cancelled by the client", run_id)
+            with contextlib.suppress(NotFound, Conflict):  # it ended meanwhile
+                self.system.runs.cancel(run_id)
             raise
         return await anyio.to_thread.run_sync(self._final, run_id, reply, outcome)
 

@@ -308,3 +308,41 @@ def test_stdio_command_says_why_it_cannot_serve(desk: Running) -> None:
     assert done.returncode == 2
     assert "the launch token does not open /mcp" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_client_that_gives_up_cancels_its_run(desk: Running) -> None:
+    token = make_token(desk, "impatient")
+    runs: list[str] = []
+
+    async def use(s: ClientSession) -> None:
+        started = anyio.Event()
+
+        async def seen(value: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        async def call() -> None:
+            await s.call_tool(
+                "app.planner", {"text": "plan " + json.dumps(SHELL)}, progress_callback=seen
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await started.wait()  # the call waits for its card
+            active = await anyio.to_thread.run_sync(
+                lambda: desk.get("/api/runs", params={"active": "1"}).json()
+            )
+            runs.extend(r["run_id"] for r in active if r["app"] == "planner")
+            tg.cancel_scope.cancel()  # the client gives up: MCP cancellation
+
+    over_http(desk, token, use)
+    assert len(runs) == 1
+
+    def cancelled() -> bool:
+        return desk.get(f"/api/runs/{runs[0]}").json()["state"] == "cancelled"
+
+    wait_for(cancelled, "the run of the cancelled call to end cancelled", 30)
+    assert not [
+        ia
+        for ia in desk.get("/api/interactions", params={"pending": "1"}).json()
+        if ia["run_id"] == runs[0]
+    ]
