@@ -418,7 +418,7 @@ class TracesConfig(_Section):
 
 class McpServerConfig(_Section):
     """``mcp_server``: the desktop as an MCP server for other clients (DESIGN §17,
-    aios/mcp/server.py); its tokens are made in Settings → MCP."""
+    aios/mcp/server.py); its tokens are made in Settings → MCP server."""
 
     memory_search: bool = False
     """Offer the ``memory_search`` tool (the user's memories) to tokens scoped for it."""

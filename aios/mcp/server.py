@@ -246,23 +246,21 @@ class DesktopMcp:
         args: dict[str, Any],
         outcome: dict[str, Any],
     ) -> types.CallToolResult:
+        if name not in (INSTRUCTION_TOOL, MEMORY_TOOL) and not name.startswith(APP_PREFIX):
+            raise CallRefused(f"no tool {name!r}: list the tools")
         if not caller.token.allows(name):
             raise CallRefused(
                 f"the token {caller.client!r} may not call {name!r}: "
-                "change its scopes in Settings → MCP"
+                "change its scopes in Settings → MCP server"
             )
         if name == MEMORY_TOOL:
             return await anyio.to_thread.run_sync(self._memory_search, args)
         text = _text(args)
-        if name == INSTRUCTION_TOOL:
-            app = None
-        elif name.startswith(APP_PREFIX):
-            app = name[len(APP_PREFIX) :]
+        app = None if name == INSTRUCTION_TOOL else name[len(APP_PREFIX) :]
+        if app is not None:
             rec = self.system.launcher.get(app)
             if rec is None or rec.status != AppStatus.RUNNING:
                 raise CallRefused(f"no running app {app!r}: list the tools again")
-        else:
-            raise CallRefused(f"no tool {name!r}")
         return await self._run(ctx, caller, app, text, outcome)
 
     # ------------------------------------------------------------ a call as a run
@@ -360,7 +358,9 @@ class DesktopMcp:
 
     def _memory_search(self, args: dict[str, Any]) -> types.CallToolResult:
         if not self.system.config.mcp_server.memory_search:
-            raise CallRefused("memory_search is off: the user can allow it in Settings → MCP")
+            raise CallRefused(
+                "memory_search is off: the user can allow it in Settings → MCP server"
+            )
         query = args.get("query")
         if not isinstance(query, str) or not query.strip():
             raise CallRefused("argument 'query' (what to look for) is required")
@@ -396,7 +396,7 @@ class DesktopMcp:
                 args=audit_args(
                     {"client": caller.client, "client_info": caller.client_info, **args}
                 ),
-                status=str(outcome.get("status") or ("error" if result.is_error else "ok")),
+                status=_status(outcome, result),
                 duration_ms=round((time.monotonic() - started) * 1000, 1),
                 error=error,
                 session_id=outcome.get("session_id"),
@@ -407,6 +407,12 @@ class DesktopMcp:
 
 
 # ---------------------------------------------------------------- results
+
+
+def _status(outcome: dict[str, Any], result: types.CallToolResult) -> str:
+    """The audit's status of a call: ``denied`` (by the user or the scope), else ok / error."""
+    status = str(outcome.get("status") or "ok")
+    return "error" if status == "ok" and result.is_error else status
 
 
 def _text(args: dict[str, Any]) -> str:

@@ -3,7 +3,7 @@
 MCP hosts such as Claude Desktop and goose start a server as a command and talk
 to it on stdin/stdout. This command is that server, and a relay: it connects to
 the running desktop's ``/mcp`` (streamable HTTP) with an MCP token
-(``AIOS_MCP_TOKEN``, made in Settings → MCP; never the launch token) and answers
+(``AIOS_MCP_TOKEN``, made in Settings → MCP server; never the launch token) and answers
 each tools request with the desktop's answer, its progress notifications passed on.
 So the desktop stays the one place that checks the token's scope, runs the call
 under its approvals and audits it; this process holds no state of its own. Both
@@ -151,7 +151,7 @@ def main(argv: list[str]) -> int:
     token = os.environ.get(ENV_MCP_TOKEN, "").strip()
     if not token:
         print(
-            f"triton-aios mcp: set {ENV_MCP_TOKEN} to a token made in Settings → MCP",
+            f"triton-aios mcp: set {ENV_MCP_TOKEN} to a token made in Settings → MCP server",
             file=sys.stderr,
         )
         return 2

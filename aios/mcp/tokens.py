@@ -1,7 +1,7 @@
 """The bearer tokens MCP clients use to reach the desktop (DESIGN §17 "Server").
 
 The launch token opens the whole desktop; an MCP client (Claude Desktop, goose,
-an IDE) gets its own token instead, created in Settings → MCP, that opens only
+an IDE) gets its own token instead, created in Settings → MCP server, that opens only
 ``/mcp`` and only the tools it is scoped to:
 
 - ``instruction``: the user's instruction, routed as if typed;

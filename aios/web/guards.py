@@ -129,17 +129,18 @@ def _mcp_token_refused() -> Response | None:
     bearer = _bearer()
     if bearer is None:
         return error(
-            401, "MCP token missing: send Authorization: Bearer <token made in Settings → MCP>"
+            401,
+            "MCP token missing: send Authorization: Bearer <token made in Settings → MCP server>",
         )
     if token_ok(bearer):
         return error(
             401,
             "the launch token does not open /mcp: make an MCP token for this client "
-            "in Settings → MCP",
+            "in Settings → MCP server",
         )
     token = system().mcp_tokens.verify(bearer)
     if token is None:
-        return error(401, "MCP token invalid or revoked: make a new one in Settings → MCP")
+        return error(401, "MCP token invalid or revoked: make a new one in Settings → MCP server")
     g.mcp_token = token
     return None
 

@@ -33,7 +33,7 @@ Auth = Literal["desktop", "app", "public", "signed", "desktop-query", "mcp"]
 """desktop: the launch token as a Bearer header; app: the calling app's own token;
 signed: ``?exp=&sig=`` from /api/file-grants; desktop-query: the launch token as
 ``?token=`` (the WebSocket, which cannot send headers); mcp: an MCP token made in
-Settings → MCP (never the launch token); public: none."""
+Settings → MCP server (never the launch token); public: none."""
 
 
 @dataclass(frozen=True)
@@ -584,7 +584,7 @@ _MCP_ROUTES: tuple[Route, ...] = tuple(
     Route(
         "get",
         "/api/mcp/tokens",
-        "Settings → MCP: the tokens (never their secrets) and the memory_search switch.",
+        "Settings → MCP server: the tokens (never their secrets) and the memory_search switch.",
         reply=s.McpTokens,
         tag="mcp",
     ),
@@ -753,7 +753,7 @@ def document() -> dict[str, Any]:
                 "mcpToken": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "an MCP client's token, made in Settings → MCP (DESIGN §17)",
+                    "description": "an MCP client's token (Settings → MCP server, DESIGN §17)",
                 },
                 "desktopQueryToken": {
                     "type": "apiKey",

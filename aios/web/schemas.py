@@ -569,7 +569,7 @@ class McpTokenMade(McpToken):
 
 
 class McpTokens(_Reply):
-    """Settings → MCP: the tokens, whether memory_search is offered, the /mcp URL."""
+    """Settings → MCP server: the tokens, whether memory_search is offered, the /mcp URL."""
 
     tokens: list[McpToken]
     memory_search: bool
