@@ -416,6 +416,21 @@ class TracesConfig(_Section):
     OpenTelemetry (the ``otel`` extra), GenAI semantic conventions."""
 
 
+class McpServerConfig(_Section):
+    """``mcp_server``: the desktop as an MCP server for other clients (DESIGN §17,
+    aios/mcp/server.py); its tokens are made in Settings → MCP server."""
+
+    memory_search: bool = False
+    """Offer the ``memory_search`` tool (the user's memories) to tokens scoped for it."""
+    progress_interval: float = Field(default=2, gt=0, le=60)
+    """Seconds between two progress notifications while a call waits for a card."""
+    call_wait: float = Field(default=3600, gt=0)
+    """Seconds a call waits for its run to end before the client gets an error (the run
+    goes on; its card stays on the desktop)."""
+    session_idle_timeout: float = Field(default=1800, gt=0)
+    """Seconds an idle ``/mcp`` session is kept; then the client starts a new one."""
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -434,6 +449,7 @@ class Config(_Section):
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     traces: TracesConfig = Field(default_factory=TracesConfig)
+    mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

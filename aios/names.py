@@ -138,10 +138,16 @@ ENV_LLM_API_KEY = "AIOS_LLM_API_KEY"
 ENV_LLM_BASE_URL = "AIOS_LLM_BASE_URL"
 ENV_LLM_MODEL = "AIOS_LLM_MODEL"
 ENV_LOG_LEVEL = "AIOS_LOG_LEVEL"
+ENV_MCP_TOKEN = "AIOS_MCP_TOKEN"
+"""The MCP token ``triton-aios mcp`` relays with (made in Settings → MCP server)."""
 ENV_SYSTEM_SOCKET = "AIOS_SYSTEM_SOCKET"
 ENV_SYSTEM_URL = "AIOS_SYSTEM_URL"
 ENV_TOKEN = "AIOS_TOKEN"
 ENV_WORKDIR = "AIOS_WORKDIR"
+MCP_SERVER_NAME = "triton-aios"
+"""The name the desktop's MCP server gives itself (``/mcp`` and ``triton-aios mcp``)."""
+MCP_PATH = "/mcp"
+"""Where the desktop serves MCP over streamable HTTP (DESIGN §17)."""
 
 
 # ------------------------------------------------------------------ permissions, locales, ids

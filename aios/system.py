@@ -11,11 +11,14 @@ process is left behind. What an app may ask of the system is
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aios.apphost.permissions import NETWORK, AppPermissions, Grants
+from aios.apphost.ports import write_json_atomic
 from aios.apphost.registry import AppRecord, AppStatus, Launcher
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.control.app_api import AppApi
@@ -27,6 +30,7 @@ from aios.desktop.voice import Recognizer
 from aios.events import EventBus
 from aios.host import os_sandbox
 from aios.llm.client import LLMClient
+from aios.mcp.tokens import McpTokens
 from aios.memory.service import Memory
 from aios.protocol import LOCALES
 from aios.quotas import Quotas
@@ -43,6 +47,10 @@ from aios.traces import Tracer, TraceWriter
 from aios.traces.otlp import otlp_exporter
 
 log = logging.getLogger(__name__)
+
+DESKTOP_FILE = "desktop.json"
+"""``<data_dir>/desktop.json``: the running desktop's URL and pid, for ``triton-aios mcp``
+(no secret in it: a client still needs its own MCP token)."""
 
 
 class System:
@@ -170,6 +178,11 @@ class System:
             tracer=self.tracer,
         )
         self.recognizer = Recognizer(config)
+        self.mcp_tokens = McpTokens(self.data_dir)
+        """The tokens MCP clients use (DESIGN §17); the server itself is aios.mcp.server,
+        built by the web layer when the first client comes."""
+        self.on_stop: list[Callable[[], None]] = []
+        """Called first by :meth:`stop` (parts built on top of the system, e.g. /mcp)."""
         self._stopped = False
 
     @property
@@ -183,12 +196,21 @@ class System:
         self.trace_writer.start()
         self.pruner.start()
         self.memory.start()
+        self._write_desktop_file()
         self.launcher.start(ready_wait=ready_wait, cancel=cancel)
+
+    def _write_desktop_file(self) -> None:
+        try:
+            write_json_atomic(self.data_dir / DESKTOP_FILE, {"url": self.url, "pid": os.getpid()})
+        except OSError as e:
+            log.warning("cannot write %s (triton-aios mcp needs --url): %s", DESKTOP_FILE, e)
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        for stop in self.on_stop:
+            stop()
         self.runs.shutdown()
         self.bus.close()
         try:

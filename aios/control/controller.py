@@ -287,15 +287,19 @@ class Controller:
         *,
         spoken: bool = False,
         locale: str | None = None,
+        via: str | None = None,
     ) -> dict[str, Any]:
-        """:meth:`_instruction`, traced (DESIGN §16): ``instruction`` … ``reply``."""
+        """:meth:`_instruction`, traced (DESIGN §16): ``instruction`` … ``reply``.
+
+        ``via`` names the MCP client that sent it (DESIGN §17): the conversation panel
+        shows the turn as coming from that client."""
         sid = self.store.ensure_session(session_id)
         with self.tracer.bind(sid):
             if session_id is None:
                 self.tracer.emit("session_start", spoken=spoken, locale=locale)
             self.tracer.emit("instruction", text=text, spoken=spoken, locale=locale)
             try:
-                reply = self._instruction(text, sid, spoken=spoken, locale=locale)
+                reply = self._instruction(text, sid, spoken=spoken, locale=locale, via=via)
             except Exception as e:
                 self.tracer.emit("error", where="instruction", error=str(e))
                 raise
@@ -316,6 +320,7 @@ class Controller:
         *,
         spoken: bool = False,
         locale: str | None = None,
+        via: str | None = None,
     ) -> dict[str, Any]:
         """Route a typed or spoken instruction and run its task DAG.
 
@@ -326,7 +331,7 @@ class Controller:
         in overrides both (aios/llm/wording.py): the answer and the apps' context.
         """
         lang = wording.reply_lang(text, locale or self.config.language)
-        self.store.add_history(sid, "user", {"text": text, **({"spoken": True} if spoken else {})})
+        self.store.add_history(sid, "user", _turn(text, spoken=spoken, via=via))
         if text.strip().casefold() in STOP_WORDS:
             stopped_runs = self.runs.cancel_session(sid)
             message = (
@@ -451,6 +456,33 @@ class Controller:
             "run_id": run.run_id,
             **extra,
         }
+
+    def instruction_to(
+        self,
+        app_id: str,
+        text: str,
+        session_id: str | None = None,
+        *,
+        locale: str | None = None,
+        via: str | None = None,
+    ) -> dict[str, Any]:
+        """An instruction for one app, not routed (an MCP client's ``app.<id>`` tool,
+        DESIGN §17): one task, run like any plan; AppNotFound for an unknown app."""
+        self._record(app_id)
+        sid = self.store.ensure_session(session_id)
+        lang = wording.reply_lang(text, locale or self.config.language)
+        with self.tracer.bind(sid):
+            self.tracer.emit("instruction", text=text, app=app_id, locale=locale)
+            self.store.add_history(sid, "user", _turn(text, via=via))
+            plan = Plan(tasks=[Task(id="t1", app=app_id, instruction=text)], source="none")
+            reply = self._dispatch(plan, text, sid, lang)
+            self.tracer.emit(
+                "reply",
+                run_id=reply.get("run_id"),
+                state=reply.get("state", "done"),
+                message=reply.get("message"),
+            )
+            return reply
 
     # ------------------------------------------------------- system intents
 
@@ -914,6 +946,11 @@ class Controller:
             for r in self.launcher.apps()
             if r.manifest is not None and r.status in ("running", "starting", "restarting")
         ]
+
+
+def _turn(text: str, *, spoken: bool = False, via: str | None = None) -> dict[str, Any]:
+    """A user's turn as the history keeps it (``via``: the MCP client that sent it)."""
+    return {"text": text, **({"spoken": True} if spoken else {}), **({"via": via} if via else {})}
 
 
 def _upstream_entry(outcome: Outcome) -> dict[str, Any]:

@@ -8,8 +8,8 @@ survives a refresh and a restart and never disagrees with them.
 Entries, oldest first, each ``{id, kind, ts, ...}``:
 
 - ``user`` (``h<history id>``): ``text`` (typed or spoken; ``spoken`` when the
-  history says so), or ``open`` (an app opened) or ``action`` (a control used
-  in ``app``'s window);
+  history says so; ``via``: the MCP client that sent it), or ``open`` (an app
+  opened) or ``action`` (a control used in ``app``'s window);
 - ``reply`` (``h<history id>``): ``message``, ``apps`` (the app(s) that
   answered, empty for the system's own reply), ``status``, ``view_type``, ``run_id``
   (an app's reply: the run it ended); the system's answers to a system intent add
@@ -66,6 +66,8 @@ def _history_entry(row: dict[str, Any]) -> Entry | None:
             entry["text"] = content["text"]
             if content.get("spoken"):
                 entry["spoken"] = True
+            if isinstance(content.get("via"), str):
+                entry["via"] = content["via"]  # an MCP client sent it (DESIGN §17)
         elif isinstance(content.get("open"), str):
             entry["open"] = content["open"]
         elif isinstance(content.get("action"), dict):

@@ -2,6 +2,7 @@
 
     triton-aios                 # window (pywebview), or the browser without a GUI
     triton-aios --headless      # serve only; open the printed URL yourself
+    triton-aios mcp             # the running desktop's MCP tools on stdio (AIOS_MCP_TOKEN)
 
 ``python3 desktop_app.py`` in a checkout runs the same ``main``.
 """
@@ -117,6 +118,11 @@ def wait_for_stop(stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mcp"]:  # the SDK is imported only for this command
+        from aios.mcp.server_stdio import main as mcp_main
+
+        return mcp_main(argv[1:])
     args = parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

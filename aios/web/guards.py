@@ -15,6 +15,8 @@ Security, in the order it is checked:
    calling app's own token; ``/api/sys/ui`` also needs ``desktop.control``.
    A request through a confined app's channel (its runtime dir's socket,
    DESIGN §11) may only call ``/api/sys/*``, and only with that app's token.
+   ``/mcp`` takes an MCP token only (aios/mcp/tokens.py, DESIGN §17): never the
+   launch token, which opens everything else.
 Every refusal is a 401/403 with a JSON ``{"error": ...}`` naming the rule.
 """
 
@@ -37,6 +39,7 @@ from aios.errors import (
     QuotaExceeded,
     StoreError,
 )
+from aios.names import MCP_PATH
 from aios.web import file_urls
 from aios.web.request import error, system
 
@@ -122,6 +125,26 @@ def _app_token_refused() -> Response | None:
     return None
 
 
+def _mcp_token_refused() -> Response | None:
+    bearer = _bearer()
+    if bearer is None:
+        return error(
+            401,
+            "MCP token missing: send Authorization: Bearer <token made in Settings → MCP server>",
+        )
+    if token_ok(bearer):
+        return error(
+            401,
+            "the launch token does not open /mcp: make an MCP token for this client "
+            "in Settings → MCP server",
+        )
+    token = system().mcp_tokens.verify(bearer)
+    if token is None:
+        return error(401, "MCP token invalid or revoked: make a new one in Settings → MCP server")
+    g.mcp_token = token
+    return None
+
+
 @bp.before_app_request
 def _guard() -> Response | None:
     refused = _origin_refused()
@@ -132,6 +155,8 @@ def _guard() -> Response | None:
         return _app_token_refused()
     if CHANNEL_ENVIRON_KEY in request.environ:
         return error(403, f"{path} is not part of the API apps may call (/api/sys/...)")
+    if path == MCP_PATH:
+        return _mcp_token_refused()
     if path == "/" or path.startswith("/static/") or path == "/favicon.ico":
         return None  # public code; the page checks a ?token= itself
     bearer = _bearer()

@@ -29,10 +29,11 @@ from aios.web import schemas as s
 OPENAPI_VERSION = "3.1.0"
 REF_TEMPLATE = "#/components/schemas/{model}"
 
-Auth = Literal["desktop", "app", "public", "signed", "desktop-query"]
+Auth = Literal["desktop", "app", "public", "signed", "desktop-query", "mcp"]
 """desktop: the launch token as a Bearer header; app: the calling app's own token;
 signed: ``?exp=&sig=`` from /api/file-grants; desktop-query: the launch token as
-``?token=`` (the WebSocket, which cannot send headers); public: none."""
+``?token=`` (the WebSocket, which cannot send headers); mcp: an MCP token made in
+Settings → MCP server (never the launch token); public: none."""
 
 
 @dataclass(frozen=True)
@@ -563,11 +564,57 @@ ROUTES: tuple[Route, ...] = (
     ),
 )
 
+_MCP_METHODS: tuple[tuple[Literal["get", "post", "delete"], str], ...] = (
+    ("post", "a JSON-RPC message; the answer as JSON or an SSE stream"),
+    ("get", "the server's own SSE stream"),
+    ("delete", "end the session"),
+)
+_MCP_ROUTES: tuple[Route, ...] = tuple(
+    Route(
+        method,
+        "/mcp",
+        f"MCP over streamable HTTP ({what}; docs/mcp-server.md).",
+        "mcp",
+        reply="text/event-stream",
+        errors=(401, 403),
+        tag="mcp",
+    )
+    for method, what in _MCP_METHODS
+) + (
+    Route(
+        "get",
+        "/api/mcp/tokens",
+        "Settings → MCP server: the tokens (never their secrets) and the memory_search switch.",
+        reply=s.McpTokens,
+        tag="mcp",
+    ),
+    Route(
+        "post",
+        "/api/mcp/tokens",
+        "Make a token for one MCP client; its secret is in this reply only.",
+        body=s.McpTokenBody,
+        reply=s.McpTokenMade,
+        errors=(400,),
+        tag="mcp",
+        status=201,
+    ),
+    Route(
+        "delete",
+        "/api/mcp/tokens/<token_id>",
+        "Revoke a token: its next call is refused.",
+        reply=s.McpRevoked,
+        errors=(404,),
+        tag="mcp",
+    ),
+)
+ROUTES = ROUTES + _MCP_ROUTES
+
 _PARAM = re.compile(r"<(?:(\w+):)?(\w+)>")
 _SECURITY: dict[str, list[dict[str, list[str]]]] = {
     "desktop": [{"desktopToken": []}],
     "app": [{"appToken": []}],
     "desktop-query": [{"desktopQueryToken": []}],
+    "mcp": [{"mcpToken": []}],
     "signed": [],
     "public": [],
 }
@@ -702,6 +749,11 @@ def document() -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "the app's own AIOS_APP_TOKEN",
+                },
+                "mcpToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "an MCP client's token (Settings → MCP server, DESIGN §17)",
                 },
                 "desktopQueryToken": {
                     "type": "apiKey",

@@ -556,6 +556,48 @@ class Event(_Reply):
     ts: float | None = None
 
 
+class McpTokenBody(_Body):
+    """``POST /api/mcp/tokens``: a token for one MCP client (DESIGN §17)."""
+
+    name: str = Field(
+        min_length=1, max_length=60, title="the client it is for",
+        description="named in the audit and the conversation panel, e.g. Claude Desktop",
+    )  # fmt: skip
+    scopes: list[str] | None = Field(
+        default=None,
+        description="instruction, app.* (every app), app.<id>, memory_search; "
+        "absent: instruction and app.*",
+    )
+
+
+class McpToken(_Reply):
+    """An MCP token as listed: never its secret."""
+
+    id: str
+    name: str
+    scopes: list[str]
+    created: float
+    session_id: str | None = Field(description="the conversation its calls go to")
+
+
+class McpTokenMade(McpToken):
+    token: str = Field(description="the secret: shown in this reply only (kept hashed)")
+
+
+class McpTokens(_Reply):
+    """Settings → MCP server: the tokens, whether memory_search is offered, the /mcp URL."""
+
+    tokens: list[McpToken]
+    memory_search: bool
+    url: str
+    apps: list[str] = Field(description="the app ids a token may be scoped to")
+
+
+class McpRevoked(_Reply):
+    id: str
+    revoked: bool
+
+
 class AnyObject(RootModel[dict[str, Any]]):
     """A JSON object (its fields: docs/api.md)."""
 

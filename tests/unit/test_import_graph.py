@@ -141,7 +141,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios.protocol",),
     ("aios.host",),
     ("aios.traces",),
-    ("aios.store",),
+    ("aios.store", "aios.mcp.tokens"),
     ("aios.tools",),
     ("aios.llm",),
     ("aios.memory",),
@@ -150,6 +150,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios.desktop",),
     ("aios.control",),
     ("aios.system",),
+    ("aios.mcp.server", "aios.mcp.server_stdio"),
     ("aios.web",),
     ("aios.entry",),
 )

@@ -42,6 +42,8 @@ function userBody(entry) {
   if (typeof entry.text === 'string') {
     return el('div', { class: 'conv-bubble' },
       entry.spoken ? el('span', { class: 'conv-spoken', text: t('conv.spoken') }) : null,
+      // an MCP client sent it (DESIGN §17): the client's name as the user gave its token
+      typeof entry.via === 'string' ? el('span', { class: 'conv-via', text: t('conv.via', { client: entry.via }) }) : null,
       el('span', { class: 'conv-text', text: entry.text }));
   }
   if (typeof entry.open === 'string') {

@@ -261,6 +261,10 @@ export const api = {
   /** Model calls' tokens and cost by session | app | model | day: {by, since, groups: [{key, calls, …, cost}]}. */
   usage: (by, since = null) => request('GET', `/api/usage?by=${encodeURIComponent(by)}${since !== null ? `&since=${encodeURIComponent(since)}` : ''}`),
   /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
+  // the desktop as an MCP server (DESIGN §17): Settings → MCP server
+  mcpTokens: () => request('GET', '/api/mcp/tokens'),
+  createMcpToken: (name, scopes) => request('POST', '/api/mcp/tokens', { json: { name, scopes } }),
+  revokeMcpToken: (id) => request('DELETE', `/api/mcp/tokens/${encodeURIComponent(id)}`),
   selfFile: (name) => request('GET', `/api/self/${encodeURIComponent(name)}`),
   saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),
 };

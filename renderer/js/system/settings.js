@@ -1,10 +1,11 @@
-// The settings window (win_settings), five pages behind a tab list: "General" (language, voice,
+// The settings window (win_settings), six pages behind a tab list: "General" (language, voice,
 // LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
 // server found; the read-only block list, ./blocklist.js), "App permissions"
-// (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules) and
-// "Memory" (./selffiles.js: the assistant's self files, SOUL / USER / AGENTS / MEMORY.md) and
-// "Usage" (./usage.js: the model calls' tokens and cost per day and per app).
+// (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules),
+// "Memory" (./selffiles.js: the assistant's self files, SOUL / USER / AGENTS / MEMORY.md),
+// "Usage" (./usage.js: the model calls' tokens and cost per day and per app) and
+// "MCP server" (./mcpserver.js: the tokens other programs use the desktop with, DESIGN §17).
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { LANGUAGES, t } from '../core/i18n.js';
@@ -15,6 +16,7 @@ import { renderResponse } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
 import * as blocklist from './blocklist.js';
+import * as mcpserver from './mcpserver.js';
 import * as permissions from './permissions.js';
 import * as selffiles from './selffiles.js';
 import * as usage from './usage.js';
@@ -24,7 +26,7 @@ export const WIN_NAME = 'settings';
 export const WIN_ID = wm.systemId(WIN_NAME);
 const VOICES = ['zh-CN', 'en-US'];
 const SPEAK_REPLIES = ['voice', 'always', 'never'];
-const PAGES = ['general', 'permissions', 'approvals', 'memory', 'usage'];
+const PAGES = ['general', 'permissions', 'approvals', 'memory', 'usage', 'mcpserver'];
 let page = 'general';
 
 /** Remember a GET/POST /api/config reply and tell the desktop. */
@@ -79,6 +81,7 @@ function show(w, name) {
   else if (page === 'approvals') panel(w, approvals.render(state.config || {}, { adoptConfig }));
   else if (page === 'memory') panel(w, selffiles.render());
   else if (page === 'usage') panel(w, usage.render());
+  else if (page === 'mcpserver') panel(w, mcpserver.render());
   else renderForm(w);
 }
 
@@ -154,7 +157,7 @@ function renderForm(w) {
   panel(w, form);
 }
 
-/** Open the window; ``{page: 'permissions'|'approvals'|'memory'|'usage'}`` opens that page of Settings. */
+/** Open the window; ``{page: 'permissions'|'approvals'|'memory'|'usage'|'mcpserver'}`` opens that page. */
 export async function open(detail) {
   if (isObject(detail) && PAGES.includes(detail.page)) page = detail.page;
   const w = wm.open(WIN_ID, { title: t('settings.title'), icon: 'settings', system: true, width: 600, height: 620 });
