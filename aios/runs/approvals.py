@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aios.errors import BadRequest, Conflict, NotFound
-from aios.names import APPROVAL_DECISIONS, APPROVAL_RULES, ApprovalMode, ApprovalRule, new_id
+from aios.names import (
+    APPROVAL_DECISIONS,
+    APPROVAL_RULES,
+    MCP_TOOL_PREFIX,
+    ApprovalMode,
+    ApprovalRule,
+    new_id,
+)
 from aios.protocol import LOCALES
 from aios.protocol.outbound import (
     COMMAND_TOOLS,
@@ -341,14 +348,19 @@ class Approvals:
         """Where data may go (DESIGN §14.5), on top of the rule that decided.
 
         ``never`` stays never. After ``call.reads`` (a tainted run) every request and
-        command asks, whatever the mode, the policy or an "always allow". A request to
+        command (and MCP tool that is not read-only) asks, whatever the mode, the policy or
+        an "always allow". A request to
         a destination not granted to every app of the chain (nor allowed for this
         session) asks in ``smart`` and ``manual``, whatever the method; in ``manual``
         every request asks unless the user allowed the tool (always, or for this
         session).
         """
         outbound = call.tool in OUTBOUND_TOOLS
-        if decided.rule == "never" or not (outbound or call.tool in COMMAND_TOOLS):
+        # an MCP tool that is not read-only acts outside the desktop like a command (§17)
+        acts = call.tool in COMMAND_TOOLS or (
+            call.tool.startswith(MCP_TOOL_PREFIX) and call.risk in ("medium", "high")
+        )
+        if decided.rule == "never" or not (outbound or acts):
             return decided
         asked_by: list[str] = ["rule"] if decided.rule == "ask" else []
         dest: str | None = None
