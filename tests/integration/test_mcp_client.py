@@ -22,8 +22,11 @@ import psutil
 import pytest
 
 from tests.conftest import children_now, fail_on_leaked_children
+from tests.conftest import ROOT
+from tests.fakes.fake_openai import text, tool_call
 from tests.fakes.http_server import FakeHTTPServer
 from tests.integration.conftest import FIXTURES, Running, copy_apps, final_view, start_system
+from tests.integration.test_generic_app import RoutingFake
 from tests.integration.test_launcher import free_port
 from tests.util import wait_for, wait_listening
 
@@ -59,12 +62,21 @@ def site() -> Iterator[FakeHTTPServer]:
 
 
 @pytest.fixture(scope="module")
-def running(tmp_path_factory: pytest.TempPathFactory, web_server: str) -> Iterator[Running]:
+def fake() -> Iterator[RoutingFake]:
+    with RoutingFake(api_key="sk-test") as f:
+        yield f
+
+
+@pytest.fixture(scope="module")
+def running(
+    tmp_path_factory: pytest.TempPathFactory, web_server: str, fake: RoutingFake
+) -> Iterator[Running]:
     base = tmp_path_factory.mktemp("mcp")
     apps = copy_apps(base / "apps", [APP], source=FIXTURES / "apps_data")
+    copy_apps(apps, ["assistant"], source=ROOT / "apps")
     toy = [sys.executable, str(TOY)]
     servers = {
-        "toy": {"command": toy, "apps": [APP], "tools": {"note": {"apps": []}}},
+        "toy": {"command": toy, "apps": [APP, "assistant"], "tools": {"note": {"apps": []}}},
         "time": {"command": ["python3", "-m", "mcp_server_time"], "apps": [APP]},
         "crashy": {"command": toy, "apps": [APP], "timeout": 3},
         "web": {"url": web_server, "token": TOKEN, "apps": [APP]},
@@ -78,7 +90,10 @@ def running(tmp_path_factory: pytest.TempPathFactory, web_server: str) -> Iterat
         "backoff_max": 1,
     }
     before = children_now()
-    r = start_system(apps, base / "data", approvals={"mode": "smart"}, mcp=mcp, handle_timeout=15)
+    llm = {"api_key": "sk-test", "base_url": fake.url, "model": "fake", "max_retries": 0}
+    r = start_system(
+        apps, base / "data", approvals={"mode": "smart"}, mcp=mcp, handle_timeout=15, llm=llm
+    )
     try:
         grant = r.post(f"/api/apps/{APP}/permissions", {"grant": ["domain:127.0.0.1"]})
         assert grant.status_code == 200, grant.text
@@ -151,6 +166,23 @@ def test_tools_are_offered_to_granted_apps_with_their_schemas(running: Running) 
     assert "mcp.time.get_current_time" in offered and "mcp.web.lookup" in offered
     assert "mcp.toy.note" not in offered  # granted per tool: note is granted to no app
     assert running.system.controller.contexts.mcp_tools("someone_else") == {}
+
+
+def test_the_assistant_plans_with_an_mcp_tool(running: Running, fake: RoutingFake) -> None:
+    """The generic LLM app offers the granted MCP tools to the model as functions (with
+    their input schemas) and a call of one is a step ``mcp.<server>.<tool>``."""
+    fake.script([tool_call("mcp__toy__lookup", {"word": "晴天"}), text("查到了：两个字。")])
+    r = running.post("/api/action", {"app": "assistant", "action_id": "ask", "value": "查一下 晴天"})
+    assert r.status_code == 200, r.text
+    assert r.json().get("state") != "waiting", r.json()
+    offered = {
+        t["function"]["name"]: t["function"]
+        for t in fake.app_requests()[0].get("tools", [])
+    }
+    assert offered["mcp__toy__lookup"]["parameters"]["properties"]["word"]["type"] == "string"
+    assert "mcp__toy__note" not in offered and "mcp__time__get_current_time" not in offered
+    audit = running.get("/api/audit?app=assistant").json()
+    assert [a["status"] for a in audit if a["tool"] == "mcp.toy.lookup"] == ["ok"]
 
 
 def test_read_only_runs_without_a_card_destructive_asks_ungranted_is_refused(
