@@ -751,7 +751,8 @@ def mcp_functions(context: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any
     for tool, info in offered.items():
         if not isinstance(tool, str) or not isinstance(info, dict):
             continue
-        fn = "mcp__" + re.sub(r"[^A-Za-z0-9_-]", "_", tool.removeprefix("mcp.").replace(".", "__", 1))
+        bare = tool.removeprefix("mcp.").replace(".", "__", 1)
+        fn = "mcp__" + re.sub(r"[^A-Za-z0-9_-]", "_", bare)
         if len(fn) > MCP_FUNCTION_MAX or fn in out:
             digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
             fn = f"{fn[: MCP_FUNCTION_MAX - 9]}_{digest}"

@@ -21,8 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import children_now, fail_on_leaked_children
-from tests.conftest import ROOT
+from tests.conftest import ROOT, children_now, fail_on_leaked_children
 from tests.fakes.fake_openai import text, tool_call
 from tests.fakes.http_server import FakeHTTPServer
 from tests.integration.conftest import FIXTURES, Running, copy_apps, final_view, start_system
@@ -172,12 +171,12 @@ def test_the_assistant_plans_with_an_mcp_tool(running: Running, fake: RoutingFak
     """The generic LLM app offers the granted MCP tools to the model as functions (with
     their input schemas) and a call of one is a step ``mcp.<server>.<tool>``."""
     fake.script([tool_call("mcp__toy__lookup", {"word": "晴天"}), text("查到了：两个字。")])
-    r = running.post("/api/action", {"app": "assistant", "action_id": "ask", "value": "查一下 晴天"})
+    ask = {"app": "assistant", "action_id": "ask", "value": "查一下 晴天"}
+    r = running.post("/api/action", ask)
     assert r.status_code == 200, r.text
     assert r.json().get("state") != "waiting", r.json()
     offered = {
-        t["function"]["name"]: t["function"]
-        for t in fake.app_requests()[0].get("tools", [])
+        t["function"]["name"]: t["function"] for t in fake.app_requests()[0].get("tools", [])
     }
     assert offered["mcp__toy__lookup"]["parameters"]["properties"]["word"]["type"] == "string"
     assert "mcp__toy__note" not in offered and "mcp__time__get_current_time" not in offered
