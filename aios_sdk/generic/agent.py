@@ -244,14 +244,14 @@ class GenericAgent(AIOSAgent):
                     },
                 }
             )
-        for fn, (_, info) in mcp_functions(context).items():
-            params = info.get("input_schema")
+        for fn, (_, offered) in mcp_functions(context).items():
+            params = offered.get("input_schema")
             specs.append(
                 {
                     "type": "function",
                     "function": {
                         "name": fn,
-                        "description": str(info.get("description") or info.get("tool") or fn),
+                        "description": str(offered.get("description") or fn),
                         "parameters": params if isinstance(params, dict) else {"type": "object"},
                     },
                 }
