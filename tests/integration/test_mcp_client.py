@@ -264,8 +264,7 @@ def test_the_third_party_server_and_the_http_server_with_a_token(running: Runnin
     assert got["step_m"]["result"]["timezone"] == "UTC"
     got = results(plan(running, [step("mcp.web.lookup", {"word": "abc"})]))
     assert got["step_m"]["result"] == {"word": "abc", "length": 3}
-    shown = running.get("/api/config").json()
-    assert TOKEN not in str(shown)
+    assert TOKEN not in str(running.get("/api/config").json())
 
 
 def test_the_tool_list_refreshes_on_list_changed(running: Running) -> None:
@@ -368,11 +367,66 @@ def test_cancel_stops_the_call_on_the_server_within_5_s(running: Running) -> Non
     wait_for(mark.exists, "the server saw the cancellation", timeout=5)
 
 
-def test_a_bad_server_config_is_one_clear_error(running: Running) -> None:
-    r = running.post(
-        "/api/config",
-        {"updates": {"mcp": {"servers": {"Bad Name": {"url": "http://127.0.0.1:9/mcp"}}}}},
+def test_settings_api_adds_grants_overrides_disables_and_removes(running: Running) -> None:
+    """Settings → MCP's JSON API: what the user does there, end to end."""
+    clock = {"name": "clock", "command": ["python3", "-m", "mcp_server_time"], "apps": [APP]}
+    r = running.post("/api/mcp/servers", clock)
+    assert r.status_code == 201, r.text
+    assert running.post("/api/mcp/servers", clock).status_code == 409
+
+    def listed() -> dict[str, Any]:
+        servers = running.get("/api/mcp/servers").json()["servers"]
+        return next(s for s in servers if s["name"] == "clock")
+
+    view = wait_for(lambda: (v := listed())["status"] == "ready" and v, "clock ready", WAIT)
+    tool = next(t for t in view["tools"] if t["tool"] == "get_current_time")
+    assert tool["annotations"]["readOnlyHint"] is True and tool["risk"] == "low"
+    now = [step("mcp.clock.get_current_time", {"timezone": "UTC"})]
+    assert results(plan(running, now))["step_m"]["status"] == "ok"  # read-only: no card
+
+    # the user's override: this tool is high, so it asks
+    r = running.http.patch(
+        running.url + "/api/mcp/servers/clock",
+        json={"tools": {"get_current_time": {"risk": "high"}}},
+        timeout=20,
     )
-    assert r.status_code == 400 and "server name" in r.json()["error"]
-    r = running.post("/api/config", {"updates": {"mcp": {"servers": {"x": {"url": "ftp://a"}}}}})
-    assert r.status_code == 400 and "http://" in r.json()["error"]
+    assert r.status_code == 200, r.text
+    reply = plan(running, now)
+    assert reply.get("state") == "waiting" and reply["pending"][0]["steps"][0]["risk"] == "high"
+    sub = running.system.bus.subscribe()
+    running.post(f"/api/interactions/{reply['pending'][0]['id']}", {"decision": "deny"})
+    final_view(sub, reply["run_id"])
+
+    # disabled: offered to nobody; a plan naming it anyway asks as high (no server lists
+    # it now), and allowing it runs nothing
+    r = running.http.patch(
+        running.url + "/api/mcp/servers/clock", json={"enabled": False}, timeout=20
+    )
+    assert r.status_code == 200 and r.json()["status"] == "stopped", r.text
+    assert not any(k.startswith("mcp.clock.") for k in running.system.mcp.tools_for(APP))
+    reply = plan(running, now)
+    assert reply["pending"][0]["steps"][0]["risk"] == "high"
+    sub = running.system.bus.subscribe()
+    running.post(f"/api/interactions/{reply['pending'][0]['id']}", {"decision": "allow"})
+    got = final_view(sub, reply["run_id"])["data"]["results"]["step_m"]
+    assert got["status"] == "error" and "not granted" in got["error"]
+
+    assert running.http.delete(running.url + "/api/mcp/servers/clock", timeout=20).ok
+    assert (
+        running.http.delete(running.url + "/api/mcp/servers/clock", timeout=20).status_code == 404
+    )
+    assert all(s["name"] != "clock" for s in running.get("/api/mcp/servers").json()["servers"])
+
+
+def test_bad_servers_are_one_clear_error(running: Running) -> None:
+    bad = running.post("/api/mcp/servers", {"name": "Bad Name", "url": "http://127.0.0.1:9/m"})
+    assert bad.status_code == 400 and "server name" in bad.json()["error"]
+    bad = running.post("/api/mcp/servers", {"name": "x", "url": "ftp://a"})
+    assert bad.status_code == 400 and "http://" in bad.json()["error"]
+    bad = running.post("/api/mcp/servers", {"name": "x"})
+    assert bad.status_code == 400 and "either" in bad.json()["error"]
+    bad = running.http.patch(running.url + "/api/mcp/servers/nope", json={}, timeout=20)
+    assert bad.status_code == 404
+    shown = running.get("/api/mcp/servers").json()["servers"]
+    web = next(s for s in shown if s["name"] == "web")
+    assert web["config"]["token"].startswith("••••") and TOKEN not in str(shown)
