@@ -254,6 +254,13 @@ export const api = {
   deleteMemory: (id) => request('DELETE', `/api/memories/${encodeURIComponent(id)}`),
   acceptMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/accept`, { json: {} }),
   rejectMemory: (id) => request('POST', `/api/memories/${encodeURIComponent(id)}/reject`, { json: {} }),
+  /** Settings → MCP (DESIGN §17): {servers: [{name, status, error, stderr, tools, config, …}]} */
+  mcpServers: () => request('GET', '/api/mcp/servers'),
+  /** body: {name, command | url, token?, headers?, apps?, …} -> the server */
+  addMcpServer: (body) => request('POST', '/api/mcp/servers', { json: body }),
+  /** fields: {enabled?, apps?, tools?: {<tool>: {risk?, apps?, enabled?}}, …} -> the server */
+  changeMcpServer: (name, fields) => request('PATCH', `/api/mcp/servers/${encodeURIComponent(name)}`, { json: fields }),
+  removeMcpServer: (name) => request('DELETE', `/api/mcp/servers/${encodeURIComponent(name)}`),
   /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
   selfFile: (name) => request('GET', `/api/self/${encodeURIComponent(name)}`),
   saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),

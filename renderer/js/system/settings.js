@@ -2,8 +2,9 @@
 // LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
 // server found; the read-only block list, ./blocklist.js), "App permissions"
-// (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules) and
-// "Memory" (./selffiles.js: the assistant's self files, SOUL / USER / AGENTS / MEMORY.md).
+// (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules), "MCP"
+// (./mcp.js: the MCP servers apps may use) and "Memory" (./selffiles.js: the assistant's self
+// files, SOUL / USER / AGENTS / MEMORY.md).
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { LANGUAGES, t } from '../core/i18n.js';
@@ -14,6 +15,7 @@ import { renderResponse } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
 import * as blocklist from './blocklist.js';
+import * as mcp from './mcp.js';
 import * as permissions from './permissions.js';
 import * as selffiles from './selffiles.js';
 
@@ -22,7 +24,7 @@ export const WIN_NAME = 'settings';
 export const WIN_ID = wm.systemId(WIN_NAME);
 const VOICES = ['zh-CN', 'en-US'];
 const SPEAK_REPLIES = ['voice', 'always', 'never'];
-const PAGES = ['general', 'permissions', 'approvals', 'memory'];
+const PAGES = ['general', 'permissions', 'approvals', 'mcp', 'memory'];
 let page = 'general';
 
 /** Remember a GET/POST /api/config reply and tell the desktop. */
@@ -75,6 +77,7 @@ function show(w, name) {
   page = PAGES.includes(name) ? name : 'general';
   if (page === 'permissions') panel(w, permissions.render());
   else if (page === 'approvals') panel(w, approvals.render(state.config || {}, { adoptConfig }));
+  else if (page === 'mcp') panel(w, mcp.render());
   else if (page === 'memory') panel(w, selffiles.render());
   else renderForm(w);
 }
@@ -151,7 +154,7 @@ function renderForm(w) {
   panel(w, form);
 }
 
-/** Open the window; ``{page: 'permissions'|'approvals'|'memory'}`` opens that page of Settings. */
+/** Open the window; ``{page: 'permissions'|'approvals'|'mcp'|'memory'}`` opens that page of Settings. */
 export async function open(detail) {
   if (isObject(detail) && PAGES.includes(detail.page)) page = detail.page;
   const w = wm.open(WIN_ID, { title: t('settings.title'), icon: 'settings', system: true, width: 600, height: 620 });
