@@ -201,7 +201,8 @@ def main() -> None:
     p50_via, p50_alone = statistics.median(via), statistics.median(alone)
     print(f"MCP tool call, stdio server {confined}, {args.calls} calls each")
     print(
-        f"  direct ClientSession.call_tool   p50 {p50_alone:7.3f} ms  p95 {_pct(alone, 0.95):7.3f} ms"
+        f"  direct ClientSession.call_tool   p50 {p50_alone:7.3f} ms  "
+        f"p95 {_pct(alone, 0.95):7.3f} ms"
     )
     print(
         f"  executor plan step (mcp.toy.*)   p50 {p50_via:7.3f} ms  p95 {_pct(via, 0.95):7.3f} ms"
@@ -214,7 +215,8 @@ def main() -> None:
     )
     print(f"server start to tools listed, {args.starts} starts each")
     print(
-        f"  stdio_client + initialize + list_tools  median {statistics.median(direct_starts):7.1f} ms"
+        "  stdio_client + initialize + list_tools  "
+        f"median {statistics.median(direct_starts):7.1f} ms"
     )
     print(f"  McpClients.start() to ready            median {statistics.median(ours):7.1f} ms")
     print(f"10 concurrent calls, {args.batches} batches each (wall time per batch)")
