@@ -126,9 +126,10 @@ def output(
         raise ToolFailed(f"{name}: {' '.join(texts)[:2000] or 'the tool reported an error'}")
     structured = result.get("structuredContent")
     value: Any = structured if structured is not None else "\n".join(texts)
+    value = _capped(ctx, name, value, max_chars, meta)
     if structured is None and saved:  # an image, a resource: the run learns where it is
         value = {"text": value, "files": saved}
-    return ToolOutput(_capped(ctx, name, value, max_chars, meta), meta)
+    return ToolOutput(value, meta)
 
 
 def _capped(ctx: ToolContext, name: str, value: Any, max_chars: int, meta: dict[str, Any]) -> Any:

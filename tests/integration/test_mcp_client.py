@@ -10,6 +10,7 @@ is the one that crashes, hangs and babbles, so the others show they are unaffect
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -89,6 +90,8 @@ def running(
         "backoff_max": 1,
     }
     before = children_now()
+    tracebacks = _Tracebacks()
+    logging.getLogger().addHandler(tracebacks)
     llm = {"api_key": "sk-test", "base_url": fake.url, "model": "fake", "max_retries": 0}
     r = start_system(
         apps, base / "data", approvals={"mode": "smart"}, mcp=mcp, handle_timeout=15, llm=llm
@@ -102,7 +105,20 @@ def running(
         yield r
     finally:
         r.stop()
+        logging.getLogger().removeHandler(tracebacks)
         fail_on_leaked_children(before)  # every MCP server the desktop started is gone
+    # crashes, hangs, garbage: one line each in the desktop's log, never a traceback
+    assert tracebacks.seen == [], tracebacks.seen
+
+
+class _Tracebacks(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info or "Traceback" in record.getMessage():
+            self.seen.append(f"{record.name}: {record.getMessage()[:200]}")
 
 
 @pytest.fixture(autouse=True)
@@ -430,3 +446,25 @@ def test_bad_servers_are_one_clear_error(running: Running) -> None:
     shown = running.get("/api/mcp/servers").json()["servers"]
     web = next(s for s in shown if s["name"] == "web")
     assert web["config"]["token"].startswith("••••") and TOKEN not in str(shown)
+
+
+def test_an_apps_synchronous_call_tool_reaches_granted_mcp_tools_only(running: Running) -> None:
+    """``self.call_tool("mcp.…")`` from an app, outside a plan (last in this module: what
+    it reads taints the app's later calls outside runs)."""
+    r = running.post(
+        "/api/action",
+        {
+            "app": APP,
+            "action_id": "calls",
+            "params": {
+                "calls": [
+                    {"tool": "mcp.toy.note", "args": {"text": "hi"}},
+                    {"tool": "mcp.toy.lookup", "args": {"word": "ab"}},
+                ]
+            },
+        },
+    )
+    assert r.status_code == 200, r.text
+    noted, looked = r.json()["response"]["data"]["results"]
+    assert looked == {"result": {"word": "ab", "length": 2}}
+    assert "not granted to courier" in noted["error"]
