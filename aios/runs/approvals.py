@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ from aios.names import (
     APPROVAL_DECISIONS,
     APPROVAL_RULES,
     MCP_TOOL_PREFIX,
+    STEP_TOOL_PATTERN,
     ApprovalMode,
     ApprovalRule,
     new_id,
@@ -535,9 +537,11 @@ class Approvals:
         if not body:
             raise BadRequest('give {"<tool>": "allow"|"ask"|"never"|null, ...}')
         for tool, value in body.items():
-            if tool not in ATOMIC_TOOLS:
+            mcp = tool.startswith(MCP_TOOL_PREFIX) and re.fullmatch(STEP_TOOL_PATTERN, tool)
+            if tool not in ATOMIC_TOOLS and not mcp:
                 raise BadRequest(
-                    f"unknown tool {tool!r}: a policy names one of {', '.join(ATOMIC_TOOLS)}"
+                    f"unknown tool {tool!r}: a policy names one of {', '.join(ATOMIC_TOOLS)} "
+                    "or an MCP tool mcp.<server>.<tool>"
                 )
             if value is not None and value not in RULES:
                 raise BadRequest(

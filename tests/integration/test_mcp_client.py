@@ -217,6 +217,15 @@ def test_read_only_runs_without_a_card_destructive_asks_ungranted_is_refused(
     view = final_view(sub, reply["run_id"])
     assert view["data"]["results"]["step_m"]["code"] == "denied"
 
+    # the user's rule for one MCP tool of one app: wipe runs without a card from now on
+    r = running.post(f"/api/apps/{APP}/policy", {"mcp.toy.wipe": "allow"})
+    assert r.status_code == 200 and r.json()["mcp.toy.wipe"] == "allow", r.text
+    got = results(plan(running, [step("mcp.toy.wipe", {"what": "old notes"})]))["step_m"]
+    assert got["result"] == {"result": "wiped old notes"}
+    assert running.post(f"/api/apps/{APP}/policy", {"mcp.toy.wipe": None}).status_code == 200
+    r = running.post(f"/api/apps/{APP}/policy", {"mcp.Bad": "allow"})
+    assert r.status_code == 400 and "mcp.<server>.<tool>" in r.json()["error"]
+
     got = results(plan(running, [step("mcp.toy.note", {"text": "hi"})]))["step_m"]
     assert got["status"] == "error" and "not granted to courier" in got["error"]
     rows = running.system.store.audit_rows(limit=50)
