@@ -33,6 +33,7 @@ from tests.util import wait_for, wait_listening
 APP = "courier"
 TOY = Path(__file__).resolve().parent.parent / "mcp_servers" / "toy.py"
 GARBAGE = TOY.parent / "garbage.py"
+SLEEPER = "import time; time.sleep(600)"
 TOKEN = "mcp-test-token-0451"
 WAIT = 30.0
 BWRAP_PREFIX = "/usr/bin/bwrap --unshare-all"
@@ -81,11 +82,14 @@ def running(
         "crashy": {"command": toy, "apps": [APP], "timeout": 3},
         "web": {"url": web_server, "token": TOKEN, "apps": [APP]},
         "babbler": {"command": [sys.executable, str(GARBAGE)], "apps": [APP]},
+        # never answers: the desktop is ready without it, and it fails after start_timeout
+        "sleeper": {"command": [sys.executable, "-c", SLEEPER], "apps": [APP]},
     }
     mcp = {
         "servers": servers,
         "ping_interval": 1,
         "ping_timeout": 2,
+        "start_timeout": 15,
         "backoff_initial": 0.2,
         "backoff_max": 1,
     }
@@ -100,7 +104,7 @@ def running(
         grant = r.post(f"/api/apps/{APP}/permissions", {"grant": ["domain:127.0.0.1"]})
         assert grant.status_code == 200, grant.text
         for name in servers:
-            if name != "babbler":
+            if name not in ("babbler", "sleeper"):
                 ready(r, name)
         yield r
     finally:
@@ -139,6 +143,7 @@ def _mcp_server(p: psutil.Process) -> bool:
         str(TOY) in line
         or str(GARBAGE) in line
         or "mcp_server_time" in line
+        or SLEEPER in line
         or line.startswith(BWRAP_PREFIX)
     )
 
@@ -173,6 +178,8 @@ def step(tool: str, args: dict[str, Any] | None = None, sid: str = "m") -> dict[
 
 
 def test_tools_are_offered_to_granted_apps_with_their_schemas(running: Running) -> None:
+    # the desktop did not wait for the server that never answers (nor for the babbler)
+    assert running.get("/api/health").status_code == 200
     offered = running.system.controller.contexts.mcp_tools(APP)
     lookup = offered["mcp.toy.lookup"]
     assert lookup["input_schema"]["properties"]["word"]["type"] == "string"
@@ -363,6 +370,14 @@ def test_a_server_answering_garbage_is_failed_and_restarted(running: Running) ->
     assert "garbage" in failure["reason"]
     wait_for(lambda: status(running, "babbler")["restarts"] >= 2, "babbler tried again")
     assert not any(k.startswith("mcp.babbler.") for k in running.system.mcp.tools_for(APP))
+    _others_work(running)
+
+
+def test_a_server_that_never_answers_fails_after_the_start_timeout(running: Running) -> None:
+    failure = wait_for(
+        lambda: status(running, "sleeper")["last_failure"], "sleeper failed", timeout=WAIT
+    )
+    assert failure["reason"] == "no tool list within 15s (mcp.start_timeout)"
     _others_work(running)
 
 
