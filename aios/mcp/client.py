@@ -34,12 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx2
-from mcp import ClientSession, types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from aios.errors import ToolFailed, ToolRefused
@@ -47,6 +41,8 @@ from aios.mcp import confine, tools as mcptools
 from aios.tools.base import Risk, ToolOutput
 
 if TYPE_CHECKING:
+    from mcp import ClientSession, types
+
     from aios.config import Config, McpServerConfig
     from aios.tools.base import ToolContext
 
@@ -327,6 +323,8 @@ class McpClients:
             backoff = min(max(backoff * 2, 0.1), settings.backoff_max)
 
     async def _connected(self, state: Server) -> None:
+        from mcp import ClientSession, types  # the SDK loads here, off the desktop's start
+
         settings = self._config().mcp
         state.wake, state.problem, state.relist = asyncio.Event(), None, False
         async with contextlib.AsyncExitStack() as stack:
@@ -359,6 +357,11 @@ class McpClients:
             await self._watch(state, session)
 
     async def _transport(self, state: Server, stack: contextlib.AsyncExitStack) -> Any:
+        import httpx2
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         cfg = state.config
         if cfg.command:
             params = confine.parameters(
@@ -378,6 +381,8 @@ class McpClients:
         return await stack.enter_async_context(streamable_http_client(cfg.url, http_client=http))
 
     async def _list(self, state: Server, session: ClientSession, first: bool) -> None:
+        from mcp import types
+
         if first:
             await session.initialize()
         found: dict[str, ToolInfo] = {}
@@ -394,6 +399,8 @@ class McpClients:
         self._publish_risks(state)
 
     async def _watch(self, state: Server, session: ClientSession) -> None:
+        from mcp.shared.exceptions import MCPError
+
         assert state.wake is not None
         while True:
             settings = self._config().mcp
@@ -498,6 +505,9 @@ class McpClients:
         limit: float,
         progress: Callable[[dict[str, Any]], None] | None,
     ) -> dict[str, Any]:
+        from mcp import types
+        from mcp.shared.exceptions import MCPError
+
         name = mcptools.tool_name(state.name, tool)
 
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -552,6 +562,8 @@ def describe(e: BaseException) -> str:
         e = e.exceptions[0]
     if isinstance(e, ServerFailed):
         return str(e)
+    from mcp.shared.exceptions import MCPError
+
     if isinstance(e, MCPError):
         return f"MCP error {e.error.code}: {e.error.message}"
     text = str(e).strip().splitlines()

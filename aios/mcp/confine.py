@@ -20,13 +20,15 @@ import logging
 import shutil
 import sys
 from pathlib import Path
-
-from mcp.client.stdio import StdioServerParameters
+from typing import TYPE_CHECKING
 
 from aios.apphost import confinement
 from aios.config import McpServerConfig
 from aios.host import os_sandbox
 from aios.host.os_sandbox import SANE_PATH
+
+if TYPE_CHECKING:
+    from mcp.client.stdio import StdioServerParameters
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,8 @@ def parameters(
 ) -> StdioServerParameters:
     """How to start ``server`` (confined when it can be); OSError when its program is not
     found."""
+    from mcp.client.stdio import StdioServerParameters
+
     home = folder(data_dir, name)
     program, *args = server.command
     resolved = sys.executable if program in PYTHON_NAMES else shutil.which(program)
