@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -19,10 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aios.errors import ConfigError
 from aios.names import (
+    APP_ID_PATTERN,
     ATOMIC_TOOLS,
     ENV_LLM_API_KEY,
     ENV_LLM_BASE_URL,
     ENV_LLM_MODEL,
+    MCP_SERVER_PATTERN,
+    MCP_TOOL_PATTERN,
     PERMISSIONS,
     ApprovalMode,
 )
@@ -46,7 +50,9 @@ DEFAULT_TOOL_TIMEOUTS: dict[str, float] = {
 }
 """Seconds per tool; config.json ``tool_timeout`` overrides single entries."""
 
-SECRET_KEYS = frozenset({"deepseek_api_key", "api_key"})
+SECRET_KEYS = frozenset({"deepseek_api_key", "api_key", "token"})
+"""Keys whose values are secrets wherever they are: masked in the settings API, kept when
+sent back masked. ``token``: an MCP server's bearer token (``mcp.servers.<name>.token``)."""
 
 DEFAULT_GRANTS: dict[str, list[str]] = {
     "system_agent": ["desktop.control"],
@@ -416,7 +422,7 @@ class TracesConfig(_Section):
     OpenTelemetry (the ``otel`` extra), GenAI semantic conventions."""
 
 
-class McpServerConfig(_Section):
+class McpServeConfig(_Section):
     """``mcp_server``: the desktop as an MCP server for other clients (DESIGN §17,
     aios/mcp/server.py); its tokens are made in Settings → MCP server."""
 
@@ -429,6 +435,126 @@ class McpServerConfig(_Section):
     goes on; its card stays on the desktop)."""
     session_idle_timeout: float = Field(default=1800, gt=0)
     """Seconds an idle ``/mcp`` session is kept; then the client starts a new one."""
+
+
+McpRisk = Literal["safe", "low", "medium", "high"]
+
+
+class McpToolConfig(_Section):
+    """``mcp.servers.<name>.tools.<tool>``: the user's word on one tool of a server."""
+
+    risk: McpRisk | None = None
+    """Overrides the class its annotations give (DESIGN §17)."""
+    apps: list[str] | None = None
+    """Apps this tool is offered to; None: the server's ``apps``."""
+    enabled: bool = True
+    """False: no app is offered this tool."""
+
+    @field_validator("apps")
+    @classmethod
+    def _apps(cls, v: list[str] | None) -> list[str] | None:
+        return _app_ids(v) if v is not None else None
+
+
+class McpServerConfig(_Section):
+    """``mcp.servers.<name>``: one MCP server the desktop uses (DESIGN §17).
+
+    Either ``command`` (a stdio server, started confined like an app in
+    ``<data_dir>/mcp/<name>``) or ``url`` (a streamable-HTTP server, with optional
+    ``headers`` and a bearer ``token`` sent only to that URL)."""
+
+    command: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str = ""
+    headers: dict[str, str] = Field(default_factory=dict)
+    token: str = ""
+    """Sent as ``Authorization: Bearer <token>`` to ``url`` only; cleared when the URL
+    changes without a new token (like the LLM key)."""
+    enabled: bool = True
+    apps: list[str] = Field(default_factory=list)
+    """Apps its tools are offered to (``tools.<tool>.apps`` narrows or widens one tool)."""
+    tools: dict[str, McpToolConfig] = Field(default_factory=dict)
+    timeout: float = Field(default=60, gt=0, le=3600)
+    """Seconds one tool call may take before it is cancelled."""
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, v: list[str]) -> list[str]:
+        if v and (not v[0].strip() or any("\0" in a for a in v)):
+            raise ValueError("command must start with a program name (a list of strings)")
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if v and not v.startswith(("http://", "https://")):
+            raise ValueError(f"url must start with http:// or https:// (got {v[:80]!r})")
+        return v
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not name or any(c in name for c in ":\r\n ") or any(c in value for c in "\r\n"):
+                raise ValueError(f"header {name!r}: a name without ':', spaces or line breaks")
+        return v
+
+    @field_validator("apps")
+    @classmethod
+    def _apps(cls, v: list[str]) -> list[str]:
+        return _app_ids(v)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, v: dict[str, McpToolConfig]) -> dict[str, McpToolConfig]:
+        for name in v:
+            if not re.match(MCP_TOOL_PATTERN, name):
+                raise ValueError(f"tool name {name!r} is not a tool name an MCP server lists")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError('give either "command": [...] (stdio) or "url": "https://…" (HTTP)')
+        return self
+
+
+class McpConfig(_Section):
+    """``mcp``: the MCP servers whose tools apps may use (DESIGN §17)."""
+
+    servers: dict[str, McpServerConfig | None] = Field(default_factory=dict)
+    """Name -> server; a null entry (a removal sent by Settings) is dropped."""
+    start_timeout: float = Field(default=20, gt=0, le=600)
+    """Seconds a server may take from start to its tool list before it is ``failed``."""
+    ping_interval: float = Field(default=10, gt=0, le=3600)
+    """Seconds between two pings of a connected server (a hung one is ``failed``)."""
+    ping_timeout: float = Field(default=5, gt=0, le=600)
+    backoff_initial: float = Field(default=1, ge=0)
+    backoff_max: float = Field(default=60, ge=0)
+    result_max_chars: int = Field(default=20_000, ge=256)
+    """Characters of a tool's result a run gets; the rest is saved as a file in the
+    app's workdir (``.mcp/``), named in the result."""
+
+    @field_validator("servers")
+    @classmethod
+    def _servers(cls, v: dict[str, McpServerConfig | None]) -> dict[str, McpServerConfig | None]:
+        for name in v:
+            if not re.match(MCP_SERVER_PATTERN, name):
+                raise ValueError(
+                    f"server name {name!r}: lower-case letters, digits, '_' and '-' (at most 32)"
+                )
+        return {k: s for k, s in v.items() if s is not None}
+
+    def active(self) -> dict[str, McpServerConfig]:
+        """The servers configured (removed ones are gone), enabled or not."""
+        return {k: s for k, s in self.servers.items() if s is not None}
+
+
+def _app_ids(v: list[str]) -> list[str]:
+    for app_id in v:
+        if not re.match(APP_ID_PATTERN, app_id):
+            raise ValueError(f"{app_id!r} is not an app id")
+    return v
 
 
 class Config(_Section):
@@ -449,7 +575,8 @@ class Config(_Section):
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     traces: TracesConfig = Field(default_factory=TracesConfig)
-    mcp_server: McpServerConfig = Field(default_factory=McpServerConfig)
+    mcp_server: McpServeConfig = Field(default_factory=McpServeConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""
@@ -606,8 +733,8 @@ def apply_updates(config: Config, updates: dict[str, Any]) -> Config:
     return validate_config(_merge(config.model_dump(mode="json"), _drop_masked(updates)))
 
 
-def _new_key(section: dict[str, Any]) -> bool:
-    key = section.get("api_key")
+def _new_key(section: dict[str, Any], name: str = "api_key") -> bool:
+    key = section.get(name)
     return isinstance(key, str) and bool(key) and not key.startswith("••••")
 
 
@@ -619,6 +746,7 @@ def unbind_moved_keys(config: Config, updates: dict[str, Any]) -> dict[str, Any]
     theirs and receive the stored key with the next request. The cleared key
     is a ``None`` the merge turns into "" (in the config and in settings.json).
     """
+    updates = _unbind_mcp_tokens(config, updates)
     llm = updates.get("llm")
     if not isinstance(llm, dict):
         return updates
@@ -640,6 +768,26 @@ def unbind_moved_keys(config: Config, updates: dict[str, Any]) -> dict[str, Any]
         ):
             llm["fallback"] = {**fallback, "api_key": None}
     return out
+
+
+def _unbind_mcp_tokens(config: Config, updates: dict[str, Any]) -> dict[str, Any]:
+    """The same rule for an MCP server's token: sent only to the URL it was typed for."""
+    mcp = updates.get("mcp")
+    servers = mcp.get("servers") if isinstance(mcp, dict) else None
+    if not isinstance(servers, dict):
+        return updates
+    current = config.mcp.active()
+    moved = {}
+    for name, server in servers.items():
+        if not isinstance(server, dict) or name not in current:
+            continue
+        url = server.get("url")
+        if isinstance(url, str) and url != current[name].url and not _new_key(server, "token"):
+            moved[name] = {**server, "token": None}
+    if not moved:
+        return updates
+    assert isinstance(mcp, dict)
+    return {**updates, "mcp": {**mcp, "servers": {**servers, **moved}}}
 
 
 def _drop_masked(obj: dict[str, Any]) -> dict[str, Any]:

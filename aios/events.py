@@ -47,6 +47,7 @@ EVENT_TYPES = frozenset(
         "instance",
         "focus",
         "memory",
+        "mcp_status",
     }
 )
 RESYNC = "resync"

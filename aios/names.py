@@ -72,6 +72,17 @@ SYSTEM_PRIMITIVES: tuple[str, ...] = (ASK_TOOL, LAUNCH_TOOL)
 
 ACTION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+MCP_TOOL_PREFIX = "mcp."
+"""A plan step's tool ``mcp.<server>.<tool>``: a tool of an MCP server (DESIGN §17)."""
+MCP_SERVER_PATTERN = r"^[a-z0-9_][a-z0-9_-]{0,31}$"
+"""An MCP server's name in ``mcp.servers`` (and in its tools' names)."""
+MCP_TOOL_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
+"""A tool's name as an MCP server lists it (the MCP specification's characters)."""
+STEP_TOOL_PATTERN = (
+    r"^(?:[A-Za-z_][A-Za-z0-9_]{0,63}"
+    r"|mcp\.[a-z0-9_][a-z0-9_-]{0,31}\.[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127})$"
+)
+"""A plan step's tool: an atomic tool, a primitive, the app's own ``@tool``, or an MCP tool."""
 """An atomic tool, an app's ``@tool``, a step id that is not a number."""
 APP_ID_PATTERN = r"^[a-z0-9_][a-z0-9_-]*$"
 """An app id: the name of its folder under ``apps/``."""

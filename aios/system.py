@@ -30,6 +30,7 @@ from aios.desktop.voice import Recognizer
 from aios.events import EventBus
 from aios.host import os_sandbox
 from aios.llm.client import LLMClient
+from aios.mcp.client import McpClients
 from aios.mcp.tokens import McpTokens
 from aios.memory.service import Memory
 from aios.protocol import LOCALES
@@ -177,6 +178,11 @@ class System:
             memory=self.memory,
             tracer=self.tracer,
         )
+        self.mcp = McpClients(
+            self.data_dir, lambda: self.config, lambda kind, event: self.bus.emit(kind, event)
+        )
+        self.app_api.mcp = self.mcp.call
+        self.controller.contexts.mcp_tools = self.mcp.tools_for
         self.recognizer = Recognizer(config)
         self.mcp_tokens = McpTokens(self.data_dir)
         """The tokens MCP clients use (DESIGN §17); the server itself is aios.mcp.server,
@@ -197,6 +203,7 @@ class System:
         self.pruner.start()
         self.memory.start()
         self._write_desktop_file()
+        self.mcp.start()  # in the background: never waited for here (DESIGN §17)
         self.launcher.start(ready_wait=ready_wait, cancel=cancel)
 
     def _write_desktop_file(self) -> None:
@@ -214,6 +221,7 @@ class System:
         self.runs.shutdown()
         self.bus.close()
         try:
+            self.mcp.stop()
             self.launcher.stop()
         finally:
             self.processes.shutdown()
@@ -249,6 +257,7 @@ class System:
         self.controller.reconfigure(new, llm=self.llm)
         self.memory.reconfigure(new)
         self.launcher.reconfigure(new)
+        self.mcp.reconfigure(new)
         self.recognizer.config = new
         self.processes.reconfigure(new.tool_sandbox.max_background_processes)
         self.tracer.writer = self.trace_writer if new.traces.enabled else None
@@ -303,9 +312,10 @@ class System:
     # -------------------------------------------------------------- wiring
 
     def _secrets(self) -> list[str]:
-        """What no trace line may hold: the LLM keys and the launch token."""
+        """What no trace line may hold: the LLM keys, MCP tokens and the launch token."""
         llm = self.config.llm
-        return [self.token, self.config.llm_api_key, llm.api_key, llm.fallback.api_key]
+        tokens = [s.token for s in self.config.mcp.active().values() if s.token]
+        return [self.token, self.config.llm_api_key, llm.api_key, llm.fallback.api_key, *tokens]
 
     def _prune_traces(self, now: float) -> None:
         t = self.config.traces

@@ -38,6 +38,7 @@ from aios.names import (
     ENV_APP_ID,
     ENV_APP_TOKEN,
     ENV_SYSTEM_URL,
+    MCP_TOOL_PREFIX,
     SYSTEM_PRIMITIVES,
     TOOL_NAME_PATTERN,
 )
@@ -542,7 +543,7 @@ class AIOSAgent:
         """Validate a steps plan for a reply; number steps that have no ``step_id``.
 
         Raises ProtocolError naming the bad step, or a tool that is neither
-        atomic nor one of this app's custom tools.
+        atomic, an MCP tool (``mcp.<server>.<tool>``) nor one of this app's custom tools.
         """
         if not isinstance(steps, list):
             raise ProtocolError(f"plan_steps expects a list of steps, got {type(steps).__name__}")
@@ -558,6 +559,7 @@ class AIOSAgent:
         parsed = parse_steps(numbered)
         for step in parsed:
             known = step.tool in ATOMIC_TOOLS or step.tool in SYSTEM_PRIMITIVES
+            known = known or step.tool.startswith(MCP_TOOL_PREFIX)  # the system checks grants
             if not known and step.tool not in self._aios_tools:
                 mine = ", ".join(self._aios_tools) or "none"
                 raise ProtocolError(

@@ -47,7 +47,7 @@ from aios.runs.rights import Acting, describe_ui_op
 from aios.runs.runs import Run, Runs
 from aios.store import Store
 from aios.tools import audit_args, invoke, record as record_call
-from aios.tools.base import MemoryPort, ToolContext
+from aios.tools.base import MemoryPort, ToolContext, ToolOutput
 from aios.tools.notify import NotifyLimiter
 from aios.tools.processes import ProcessTable
 from aios.tools.sandbox import SandboxPolicy
@@ -96,6 +96,11 @@ class AppApi:
         self._ui_log = ui_log
         self._acting = acting
         self._memory = memory
+        self.mcp: Callable[[ToolContext, str, dict[str, Any], float | None], ToolOutput] | None = (
+            None
+        )
+        """Runs an MCP server's tool (:meth:`aios.mcp.client.McpClients.call`); set by the
+        system."""
         """Which app acts for whom right now (the controller's frames)."""
         self._http = requests.Session()
         self._http.trust_env = False
@@ -473,6 +478,7 @@ class AppApi:
             app_names={loc: record.name_in(loc) for loc in LOCALES},
             notify_allowed=self._notify_limiter.gate(record.id),
             memory=self._memory,
+            mcp=self.mcp,
             destinations=(
                 None
                 if config.approvals.mode == "auto"

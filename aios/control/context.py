@@ -61,6 +61,9 @@ class Contexts:
         self._tool_context = tool_context
         self._custom_tools = custom_tools
         self._summaries: dict[str, tuple[int, str]] = {}
+        self.mcp_tools: Callable[[str], dict[str, dict[str, Any]]] = lambda app_id: {}
+        """The MCP tools granted to an app (``mcp.<server>.<tool>`` -> description, input
+        schema, annotations, risk); set by the system (DESIGN §17)."""
 
     def build(
         self,
@@ -76,6 +79,7 @@ class Contexts:
         task's part of the instruction and what chose the app (aios/control/router.py),
         None for a call no instruction routed (an action, opening the window)."""
         state = self.store.agent_state(sid, record.id) or {}
+        mcp = self.mcp_tools(record.id)
         return {
             "app": record.id,
             "role": record.role_prompt,
@@ -89,7 +93,9 @@ class Contexts:
                 ASK_TOOL,
                 LAUNCH_TOOL,
                 *self._custom_tools(record.id),
+                *mcp,
             ],
+            "mcp_tools": mcp,
             "session_id": sid,
             "history_summary": self.history_summary(sid, self.reader(record.id)),
             "tool_results": {},

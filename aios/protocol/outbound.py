@@ -36,6 +36,8 @@ from urllib.parse import urlencode, urlsplit
 from requests.models import PreparedRequest
 from urllib3.util import parse_url
 
+from aios.names import MCP_TOOL_PREFIX
+
 OUTBOUND_TOOLS = frozenset({"http_request"})
 """Tools that send data to a destination outside the machine."""
 COMMAND_TOOLS = frozenset({"shell_exec", "process_start"})
@@ -241,7 +243,7 @@ def read_of(tool: str, args: dict[str, Any], status: str = "ok") -> str | None:
         return _clip(f"the result of {args.get('app') or 'another app'}")
     if tool == "memory_search" and args.get("scope") == "user":
         return "your memories"  # the app's own memory is like its cache: its own
-    if tool.startswith("mcp:"):
+    if tool.startswith(MCP_TOOL_PREFIX):  # DESIGN §17: content the user did not type
         return _clip(f"the result of {tool}")
     return None
 

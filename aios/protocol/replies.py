@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError, field_validator
 
 from aios.errors import ProtocolError
-from aios.names import ACTION_ID_PATTERN, TOOL_NAME_PATTERN, ViewType
+from aios.names import ACTION_ID_PATTERN, STEP_TOOL_PATTERN, TOOL_NAME_PATTERN, ViewType
 from aios.protocol.actions import Action, OptionValue
 from aios.protocol.base import _Model, _Open, describe_validation_error, parse_as
 
@@ -22,7 +22,7 @@ _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 class Step(_Model):
     step_id: int | str
-    tool: str = Field(pattern=TOOL_NAME_PATTERN)
+    tool: str = Field(pattern=STEP_TOOL_PATTERN)
     args: dict[str, Any] = Field(default_factory=dict)
     on_error: Literal["stop", "continue"] = "stop"
     timeout: float | None = Field(default=None, gt=0)
@@ -106,6 +106,9 @@ class Context(_Open):
     workdir: str = ""
     cwd_state: dict[str, Any] = Field(default_factory=dict)
     available_tools: list[str] = Field(default_factory=list)
+    mcp_tools: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The MCP tools among ``available_tools`` (DESIGN §17): ``mcp.<server>.<tool>`` ->
+    ``{tool, title, description, input_schema, output_schema, annotations, risk}``."""
     session_id: str | None = None
     history_summary: str = ""
     tool_results: dict[str, ToolResult] = Field(default_factory=dict)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +35,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aios.errors import BadRequest, Conflict, NotFound
-from aios.names import APPROVAL_DECISIONS, APPROVAL_RULES, ApprovalMode, ApprovalRule, new_id
+from aios.names import (
+    APPROVAL_DECISIONS,
+    APPROVAL_RULES,
+    MCP_TOOL_PREFIX,
+    STEP_TOOL_PATTERN,
+    ApprovalMode,
+    ApprovalRule,
+    new_id,
+)
 from aios.protocol import LOCALES
 from aios.protocol.outbound import (
     COMMAND_TOOLS,
@@ -341,14 +350,19 @@ class Approvals:
         """Where data may go (DESIGN §14.5), on top of the rule that decided.
 
         ``never`` stays never. After ``call.reads`` (a tainted run) every request and
-        command asks, whatever the mode, the policy or an "always allow". A request to
+        command (and MCP tool that is not read-only) asks, whatever the mode, the policy or
+        an "always allow". A request to
         a destination not granted to every app of the chain (nor allowed for this
         session) asks in ``smart`` and ``manual``, whatever the method; in ``manual``
         every request asks unless the user allowed the tool (always, or for this
         session).
         """
         outbound = call.tool in OUTBOUND_TOOLS
-        if decided.rule == "never" or not (outbound or call.tool in COMMAND_TOOLS):
+        # an MCP tool that is not read-only acts outside the desktop like a command (§17)
+        acts = call.tool in COMMAND_TOOLS or (
+            call.tool.startswith(MCP_TOOL_PREFIX) and call.risk in ("medium", "high")
+        )
+        if decided.rule == "never" or not (outbound or acts):
             return decided
         asked_by: list[str] = ["rule"] if decided.rule == "ask" else []
         dest: str | None = None
@@ -523,9 +537,11 @@ class Approvals:
         if not body:
             raise BadRequest('give {"<tool>": "allow"|"ask"|"never"|null, ...}')
         for tool, value in body.items():
-            if tool not in ATOMIC_TOOLS:
+            mcp = tool.startswith(MCP_TOOL_PREFIX) and re.fullmatch(STEP_TOOL_PATTERN, tool)
+            if tool not in ATOMIC_TOOLS and not mcp:
                 raise BadRequest(
-                    f"unknown tool {tool!r}: a policy names one of {', '.join(ATOMIC_TOOLS)}"
+                    f"unknown tool {tool!r}: a policy names one of {', '.join(ATOMIC_TOOLS)} "
+                    "or an MCP tool mcp.<server>.<tool>"
                 )
             if value is not None and value not in RULES:
                 raise BadRequest(

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from aios.errors import QuotaExceeded, StoreFull, ToolError, ToolRefused
+from aios.names import MCP_TOOL_PREFIX
 from aios.protocol import ATOMIC_TOOLS, ToolResult, describe_validation_error
 from aios.tools import (  # noqa: F401  (register)
     cache,
@@ -138,10 +139,19 @@ def invoke(
     spec = _TOOLS.get(name)
     denied = False
     try:
-        if spec is None:
-            raise ToolRefused(f"unknown tool {name!r}; atomic tools are: {', '.join(ATOMIC_TOOLS)}")
         if not isinstance(args, dict):
             raise ToolRefused(f"{name}: arguments must be an object, got {type(args).__name__}")
+        if name.startswith(MCP_TOOL_PREFIX):  # a tool of an MCP server (DESIGN §17)
+            if ctx.mcp is None:
+                raise ToolRefused(f"{name}: MCP tools run only inside the desktop")
+            out = ctx.mcp(ctx, name, args, timeout)
+            result = ToolResult(
+                tool=name, status="ok", result=out.result, meta=out.meta, duration_ms=_ms(t0)
+            )
+            record(ctx, name, args, result, step_id=step_id)
+            return result
+        if spec is None:
+            raise ToolRefused(f"unknown tool {name!r}; atomic tools are: {', '.join(ATOMIC_TOOLS)}")
         try:
             parsed = spec.args_model.model_validate(args)
         except ValidationError as e:

@@ -107,6 +107,11 @@ class ToolContext:
     is what was approved, else the result of a step that must not run (DESIGN §14.2)."""
     memory: MemoryPort | None = field(default=None, compare=False)
     """The memory the memory tools use; None outside the system."""
+    mcp: Callable[[ToolContext, str, dict[str, Any], float | None], ToolOutput] | None = field(
+        default=None, compare=False
+    )
+    """Runs ``mcp.<server>.<tool>`` (:meth:`aios.mcp.client.McpClients.call`); None outside
+    the system."""
     destinations: frozenset[str] | None = None
     """The hosts granted to the app (DESIGN §14.5): a redirect may lead only to one of
     them or to the request's own destination. None (``auto`` mode): not checked."""
@@ -219,6 +224,23 @@ class ToolSpec:
 
 
 _REGISTRY: dict[str, ToolSpec] = {}
+_MCP_RISKS: dict[str, Risk] = {}
+_MCP_RISKS_LOCK = threading.Lock()
+
+
+def set_mcp_risks(prefix: str, risks: dict[str, Risk]) -> None:
+    """The classes of the MCP tools named ``prefix…`` as their server lists them now
+    (replacing the ones before; :mod:`aios.mcp.tools` computes them)."""
+    with _MCP_RISKS_LOCK:
+        for name in [n for n in _MCP_RISKS if n.startswith(prefix)]:
+            del _MCP_RISKS[name]
+        _MCP_RISKS.update(risks)
+
+
+def mcp_risk(name: str) -> Risk:
+    """The class of the MCP tool ``mcp.<server>.<tool>``; ``high`` when no server lists it."""
+    with _MCP_RISKS_LOCK:
+        return _MCP_RISKS.get(name, "high")
 
 
 def atomic_tool(

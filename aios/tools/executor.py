@@ -30,7 +30,7 @@ import requests
 
 from aios import tools as toolbox
 from aios.errors import QuotaExceeded
-from aios.names import APP_TOKEN_HEADER, SESSION_HEADER, SYSTEM_PRIMITIVES
+from aios.names import APP_TOKEN_HEADER, MCP_TOOL_PREFIX, SESSION_HEADER, SYSTEM_PRIMITIVES
 from aios.protocol import ATOMIC_TOOLS, Step, ToolResult, app_secret, parse_steps
 from aios.tools import ToolContext
 
@@ -128,7 +128,7 @@ class Executor:
             result = ToolResult(tool=step.tool, status="error", error=str(e), duration_ms=_ms(t0))
             toolbox.record(ctx, step.tool, step.args, result, step_id=step.key)
             return result
-        if step.tool in ATOMIC_TOOLS:
+        if step.tool in ATOMIC_TOOLS or step.tool.startswith(MCP_TOOL_PREFIX):
             if ctx.recheck is not None:
                 # the card is the execution: run only what was approved (DESIGN §14.2)
                 refused = ctx.recheck(step.key, step.tool, args)

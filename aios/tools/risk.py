@@ -21,8 +21,14 @@ from typing import Any
 
 from aios.config import SandboxConfig
 from aios.errors import ToolRefused
+from aios.names import MCP_TOOL_PREFIX
 from aios.protocol import ATOMIC_TOOLS
-from aios.tools.base import RISK_ORDER as RISK_ORDER, Risk as Risk, registered_tools
+from aios.tools.base import (
+    RISK_ORDER as RISK_ORDER,
+    Risk as Risk,
+    mcp_risk,
+    registered_tools,
+)
 from aios.tools.sandbox import SandboxPolicy, check_block_list, split_command
 
 MARK_OPEN, MARK_CLOSE = "\u27e8", "\u27e9"
@@ -48,6 +54,8 @@ beyond the syntax applies (the tool applies them when it runs)."""
 
 def classify(tool: str, args: dict[str, Any]) -> Risk | None:
     """The risk class of one tool call; None for an app's own ``@tool`` (not atomic)."""
+    if tool.startswith(MCP_TOOL_PREFIX):  # the server's annotations, the user's override
+        return mcp_risk(tool)
     if tool not in ATOMIC_TOOLS:
         return None
     spec = registered_tools().get(tool)

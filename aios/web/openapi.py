@@ -439,6 +439,41 @@ ROUTES: tuple[Route, ...] = (
         errors=(400,),
         tag="memory",
     ),
+    # Settings → MCP: the MCP servers apps use (aios/web/mcp_servers_api.py, DESIGN §17)
+    Route(
+        "get",
+        "/api/mcp/servers",
+        "Each MCP server: status, last failure and stderr tail, tools with annotations.",
+        reply=s.McpServerList,
+        tag="mcp",
+    ),
+    Route(
+        "post",
+        "/api/mcp/servers",
+        "Add a server by command (stdio, confined) or URL (streamable HTTP).",
+        body=s.McpServerBody,
+        reply=s.McpServerView,
+        errors=(400, 409),
+        tag="mcp",
+        status=201,
+    ),
+    Route(
+        "patch",
+        "/api/mcp/servers/<name>",
+        "Enable or disable, grant to apps (per server, per tool), override a tool's risk.",
+        body=s.McpServerPatch,
+        reply=s.McpServerView,
+        errors=(400, 404),
+        tag="mcp",
+    ),
+    Route(
+        "delete",
+        "/api/mcp/servers/<name>",
+        "Remove a server (it is stopped).",
+        reply=s.McpServerRemoved,
+        errors=(404,),
+        tag="mcp",
+    ),
     # voice (aios/web/voice.py)
     Route(
         "post",

@@ -540,6 +540,74 @@ class MemoryList(_Reply):
     proposed: int = Field(description="memories waiting for the user's yes (the badge)")
 
 
+class McpToolRule(_Body):
+    """The user's word on one tool of an MCP server (``mcp.servers.<name>.tools.<tool>``)."""
+
+    risk: Literal["safe", "low", "medium", "high"] | None = Field(
+        None, description="overrides the class from the annotations; null: the annotations'"
+    )
+    apps: list[str] | None = Field(None, description="apps offered it; null: the server's apps")
+    enabled: bool = True
+
+
+class McpServerPatch(_Body):
+    """``PATCH /api/mcp/servers/{name}``: the fields to change (the config checks them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] | None = Field(None, description="a stdio server: program and arguments")
+    env: dict[str, str] | None = None
+    url: str | None = Field(None, description="a streamable-HTTP server's endpoint")
+    headers: dict[str, str] | None = None
+    token: str | None = Field(
+        None,
+        description="bearer token sent only to url; masked when read back; a changed url "
+        "without a new token clears it",
+    )
+    enabled: bool | None = None
+    apps: list[str] | None = Field(None, description="apps its tools are offered to")
+    tools: dict[str, McpToolRule] | None = Field(None, description="per tool: risk, apps, on")
+    timeout: float | None = Field(None, gt=0, description="seconds one call may take")
+
+
+class McpServerBody(McpServerPatch):
+    """``POST /api/mcp/servers``: a new server, ``command`` or ``url``."""
+
+    name: str = Field(
+        title="the server's name", description="lower-case letters, digits, '_', '-' (≤ 32)"
+    )
+
+
+class McpServerView(_Reply):
+    """One MCP server in Settings → MCP (``aios/mcp/client.py``)."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    enabled: bool
+    status: Literal["stopped", "starting", "ready", "failed"]
+    error: str | None = Field(description="why it failed (while failed)")
+    restarts: int
+    retry_in: float | None = Field(description="seconds until it is started again")
+    stderr: str = Field(description="the tail of a stdio server's stderr")
+    last_failure: dict[str, Any] | None = Field(description="reason, stderr, at (unix seconds)")
+    apps: list[str]
+    tools: list[dict[str, Any]] = Field(
+        description="name (mcp.<server>.<tool>), tool, title, description, input_schema, "
+        "output_schema, annotations, risk"
+    )
+    config: dict[str, Any] = Field(description="its mcp.servers entry, the token masked")
+
+
+class McpServerList(_Reply):
+    """``GET /api/mcp/servers``."""
+
+    servers: list[McpServerView]
+
+
+class McpServerRemoved(_Reply):
+    removed: str
+
+
 class SelfFile(_Reply):
     """``GET`` / ``PUT /api/self/{name}``."""
 

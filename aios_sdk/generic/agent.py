@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -243,6 +244,18 @@ class GenericAgent(AIOSAgent):
                     },
                 }
             )
+        for fn, (_, offered) in mcp_functions(context).items():
+            params = offered.get("input_schema")
+            specs.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": fn,
+                        "description": str(offered.get("description") or fn),
+                        "parameters": params if isinstance(params, dict) else {"type": "object"},
+                    },
+                }
+            )
         specs.append(SHOW_VIEW_TOOL)
         return specs
 
@@ -271,6 +284,7 @@ class GenericAgent(AIOSAgent):
             )
         else:
             tools = self.tool_specs(context, str(conv.get("offer") or ""))
+            conv["mcp"] = {fn: tool for fn, (tool, _) in mcp_functions(context).items()}
         names = {t["function"]["name"] for t in tools}
         problem = ""
         for attempt in range(2):
@@ -503,8 +517,9 @@ class GenericAgent(AIOSAgent):
                 continue
             step_id = conv["next_step"]
             conv["next_step"] = step_id + 1
-            steps.append({"step_id": step_id, "tool": name, "args": args})
-            pending.append({"id": cid, "step": f"step_{step_id}", "key": ckey, "tool": name})
+            tool = (conv.get("mcp") or {}).get(name, name)  # an MCP tool's step name
+            steps.append({"step_id": step_id, "tool": tool, "args": args})
+            pending.append({"id": cid, "step": f"step_{step_id}", "key": ckey, "tool": tool})
         return steps, pending, repeated
 
     def _full_params(self, name: str, offered: dict[str, Any]) -> dict[str, Any] | None:
@@ -719,6 +734,30 @@ class GenericAgent(AIOSAgent):
             else "找不到这次请求的对话记录（可能是应用重启且缓存已过期），请重新提问。"
         )
         return self._error(message, "Please ask again" if en else "请重新提问", "", en)
+
+
+MCP_FUNCTION_MAX = 64
+"""Longest function name the OpenAI-compatible APIs take (letters, digits, ``_``, ``-``)."""
+
+
+def mcp_functions(context: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The MCP tools offered in ``context`` (``mcp_tools``, DESIGN §17) by the function name
+    a model may call (``mcp__<server>__<tool>``, other characters as ``_``, a long one cut
+    and told apart by a hash) -> (the step's tool ``mcp.<server>.<tool>``, its info)."""
+    offered = context.get("mcp_tools")
+    if not isinstance(offered, dict):
+        return {}
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for tool, info in offered.items():
+        if not isinstance(tool, str) or not isinstance(info, dict):
+            continue
+        bare = tool.removeprefix("mcp.").replace(".", "__", 1)
+        fn = "mcp__" + re.sub(r"[^A-Za-z0-9_-]", "_", bare)
+        if len(fn) > MCP_FUNCTION_MAX or fn in out:
+            digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+            fn = f"{fn[: MCP_FUNCTION_MAX - 9]}_{digest}"
+        out[fn] = (tool, info)
+    return out
 
 
 def _pick(en: bool, zh: str, english: str) -> str:

@@ -24,6 +24,7 @@ import * as voice from './desk/voice.js';
 import * as wm from './desk/wm.js';
 import * as runs from './runs/runs.js';
 import * as audit from './system/audit.js';
+import * as mcp from './system/mcp.js';
 import * as memory from './system/memory.js';
 import * as selffiles from './system/selffiles.js';
 import * as settings from './system/settings.js';
@@ -52,6 +53,9 @@ function onEvent(msg) {
     }
     case 'ui_op':
       uiops.apply(msg);
+      return;
+    case 'mcp_status':
+      mcp.onEvent(msg);
       return;
     case 'memory':
       memory.onEvent(msg);

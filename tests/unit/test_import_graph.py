@@ -149,6 +149,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios.runs",),
     ("aios.desktop",),
     ("aios.control",),
+    ("aios.mcp",),
     ("aios.system",),
     ("aios.mcp.server", "aios.mcp.server_stdio"),
     ("aios.web",),

@@ -260,11 +260,18 @@ export const api = {
     { raw: true, headers: { Accept: 'application/x-ndjson' } }),
   /** Model calls' tokens and cost by session | app | model | day: {by, since, groups: [{key, calls, …, cost}]}. */
   usage: (by, since = null) => request('GET', `/api/usage?by=${encodeURIComponent(by)}${since !== null ? `&since=${encodeURIComponent(since)}` : ''}`),
-  /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
+  /** Settings → MCP (DESIGN §17): {servers: [{name, status, error, stderr, tools, config, …}]} */
+  mcpServers: () => request('GET', '/api/mcp/servers'),
+  /** body: {name, command | url, token?, headers?, apps?, …} -> the server */
+  addMcpServer: (body) => request('POST', '/api/mcp/servers', { json: body }),
+  /** fields: {enabled?, apps?, tools?: {<tool>: {risk?, apps?, enabled?}}, …} -> the server */
+  changeMcpServer: (name, fields) => request('PATCH', `/api/mcp/servers/${encodeURIComponent(name)}`, { json: fields }),
+  removeMcpServer: (name) => request('DELETE', `/api/mcp/servers/${encodeURIComponent(name)}`),
   // the desktop as an MCP server (DESIGN §17): Settings → MCP server
   mcpTokens: () => request('GET', '/api/mcp/tokens'),
   createMcpToken: (name, scopes) => request('POST', '/api/mcp/tokens', { json: { name, scopes } }),
   revokeMcpToken: (id) => request('DELETE', `/api/mcp/tokens/${encodeURIComponent(id)}`),
+  /** A self file (SOUL | USER | AGENTS | MEMORY): {name, text}. */
   selfFile: (name) => request('GET', `/api/self/${encodeURIComponent(name)}`),
   saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),
 };

@@ -16,23 +16,23 @@ function scopeId(scope) {
 }
 
 function scopeLabel(scope) {
-  const key = `mcp.scope.${scope}`;
+  const key = `mcpserver.scope.${scope}`;
   const text = t(key);
   return text === key ? scope : text;
 }
 
 function tokenItem(token, status, reload) {
   const revoke = el('button', { type: 'button', class: 'btn btn-small', id: `mcp_revoke_${toText(token.id)}`,
-    text: t('mcp.revoke') });
+    text: t('mcpserver.revoke') });
   revoke.addEventListener('click', async () => {
     revoke.disabled = true;
     try {
       await api.revokeMcpToken(token.id);
-      status.textContent = t('mcp.revoked', { name: toText(token.name) });
+      status.textContent = t('mcpserver.revoked', { name: toText(token.name) });
       reload();
     } catch (err) {
       revoke.disabled = false;
-      status.textContent = t('mcp.failed', { error: err.message });
+      status.textContent = t('mcpserver.failed', { error: err.message });
     }
   });
   const scopes = Array.isArray(token.scopes) ? token.scopes.map(toText) : [];
@@ -51,27 +51,27 @@ function memorySwitch(on, status) {
     const want = input.checked;
     try {
       await api.saveConfig({ mcp_server: { memory_search: want } });
-      status.textContent = t(want ? 'mcp.memory_on' : 'mcp.memory_off');
+      status.textContent = t(want ? 'mcpserver.memory_on' : 'mcpserver.memory_off');
     } catch (err) {
       input.checked = !want;
-      status.textContent = t('mcp.failed', { error: err.message });
+      status.textContent = t('mcpserver.failed', { error: err.message });
     }
   });
   return el('label', { class: 'switch', htmlFor: 'mcp_memory_search' }, input, el('span', { class: 'switch-track' }),
-    el('span', { text: t('mcp.memory_search') }));
+    el('span', { text: t('mcpserver.memory_search') }));
 }
 
 function createForm(status, reload) {
   const name = el('input', { id: 'mcp_token_name', class: 'inp', type: 'text', maxLength: 60,
-    placeholder: t('mcp.name_hint') });
+    placeholder: t('mcpserver.name_hint') });
   const boxes = SCOPES.map((scope) => el('label', { class: 'check-label', htmlFor: scopeId(scope) },
     el('input', { id: scopeId(scope), type: 'checkbox', checked: DEFAULT_SCOPES.includes(scope),
       attrs: { 'data-scope': scope } }),
     el('span', { text: scopeLabel(scope) })));
   const secret = el('div', { id: 'mcp_token_made', class: 'mcp-made', hidden: true });
-  const create = el('button', { id: 'mcp_token_create', type: 'submit', class: 'btn btn-primary', text: t('mcp.create') });
+  const create = el('button', { id: 'mcp_token_create', type: 'submit', class: 'btn btn-primary', text: t('mcpserver.create') });
   const form = el('form', { class: 'settings-form', autocomplete: 'off', noValidate: true },
-    el('div', { class: 'field' }, el('label', { class: 'field-label', htmlFor: 'mcp_token_name', text: t('mcp.name') }), name),
+    el('div', { class: 'field' }, el('label', { class: 'field-label', htmlFor: 'mcp_token_name', text: t('mcpserver.name') }), name),
     el('div', { class: 'mcp-scopes' }, ...boxes),
     el('div', { class: 'settings-actions' }, create), secret);
   form.addEventListener('submit', async (ev) => {
@@ -80,13 +80,13 @@ function createForm(status, reload) {
     try {
       const made = await api.createMcpToken(name.value, scopes);
       const value = el('input', { id: 'mcp_token_secret', class: 'inp', type: 'text', readOnly: true, value: toText(made.token) });
-      secret.replaceChildren(el('p', { class: 'field-hint', text: t('mcp.copy_now', { name: toText(made.name) }) }), value);
+      secret.replaceChildren(el('p', { class: 'field-hint', text: t('mcpserver.copy_now', { name: toText(made.name) }) }), value);
       secret.hidden = false;
       name.value = '';
-      status.textContent = t('mcp.created', { name: toText(made.name) });
+      status.textContent = t('mcpserver.created', { name: toText(made.name) });
       reload();
     } catch (err) {
-      status.textContent = t('mcp.failed', { error: err.message });
+      status.textContent = t('mcpserver.failed', { error: err.message });
     }
   });
   return form;
@@ -95,27 +95,27 @@ function createForm(status, reload) {
 function renderPage(reply, status, reload) {
   const tokens = Array.isArray(reply.tokens) ? reply.tokens.filter(isObject) : [];
   return el('div', { class: 'mcp-list-box' },
-    el('p', { class: 'muted', text: t('mcp.intro') }),
-    el('p', { class: 'field-hint' }, t('mcp.http'), ' ', el('code', { id: 'mcp_url', text: toText(reply.url) })),
-    el('p', { class: 'field-hint' }, t('mcp.stdio'), ' ', el('code', { text: 'AIOS_MCP_TOKEN=… triton-aios mcp' })),
+    el('p', { class: 'muted', text: t('mcpserver.intro') }),
+    el('p', { class: 'field-hint' }, t('mcpserver.http'), ' ', el('code', { id: 'mcp_url', text: toText(reply.url) })),
+    el('p', { class: 'field-hint' }, t('mcpserver.stdio'), ' ', el('code', { text: 'AIOS_MCP_TOKEN=… triton-aios mcp' })),
     tokens.length
       ? el('ul', { id: 'mcp_tokens', class: 'mcp-tokens' }, ...tokens.map((tok) => tokenItem(tok, status, reload)))
-      : el('p', { id: 'mcp_tokens', class: 'muted', text: t('mcp.none') }),
+      : el('p', { id: 'mcp_tokens', class: 'muted', text: t('mcpserver.none') }),
     memorySwitch(Boolean(reply.memory_search), status));
 }
 
 /** The page's element; it fills itself once GET /api/mcp/tokens answers. */
 export function render() {
   const status = el('p', { id: 'mcp_status', class: 'muted', attrs: { role: 'status', 'aria-live': 'polite' } });
-  const list = el('div', { class: 'mcp-list' }, el('p', { class: 'muted', text: t('mcp.loading') }));
+  const list = el('div', { class: 'mcp-list' }, el('p', { class: 'muted', text: t('mcpserver.loading') }));
   const reload = () => api.mcpTokens().then((reply) => {
     list.replaceChildren(renderPage(isObject(reply) ? reply : {}, status, reload));
   }).catch((err) => {
-    list.replaceChildren(el('p', { class: 'form-error', attrs: { role: 'alert' }, text: t('mcp.failed', { error: err.message }) }));
+    list.replaceChildren(el('p', { class: 'form-error', attrs: { role: 'alert' }, text: t('mcpserver.failed', { error: err.message }) }));
   });
   reload();
   return el('div', { id: 'mcp_page', class: 'mcp-page' },
     list,
-    el('fieldset', { class: 'settings-group' }, el('legend', { text: t('mcp.new') }), createForm(status, reload)),
+    el('fieldset', { class: 'settings-group' }, el('legend', { text: t('mcpserver.new') }), createForm(status, reload)),
     status);
 }
