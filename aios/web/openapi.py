@@ -608,7 +608,7 @@ _MCP_ROUTES: tuple[Route, ...] = tuple(
     Route(
         method,
         "/mcp",
-        f"MCP over streamable HTTP ({what}; docs/mcp-server.md).",
+        f"MCP over streamable HTTP ({what}; docs/mcp.md).",
         "mcp",
         reply="text/event-stream",
         errors=(401, 403),
