@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from aios.apphost.confinement import Confiner, Sandbox, unavailable
+from aios.apphost.confinement import BOOT, Confiner, Sandbox, unavailable
 from aios.apphost.manifests import (
     APP_ID_RE,
     UNCONFINED_NOTICE,
@@ -56,6 +56,7 @@ from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound, AppUnavailable, ConfigError
 from aios.host import procgroup
 from aios.host.os_sandbox import SANE_PATH
+from aios.names import ENV_READY_FD
 from aios.protocol import Manifest, app_secret
 from aios_sdk._unix import UnixAdapter
 
@@ -75,6 +76,8 @@ SETTLE_POLL = 0.05
 """Seconds between two looks at the starting apps while :meth:`Launcher.start` waits."""
 LOAD_ATTEMPTS = 3
 """Reads of a folder that changes while it is read, before the next pass takes over."""
+READY_PIPES = os.name == "posix"
+"""Whether apps signal readiness on an inherited pipe (else the launcher probes their port)."""
 DEFAULT_WORKDIR: str = Manifest.model_fields["workdir"].default
 """The manifest's default ``workdir`` (the first guess of the folder the watcher skips)."""
 
@@ -552,13 +555,28 @@ class Launcher:
             rec.token, rec.spawned_at = token, time.monotonic()
             rec.launch_secret = secret
         sandbox = self._sandbox(rec)
-        argv = [sys.executable, rec.manifest.entry]
+        # Every app starts through the SDK's boot, which signals readiness on this pipe.
+        ready = os.pipe() if READY_PIPES else None
+        if ready is not None:
+            env[ENV_READY_FD] = str(ready[1])
+        argv = [sys.executable, str(BOOT), rec.manifest.entry]
         how = "unconfined"
-        if sandbox is not None:
-            argv = self.confiner.argv(
-                sandbox, entry=rec.manifest.entry, app_dir=rec.path, workdir=rec.workdir, env=env
-            )
-            how = "confined" + (" with its own network (pasta)" if sandbox.network else "")
+        try:
+            if sandbox is not None:
+                argv = self.confiner.argv(
+                    sandbox,
+                    entry=rec.manifest.entry,
+                    app_dir=rec.path,
+                    workdir=rec.workdir,
+                    env=env,
+                )
+                how = "confined" + (" with its own network (pasta)" if sandbox.network else "")
+        except BaseException:
+            for fd in ready or ():
+                os.close(fd)
+            if sandbox is not None:
+                sandbox.close()
+            raise
         try:
             proc = spawn_process(
                 argv,
@@ -570,6 +588,7 @@ class Launcher:
                 log_max_bytes=self.config.apps.log_max_bytes,
                 preexec=sandbox.preexec() if sandbox is not None else None,
                 pass_fds=sandbox.pass_fds if sandbox is not None else (),
+                ready=ready,
             )
         except BaseException:
             if sandbox is not None:
