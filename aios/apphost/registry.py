@@ -72,8 +72,9 @@ STOP_GRACE = 3.0
 """Seconds an app gets between SIGTERM and SIGKILL."""
 WATCH_INTERVAL = 1.0
 """Seconds between two hot-reload passes."""
-SETTLE_POLL = 0.05
-"""Seconds between two looks at the starting apps while :meth:`Launcher.start` waits."""
+SETTLE_LOOK = 0.1
+"""Seconds :meth:`Launcher.start`'s wait goes without looking at its cancel flag (an app
+that settles wakes it at once)."""
 LOAD_ATTEMPTS = 3
 """Reads of a folder that changes while it is read, before the next pass takes over."""
 READY_PIPES = os.name == "posix"
@@ -124,6 +125,8 @@ class Launcher:
         """Each app's install generation (set by the system to the store's, which persists
         it): apps found in one scan share one, a later scan's apps get a later one."""
         self._sups: dict[str, AppSupervisor] = {}
+        self._settled = threading.Condition()
+        """Notified whenever an app settles (runs, fails or is stopped)."""
         self._prints: dict[str, tuple[Any, ...]] = {}
         self._closing = threading.Event()
         self._started = False
@@ -389,7 +392,14 @@ class Launcher:
                     self.config.app_start_timeout,
                 )
                 return
-            wake.wait(SETTLE_POLL)
+            left = SETTLE_LOOK if deadline is None else deadline - time.monotonic()
+            with self._settled:
+                if not all(s.settled for s in sups):
+                    self._settled.wait(max(0.0, min(SETTLE_LOOK, left)))
+
+    def _notify_settled(self) -> None:
+        with self._settled:
+            self._settled.notify_all()
 
     def _sweep(self) -> None:
         """Kill whatever is left of every process spawned in this run (after errors, too)."""
@@ -503,6 +513,7 @@ class Launcher:
                 log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
                 liveness=Liveness.from_config(self.config.apps),
                 probe_headers=lambda: app_secret.headers(rec.launch_secret),
+                on_settled=self._notify_settled,
                 on_status=lambda status, error: self._supervisor_status(rec, sup, status, error),
             )
             self._sups[rec.id] = sup

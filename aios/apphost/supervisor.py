@@ -457,8 +457,11 @@ class AppSupervisor:
         on_status: StatusCallback,
         liveness: Liveness,
         probe_headers: Callable[[], Mapping[str, str]] | None = None,
+        on_settled: Callable[[], None] | None = None,
     ):
         self.app_id = app_id
+        self._on_settled = on_settled
+        """Called (from any thread) each time the app settles: the launcher's waits wake."""
         self._probe_headers = probe_headers
         """Headers of the liveness probe (the current launch's secret)."""
         self.port = port
@@ -509,7 +512,7 @@ class AppSupervisor:
             release(proc)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
-        self._settled.set()
+        self._settle()
         if proc is not None:
             code = proc.returncode
             log_line(self._log_path, f"stopped: {path} (exit code {code})")
@@ -517,6 +520,11 @@ class AppSupervisor:
         return path
 
     # ----------------------------------------------------------------- thread
+
+    def _settle(self) -> None:
+        self._settled.set()
+        if self._on_settled is not None:
+            self._on_settled()
 
     def _report(self, status: AppStatus, error: str | None = None) -> None:
         if self._stopping.is_set():
@@ -560,7 +568,7 @@ class AppSupervisor:
                     self.ready_at = time.monotonic()
                     self._log_ready(proc, self.ready_at - began)
                     self._report(AppStatus.RUNNING)
-                    self._settled.set()
+                    self._settle()
                     reason = self._watch(proc)
                 if self._stopping.is_set():
                     return
@@ -594,7 +602,7 @@ class AppSupervisor:
                 if self._stopping.wait(self._policy.backoff(crashes)):
                     return
         finally:
-            self._settled.set()
+            self._settle()
 
     def _log_ready(self, proc: subprocess.Popen[bytes], seconds: float) -> None:
         via = proc.ready_via if isinstance(proc, AppProcess) else "probe"
