@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from aios.apphost.bytecode import compile_shared
 from aios.apphost.confinement import BOOT, Confiner, Sandbox, unavailable
 from aios.apphost.manifests import (
     APP_ID_RE,
@@ -173,6 +174,7 @@ class Launcher:
             else:
                 log.info("app processes run confined (bubblewrap; DESIGN §11)")
             self.logs_dir.mkdir(parents=True, exist_ok=True)
+            compile_shared()
             try:
                 folders = self._list_folders()
             except OSError as e:
