@@ -435,7 +435,7 @@ def build_system(
             "apps_dir": str(apps_dir),
             "data_dir": str(data_dir),
             "llm": {"api_key": ""},
-            "apps": {"confinement": confinement},
+            "apps": {"confinement": confinement, "autostart": "all"},
             **(extra or {}),
         }
     )
@@ -1347,7 +1347,13 @@ NETWORK_VARIANTS = ("without network", "network (own netns + pasta)")
 
 def network_start_once(apps_dir: Path, data_dir: Path, granted: bool) -> float:
     """``System.start()`` in ms until the one app of ``apps_dir`` runs (confined)."""
-    extra = {"apps": {"confinement": CONFINED, "default_grants": {"app_00": ["network"]}}}
+    extra = {
+        "apps": {
+            "confinement": CONFINED,
+            "autostart": "all",
+            "default_grants": {"app_00": ["network"]},
+        }
+    }
     sys_ = build_system(apps_dir, data_dir, CONFINED, extra if granted else None)
     try:
         start_ms, _ = timed_ms(sys_.system.start)

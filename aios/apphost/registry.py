@@ -145,6 +145,14 @@ class Launcher:
         self.public_extra: Callable[[AppRecord], dict[str, Any]] = lambda rec: {}
         """What the desktop sees of an app beside its manifest: its permissions and its
         quotas (DESIGN §14.6; set by the system)."""
+        self.autostart: Callable[[list[str]], set[str] | None] = lambda app_ids: None
+        """Which of these valid apps start with the launcher, or when their folder appears
+        (None: all of them); the others are ``idle`` until :meth:`ensure_running` (set by
+        the system from ``apps.autostart``)."""
+        self.busy: Callable[[str], bool] = lambda app_id: False
+        """Whether an app is in use (an open window, a run, a background process, a
+        waiting card): it is never stopped for idleness then (set by the system)."""
+        self._last_used: dict[str, float] = {}
         self._sockets: dict[int, str] = {}
         """Port -> Unix socket of each running confined app (see :meth:`socket_for`)."""
         self._confinement_problem: str | None = None
@@ -187,7 +195,12 @@ class Launcher:
             # Apps that name a port in their manifest choose first, so a port
             # remembered from a previous run never pushes them off it.
             records.sort(key=lambda r: (r.manifest is None or r.manifest.port is None, r.id))
-            sups = [self._prepare(r) for r in records if r.status != AppStatus.INVALID]
+            valid = [r for r in records if r.status != AppStatus.INVALID]
+            wanted = self.autostart([r.id for r in valid])
+            sups = [self._prepare(r) for r in valid if wanted is None or r.id in wanted]
+            for r in valid:
+                if wanted is not None and r.id not in wanted:
+                    self._idle(r)
             with self._lock:
                 self._discovered = True
             self._write_maps()
@@ -227,9 +240,64 @@ class Launcher:
                 raise AppNotFound(f"no app {app_id!r}")
             if self._closing.is_set():
                 raise AppUnavailable(f"cannot restart {app_id!r}: the system is shutting down")
-            sup = self._reload(rec)
+            sup = self._reload(rec, start=True)
         if sup is not None:
             sup.wait_settled()
+
+    def ensure_running(self, app_id: str, timeout: float) -> AppRecord | None:
+        """An app is needed (an open, an instruction, an action, a launch): start it if it
+        is idle and wait, at most ``timeout`` s, until it runs or fails. Its record (None:
+        no such app); it counts as used now."""
+        with self._reload_lock:
+            rec = self.get(app_id)
+            if rec is None:
+                return None
+            self.touch(app_id)
+            sup = None
+            if rec.status == AppStatus.IDLE and not self._closing.is_set():
+                log.info("app %s: starting on demand", app_id)
+                sup = self._prepare(rec)
+                sup.start()
+            elif rec.status == AppStatus.STARTING:
+                with self._lock:
+                    sup = self._sups.get(app_id)
+        if sup is not None:
+            sup.wait_settled(timeout)
+        return rec
+
+    def touch(self, app_id: str) -> None:
+        """The app was used now (its idle time starts again)."""
+        with self._lock:
+            self._last_used[app_id] = time.monotonic()
+
+    def stop_idle(self) -> list[str]:
+        """Stop every running app unused for ``apps.idle_stop_s`` that is not busy; their ids.
+
+        They become ``idle`` and start again on their next use.
+        """
+        limit = self.config.apps.idle_stop_s
+        if limit <= 0:
+            return []
+        stopped = []
+        for rec in self.apps():
+            with self._lock:
+                last = max(self._last_used.get(rec.id, 0.0), rec.ready_at or 0.0)
+            if rec.status != AppStatus.RUNNING or time.monotonic() - last < limit:
+                continue
+            if self.busy(rec.id):
+                continue
+            with self._reload_lock:
+                with self._lock:
+                    used = self._last_used.get(rec.id, 0.0)
+                if rec.status != AppStatus.RUNNING or self._closing.is_set() or used > last:
+                    continue  # it was used, restarted or stopped meanwhile
+                self._halt(rec.id, final=False)
+                self._set(rec, AppStatus.IDLE)
+            log.info(
+                "app %s: stopped after %g s unused; it starts again when needed", rec.id, limit
+            )
+            stopped.append(rec.id)
+        return stopped
 
     def stop_app(self, app_id: str) -> None:
         """Stop one app (status ``stopped``) until :meth:`restart` or a manifest change."""
@@ -365,7 +433,11 @@ class Launcher:
             log.info("app %s: new folder, loading", app_id)
             rec = self._add(path, self.install_order([app_id])[app_id])
             if rec.status != AppStatus.INVALID:
-                self._prepare(rec).start()
+                wanted = self.autostart([app_id])
+                if wanted is None or app_id in wanted:
+                    self._prepare(rec).start()
+                else:
+                    self._idle(rec)
             return True
         new, old = fingerprint(path, self._workdir_of(rec)), self._prints.get(app_id)
         if new != old:
@@ -472,11 +544,13 @@ class Launcher:
             guess = found or guess
         return rec, ()  # kept changing: the next pass reloads it
 
-    def _reload(self, rec: AppRecord) -> AppSupervisor | None:
-        """Re-read ``rec``'s folder, stop its process and start it again (if valid).
+    def _reload(self, rec: AppRecord, start: bool = False) -> AppSupervisor | None:
+        """Re-read ``rec``'s folder, stop its process and start it again (if valid); an
+        idle app stays idle unless ``start``.
 
         Reading first: a transient OSError leaves the running app untouched.
         """
+        stay_idle = rec.status == AppStatus.IDLE and not start
         fresh, prints = self._load(rec.path, self._workdir_of(rec))
         self._halt(rec.id, final=False)
         with self._lock:
@@ -495,9 +569,19 @@ class Launcher:
                 rec.port = None
             self._set(rec, AppStatus.INVALID, fresh.error)
             return None
+        if stay_idle:
+            self._idle(rec)
+            return None
         sup = self._prepare(rec)
         sup.start()
         return sup
+
+    def _idle(self, rec: AppRecord) -> None:
+        """A valid app that does not run until it is needed: its port is kept for it."""
+        with self._lock:
+            rec.port = self._choose_port(rec)
+            self._ports.remember(rec.id, rec.port)
+        self._set(rec, AppStatus.IDLE)
 
     def _prepare(self, rec: AppRecord) -> AppSupervisor:
         """Assign a port, mark STARTING and build the supervisor."""
@@ -680,5 +764,6 @@ class Launcher:
         while not self._closing.wait(self.watch_interval):
             try:
                 self.rescan()
+                self.stop_idle()
             except Exception:  # noqa: BLE001 - one bad pass must not end hot reload
                 log.exception("hot-reload pass failed")

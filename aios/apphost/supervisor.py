@@ -77,6 +77,8 @@ class AppStatus(StrEnum):
     RESTARTING = "restarting"
     FAILED = "failed"
     STOPPED = "stopped"
+    IDLE = "idle"
+    """Valid and not running: it starts on its next use (``apps.autostart``, ``idle_stop_s``)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from aios.host import os_sandbox
-from tests.integration.conftest import FIXTURES, Running
+from tests.integration.conftest import FIXTURES, Running, copy_apps
+from tests.util import ROOT, wait_for
 
 SDK_APP = """\
 from aios_sdk import AIOSAgent
@@ -117,3 +118,58 @@ def test_every_kind_of_app_signals_that_it_listens_and_then_answers(
     assert running.act("sdk", {"action_id": "x"})["data"]["content"] == "sdk says hi"
     assert running.act("raw", {"action_id": "x"})["view_type"] == "text"
     assert running.act("native", {"action_id": "x"})["data"]["content"] == "native"
+
+
+# ------------------------------------------------------------------ apps on demand
+
+
+def statuses(running: Running) -> dict[str, str]:
+    return {a["id"]: a["status"] for a in running.get("/api/apps").json()}
+
+
+def test_an_app_not_in_autostart_starts_on_its_first_instruction(
+    tmp_path: Path, make_system: Callable[..., Running]
+) -> None:
+    apps = copy_apps(tmp_path / "apps", ["hello", "notes"], source=ROOT / "apps")
+    running = make_system(apps_dir=apps, apps_config={"autostart": "recent"})
+
+    # a fresh desktop has used nothing: it is ready with neither app running
+    assert running.get("/api/health").json()["status"] == "ready"
+    assert statuses(running) == {"hello": "idle", "notes": "idle"}
+    assert running.system.launcher.get("hello").pid is None  # type: ignore[union-attr]
+
+    reply = running.instruct("跟我打个招呼")
+    (result,) = reply["results"]
+    assert result["app"] == "hello"
+    assert result["response"]["view_type"] not in ("error", "loading")
+    assert statuses(running) == {"hello": "running", "notes": "idle"}
+    running.stop()
+
+    # the next boot starts what the last sessions used
+    again = make_system(
+        apps_dir=apps, data_dir=running.data_dir, apps_config={"autostart": "recent"}
+    )
+    assert statuses(again) == {"hello": "running", "notes": "idle"}
+
+
+def test_an_unused_app_stops_but_never_while_its_window_is_open(
+    tmp_path: Path, make_system: Callable[..., Running]
+) -> None:
+    apps = copy_apps(tmp_path / "apps", ["hello", "notes"], source=ROOT / "apps")
+    running = make_system(apps_dir=apps, apps_config={"autostart": "all", "idle_stop_s": 1})
+    opened = running.open("hello")  # its window is open from now on
+    assert opened["response"]["view_type"] != "error"
+
+    wait_for(lambda: statuses(running)["notes"] == "idle", "notes stopped when unused", 20)
+    # used again, notes comes back; unused again, it stops again — by then hello has been
+    # unused longer than idle_stop_s, and its open window kept it running
+    assert running.act("notes", {"action_id": "x"})["view_type"]
+    assert statuses(running)["notes"] == "running"
+    wait_for(lambda: statuses(running)["notes"] == "idle", "notes stopped a second time", 20)
+    assert statuses(running)["hello"] == "running"
+
+    (instance,) = [i for i in running.get("/api/instances").json() if i["app"] == "hello"]
+    assert running.post(f"/api/instances/{instance['instance_id']}/close", {}).status_code == 200
+    wait_for(lambda: statuses(running)["hello"] == "idle", "hello stopped once closed", 20)
+    log = (running.data_dir / "logs" / "hello.log").read_text(encoding="utf-8")
+    assert "stopped:" in log
