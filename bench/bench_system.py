@@ -68,6 +68,7 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import psutil  # noqa: E402
 import requests  # noqa: E402
@@ -1766,6 +1767,25 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     return r
 
 
+def run_startup(opts: argparse.Namespace) -> dict[str, Any]:
+    """Section 11 (bench/startup.py): this checkout, and ``--baseline`` in the same run."""
+    import startup
+
+    startup.OUT = out
+    trees = {"this": ROOT}
+    if opts.baseline is not None:
+        trees["baseline"] = opts.baseline.resolve()
+    load = os.getloadavg()[0]
+    out(f"bench_system --startup: {os.cpu_count()} CPU(s), load average {load:.1f} at start")
+    with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
+        tmp = Path(d)
+        res = startup.run(trees, tmp, opts.quick, lambda: floor_spawn(tmp, 10), section)
+    res["loadavg_start"] = load
+    res["loadavg_end"] = os.getloadavg()[0]
+    out(f"load average {res['loadavg_end']:.1f} at the end")
+    return res
+
+
 def desktop_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first run's details, with the medians over all runs of the figures."""
     res = dict(runs[0])
@@ -2143,8 +2163,21 @@ def main() -> int:
         action="store_true",
         help="only section 5c: an app's start with its NAT namespace against one without",
     )
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="only section 11: start-up and scale (apps on demand, issue 27)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="section 11 also measures this other checkout (e.g. main) in the same run",
+    )
     opts = parser.parse_args()
-    if opts.network_only:
+    if opts.startup:
+        results = run_startup(opts)
+    elif opts.network_only:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
             n = 3 if opts.quick else 10
