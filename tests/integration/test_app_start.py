@@ -152,24 +152,37 @@ def test_an_app_not_in_autostart_starts_on_its_first_instruction(
     assert statuses(again) == {"hello": "running", "notes": "idle"}
 
 
-def test_an_unused_app_stops_but_never_while_its_window_is_open(
+def test_an_unused_app_stops_but_never_while_its_window_is_open_or_a_card_waits(
     tmp_path: Path, make_system: Callable[..., Running]
 ) -> None:
     apps = copy_apps(tmp_path / "apps", ["hello", "notes"], source=ROOT / "apps")
-    running = make_system(apps_dir=apps, apps_config={"autostart": "all", "idle_stop_s": 1})
+    copy_apps(apps, ["planner"], source=FIXTURES / "apps_runs")
+    running = make_system(
+        apps_dir=apps,
+        apps_config={"autostart": "all", "idle_stop_s": 1},
+        approvals={"mode": "smart"},
+    )
     opened = running.open("hello")  # its window is open from now on
     assert opened["response"]["view_type"] != "error"
+    shell = [{"step_id": 1, "tool": "shell_exec", "args": {"command": "echo hi"}}]
+    waiting = running.post(
+        "/api/action", {"app": "planner", "action_id": "plan", "params": {"steps": shell}}
+    ).json()
+    (card,) = waiting["pending"]  # the planner's run waits for the user's answer
 
     wait_for(lambda: statuses(running)["notes"] == "idle", "notes stopped when unused", 20)
-    # used again, notes comes back; unused again, it stops again — by then hello has been
-    # unused longer than idle_stop_s, and its open window kept it running
+    # used again, notes comes back; unused again, it stops again — by then hello and the
+    # planner have been unused longer than idle_stop_s: the window and the card kept them
     assert running.act("notes", {"action_id": "x"})["view_type"]
     assert statuses(running)["notes"] == "running"
     wait_for(lambda: statuses(running)["notes"] == "idle", "notes stopped a second time", 20)
-    assert statuses(running)["hello"] == "running"
+    assert statuses(running)["hello"] == statuses(running)["planner"] == "running"
 
     (instance,) = [i for i in running.get("/api/instances").json() if i["app"] == "hello"]
     assert running.post(f"/api/instances/{instance['instance_id']}/close", {}).status_code == 200
     wait_for(lambda: statuses(running)["hello"] == "idle", "hello stopped once closed", 20)
-    log = (running.data_dir / "logs" / "hello.log").read_text(encoding="utf-8")
-    assert "stopped:" in log
+    assert running.post(f"/api/interactions/{card['id']}", {"decision": "deny"}).status_code == 200
+    wait_for(lambda: statuses(running)["planner"] == "idle", "planner stopped once answered", 20)
+    # and the next use brings it back
+    assert running.act("hello", {"action_id": "again"})["view_type"]
+    assert statuses(running)["hello"] == "running"
