@@ -33,6 +33,11 @@ same run (so a busy machine moves both):
     waiting command to its ``step`` event "started"; (c) cancel of a running
     ``time.sleep(30)`` command to its processes gone, against a direct kill.
 
+11. Start-up and scale (issue 27, ``--startup [--baseline TREE]``, bench/startup.py):
+    one app's start confined and unconfined, the desktop with the bundled apps on
+    demand and all at boot, growth with 10/25/50/100 installed apps, a cold app's
+    first view after an instruction; another checkout measured in the same run.
+
 Confinement (DESIGN §11): 3, 4, 5, 6 and 7 run twice in the same run, with
 ``apps.confinement`` "auto" (apps inside bubblewrap where it works: what a
 user gets) and "off" (unconfined), interleaved where the measurement allows
