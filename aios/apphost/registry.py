@@ -153,6 +153,8 @@ class Launcher:
         """Whether an app is in use (an open window, a run, a background process, a
         waiting card): it is never stopped for idleness then (set by the system)."""
         self._last_used: dict[str, float] = {}
+        self._on_demand: dict[str, AppSupervisor] = {}
+        """Apps being started for a use, until that start settles."""
         self._sockets: dict[int, str] = {}
         """Port -> Unix socket of each running confined app (see :meth:`socket_for`)."""
         self._confinement_problem: str | None = None
@@ -257,12 +259,19 @@ class Launcher:
             if rec.status == AppStatus.IDLE and not self._closing.is_set():
                 log.info("app %s: starting on demand", app_id)
                 sup = self._prepare(rec)
+                with self._lock:
+                    self._on_demand[app_id] = sup
                 sup.start()
             elif rec.status == AppStatus.STARTING:
+                # a start on demand is waited for by every use; a boot start that takes
+                # long is not (the call fails at once, as it does for a failed app)
                 with self._lock:
-                    sup = self._sups.get(app_id)
+                    sup = self._on_demand.get(app_id)
         if sup is not None:
             sup.wait_settled(timeout)
+            with self._lock:
+                if self._on_demand.get(app_id) is sup:
+                    del self._on_demand[app_id]
         return rec
 
     def touch(self, app_id: str) -> None:
