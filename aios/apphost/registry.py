@@ -707,6 +707,7 @@ class Launcher:
             except BaseException:
                 procgroup.stop(proc, self.stop_grace)
                 release(proc)
+                proc.close_ready()  # nobody waits on it: the supervisor never gets proc
                 raise
         with self._lock:
             rec.confined = sandbox is not None

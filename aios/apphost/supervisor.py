@@ -363,7 +363,8 @@ def socket_of(proc: subprocess.Popen[bytes]) -> Path | None:
 def release(proc: subprocess.Popen[bytes]) -> None:
     """Once ``proc`` is gone: its log is complete and its sandbox (if any) is taken down."""
     if isinstance(proc, AppProcess):
-        proc.close_ready()
+        # never the readiness pipe: the supervisor's thread may be blocked on it (it
+        # closes it itself when its wait ends; killing the app ends that wait)
         proc.finish_log()
         sandbox, proc.sandbox = proc.sandbox, None
         if sandbox is not None:
