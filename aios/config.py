@@ -209,6 +209,17 @@ class AppsConfig(_Section):
     """Open files per process of an app (RLIMIT_NOFILE)."""
     tmp_mb: int = Field(default=64, ge=1, le=65536)
     """Size of a confined app's private /tmp (and /dev/shm)."""
+    autostart: Literal["recent", "all"] | list[str] = "recent"
+    """Which apps start with the system (issue 27): ``recent`` — those opened or asked in
+    the last ``autostart_sessions`` sessions, and system control (``system_agent``);
+    ``all`` — every app, as the spec has it; or a list of app ids. The others start
+    the first time they are needed (an open, a routed instruction, an action, a launch)."""
+    autostart_sessions: int = Field(default=3, ge=0, le=100)
+    """Sessions looked back on for ``autostart: "recent"``."""
+    idle_stop_s: float = Field(default=600, ge=0)
+    """Seconds an app goes unused before it is stopped (0: never); never while it has an
+    open window, a run, a background process or a card waiting. It starts again on its
+    next use."""
     launch_max_depth: int = Field(default=3, ge=1, le=3)
     """Launches in one chain (A launches B: 1; B then launches C: 2); DESIGN §14.4: ≤ 3."""
     launch_max_per_run: int = Field(default=4, ge=1, le=64)

@@ -23,6 +23,7 @@ from aios.apphost.registry import AppRecord, AppStatus, Launcher
 from aios.config import Config, apply_updates, save_settings, unbind_moved_keys
 from aios.control.app_api import AppApi
 from aios.control.controller import Controller
+from aios.control.intents import SYSTEM_AGENT
 from aios.desktop.instances import Instances
 from aios.desktop.launch_token import launch_token
 from aios.desktop.ui_log import UILog
@@ -147,6 +148,8 @@ class System:
             "quotas": self.quotas.status(rec.id),
         }
         self.launcher.install_order = self.store.record_installs  # DESIGN §14.7
+        self.launcher.autostart = self._autostart
+        self.launcher.busy = self._app_busy
         self.app_api = AppApi(
             config,
             port=port,
@@ -337,6 +340,24 @@ class System:
             "instances": self.instances.count,
             "memories": self.memory.kept_by,
         }
+
+    def _autostart(self, app_ids: list[str]) -> set[str] | None:
+        """The apps that start with the system (``apps.autostart``); None: all of them."""
+        apps = self.config.apps
+        if apps.autostart == "all":
+            return None
+        if apps.autostart == "recent":
+            return {*self.store.recent_apps(apps.autostart_sessions), SYSTEM_AGENT}
+        return set(apps.autostart)
+
+    def _app_busy(self, app_id: str) -> bool:
+        """An open window, a run, a background process or a waiting card: not idle."""
+        return (
+            self.instances.count(app_id) > 0
+            or any(app_id in run.app.split(",") for run in self.runs.active())
+            or bool(self.processes.list(app_id))
+            or self.approvals.pending_count(app_id) > 0
+        )
 
     def _app_name(self, app_id: str) -> str:
         record = self.launcher.get(app_id)

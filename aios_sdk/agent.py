@@ -675,21 +675,34 @@ class AIOSAgent:
             host = f"unix://{socket_path}"
             boot.SDK_SERVES.set()  # the sandbox's relay need not bridge APP_PORT
         log.info("%s serving on %s", self.display_name, host if socket_path else f"{host}:{port}")
-        from werkzeug.serving import WSGIRequestHandler
+        from werkzeug.serving import WSGIRequestHandler, make_server
 
         class KeepAlive(WSGIRequestHandler):
             # HTTP/1.1 keeps the system's connection open between calls: a step
             # round trip then costs no new TCP connection and no new thread.
             protocol_version = "HTTP/1.1"
 
-        self.make_app().run(
-            host=host,
-            port=port,
-            threaded=True,
-            debug=False,
-            use_reloader=False,
-            request_handler=KeepAlive,
-        )
+        app = self.make_app()
+        _load_dotenv()
+        # Werkzeug's server as Flask.run starts it, without python-dotenv's import and
+        # search up the tree for nothing: the app listens sooner, and the system learns
+        # it from that listen (aios_sdk.boot).
+        server = make_server(host, port, app, threaded=True, request_handler=KeepAlive)
+        server.log_startup()  # "Running on ...", once it listens
+        server.serve_forever()
+
+
+DOTENV_FILES = (".env", ".flaskenv")
+
+
+def _load_dotenv() -> None:
+    """An app folder's ``.env`` / ``.flaskenv``, as ``Flask.run`` would load it (only when
+    there is one: python-dotenv is not imported for nothing)."""
+    if os.environ.get("FLASK_SKIP_DOTENV") or not any(map(os.path.isfile, DOTENV_FILES)):
+        return
+    from flask.cli import load_dotenv
+
+    load_dotenv()
 
 
 def _exit_on_term(signum: int, frame: Any) -> None:

@@ -656,6 +656,7 @@ def start_system(
         "data_dir": str(root / "data"),
         "llm": {"api_key": ""},
         "approvals": {"mode": "auto"},
+        "apps": {"autostart": "all"},  # the apps under test run from the start
     }
     for k, v in config.items():
         merge = isinstance(v, dict) and isinstance(raw.get(k), dict)

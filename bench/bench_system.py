@@ -33,6 +33,11 @@ same run (so a busy machine moves both):
     waiting command to its ``step`` event "started"; (c) cancel of a running
     ``time.sleep(30)`` command to its processes gone, against a direct kill.
 
+11. Start-up and scale (issue 27, ``--startup [--baseline TREE]``, bench/startup.py):
+    one app's start confined and unconfined, the desktop with the bundled apps on
+    demand and all at boot, growth with 10/25/50/100 installed apps, a cold app's
+    first view after an instruction; another checkout measured in the same run.
+
 Confinement (DESIGN §11): 3, 4, 5, 6 and 7 run twice in the same run, with
 ``apps.confinement`` "auto" (apps inside bubblewrap where it works: what a
 user gets) and "off" (unconfined), interleaved where the measurement allows
@@ -68,6 +73,7 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import psutil  # noqa: E402
 import requests  # noqa: E402
@@ -435,7 +441,7 @@ def build_system(
             "apps_dir": str(apps_dir),
             "data_dir": str(data_dir),
             "llm": {"api_key": ""},
-            "apps": {"confinement": confinement},
+            "apps": {"confinement": confinement, "autostart": "all"},
             **(extra or {}),
         }
     )
@@ -1347,7 +1353,13 @@ NETWORK_VARIANTS = ("without network", "network (own netns + pasta)")
 
 def network_start_once(apps_dir: Path, data_dir: Path, granted: bool) -> float:
     """``System.start()`` in ms until the one app of ``apps_dir`` runs (confined)."""
-    extra = {"apps": {"confinement": CONFINED, "default_grants": {"app_00": ["network"]}}}
+    extra = {
+        "apps": {
+            "confinement": CONFINED,
+            "autostart": "all",
+            "default_grants": {"app_00": ["network"]},
+        }
+    }
     sys_ = build_system(apps_dir, data_dir, CONFINED, extra if granted else None)
     try:
         start_ms, _ = timed_ms(sys_.system.start)
@@ -1760,6 +1772,25 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     return r
 
 
+def run_startup(opts: argparse.Namespace) -> dict[str, Any]:
+    """Section 11 (bench/startup.py): this checkout, and ``--baseline`` in the same run."""
+    import startup
+
+    startup.OUT = out
+    trees = {"this": ROOT}
+    if opts.baseline is not None:
+        trees["baseline"] = opts.baseline.resolve()
+    load = os.getloadavg()[0]
+    out(f"bench_system --startup: {os.cpu_count()} CPU(s), load average {load:.1f} at start")
+    with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
+        tmp = Path(d)
+        res = startup.run(trees, tmp, opts.quick, lambda: floor_spawn(tmp, 10), section)
+    res["loadavg_start"] = load
+    res["loadavg_end"] = os.getloadavg()[0]
+    out(f"load average {res['loadavg_end']:.1f} at the end")
+    return res
+
+
 def desktop_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first run's details, with the medians over all runs of the figures."""
     res = dict(runs[0])
@@ -2137,8 +2168,21 @@ def main() -> int:
         action="store_true",
         help="only section 5c: an app's start with its NAT namespace against one without",
     )
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="only section 11: start-up and scale (apps on demand, issue 27)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="section 11 also measures this other checkout (e.g. main) in the same run",
+    )
     opts = parser.parse_args()
-    if opts.network_only:
+    if opts.startup:
+        results = run_startup(opts)
+    elif opts.network_only:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
             n = 3 if opts.quick else 10

@@ -21,7 +21,7 @@ TOKEN = "bench-token"
 @contextmanager
 def running_system(raw: dict[str, Any]) -> Iterator[tuple[System, requests.Session]]:
     """The system ``raw`` (a config.json's content) describes, started; stopped after."""
-    config = validate_config({"approvals": {"mode": "auto"}, **raw})
+    config = validate_config({"approvals": {"mode": "auto"}, "apps": {"autostart": "all"}, **raw})
     server = ServerThread(0)
     system = System(config, port=server.port, token=TOKEN)
     server.attach(create_app(system))

@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from aios.apphost.confinement import Confiner, Sandbox, unavailable
+from aios.apphost.bytecode import compile_shared
+from aios.apphost.confinement import BOOT, Confiner, Sandbox, unavailable
 from aios.apphost.manifests import (
     APP_ID_RE,
     UNCONFINED_NOTICE,
@@ -56,6 +57,7 @@ from aios.config import PROJECT_ROOT, Config
 from aios.errors import AppNotFound, AppUnavailable, ConfigError
 from aios.host import procgroup
 from aios.host.os_sandbox import SANE_PATH
+from aios.names import ENV_READY_FD
 from aios.protocol import Manifest, app_secret
 from aios_sdk._unix import UnixAdapter
 
@@ -71,10 +73,13 @@ STOP_GRACE = 3.0
 """Seconds an app gets between SIGTERM and SIGKILL."""
 WATCH_INTERVAL = 1.0
 """Seconds between two hot-reload passes."""
-SETTLE_POLL = 0.05
-"""Seconds between two looks at the starting apps while :meth:`Launcher.start` waits."""
+SETTLE_LOOK = 0.1
+"""Seconds :meth:`Launcher.start`'s wait goes without looking at its cancel flag (an app
+that settles wakes it at once)."""
 LOAD_ATTEMPTS = 3
 """Reads of a folder that changes while it is read, before the next pass takes over."""
+READY_PIPES = os.name == "posix"
+"""Whether apps signal readiness on an inherited pipe (else the launcher probes their port)."""
 DEFAULT_WORKDIR: str = Manifest.model_fields["workdir"].default
 """The manifest's default ``workdir`` (the first guess of the folder the watcher skips)."""
 
@@ -121,6 +126,8 @@ class Launcher:
         """Each app's install generation (set by the system to the store's, which persists
         it): apps found in one scan share one, a later scan's apps get a later one."""
         self._sups: dict[str, AppSupervisor] = {}
+        self._settled = threading.Condition()
+        """Notified whenever an app settles (runs, fails or is stopped)."""
         self._prints: dict[str, tuple[Any, ...]] = {}
         self._closing = threading.Event()
         self._started = False
@@ -138,6 +145,16 @@ class Launcher:
         self.public_extra: Callable[[AppRecord], dict[str, Any]] = lambda rec: {}
         """What the desktop sees of an app beside its manifest: its permissions and its
         quotas (DESIGN §14.6; set by the system)."""
+        self.autostart: Callable[[list[str]], set[str] | None] = lambda app_ids: None
+        """Which of these valid apps start with the launcher, or when their folder appears
+        (None: all of them); the others are ``idle`` until :meth:`ensure_running` (set by
+        the system from ``apps.autostart``)."""
+        self.busy: Callable[[str], bool] = lambda app_id: False
+        """Whether an app is in use (an open window, a run, a background process, a
+        waiting card): it is never stopped for idleness then (set by the system)."""
+        self._last_used: dict[str, float] = {}
+        self._on_demand: dict[str, AppSupervisor] = {}
+        """Apps being started for a use, until that start settles."""
         self._sockets: dict[int, str] = {}
         """Port -> Unix socket of each running confined app (see :meth:`socket_for`)."""
         self._confinement_problem: str | None = None
@@ -167,6 +184,7 @@ class Launcher:
             else:
                 log.info("app processes run confined (bubblewrap; DESIGN §11)")
             self.logs_dir.mkdir(parents=True, exist_ok=True)
+            compile_shared()
             try:
                 folders = self._list_folders()
             except OSError as e:
@@ -179,7 +197,12 @@ class Launcher:
             # Apps that name a port in their manifest choose first, so a port
             # remembered from a previous run never pushes them off it.
             records.sort(key=lambda r: (r.manifest is None or r.manifest.port is None, r.id))
-            sups = [self._prepare(r) for r in records if r.status != AppStatus.INVALID]
+            valid = [r for r in records if r.status != AppStatus.INVALID]
+            wanted = self.autostart([r.id for r in valid])
+            sups = [self._prepare(r) for r in valid if wanted is None or r.id in wanted]
+            for r in valid:
+                if wanted is not None and r.id not in wanted:
+                    self._idle(r)
             with self._lock:
                 self._discovered = True
             self._write_maps()
@@ -219,9 +242,71 @@ class Launcher:
                 raise AppNotFound(f"no app {app_id!r}")
             if self._closing.is_set():
                 raise AppUnavailable(f"cannot restart {app_id!r}: the system is shutting down")
-            sup = self._reload(rec)
+            sup = self._reload(rec, start=True)
         if sup is not None:
             sup.wait_settled()
+
+    def ensure_running(self, app_id: str, timeout: float) -> AppRecord | None:
+        """An app is needed (an open, an instruction, an action, a launch): start it if it
+        is idle and wait, at most ``timeout`` s, until it runs or fails. Its record (None:
+        no such app); it counts as used now."""
+        with self._reload_lock:
+            rec = self.get(app_id)
+            if rec is None:
+                return None
+            self.touch(app_id)
+            sup = None
+            if rec.status == AppStatus.IDLE and not self._closing.is_set():
+                log.info("app %s: starting on demand", app_id)
+                sup = self._prepare(rec)
+                with self._lock:
+                    self._on_demand[app_id] = sup
+                sup.start()
+            elif rec.status == AppStatus.STARTING:
+                # a start on demand is waited for by every use; a boot start that takes
+                # long is not (the call fails at once, as it does for a failed app)
+                with self._lock:
+                    sup = self._on_demand.get(app_id)
+        if sup is not None:
+            sup.wait_settled(timeout)
+            with self._lock:
+                if self._on_demand.get(app_id) is sup:
+                    del self._on_demand[app_id]
+        return rec
+
+    def touch(self, app_id: str) -> None:
+        """The app was used now (its idle time starts again)."""
+        with self._lock:
+            self._last_used[app_id] = time.monotonic()
+
+    def stop_idle(self) -> list[str]:
+        """Stop every running app unused for ``apps.idle_stop_s`` that is not busy; their ids.
+
+        They become ``idle`` and start again on their next use.
+        """
+        limit = self.config.apps.idle_stop_s
+        if limit <= 0:
+            return []
+        stopped = []
+        for rec in self.apps():
+            with self._lock:
+                last = max(self._last_used.get(rec.id, 0.0), rec.ready_at or 0.0)
+            if rec.status != AppStatus.RUNNING or time.monotonic() - last < limit:
+                continue
+            if self.busy(rec.id):
+                continue
+            with self._reload_lock:
+                with self._lock:
+                    used = self._last_used.get(rec.id, 0.0)
+                if rec.status != AppStatus.RUNNING or self._closing.is_set() or used > last:
+                    continue  # it was used, restarted or stopped meanwhile
+                self._halt(rec.id, final=False)
+                self._set(rec, AppStatus.IDLE)
+            log.info(
+                "app %s: stopped after %g s unused; it starts again when needed", rec.id, limit
+            )
+            stopped.append(rec.id)
+        return stopped
 
     def stop_app(self, app_id: str) -> None:
         """Stop one app (status ``stopped``) until :meth:`restart` or a manifest change."""
@@ -357,7 +442,11 @@ class Launcher:
             log.info("app %s: new folder, loading", app_id)
             rec = self._add(path, self.install_order([app_id])[app_id])
             if rec.status != AppStatus.INVALID:
-                self._prepare(rec).start()
+                wanted = self.autostart([app_id])
+                if wanted is None or app_id in wanted:
+                    self._prepare(rec).start()
+                else:
+                    self._idle(rec)
             return True
         new, old = fingerprint(path, self._workdir_of(rec)), self._prints.get(app_id)
         if new != old:
@@ -386,7 +475,14 @@ class Launcher:
                     self.config.app_start_timeout,
                 )
                 return
-            wake.wait(SETTLE_POLL)
+            left = SETTLE_LOOK if deadline is None else deadline - time.monotonic()
+            with self._settled:
+                if not all(s.settled for s in sups):
+                    self._settled.wait(max(0.0, min(SETTLE_LOOK, left)))
+
+    def _notify_settled(self) -> None:
+        with self._settled:
+            self._settled.notify_all()
 
     def _sweep(self) -> None:
         """Kill whatever is left of every process spawned in this run (after errors, too)."""
@@ -457,11 +553,13 @@ class Launcher:
             guess = found or guess
         return rec, ()  # kept changing: the next pass reloads it
 
-    def _reload(self, rec: AppRecord) -> AppSupervisor | None:
-        """Re-read ``rec``'s folder, stop its process and start it again (if valid).
+    def _reload(self, rec: AppRecord, start: bool = False) -> AppSupervisor | None:
+        """Re-read ``rec``'s folder, stop its process and start it again (if valid); an
+        idle app stays idle unless ``start``.
 
         Reading first: a transient OSError leaves the running app untouched.
         """
+        stay_idle = rec.status == AppStatus.IDLE and not start
         fresh, prints = self._load(rec.path, self._workdir_of(rec))
         self._halt(rec.id, final=False)
         with self._lock:
@@ -480,9 +578,19 @@ class Launcher:
                 rec.port = None
             self._set(rec, AppStatus.INVALID, fresh.error)
             return None
+        if stay_idle:
+            self._idle(rec)
+            return None
         sup = self._prepare(rec)
         sup.start()
         return sup
+
+    def _idle(self, rec: AppRecord) -> None:
+        """A valid app that does not run until it is needed: its port is kept for it."""
+        with self._lock:
+            rec.port = self._choose_port(rec)
+            self._ports.remember(rec.id, rec.port)
+        self._set(rec, AppStatus.IDLE)
 
     def _prepare(self, rec: AppRecord) -> AppSupervisor:
         """Assign a port, mark STARTING and build the supervisor."""
@@ -500,6 +608,7 @@ class Launcher:
                 log_path=rec.log_path or self.logs_dir / f"{rec.id}.log",
                 liveness=Liveness.from_config(self.config.apps),
                 probe_headers=lambda: app_secret.headers(rec.launch_secret),
+                on_settled=self._notify_settled,
                 on_status=lambda status, error: self._supervisor_status(rec, sup, status, error),
             )
             self._sups[rec.id] = sup
@@ -552,13 +661,28 @@ class Launcher:
             rec.token, rec.spawned_at = token, time.monotonic()
             rec.launch_secret = secret
         sandbox = self._sandbox(rec)
-        argv = [sys.executable, rec.manifest.entry]
+        # Every app starts through the SDK's boot, which signals readiness on this pipe.
+        ready = os.pipe() if READY_PIPES else None
+        if ready is not None:
+            env[ENV_READY_FD] = str(ready[1])
+        argv = [sys.executable, str(BOOT), rec.manifest.entry]
         how = "unconfined"
-        if sandbox is not None:
-            argv = self.confiner.argv(
-                sandbox, entry=rec.manifest.entry, app_dir=rec.path, workdir=rec.workdir, env=env
-            )
-            how = "confined" + (" with its own network (pasta)" if sandbox.network else "")
+        try:
+            if sandbox is not None:
+                argv = self.confiner.argv(
+                    sandbox,
+                    entry=rec.manifest.entry,
+                    app_dir=rec.path,
+                    workdir=rec.workdir,
+                    env=env,
+                )
+                how = "confined" + (" with its own network (pasta)" if sandbox.network else "")
+        except BaseException:
+            for fd in ready or ():
+                os.close(fd)
+            if sandbox is not None:
+                sandbox.close()
+            raise
         try:
             proc = spawn_process(
                 argv,
@@ -570,6 +694,7 @@ class Launcher:
                 log_max_bytes=self.config.apps.log_max_bytes,
                 preexec=sandbox.preexec() if sandbox is not None else None,
                 pass_fds=sandbox.pass_fds if sandbox is not None else (),
+                ready=ready,
             )
         except BaseException:
             if sandbox is not None:
@@ -582,6 +707,7 @@ class Launcher:
             except BaseException:
                 procgroup.stop(proc, self.stop_grace)
                 release(proc)
+                proc.close_ready()  # nobody waits on it: the supervisor never gets proc
                 raise
         with self._lock:
             rec.confined = sandbox is not None
@@ -648,5 +774,6 @@ class Launcher:
         while not self._closing.wait(self.watch_interval):
             try:
                 self.rescan()
+                self.stop_idle()
             except Exception:  # noqa: BLE001 - one bad pass must not end hot reload
                 log.exception("hot-reload pass failed")

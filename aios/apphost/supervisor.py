@@ -9,7 +9,10 @@ routes); this module knows processes and nothing about manifests:
 * :func:`spawn_process` starts ``argv`` in its own process group; a
   :class:`~aios.apphost.applog.LogPump` thread copies its output into a log that it
   rotates at a size cap while the app runs;
-* :func:`wait_ready` polls until the port accepts a TCP connection;
+* :func:`wait_ready` waits until the app says it listens: it blocks on the
+  readiness pipe whose write end the app inherits (:mod:`aios_sdk.boot`
+  writes one byte the moment the app listens), and only probes the port,
+  every :data:`READY_POLL_INTERVAL`, for a process spawned without one;
 * stopping (SIGTERM → grace → SIGKILL over the whole group and the
   descendants that left it) is :func:`aios.host.procgroup.stop`;
 * :class:`RestartPolicy` decides whether and when a crashed app comes back;
@@ -27,6 +30,7 @@ import http.client
 import logging
 import os
 import re
+import select
 import socket
 import subprocess
 import threading
@@ -53,7 +57,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READY_POLL_INTERVAL = 0.02
-"""Seconds between readiness probes of a starting app."""
+"""Seconds between readiness probes of a starting app spawned without a readiness pipe."""
+CANCEL_LOOK = 0.5
+"""Seconds a wait on the readiness pipe goes without looking at its cancel flag (a stop
+also ends the wait at once: killing the app closes the pipe)."""
+READY_READ = 64
 LIVENESS_PATH = "/health"
 MB = 1024 * 1024
 
@@ -69,6 +77,8 @@ class AppStatus(StrEnum):
     RESTARTING = "restarting"
     FAILED = "failed"
     STOPPED = "stopped"
+    IDLE = "idle"
+    """Valid and not running: it starts on its next use (``apps.autostart``, ``idle_stop_s``)."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +204,15 @@ class AppProcess(subprocess.Popen[bytes]):
 
     log_pump: LogPump | None = None
     sandbox: Sandbox | None = None
+    ready_fd: int | None = None
+    """The read end of the readiness pipe (None: no pipe, or the wait is over)."""
+    ready_via: str = ""
+    """How readiness was learned: ``signal`` (the pipe) or ``probe`` (a connect)."""
+
+    def close_ready(self) -> None:
+        fd, self.ready_fd = self.ready_fd, None
+        if fd is not None:
+            os.close(fd)
 
     def finish_log(self, timeout: float = KILL_WAIT) -> None:
         """Wait until the pump has written what the app printed before it ended."""
@@ -211,11 +230,40 @@ def spawn_process(
     log_max_bytes: int,
     preexec: Callable[[], None] | None = None,
     pass_fds: tuple[int, ...] = (),
+    ready: tuple[int, int] | None = None,
 ) -> AppProcess:
     """Start ``argv`` as the leader of a new session, stdout+stderr pumped into ``log_path``.
 
+    ``ready`` is a readiness pipe (:func:`os.pipe`, owned by this call from now on):
+    the process inherits its write end, which its environment names
+    (``AIOS_READY_FD``), and :func:`wait_ready` blocks on the read end.
     Raises OSError when the program cannot be started.
     """
+    ready_r, ready_w = ready if ready is not None else (None, None)
+    try:
+        proc = _spawn(argv, cwd, env, log_path, header, log_max_bytes, preexec, pass_fds, ready_w)
+        proc.ready_fd = ready_r
+        return proc
+    except BaseException:
+        if ready_r is not None:
+            os.close(ready_r)
+        raise
+    finally:
+        if ready_w is not None:
+            os.close(ready_w)  # the app holds the only write end: its exit is our EOF
+
+
+def _spawn(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    log_path: Path,
+    header: str,
+    log_max_bytes: int,
+    preexec: Callable[[], None] | None,
+    pass_fds: tuple[int, ...],
+    ready_w: int | None,
+) -> AppProcess:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         if log_path.stat().st_size >= log_max_bytes:
@@ -233,7 +281,7 @@ def spawn_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         close_fds=True,
-        pass_fds=pass_fds,
+        pass_fds=pass_fds if ready_w is None else (*pass_fds, ready_w),
         preexec_fn=preexec,
     )
     assert proc.stdout is not None
@@ -315,6 +363,8 @@ def socket_of(proc: subprocess.Popen[bytes]) -> Path | None:
 def release(proc: subprocess.Popen[bytes]) -> None:
     """Once ``proc`` is gone: its log is complete and its sandbox (if any) is taken down."""
     if isinstance(proc, AppProcess):
+        # never the readiness pipe: the supervisor's thread may be blocked on it (it
+        # closes it itself when its wait ends; killing the app ends that wait)
         proc.finish_log()
         sandbox, proc.sandbox = proc.sandbox, None
         if sandbox is not None:
@@ -324,8 +374,48 @@ def release(proc: subprocess.Popen[bytes]) -> None:
 def wait_ready(
     proc: subprocess.Popen[bytes], port: int, timeout: float, cancel: threading.Event
 ) -> str:
-    """Poll until the app listens: ``ready``, ``exited``, ``timeout`` or ``cancelled``."""
+    """Wait until the app listens: ``ready``, ``exited``, ``timeout`` or ``cancelled``.
+
+    A process with a readiness pipe is waited for on it (:func:`_wait_signal`);
+    one without, or one that closed the pipe while alive, is probed.
+    """
     deadline = time.monotonic() + timeout
+    if isinstance(proc, AppProcess) and proc.ready_fd is not None:
+        try:
+            outcome = _wait_signal(proc, proc.ready_fd, deadline, cancel)
+        finally:
+            proc.close_ready()
+        if outcome != "closed":
+            return outcome
+    return _wait_probe(proc, port, deadline, cancel)
+
+
+def _wait_signal(proc: AppProcess, fd: int, deadline: float, cancel: threading.Event) -> str:
+    """Block on the readiness pipe; ``closed`` when the app shut it but still runs."""
+    while True:
+        if cancel.is_set():
+            return "cancelled"
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout"
+        readable, _, _ = select.select([fd], [], [], min(left, CANCEL_LOOK))
+        if not readable:
+            continue
+        data = os.read(fd, READY_READ)
+        if cancel.is_set():
+            return "cancelled"
+        if proc.poll() is not None:
+            return "exited"
+        if data:
+            proc.ready_via = "signal"
+            return "ready"
+        return "closed"
+
+
+def _wait_probe(
+    proc: subprocess.Popen[bytes], port: int, deadline: float, cancel: threading.Event
+) -> str:
+    """Probe the port every :data:`READY_POLL_INTERVAL` until the app accepts."""
     while True:
         if cancel.is_set():
             return "cancelled"
@@ -333,7 +423,11 @@ def wait_ready(
             return "exited"
         if port_accepts(port, socket_path=socket_of(proc)):
             # The port might belong to a stranger that grabbed it first; only a live app counts.
-            return "ready" if proc.poll() is None else "exited"
+            if proc.poll() is not None:
+                return "exited"
+            if isinstance(proc, AppProcess):
+                proc.ready_via = "probe"
+            return "ready"
         if time.monotonic() >= deadline:
             return "timeout"
         cancel.wait(READY_POLL_INTERVAL)
@@ -366,8 +460,11 @@ class AppSupervisor:
         on_status: StatusCallback,
         liveness: Liveness,
         probe_headers: Callable[[], Mapping[str, str]] | None = None,
+        on_settled: Callable[[], None] | None = None,
     ):
         self.app_id = app_id
+        self._on_settled = on_settled
+        """Called (from any thread) each time the app settles: the launcher's waits wake."""
         self._probe_headers = probe_headers
         """Headers of the liveness probe (the current launch's secret)."""
         self.port = port
@@ -418,7 +515,7 @@ class AppSupervisor:
             release(proc)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
-        self._settled.set()
+        self._settle()
         if proc is not None:
             code = proc.returncode
             log_line(self._log_path, f"stopped: {path} (exit code {code})")
@@ -426,6 +523,11 @@ class AppSupervisor:
         return path
 
     # ----------------------------------------------------------------- thread
+
+    def _settle(self) -> None:
+        self._settled.set()
+        if self._on_settled is not None:
+            self._on_settled()
 
     def _report(self, status: AppStatus, error: str | None = None) -> None:
         if self._stopping.is_set():
@@ -467,8 +569,9 @@ class AppSupervisor:
                 reason: str | None = None
                 if outcome == "ready":
                     self.ready_at = time.monotonic()
+                    self._log_ready(proc, self.ready_at - began)
                     self._report(AppStatus.RUNNING)
-                    self._settled.set()
+                    self._settle()
                     reason = self._watch(proc)
                 if self._stopping.is_set():
                     return
@@ -502,7 +605,12 @@ class AppSupervisor:
                 if self._stopping.wait(self._policy.backoff(crashes)):
                     return
         finally:
-            self._settled.set()
+            self._settle()
+
+    def _log_ready(self, proc: subprocess.Popen[bytes], seconds: float) -> None:
+        via = proc.ready_via if isinstance(proc, AppProcess) else "probe"
+        how = "it signalled that it listens" if via == "signal" else "it accepted a connection"
+        log_line(self._log_path, f"ready after {seconds * 1000:.0f} ms: {how}")
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> str | None:
         """Watch a running app until it exits (None) or must be restarted (the reason why)."""

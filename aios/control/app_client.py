@@ -270,12 +270,16 @@ class AppClient:
         AppUnavailable / AppTimeout / AppBusy when it cannot be had;
         AppReplyInvalid when the app answered something unusable.
         """
+        config = self._settings()
+        if record.status != "running":  # an idle app starts now (apps.autostart)
+            record = self.launcher.ensure_running(record.id, config.app_start_timeout) or record
+        else:
+            self.launcher.touch(record.id)
         if record.status != "running" or record.port is None or record.manifest is None:
             raise AppUnavailable(
                 f"app {record.id!r} is not running (status: {record.status})"
                 + (f": {record.error}" if record.error else "")
             )
-        config = self._settings()
         url = self.launcher.url(record.id) + record.manifest.handle_endpoint
         limit = config.max_reply_bytes
         with self.slots.slot(record.id, config.apps):

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ROUTABLE = ("running", "starting", "restarting", "idle")
+"""App statuses the router and the intents may name (an idle app starts when asked)."""
+
 T = TypeVar("T")
 ROUTE_CHOICES = "route_choices"
 """Session variable: which app the user chose when the router could not tell (rivals -> app)."""
@@ -489,11 +492,7 @@ class Controller:
     def _intent_apps(self) -> list[intents.AppInfo]:
         """The apps an intent may name: those the router may route to, installed first first."""
         records = sorted(
-            (
-                r
-                for r in self.launcher.apps()
-                if r.manifest is not None and r.status in ("running", "starting", "restarting")
-            ),
+            (r for r in self.launcher.apps() if r.manifest is not None and r.status in ROUTABLE),
             key=lambda r: r.installed,
         )
         return [intents.app_info(r) for r in records]
@@ -508,7 +507,9 @@ class Controller:
     ) -> dict[str, Any]:
         """The controller's own answer to a system intent (DESIGN §9, docs/protocol.md)."""
         if intent.kind == "ui_reset":
-            record = self.launcher.get(intents.SYSTEM_AGENT)
+            record = self.launcher.ensure_running(
+                intents.SYSTEM_AGENT, self.config.app_start_timeout
+            )
             if record is not None and record.status == "running":
                 plan = Plan(
                     tasks=[
@@ -653,7 +654,7 @@ class Controller:
         None while the app is not running yet: the desktop opens the window,
         which fills itself once the app runs.
         """
-        record = self.launcher.get(app_id)
+        record = self.launcher.ensure_running(app_id, self.config.app_start_timeout)
         if record is None or record.status != "running":
             return None
         self.instances.open(app_id, sid)
@@ -944,7 +945,7 @@ class Controller:
                 examples=manifest_examples(r.manifest),
             )
             for r in self.launcher.apps()
-            if r.manifest is not None and r.status in ("running", "starting", "restarting")
+            if r.manifest is not None and r.status in ROUTABLE
         ]
 
 

@@ -320,7 +320,7 @@ class StepsLoop:
         if refused is not None:
             log.info("run %s: %s", run.run_id, refused)
             return error(refused)
-        record = self.launcher.get(target)
+        record = self.launcher.ensure_running(target, self._settings().app_start_timeout)
         if record is None:
             return error(f"launch: no app {target!r}")
         if record.status != "running":

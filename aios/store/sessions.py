@@ -43,6 +43,18 @@ class SessionTables(AuditTables):
     def session_exists(self, session_id: str) -> bool:
         return bool(self._query("SELECT 1 FROM sessions WHERE id=?", (session_id,)))
 
+    def recent_apps(self, sessions: int) -> list[str]:
+        """The apps that answered in the ``sessions`` most recently updated sessions, the
+        most recently used first (``apps.autostart: "recent"``)."""
+        rows = self._query(
+            "SELECT h.app, MAX(h.id) AS last FROM history h WHERE h.app IS NOT NULL"
+            " AND h.app != '' AND h.session_id IN"
+            " (SELECT id FROM sessions ORDER BY updated DESC, rowid DESC LIMIT ?)"
+            " GROUP BY h.app ORDER BY last DESC",
+            (sessions,),
+        )
+        return [str(r["app"]) for r in rows]
+
     def sessions_overview(self, limit: int) -> list[dict[str, Any]]:
         """Sessions most recently updated first: ``{session_id, created, updated, title,
         turns}``, where ``title`` is the first typed or spoken text (None when there is

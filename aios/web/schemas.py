@@ -284,7 +284,7 @@ class HealthReply(_Reply):
     version: str
 
 
-AppStatusName = Literal["invalid", "starting", "running", "restarting", "failed", "stopped"]
+AppStatusName = Literal["invalid", "starting", "running", "restarting", "failed", "stopped", "idle"]
 
 
 class AppInfo(_Reply):

@@ -150,13 +150,16 @@ def make_apps_dir(dest: Path, apps: Sequence[str]) -> Path:
     return dest
 
 
-def start_e2e_system(tmp: Path, apps: Sequence[str], **overrides: Any) -> Running:
-    """The real system on a free port; English UI (stable text to assert), no welcome line."""
+def start_e2e_system(
+    tmp: Path, apps: Sequence[str], apps_config: dict[str, Any] | None = None, **overrides: Any
+) -> Running:
+    """The real system on a free port; English UI (stable text to assert), no welcome line.
+    ``apps_config`` is the config's ``apps`` section."""
     settings: dict[str, Any] = {"language": "en", "voice": {"welcome": False}, "handle_timeout": 15}
     # e2e_control's desktop.control is granted as the user would (a request is not a grant)
     grants = {**DEFAULT_GRANTS, "e2e_control": ["desktop.control"]}
     settings.update(overrides)
-    settings["apps"] = {"default_grants": grants, **settings.get("apps", {})}
+    settings["apps"] = {"default_grants": grants, **(apps_config or {})}
     return start_system(make_apps_dir(tmp / "apps", apps), tmp / "data", **settings)
 
 
@@ -177,6 +180,7 @@ def system_factory(tmp_path: Path) -> Iterator[Callable[..., Running]]:
     started: list[Running] = []
 
     def make(apps: Sequence[str], **overrides: Any) -> Running:
+        """``apps_config=`` is the config's ``apps`` section."""
         system = start_e2e_system(tmp_path / f"sys{len(started)}", apps, **overrides)
         started.append(system)
         return system

@@ -7,6 +7,7 @@ closing the window shuts the whole system down."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shlex
 import shutil
@@ -44,8 +45,12 @@ pytestmark = [
 def _selftest_args(tmp_path: Path) -> list[str]:
     """Open the window once on the echo app copied into ``tmp_path`` (the selftest)."""
     shutil.copytree(SYSTEM_APPS / "echo", tmp_path / "apps" / "echo")
+    config = tmp_path / "config.json"  # echo runs from the start (not on demand)
+    config.write_text(json.dumps({"apps": {"autostart": "all"}}), encoding="utf-8")
     return [
         "--selftest",
+        "--config",
+        str(config),
         "--port",
         "0",
         "--apps-dir",

@@ -114,6 +114,9 @@ def start_system(apps_dir: Path, data_dir: Path, *, port: int = 0, **overrides: 
         # The apps' own tests see their plans run at once; asking the user (the
         # default "smart" mode) is tested in test_runs.py and the e2e tests.
         "approvals": {"mode": "auto"},
+        # Tests talk to the apps they copied as soon as the system is up: every one
+        # starts with it (apps started on demand are tested in test_app_start.py).
+        "apps": {"autostart": "all"},
     }
     for k, v in overrides.items():
         raw[k] = {**raw[k], **v} if isinstance(v, dict) and isinstance(raw.get(k), dict) else v

@@ -49,9 +49,13 @@ def test_headless_start_ready_line_token_and_clean_shutdown(tmp_path: Path) -> N
         assert s.get(url, timeout=10).status_code == 200
         s.headers["Authorization"] = "Bearer fixed-token-123"  # the page sends it so too
         health = s.get(base + "/api/health", timeout=10).json()
-        assert health["status"] == "ready" and health["apps"] == {"echo": "running"}
+        # apps start on demand: echo, never used here, waits for its first use
+        assert health["status"] == "ready" and health["apps"] == {"echo": "idle"}
+        assert not psutil.Process(proc.pid).children(recursive=True)
         reply = s.post(base + "/api/apps/echo/open", json={}, timeout=10).json()
         assert reply["response"]["status"] == "ok"
+        health = s.get(base + "/api/health", timeout=10).json()
+        assert health["apps"] == {"echo": "running"}
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "the echo app runs as a child process"
         port_map = json.loads((tmp_path / "data" / "port_map.json").read_text())
@@ -165,7 +169,11 @@ def test_health_says_ready_only_once_every_app_has_settled(tmp_path: Path) -> No
     for name in ("echo", "slow"):
         shutil.copytree(SYSTEM_APPS / name, apps / name)
     port = _free_port()
-    proc = start(tmp_path, "--port", str(port), env={"AIOS_TOKEN": "tok"})  # the last --port wins
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"apps": {"autostart": "all"}}), encoding="utf-8")
+    proc = start(
+        tmp_path, "--port", str(port), "--config", str(config), env={"AIOS_TOKEN": "tok"}
+    )  # the last --port wins
     seen: list[dict[str, object]] = []
     try:
         deadline = time.monotonic() + 60

@@ -85,7 +85,15 @@ class Desktop:
         self.data = tmp / "data"
         tmp.mkdir(parents=True, exist_ok=True)
         cfg = tmp / "config.json"
-        cfg.write_text(json.dumps({"handle_timeout": 5, "llm": {"api_key": ""}, **(config or {})}))
+        raw: dict[str, Any] = {
+            "handle_timeout": 5,
+            "llm": {"api_key": ""},
+            "apps": {"autostart": "all"},  # the apps run from the start, as the faults need
+        }
+        for key, value in (config or {}).items():
+            both = isinstance(value, dict) and isinstance(raw.get(key), dict)
+            raw[key] = {**raw[key], **value} if both else value
+        cfg.write_text(json.dumps(raw))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPSEEK_", "AIOS_LLM_"))}
         env["AIOS_TOKEN"] = TOKEN
         self.started = time.monotonic()

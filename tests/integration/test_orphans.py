@@ -203,7 +203,9 @@ class Desktop:
         self.apps.mkdir()
         self.config = tmp_path / "config.json"
         self.config.write_text(
-            json.dumps({"llm": {"api_key": ""}, "apps": {"confinement": confinement}})
+            json.dumps(
+                {"llm": {"api_key": ""}, "apps": {"confinement": confinement, "autostart": "all"}}
+            )
         )
         self.procs: list[subprocess.Popen[str]] = []
 

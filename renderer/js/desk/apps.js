@@ -70,7 +70,8 @@ export function appMeta(id) {
 
 export function statusLine(id) {
   const app = state.apps.get(id);
-  if (!app || app.status === 'running') {
+  // an idle app starts when its window asks it: "starting" follows at once
+  if (!app || app.status === 'running' || app.status === 'idle') {
     wm.setStatus(id, '');
     return;
   }

@@ -119,6 +119,12 @@ class FakeLauncher:
     def note_handle(self, app_id: str, timed_out: bool) -> None:
         self.handled.append((app_id, timed_out))
 
+    def ensure_running(self, app_id: str, timeout: float) -> AppRecord | None:
+        return self.records.get(app_id)  # every fake app "runs"
+
+    def touch(self, app_id: str) -> None:
+        pass
+
 
 class Desk:
     """A controller and what it was built from."""
