@@ -5,8 +5,8 @@ aios/mcp/server_stdio.py, which relays to ``/mcp``).
 Tools, per token scope (aios/mcp/tokens.py):
 
 - ``instruction``: the text goes to the controller as if the user typed it;
-- ``app.<id>``: one per running app, its manifest's description; the text goes to
-  that app, not routed;
+- ``app.<id>``: one per running app (or idle one: it starts on use), its manifest's
+  description; the text goes to that app, not routed;
 - ``memory_search``: the user's memories, only while ``mcp_server.memory_search`` is on.
 
 Every ``instruction`` and ``app.<id>`` call is a run like any other: the same
@@ -68,6 +68,8 @@ _BEARER = "bearer "
 INSTRUCTION_TOOL = "instruction"
 MEMORY_TOOL = "memory_search"
 APP_PREFIX = "app."
+_CALLABLE = (AppStatus.RUNNING, AppStatus.IDLE)
+"""An idle app (apps on demand) starts on its first call like on any use."""
 
 _TEXT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -162,7 +164,7 @@ class DesktopMcp:
     # ------------------------------------------------------------ tools
 
     def tools_for(self, token: McpToken) -> list[types.Tool]:
-        """The tools ``token`` may call now (running apps only)."""
+        """The tools ``token`` may call now (apps running, or idle until used)."""
         out: list[types.Tool] = []
         if token.allows(INSTRUCTION_TOOL):
             out.append(
@@ -179,7 +181,7 @@ class DesktopMcp:
         lang = self.system.config.language
         for rec in self.system.launcher.apps():
             name = APP_PREFIX + rec.id
-            if rec.status != AppStatus.RUNNING or rec.manifest is None or not token.allows(name):
+            if rec.status not in _CALLABLE or rec.manifest is None or not token.allows(name):
                 continue
             out.append(
                 types.Tool(
@@ -259,7 +261,7 @@ class DesktopMcp:
         app = None if name == INSTRUCTION_TOOL else name[len(APP_PREFIX) :]
         if app is not None:
             rec = self.system.launcher.get(app)
-            if rec is None or rec.status != AppStatus.RUNNING:
+            if rec is None or rec.status not in _CALLABLE:
                 raise CallRefused(f"no running app {app!r}: list the tools again")
         return await self._run(ctx, caller, app, text, outcome)
 
