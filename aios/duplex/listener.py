@@ -228,6 +228,21 @@ class Listener:
                 return str(m["text"])
         return None
 
+    def decision_for(
+        self,
+        text: str,
+        lang: str,
+        *,
+        key: str,
+        before: str | None = None,
+        paused: bool = True,
+    ) -> Decision | None:
+        """What the engine says about ``text`` in a session of its own (``key``), typed
+        after ``before`` (heavy deletion): the labelled drafts' measure (bench/bench_duplex.py)."""
+        if before is not None:
+            self.engine.observe(key, self.facts(before, None, lang)[0])
+        return self.engine.observe(key, self.facts(text, None, lang, paused=paused)[0])
+
     # ------------------------------------------------------------ the model
 
     def _maybe_judge(
