@@ -26,7 +26,9 @@ from pathlib import Path
 SCAN_MAX = 20_000
 """Entries a count looks at before it stops (a count past it is a lower bound)."""
 
-_NEG_ZH = r"(?:不要|别|不用|不想|不能|不会|怎么|如何|怎样|能不能|可不可以|会不会|是否|为什么|撤销|恢复)"
+_NEG_ZH = (
+    r"(?:不要|别|不用|不想|不能|不会|怎么|如何|怎样|能不能|可不可以|会不会|是否|为什么|撤销|恢复)"
+)
 _DELETE_ZH = r"(?:删除|删掉|删了|删光|全删|清空|清除|清理掉|移除|抹掉|格式化|卸载|丢掉|扔掉)"
 _DELETE_EN = (
     r"\b(?:delete|remove|erase|wipe|purge|trash|destroy|uninstall|rm"
@@ -212,7 +214,9 @@ _SLOTS: list[tuple[str, re.Pattern[str], re.Pattern[str] | None]] = [
     ("slot_time", re.compile(r"提醒我|\bremind\s+me\b|\bset\s+a\s+reminder\b", re.I), _TIME),
     (
         "slot_new_name",
-        re.compile(r"(?:重命名|改名)\s*(?:[\w\-\u4e00-\u9fff]+\.\w+)?\s*$|\brename\s+\S+\s*$", re.I),
+        re.compile(
+            r"(?:重命名|改名)\s*(?:[\w\-\u4e00-\u9fff]+\.\w+)?\s*$|\brename\s+\S+\s*$", re.I
+        ),
         None,
     ),
     (

@@ -161,9 +161,14 @@ def _danger(f: DraftFacts) -> Decision | None:
         return None
     if what.code is not None:
         return Decision(
-            "danger", 8, "now", "firm", f"code deletes: {what.code}",
-            say("danger_code", f.lang, what=what.code), f"danger:code:{what.code}",
-        )  # fmt: skip
+            "danger",
+            8,
+            "now",
+            "firm",
+            f"code deletes: {what.code}",
+            say("danger_code", f.lang, what=what.code),
+            f"danger:code:{what.code}",
+        )
     if not f.apps or not what.bulk:
         return None  # a single item: the app asks before it deletes
     app = f.apps[0]
@@ -179,12 +184,19 @@ def _danger(f: DraftFacts) -> Decision | None:
         reason = f"delete would remove {n} files in {app}" + (
             f" (folder {count.folder})" if count.folder else ""
         )
-        return Decision("danger", 8, "now", "firm", reason, text, f"danger:{app}:{n}:{count.folder}")
+        return Decision(
+            "danger", 8, "now", "firm", reason, text, f"danger:{app}:{n}:{count.folder}"
+        )
     noun = {"files": "all_files", "notes": "all_notes"}.get(what.about, "all_things")
     return Decision(
-        "danger", 7, "now", "firm", f"bulk delete in {app} ({what.about})",
-        say("danger_all", f.lang, what=say(noun, f.lang)), f"danger:{app}:all:{what.about}",
-    )  # fmt: skip
+        "danger",
+        7,
+        "now",
+        "firm",
+        f"bulk delete in {app} ({what.about})",
+        say("danger_all", f.lang, what=say(noun, f.lang)),
+        f"danger:{app}:all:{what.about}",
+    )
 
 
 def _ambiguity(f: DraftFacts) -> Decision | None:
@@ -193,9 +205,14 @@ def _ambiguity(f: DraftFacts) -> Decision | None:
     shown = [f.names.get(a, a) for a in f.tie]
     a, b = shown[0], say("or", f.lang).join(shown[1:])
     return Decision(
-        "ambiguity", 5, "next_break", "question", f"tie between {', '.join(f.tie)}",
-        say("ambiguity", f.lang, a=a, b=b), "tie:" + "|".join(sorted(f.tie)),
-    )  # fmt: skip
+        "ambiguity",
+        5,
+        "next_break",
+        "question",
+        f"tie between {', '.join(f.tie)}",
+        say("ambiguity", f.lang, a=a, b=b),
+        "tie:" + "|".join(sorted(f.tie)),
+    )
 
 
 def _missing(f: DraftFacts) -> Decision | None:
@@ -203,9 +220,14 @@ def _missing(f: DraftFacts) -> Decision | None:
     if key is None:
         return None
     return Decision(
-        "missing_slot", 4, "next_break", "question", f"missing slot: {key.removeprefix('slot_')}",
-        say(key, f.lang), f"slot:{key}",
-    )  # fmt: skip
+        "missing_slot",
+        4,
+        "next_break",
+        "question",
+        f"missing slot: {key.removeprefix('slot_')}",
+        say(key, f.lang),
+        f"slot:{key}",
+    )
 
 
 def _heavy_deletion(f: DraftFacts, peak: int) -> Decision | None:
@@ -214,19 +236,31 @@ def _heavy_deletion(f: DraftFacts, peak: int) -> Decision | None:
     if not left or gone < HEAVY_DELETE_CHARS or gone < HEAVY_DELETE_SHARE * peak:
         return None
     return Decision(
-        "heavy_deletion", 3, "next_break", "gentle", f"{gone} of {peak} characters deleted",
-        say("heavy_deletion", f.lang), f"heavy:{peak}",
-    )  # fmt: skip
+        "heavy_deletion",
+        3,
+        "next_break",
+        "gentle",
+        f"{gone} of {peak} characters deleted",
+        say("heavy_deletion", f.lang),
+        f"heavy:{peak}",
+    )
 
 
 def _memory(f: DraftFacts) -> Decision | None:
     if not f.memory:
         return None
-    quoted = f.memory if len(f.memory) <= MEMORY_QUOTE_CHARS else f.memory[:MEMORY_QUOTE_CHARS] + "…"
+    quoted = (
+        f.memory if len(f.memory) <= MEMORY_QUOTE_CHARS else f.memory[:MEMORY_QUOTE_CHARS] + "…"
+    )
     return Decision(
-        "memory", 2, "next_break", "gentle", "the draft recalls a memory",
-        say("memory", f.lang, memory=quoted), f"memory:{f.memory}",
-    )  # fmt: skip
+        "memory",
+        2,
+        "next_break",
+        "gentle",
+        "the draft recalls a memory",
+        say("memory", f.lang, memory=quoted),
+        f"memory:{f.memory}",
+    )
 
 
 def llm_decision(answer: dict[str, Any], lang: str) -> Decision | None:
@@ -245,9 +279,14 @@ def llm_decision(answer: dict[str, Any], lang: str) -> Decision | None:
     level = max(1, min(LLM_MAX_LEVEL, level))
     style = answer.get("style")
     return Decision(
-        "llm", level, "next_break", style if style in STYLES else "gentle",
-        str(answer.get("reason") or "the model's judgement")[:200], text[:300], f"llm:{text}",
-    )  # fmt: skip
+        "llm",
+        level,
+        "next_break",
+        style if style in STYLES else "gentle",
+        str(answer.get("reason") or "the model's judgement")[:200],
+        text[:300],
+        f"llm:{text}",
+    )
 
 
 # ------------------------------------------------------------------ the gate
@@ -305,7 +344,9 @@ class InterruptionEngine:
                 return None
             return self._pick(state, [decision], facts)
 
-    def _pick(self, state: SessionState, found: list[Decision], facts: DraftFacts) -> Decision | None:
+    def _pick(
+        self, state: SessionState, found: list[Decision], facts: DraftFacts
+    ) -> Decision | None:
         state.waiting = False
         if state.muted:
             return None
@@ -350,7 +391,7 @@ class InterruptionEngine:
             state.active, state.peak, state.text, state.waiting = None, 0, "", False
 
     def mute(self, key: str, muted: bool = True) -> None:
-        """"Mute for this session": no interjection until unmuted (the route chip stays)."""
+        """ "Mute for this session": no interjection until unmuted (the route chip stays)."""
         with self._lock:
             state = self.session(key)
             state.muted, state.active = muted, None

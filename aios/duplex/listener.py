@@ -112,12 +112,13 @@ class Listener:
         kind = msg.get("type")
         if kind not in ("draft", "draft_end", "duplex_mute", "duplex_dismiss"):
             raise ValueError(
-                f"unknown message type {kind!r}: "
-                "draft, draft_end, duplex_mute or duplex_dismiss"
+                f"unknown message type {kind!r}: draft, draft_end, duplex_mute or duplex_dismiss"
             )
         sid, tab = msg.get("session_id"), msg.get("tab")
         for name, value in (("session_id", sid), ("tab", tab)):
-            if value is not None and not (isinstance(value, str) and 0 < len(value) <= ID_MAX_CHARS):
+            if value is not None and not (
+                isinstance(value, str) and 0 < len(value) <= ID_MAX_CHARS
+            ):
                 raise ValueError(f"{name} must be a string of 1 to {ID_MAX_CHARS} characters")
         if sid is None and tab is None:
             raise ValueError("a message needs a session_id or a tab")

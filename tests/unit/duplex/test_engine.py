@@ -125,7 +125,9 @@ def test_a_complete_request_is_left_alone(text: str) -> None:
 
 def test_heavy_deletion_offers_help_once_something_is_left() -> None:
     eng, _ = engine()
-    assert eng.observe("s", facts("write a long letter to the landlord about", paused=False)) is None
+    assert (
+        eng.observe("s", facts("write a long letter to the landlord about", paused=False)) is None
+    )
     assert eng.observe("s", facts("write a", paused=False)) is None  # waits for a pause
     d = eng.observe("s", facts("write a"))
     assert d is not None and d.kind == "heavy_deletion" and d.style == "gentle"
