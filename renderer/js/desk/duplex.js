@@ -68,7 +68,9 @@ export function init() {
     attrs: { tabindex: '-1', 'aria-label': t('duplex.dismiss') }, dataset: { act: 'dismiss' } });
   ui.bubble = el('section', { id: 'draft_bubble', class: 'draft-bubble', hidden: true,
     attrs: { role: 'status', 'aria-live': 'polite' } }, ui.close, ui.text, el('div', { class: 'draft-bubble-actions' }, ui.mute));
-  ui.stack = el('div', { id: 'draft_preview', class: 'draft-preview' }, ui.bubble, ui.chip);
+  // The desktop's own voice: no app's UI operation may retitle, move or show it (uiops.js).
+  ui.stack = el('div', { id: 'draft_preview', class: 'draft-preview', dataset: { systemChrome: '' } },
+    ui.bubble, ui.chip);
   document.body.appendChild(ui.stack);
   // A press on the bubble or the chip must not move the focus out of the command bar.
   ui.stack.addEventListener('pointerdown', (ev) => ev.preventDefault());
