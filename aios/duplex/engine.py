@@ -379,6 +379,11 @@ class InterruptionEngine:
             state.peak = len(state.text)
         return d
 
+    def charge(self, key: str, tokens: int) -> None:
+        """The model's judgement of a draft of this session used ``tokens``."""
+        with self._lock:
+            self.session(key).llm_tokens += tokens
+
     def waiting(self, key: str) -> bool:
         """Whether something waits for a pause in this session's draft."""
         with self._lock:

@@ -145,9 +145,13 @@ class Listener:
         sid = msg.get("session_id") if isinstance(msg.get("session_id"), str) else None
         facts, route = self.facts(text, sid, lang, paused=msg.get("paused") is True)
         decision = self.engine.observe(key, facts)
-        reply(self._preview(draft_id, route, decision, key))
+        answered = threading.Event()  # the model's answer goes out after this preview
         if decision is None and facts.paused:
-            self._maybe_judge(key, facts, draft_id, route, reply)
+            self._maybe_judge(key, facts, draft_id, route, reply, answered)
+        try:
+            reply(self._preview(draft_id, route, decision, key))
+        finally:
+            answered.set()
 
     def _preview(
         self, draft_id: int | None, route: dict[str, Any] | None, d: Decision | None, key: str
@@ -253,7 +257,11 @@ class Listener:
         draft_id: int | None,
         route: dict[str, Any] | None,
         reply: Reply,
+        answered: threading.Event,
     ) -> None:
+        """Ask the model about the draft on a thread of its own, when ``duplex.llm`` is on,
+        the session's budget has tokens left and the last judgement is far enough back.
+        The thread is started (and listed in :attr:`judging`) before this returns."""
         cfg = self.config()
         llm = self.llm()
         if not cfg.duplex.llm or llm is None or not llm.enabled:
@@ -275,10 +283,15 @@ class Listener:
             except Exception as e:  # noqa: BLE001 - a judgement is optional: one line, no more
                 log.warning("duplex: the model's judgement of a draft failed: %s", e)
                 return
-            state.llm_tokens += used
+            self.engine.charge(key, used)
             shown = self.engine.offer(key, decision, facts) if decision is not None else None
-            if shown is not None:
+            if shown is None:
+                return
+            answered.wait()
+            try:
                 reply(self._preview(draft_id, route, shown, key))
+            except Exception as e:  # noqa: BLE001 - the page hung up meanwhile: nothing to say
+                log.debug("duplex: a judgement came after the page left: %s", e)
 
         thread = threading.Thread(target=work, name="aios-duplex-judge", daemon=True)
         self.judging = [t for t in self.judging if t.is_alive()] + [thread]

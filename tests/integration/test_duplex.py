@@ -77,8 +77,8 @@ def answer(ws: WsClient, *types: str) -> dict[str, Any]:
     raise AssertionError(f"no {types} within {WAIT}s")
 
 
-def draft(ws: WsClient, text: str, n: int, **kw: Any) -> dict[str, Any]:
-    ws.send(json.dumps({"type": "draft", "id": n, "text": text, "tab": "t1", **kw}))
+def draft(ws: WsClient, text: str, n: int, *, tab: str, **kw: Any) -> dict[str, Any]:
+    ws.send(json.dumps({"type": "draft", "id": n, "text": text, "tab": tab, **kw}))
     msg = answer(ws, "draft_preview", "duplex_error")
     assert msg["type"] == "draft_preview", msg
     assert msg["id"] == n
@@ -91,10 +91,10 @@ def test_a_draft_gets_its_route_and_a_counted_danger_and_nothing_is_kept(
     workspace = running.apps_dir / "files" / "workspace"
     before = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*"))
     with events(running) as ws:
-        plain = draft(ws, "note: buy milk tomorrow", 1, lang="en")
+        plain = draft(ws, "note: buy milk tomorrow", 1, tab="route", lang="en")
         assert plain["route"] == {"apps": ["notes"], "tie": [], "system": None}
         assert plain["interjection"] is None and plain["pause_after_ms"] is None
-        msg = draft(ws, "删除所有 .log 文件", 2, lang="en")
+        msg = draft(ws, "删除所有 .log 文件", 2, tab="route", lang="en")
     assert msg["route"]["apps"] == ["files"]
     ij = msg["interjection"]
     assert (ij["kind"], ij["level"], ij["urgency"], ij["style"]) == ("danger", 8, "now", "firm")
@@ -107,16 +107,16 @@ def test_a_draft_gets_its_route_and_a_counted_danger_and_nothing_is_kept(
 
 def test_what_waits_for_a_pause_comes_at_the_pause(running: Running) -> None:
     with events(running) as ws:
-        typing = draft(ws, "remind me to call mom", 1)
+        typing = draft(ws, "remind me to call mom", 1, tab="pause")
         assert typing["interjection"] is None
         assert typing["pause_after_ms"] == 1500  # duplex.pause_s
-        paused = draft(ws, "remind me to call mom", 2, paused=True)
+        paused = draft(ws, "remind me to call mom", 2, tab="pause", paused=True)
         assert paused["interjection"]["text"] == "Remind you when?"
         assert paused["pause_after_ms"] is None
         # muted: the route still comes, no interjection, nothing waits
-        ws.send(json.dumps({"type": "duplex_mute", "tab": "t1"}))
+        ws.send(json.dumps({"type": "duplex_mute", "tab": "pause"}))
         assert answer(ws, "duplex_muted")["muted"] is True
-        muted = draft(ws, "rm -rf build", 3)
+        muted = draft(ws, "rm -rf build", 3, tab="pause")
         assert muted["muted"] is True and muted["interjection"] is None
         assert muted["route"] is not None
 
@@ -144,7 +144,7 @@ def test_a_bad_message_gets_one_json_line_and_the_stream_goes_on(
         assert got["type"] == "duplex_error" and error in got["error"], got
         running.system.bus.emit("log", {"message": "still here"})
         assert answer(ws, "log")["message"] == "still here"
-        assert draft(ws, "play some jazz", 9)["route"]["apps"] == ["music"]
+        assert draft(ws, "play some jazz", 9, tab="bad")["route"]["apps"] == ["music"]
     assert "Traceback" not in caplog.text
 
 
@@ -194,7 +194,7 @@ def test_the_models_judgement_comes_at_a_pause_within_its_budget(
     try:
         with events(running) as ws:
             text = "write to my landlord about the rent"
-            first = draft(ws, text, 1, paused=True)
+            first = draft(ws, text, 1, tab="llm", paused=True)
             assert first["interjection"] is None  # the offline rules had nothing
             late = answer(ws, "draft_preview")
             assert late["id"] == 1
@@ -203,7 +203,7 @@ def test_the_models_judgement_comes_at_a_pause_within_its_budget(
             asked = fake.requests[0]["messages"]
             assert text in asked[-1]["content"]
             # the budget is spent: another pause asks nobody
-            draft(ws, text + " and the heating", 2, paused=True)
+            draft(ws, text + " and the heating", 2, tab="llm", paused=True)
             for listener_thread in running.system.duplex.judging:
                 listener_thread.join(WAIT)
             wait_for(lambda: len(fake.requests) == 1, "one judgement only", timeout=WAIT)

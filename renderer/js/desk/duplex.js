@@ -25,6 +25,11 @@ let lastPaused = false;
 let debounceTimer = null;
 let pauseTimer = null;
 let tab = null;
+/** Mute was asked and the server has not said so yet: previews already on their way
+ *  still carry interjections, which are not drawn. */
+let muting = false;
+/** Interjections the user closed: one still on its way is not drawn again. */
+const dismissed = new Set();
 
 function tabId() {
   if (tab) return tab;
@@ -77,12 +82,15 @@ export function init() {
   ui.stack.addEventListener('mousedown', (ev) => ev.preventDefault());
   ui.stack.addEventListener('click', onClick);
   ui.input.addEventListener('input', onInput);
+  // An input method's composition (pinyin) is not the draft yet: only its result is.
+  ui.input.addEventListener('compositionend', onInput);
   ui.bar.addEventListener('submit', () => end());
   window.addEventListener('resize', place);
   on('lang:changed', relabel);
 }
 
-function onInput() {
+function onInput(ev) {
+  if (ev && ev.isComposing) return;
   clearTimeout(debounceTimer);
   clearTimeout(pauseTimer);
   if (!enabled()) return;
@@ -128,6 +136,7 @@ export function onMessage(msg) {
       onPreview(msg);
       return true;
     case 'duplex_muted':
+      muting = false;
       ui.stack.dataset.muted = String(msg.muted === true);
       if (msg.muted) hideBubble();
       return true;
@@ -145,7 +154,8 @@ function onPreview(msg) {
   ui.stack.dataset.draft = sentText;
   ui.stack.dataset.paused = String(lastPaused);
   drawRoute(isObject(msg.route) ? msg.route : null);
-  drawInterjection(isObject(msg.interjection) ? msg.interjection : null);
+  const ij = isObject(msg.interjection) ? msg.interjection : null;
+  drawInterjection(ij && !muting && !dismissed.has(ij.id) ? ij : null);
   ui.stack.dataset.muted = String(msg.muted === true);
   clearTimeout(pauseTimer);
   const wait = Number(msg.pause_after_ms);
@@ -200,9 +210,11 @@ function onClick(ev) {
   const button = ev.target.closest ? ev.target.closest('[data-act]') : null;
   if (!button) return;
   if (button.dataset.act === 'mute') {
+    muting = true;
     sendOnEvents({ type: 'duplex_mute', muted: true, ...ids() });
     hideBubble();
   } else if (button.dataset.act === 'dismiss') {
+    dismissed.add(ui.bubble.dataset.id);
     sendOnEvents({ type: 'duplex_dismiss', id: ui.bubble.dataset.id, ...ids() });
     hideBubble();
   }
