@@ -93,6 +93,11 @@ function onInput(ev) {
   if (ev && ev.isComposing) return;
   clearTimeout(debounceTimer);
   clearTimeout(pauseTimer);
+  // Typing on answers an interjection; rewriting what it was about takes it away at once
+  // (the next preview says whether it still holds).
+  const value = ui.input.value;
+  if (!value.trim()) hideAll();
+  else if (!ui.bubble.hidden && !value.startsWith(ui.bubble.dataset.about || '')) hideBubble();
   if (!enabled()) return;
   debounceTimer = setTimeout(() => send(false), debounceMs());
 }
@@ -198,6 +203,7 @@ function drawInterjection(ij) {
   }
   if (ui.bubble.dataset.id === ij.id && !ui.bubble.hidden) return; // the same, still true
   ui.text.textContent = ij.text;
+  ui.bubble.dataset.about = sentText;
   ui.bubble.dataset.id = toText(ij.id);
   ui.bubble.dataset.kind = toText(ij.kind);
   ui.bubble.dataset.level = String(Number(ij.level) || 0);
