@@ -84,7 +84,7 @@ class Listener:
         self.llm = llm
         self.engine = engine or InterruptionEngine(lambda: self.config().duplex)
         self.judging: list[threading.Thread] = []
-        """The model's judgements under way (tests and shutdown wait on them)."""
+        """The model's judgements under way (daemon threads; tests wait on them)."""
 
     # ------------------------------------------------------------ messages
 
@@ -98,8 +98,10 @@ class Listener:
                 self.engine.reset(key)
             elif kind == "duplex_mute":
                 muted = msg.get("muted", True)
-                self.engine.mute(key, muted is not False)
-                reply({"type": "duplex_muted", "muted": muted is not False})
+                if not isinstance(muted, bool):
+                    raise ValueError("muted must be true or false")
+                self.engine.mute(key, muted)
+                reply({"type": "duplex_muted", "muted": muted})
             elif kind == "duplex_dismiss":
                 self.engine.dismiss(key, str(msg.get("id") or ""))
         except ValueError as e:

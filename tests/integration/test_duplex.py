@@ -132,6 +132,7 @@ def test_what_waits_for_a_pause_comes_at_the_pause(running: Running) -> None:
         (json.dumps({"type": "draft", "tab": "t" * 65, "text": "x"}), "tab must be a string"),
         (json.dumps({"type": "draft", "tab": "t", "text": "x" * 4001}), "at most 4000"),
         (json.dumps({"type": "draft", "tab": "t", "text": "x", "id": "7"}), "id must be"),
+        (json.dumps({"type": "duplex_mute", "tab": "t", "muted": "no"}), "muted must be"),
     ],
 )
 def test_a_bad_message_gets_one_json_line_and_the_stream_goes_on(
