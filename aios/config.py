@@ -568,6 +568,30 @@ def _app_ids(v: list[str]) -> list[str]:
     return v
 
 
+class DuplexConfig(_Section):
+    """``duplex``: listening while the user types (DESIGN §18, aios/duplex/)."""
+
+    enabled: bool = True
+    """Off: drafts get no route preview and no interjection."""
+    min_interval_s: float = Field(default=20, ge=0, le=3600)
+    """Seconds between two interjections in a session (level 7 and up are not held back)."""
+    session_budget: int = Field(default=10, ge=0, le=1000)
+    """Interjections a session gets at most (level 7 and up are not counted against it)."""
+    pause_s: float = Field(default=1.5, ge=0.2, le=30)
+    """Seconds without a keystroke that make a pause mid-draft: what waits for a natural
+    break (a missing slot, a question, a memory) is said then."""
+    debounce_ms: int = Field(default=150, ge=0, le=2000)
+    """The command bar sends its draft this long after the last keystroke."""
+    llm: bool = False
+    """Also ask the language model about a draft at a pause (debounced, within budget)."""
+    llm_budget_tokens: int = Field(default=4000, ge=0, le=1_000_000)
+    """Tokens (prompt and answer) the model's judgements may use per session."""
+    llm_max_tokens: int = Field(default=120, ge=16, le=2000)
+    """The longest answer one judgement may take."""
+    llm_min_interval_s: float = Field(default=5, ge=0, le=3600)
+    """Seconds between two judgements of a session's drafts."""
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -588,6 +612,7 @@ class Config(_Section):
     traces: TracesConfig = Field(default_factory=TracesConfig)
     mcp_server: McpServeConfig = Field(default_factory=McpServeConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    duplex: DuplexConfig = Field(default_factory=DuplexConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

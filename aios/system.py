@@ -5,7 +5,7 @@ process is left behind. What an app may ask of the system is
 :class:`~aios.apphost.permissions.AppPermissions` (``system.permissions``).
 
     config → store → event bus → LLM → process table → launcher → permissions
-    → app API → controller
+    → app API → controller → draft listener
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from aios.desktop.instances import Instances
 from aios.desktop.launch_token import launch_token
 from aios.desktop.ui_log import UILog
 from aios.desktop.voice import Recognizer
+from aios.duplex.listener import Listener
 from aios.events import EventBus
 from aios.host import os_sandbox
 from aios.llm.client import LLMClient
@@ -186,6 +187,15 @@ class System:
         )
         self.app_api.mcp = self.mcp.call
         self.controller.contexts.mcp_tools = self.mcp.tools_for
+        self.duplex = Listener(
+            config=lambda: self.config,
+            controller=self.controller,
+            launcher=self.launcher,
+            store=self.store,
+            memory=self.memory,
+            llm=lambda: self.llm,
+        )
+        """Listens to the command bar's drafts (DESIGN §18, aios/duplex/)."""
         self.recognizer = Recognizer(config)
         self.mcp_tokens = McpTokens(self.data_dir)
         """The tokens MCP clients use (DESIGN §17); the server itself is aios.mcp.server,

@@ -546,6 +546,31 @@ def _idf(keys: tuple[_ProfileKey, ...], mode: RouterMode) -> dict[str, float]:
     return {t: math.log(1 + n / c) / top for t, c in df.items()}
 
 
+@lru_cache(maxsize=PROFILE_CACHE * 8)
+def _routing_patterns(name: str, verb_needed: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The patterns that find ``name`` used to pick its app, leading and trailing a clause
+    (compiled once: :meth:`OfflineRouter.strip_routing` runs for every routed task)."""
+    esc = re.escape(name)
+    if name.isascii():
+        # an English name after a Chinese verb too: "用 Memo 记录 …"
+        verb = f"(?:{_VERB_EN}|(?:{_VERB_CN})\\s*)" + ("" if verb_needed else "?")
+        lead = re.compile(
+            f"(?:{_POLITE_EN}|{_POLITE_CN})"
+            + verb
+            + _ARTICLE_EN
+            + esc
+            + r"(?![a-z0-9])"
+            + _TAIL_EN,
+            re.IGNORECASE,
+        )
+        trail = re.compile(_TRAIL_EN.format(name=esc), re.IGNORECASE)
+    else:
+        verb = f"(?:{_VERB_CN})" if verb_needed else f"(?:{_VERB_CN})?"
+        lead = re.compile(_POLITE_CN + verb + r"\s*" + esc + _TAIL_CN, re.IGNORECASE)
+        trail = re.compile(_TRAIL_CN.format(name=esc), re.IGNORECASE)
+    return lead, trail
+
+
 class OfflineRouter:
     """Routes instructions to apps by their manifest text (no network, deterministic)."""
 
@@ -809,24 +834,7 @@ class OfflineRouter:
             reverse=True,
         )
         for name, verb_needed in spellings:
-            esc = re.escape(name)
-            if name.isascii():
-                # an English name after a Chinese verb too: "用 Memo 记录 …"
-                verb = f"(?:{_VERB_EN}|(?:{_VERB_CN})\\s*)" + ("" if verb_needed else "?")
-                lead = re.compile(
-                    f"(?:{_POLITE_EN}|{_POLITE_CN})"
-                    + verb
-                    + _ARTICLE_EN
-                    + esc
-                    + r"(?![a-z0-9])"
-                    + _TAIL_EN,
-                    re.IGNORECASE,
-                )
-                trail = re.compile(_TRAIL_EN.format(name=esc), re.IGNORECASE)
-            else:
-                verb = f"(?:{_VERB_CN})" if verb_needed else f"(?:{_VERB_CN})?"
-                lead = re.compile(_POLITE_CN + verb + r"\s*" + esc + _TAIL_CN, re.IGNORECASE)
-                trail = re.compile(_TRAIL_CN.format(name=esc), re.IGNORECASE)
+            lead, trail = _routing_patterns(name, verb_needed)
             m = lead.match(text + " ") if name.isascii() else lead.match(text)
             if m:
                 return text[m.end() :].strip().strip(_CLAUSE_PUNCT)

@@ -1,9 +1,15 @@
 """The ``/api/events`` WebSocket: a hello, the replay a reconnecting client asks for, then
-every bus event.
+every bus event; and, the other way, the command bar's drafts (DESIGN §18).
 
 ``?since=<seq>&epoch=<epoch>`` resumes a stream: the events after ``since`` that the
 bus still holds come first, or a ``resync`` when it cannot give all of them (DESIGN
 §12 "Events"). The hello carries the apps, the current ``seq`` and the ``epoch``.
+
+What the page sends (a ``draft`` as the user types, ``draft_end``, ``duplex_mute``,
+``duplex_dismiss``) is read on a thread of its own and handed to the draft listener
+(aios/duplex/listener.py), whose answers (``draft_preview``, no ``seq``) share the socket
+with the events under one lock. Drafts that queued up while one was answered are skipped
+for the newest: a preview of what the user no longer has is worth nothing.
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ import contextlib
 import json
 import logging
 import socket
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, g, request
 from flask_sock import Sock
 from wsproto.events import Message
 
+from aios.duplex.listener import Listener
 from aios.errors import BadRequest
 from aios.web.request import system
 
@@ -61,6 +70,12 @@ def _check_query() -> None:
 def events(ws: Any) -> None:
     sys_ = system()
     sub = sys_.bus.subscribe(since=g.events_since, epoch=g.events_epoch)
+    lock = threading.Lock()
+
+    def send(message: dict[str, Any]) -> None:
+        with lock:
+            _send_all(ws, [message])
+
     try:
         hello = {
             "type": "hello",
@@ -68,7 +83,10 @@ def events(ws: Any) -> None:
             "seq": sub.start_seq,
             "epoch": sub.epoch,
         }
-        ws.send(json.dumps(hello, ensure_ascii=False))
+        send(hello)
+        threading.Thread(
+            target=_read, args=(ws, sys_.duplex, send), name="aios-events-read", daemon=True
+        ).start()
         while not sys_.bus.closed.is_set():
             batch = sub.get_many(timeout=POLL_SECONDS, limit=BATCH_MAX)
             if not batch:
@@ -77,12 +95,65 @@ def events(ws: Any) -> None:
                 if sub.ended:
                     break
                 continue
-            _send_all(ws, batch)
-        _hang_up(ws)
+            with lock:
+                _send_all(ws, batch)
+        with lock:
+            _hang_up(ws)
     except Exception as e:  # noqa: BLE001 - a dropped client is normal
         log.debug("event stream closed: %s", e)
     finally:
         sub.close()
+
+
+def _read(ws: Any, listener: Listener, send: Callable[[dict[str, Any]], None]) -> None:
+    """What the page sends, until it hangs up: each message to the draft listener."""
+    try:
+        while ws.connected:
+            raw = ws.receive(timeout=POLL_SECONDS)
+            if raw is None:
+                continue
+            batch = [raw]
+            while (more := ws.receive(timeout=0)) is not None:
+                batch.append(more)
+            for message in _newest_drafts([_parse(r) for r in batch]):
+                _answer(listener, message, send)
+    except Exception as e:  # noqa: BLE001 - the client hung up mid-answer: nothing to do
+        log.debug("event stream reader ended: %s", e)
+
+
+def _parse(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return ValueError("messages must be text frames holding JSON")
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        return ValueError(f"a message must be JSON: {e.msg} at character {e.pos}")
+
+
+def _newest_drafts(messages: list[Any]) -> list[Any]:
+    """``messages`` in order, without each draft that a later draft in the batch replaces."""
+    last = max(
+        (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("type") == "draft"),
+        default=-1,
+    )
+    return [
+        m
+        for i, m in enumerate(messages)
+        if i >= last or not (isinstance(m, dict) and m.get("type") == "draft")
+    ]
+
+
+def _answer(listener: Listener, message: Any, send: Callable[[dict[str, Any]], None]) -> None:
+    if isinstance(message, ValueError):
+        send({"type": "duplex_error", "error": str(message)})
+        return
+    try:
+        listener.handle(message, send)
+    except ConnectionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - one line, the stream goes on
+        log.warning("a draft could not be previewed: %s", e)
+        send({"type": "duplex_error", "error": f"the draft could not be previewed: {e}"})
 
 
 def _send_all(ws: Any, batch: list[dict[str, Any]]) -> None:

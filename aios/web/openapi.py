@@ -517,7 +517,8 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "get",
         "/api/events",
-        "WebSocket: a hello, the replay asked for, then live events.",
+        "WebSocket: a hello, the replay asked for, then live events; the page's drafts "
+        "the other way, each answered by a draft_preview (docs/api.md §8).",
         "desktop-query",
         reply=None,
         errors=(400, 401, 403),

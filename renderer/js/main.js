@@ -9,6 +9,7 @@ import { state } from './core/state.js';
 import * as apps from './desk/apps.js';
 import * as commands from './desk/commands.js';
 import * as connection from './desk/connection.js';
+import * as duplex from './desk/duplex.js';
 import * as health from './desk/health.js';
 import * as instances from './desk/instances.js';
 import * as intents from './desk/intents.js';
@@ -33,6 +34,7 @@ import * as traces from './system/traces.js';
 // ------------------------------------------------------------------ server events
 
 function onEvent(msg) {
+  if (duplex.onMessage(msg)) return; // a draft's preview: not a bus event
   conversation.onEvent(msg);
   if (runs.onEvent(msg)) return;
   if (instances.onEvent(msg)) return;
@@ -152,6 +154,7 @@ function boot() {
   instances.init({ openWindow: apps.ensureWindow, name: (id) => apps.appMeta(id).title });
   conversation.init();
   intents.init();
+  duplex.init();
   wire();
   health.loadConfig().then(() => health.pollHealth());
   apps.loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built

@@ -183,6 +183,9 @@ def test_a_card_stays_visible_and_clickable_when_the_app_tries_to_cover_it(desk:
         {"op": "hide", "id": f"iaprompt_{ia_id}"},
         {"op": "hide", "id": f"win_{FORGER}"},
         {"op": "change_color", "id": "conversation", "color": "red"},
+        # the desktop's own voice while the user types (DESIGN §18): not the app's to forge
+        {"op": "change_text", "id": "draft_route", "text": "→ nothing will be deleted"},
+        {"op": "move", "id": "draft_bubble", "x": 0, "y": 0},
     ]
     for op in ops:
         desk.api("POST", "/api/action", {"app": FORGER, "action_id": "ui", "params": {"ops": [op]}})
@@ -191,6 +194,8 @@ def test_a_card_stays_visible_and_clickable_when_the_app_tries_to_cover_it(desk:
     expect(card).to_be_visible()
     expect(title).to_have_text(title_text or "")
     expect(card.locator(".run-card-prompt")).to_be_visible()
+    expect(page.locator("#draft_route")).to_have_text("")
+    assert page.locator("#uiop_layer #draft_bubble").count() == 0
     # nothing is drawn over the card's buttons: the point under each is the button itself
     box = allow.bounding_box()
     assert box is not None

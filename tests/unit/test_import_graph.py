@@ -150,6 +150,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios.desktop",),
     ("aios.control",),
     ("aios.mcp",),
+    ("aios.duplex",),
     ("aios.system",),
     ("aios.mcp.server", "aios.mcp.server_stdio"),
     ("aios.web",),

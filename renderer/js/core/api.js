@@ -1,4 +1,5 @@
-// The only module that talks to the server: fetch for the HTTP API, one WebSocket for events.
+// The only module that talks to the server: fetch for the HTTP API, one WebSocket for events
+// (and for the command bar's drafts, sendOnEvents).
 // Every failure becomes an ApiError with a message a user can read; callers show it.
 import { DEFAULTS } from './defaults.js';
 
@@ -284,6 +285,16 @@ export const api = {
 const SEQ_KEY = 'aios.events.seq';
 const EPOCH_KEY = 'aios.events.epoch';
 const cursor = { seq: null, epoch: null };
+/** The events WebSocket while it is open: what the page says back on it (drafts, DESIGN §18). */
+let liveSocket = null;
+
+/** Send ``message`` (an object, as JSON) on the events WebSocket; false when it is not open
+ *  (then nothing is sent: a draft is worth nothing later). */
+export function sendOnEvents(message) {
+  if (!liveSocket || liveSocket.readyState !== WebSocket.OPEN) return false;
+  liveSocket.send(JSON.stringify(message));
+  return true;
+}
 
 function loadCursor() {
   try {
@@ -384,6 +395,7 @@ export function connectEvents({ onMessage, onState, onResync = () => {} }) {
       return;
     }
     socket.addEventListener('open', () => {
+      liveSocket = socket;
       delay = DEFAULTS.reconnectMinMs;
       onState('open', opened);
       opened = true;
@@ -399,6 +411,7 @@ export function connectEvents({ onMessage, onState, onResync = () => {} }) {
       if (msg && typeof msg === 'object') handle(msg);
     });
     socket.addEventListener('close', () => {
+      if (liveSocket === socket) liveSocket = null;
       onState('closed', opened);
       // A browser hides why a WebSocket handshake failed; ask the API. A 401 there means
       // the token is stale (the handler is told by request()): reconnecting cannot help.

@@ -370,6 +370,13 @@ export const STRINGS = {
     'error.http': 'HTTP {status}',
     'lang.zh-CN': '简体中文',
     'lang.en': 'English',
+    // DESIGN §18: listening while the user types (desk/duplex.js)
+    'duplex.mute': '这次对话别插话了',
+    'duplex.dismiss': '知道了',
+    'duplex.tie': '→ {apps}？',
+    'duplex.system_stop': '→ 停止正在运行的任务',
+    'duplex.system_memory': '→ 记忆',
+    'duplex.system_desktop': '→ 桌面',
     // part 13-I: system intents' answers (intents.js)
     'intents.answer': '桌面的回答',
     'intents.close': '关闭',
@@ -911,6 +918,13 @@ export const STRINGS = {
     'error.http': 'HTTP {status}',
     'lang.zh-CN': '简体中文',
     'lang.en': 'English',
+    // DESIGN §18: listening while the user types (desk/duplex.js)
+    'duplex.mute': 'Mute for this session',
+    'duplex.dismiss': 'Got it',
+    'duplex.tie': '→ {apps}?',
+    'duplex.system_stop': '→ stop what is running',
+    'duplex.system_memory': '→ memory',
+    'duplex.system_desktop': '→ desktop',
     // part 13-I: system intents' answers (intents.js)
     'intents.answer': 'The desktop\'s answer',
     'intents.close': 'Close',
