@@ -416,6 +416,37 @@ class TracesConfig(_Section):
     OpenTelemetry (the ``otel`` extra), GenAI semantic conventions."""
 
 
+class DuplexConfig(_Section):
+    """``duplex``: the desktop that speaks first (DESIGN §18, aios/duplex/thinker.py)."""
+
+    idle_s: float = Field(default=0, ge=0, le=86400)
+    """After this many seconds of silence in the session the user looks at, the desktop
+    brings up something of its topics or memories once (0: never, the default)."""
+    long_run_s: float = Field(default=30, gt=0)
+    """An instruction that ran longer than this is announced when it ends, even in the
+    conversation the user looks at (they have likely turned to something else)."""
+    dnd: bool = False
+    """Do not disturb: the desktop announces nothing on its own (a due reminder still lands
+    in the conversation, unspoken)."""
+
+
+class AutomationsConfig(_Section):
+    """``automations``: reminders and scheduled runs (DESIGN §18, aios/duplex/automations.py)."""
+
+    enabled: bool = True
+    """Off: nothing scheduled runs (each due time is reported missed at the next start)."""
+    grace_s: float = Field(default=120, ge=1, le=86400)
+    """A due time passed by more than this when the scheduler sees it (the desktop was off or
+    asleep) is reported missed, not run late."""
+    max_per_session: int = Field(default=100, ge=1, le=10_000)
+    """Automations one session may hold (a request past it is refused, naming the limit)."""
+    min_interval_s: float = Field(default=60, ge=1)
+    """A cron expression that fires more often than this is refused ("* * * * *" is fine at
+    the default of one minute)."""
+    run_wait_s: float = Field(default=600, gt=0)
+    """Seconds a scheduled run is waited on before it is left to finish in the background."""
+
+
 class Config(_Section):
     deepseek_api_key: str = ""
     default_voice: str = "zh-CN"
@@ -434,6 +465,8 @@ class Config(_Section):
     quotas: QuotasConfig = Field(default_factory=QuotasConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     traces: TracesConfig = Field(default_factory=TracesConfig)
+    duplex: DuplexConfig = Field(default_factory=DuplexConfig)
+    automations: AutomationsConfig = Field(default_factory=AutomationsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

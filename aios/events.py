@@ -1,7 +1,8 @@
 """The event bus behind ``/api/events``: one ``emit()`` for every live update.
 
 Events are JSON objects with a ``type`` (``app_status``, ``view``, ``push``,
-``notify``, ``ui_op``, ``speak``, ``log``, and for runs ``run``, ``step``,
+``notify``, ``ui_op``, ``speak``, ``log``, ``said`` (the desktop spoke first, DESIGN
+§18), and for runs ``run``, ``step``,
 ``progress``, ``interaction``, ``interaction_done``), a ``ts``, a ``seq`` (one
 counter for the whole bus, strictly increasing, no holes) and the bus's
 ``epoch`` (random per start: a ``seq`` from another epoch means nothing here).
@@ -47,6 +48,7 @@ EVENT_TYPES = frozenset(
         "instance",
         "focus",
         "memory",
+        "said",
     }
 )
 RESYNC = "resync"
