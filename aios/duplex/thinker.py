@@ -133,6 +133,8 @@ class Thinker:
         self._app_status: dict[str, str] = {}
         self._idle_said: dict[str, float] = {}
         """session id -> the activity time the idle remark was made for (once per silence)."""
+        self.seen = 0
+        """The ``seq`` of the last bus event the loop has handled (tests wait on it)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._sub: Subscription | None = None
@@ -326,6 +328,7 @@ class Thinker:
             try:
                 for event in sub.get_many(self._timeout(), TRACKED_MAX):
                     self.handle(event)
+                    self.seen = int(event.get("seq") or self.seen)
                 self.idle_check()
             except Exception as e:  # noqa: BLE001 - a store fault: one line, the loop goes on
                 log.warning("thinker: %s", e)

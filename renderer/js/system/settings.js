@@ -3,7 +3,8 @@
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
 // server found; the read-only block list, ./blocklist.js), "App permissions"
 // (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules) and
-// "Memory" (./selffiles.js: the assistant's self files, SOUL / USER / AGENTS / MEMORY.md).
+// "Memory" (./selffiles.js: the assistant's self files, SOUL / USER / AGENTS / MEMORY.md) and
+// "Automations" (./automations.js: reminders and scheduled runs, DESIGN §18).
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { LANGUAGES, t } from '../core/i18n.js';
@@ -13,6 +14,7 @@ import { toast } from '../desk/notify.js';
 import { renderResponse } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
+import * as automations from './automations.js';
 import * as blocklist from './blocklist.js';
 import * as permissions from './permissions.js';
 import * as selffiles from './selffiles.js';
@@ -22,7 +24,7 @@ export const WIN_NAME = 'settings';
 export const WIN_ID = wm.systemId(WIN_NAME);
 const VOICES = ['zh-CN', 'en-US'];
 const SPEAK_REPLIES = ['voice', 'always', 'never'];
-const PAGES = ['general', 'permissions', 'approvals', 'memory'];
+const PAGES = ['general', 'permissions', 'approvals', 'memory', 'automations'];
 let page = 'general';
 
 /** Remember a GET/POST /api/config reply and tell the desktop. */
@@ -76,6 +78,7 @@ function show(w, name) {
   if (page === 'permissions') panel(w, permissions.render());
   else if (page === 'approvals') panel(w, approvals.render(state.config || {}, { adoptConfig }));
   else if (page === 'memory') panel(w, selffiles.render());
+  else if (page === 'automations') panel(w, automations.render());
   else renderForm(w);
 }
 
