@@ -443,8 +443,6 @@ class AutomationsConfig(_Section):
     min_interval_s: float = Field(default=60, ge=1)
     """A cron expression that fires more often than this is refused ("* * * * *" is fine at
     the default of one minute)."""
-    run_wait_s: float = Field(default=600, gt=0)
-    """Seconds a scheduled run is waited on before it is left to finish in the background."""
 
 
 class Config(_Section):

@@ -149,6 +149,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("aios.runs",),
     ("aios.desktop",),
     ("aios.control",),
+    ("aios.duplex",),
     ("aios.system",),
     ("aios.web",),
     ("aios.entry",),
