@@ -32,7 +32,7 @@ from croniter import croniter
 
 from aios.config import AutomationsConfig
 from aios.duplex.thinker import Thinker, quote, text
-from aios.duplex.when import When, asks_reminder, parse
+from aios.duplex.when import When, parse
 from aios.errors import BadRequest, Conflict
 from aios.names import new_id
 from aios.store.automations import AutomationStore
@@ -187,12 +187,10 @@ class Scheduler:
         now = datetime.fromtimestamp(self._clock()).astimezone()
         when = parse(said, now)
         if when is None:
-            if not asks_reminder(said):
-                return None
-            message, row = text("no_time", lang), None
-        else:
-            row = self.create(session_id, when, said=said, locale=lang)
-            message = confirm(row, lang)
+            # "remind me to buy milk" with no time stays with the apps (Notes keeps it)
+            return None
+        row = self.create(session_id, when, said=said, locale=lang)
+        message = confirm(row, lang)
         reply = {"message": message, "intent": "automation"}
         self.store.store.add_history(session_id, "system", reply)
         return {

@@ -76,10 +76,6 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "While the desktop was off, “{what}” was missed ({n}×); it was not run late.",
     ),
     "idle": ("刚才说到「{what}」——要接着吗？", "Earlier: “{what}” — shall we pick it up again?"),
-    "no_time": (
-        "几点？告诉我时间，比如「三点提醒我开会」。",
-        "When? Say a time, e.g. “remind me at 3pm to call Anna”.",
-    ),
 }
 
 

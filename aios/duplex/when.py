@@ -10,9 +10,10 @@ English (DESIGN §18 "Reminders and automations").
 - "every Monday at 9 list my notes tagged work" → cron ``0 9 * * 1``;
 - "remind me in 3 seconds to stretch" → a reminder three seconds after ``now``.
 
-Without "remind me" / "提醒我" a schedule is only read when it is unmistakable: a
-repetition ("every …", "每天 …"), a delay ("in 10 minutes", "十分钟后") or a clock time at
-the start ("下午三点读一下我的待办"); "明天天气怎么样" is no automation. Pure: no clock,
+Without "remind me" / "提醒我" a schedule is only read when the text opens with it — a
+repetition ("every Monday at 9 …", "每天早上八点 …"), a delay ("in 10 minutes …",
+"十分钟后 …") or a clock time ("下午三点读一下我的待办") — and something to run follows;
+"明天天气怎么样", "记一下每天要喝水" and "三点了吗" are no automations. Pure: no clock,
 no I/O (``now`` is given, local time, timezone-aware), so the labelled sets replay exactly.
 """
 
@@ -383,16 +384,18 @@ def parse(text: str, now: datetime) -> When | None:
     if not spans:
         return None
     what = _what(text, spans)
+    if not reminder and not (_opens_with_time(text, parts) and _is_instruction(what)):
+        return None  # "记一下每天要喝水" is a note, not an automation
     if parts.every is not None:
         cron = _cron(parts)
         if cron is None:
             return None
         return When("reminder" if reminder else "run", what, cron=cron)
     at = _at(parts, now)
-    if at is None or (not reminder and not _is_instruction(what)):
+    if at is None:
         return None
-    if not reminder and parts.delay is None and not _starts_with_time(text, parts):
-        return None
+    if not reminder and parts.delay is None and parts.hour is None:
+        return None  # "明天打开音乐": no time said, so nothing to schedule
     return When("reminder" if reminder else "run", what, at=at)
 
 
@@ -402,15 +405,6 @@ def _is_instruction(what: str) -> bool:
     return len(what) >= 2 and not re.search(r"(吗|么|呢|[?？])$", what)
 
 
-def _starts_with_time(text: str, parts: _Parts) -> bool:
-    """The text opens with its schedule (a clock time said): "下午三点读一下我的待办"."""
-    head = text[: parts.first_at].strip(" ,，")
-    return parts.hour is not None and not head
-
-
-_ASKS = re.compile(r"^\s*(?:请\s*)?(?:提醒我|叫我)|^\s*(?:please\s+)?remind\s+me\s+to\b", re.I)
-
-
-def asks_reminder(text: str) -> bool:
-    """``text`` asks for a reminder but says no time ("提醒我开会"): the desktop asks when."""
-    return _ASKS.search(text) is not None
+def _opens_with_time(text: str, parts: _Parts) -> bool:
+    """The text opens with its schedule: "下午三点读一下我的待办", "every Monday at 9 …"."""
+    return not text[: parts.first_at].strip(" ,，")

@@ -45,7 +45,7 @@ def create_automation() -> Response:
     sid = sys_.store.ensure_session(body.session_id)
     if body.text is not None:
         reply = sys_.automations.from_words(body.text, sid, lang)
-        if reply is None or reply["automation"] is None:
+        if reply is None:
             raise BadRequest(f"no time in 'text' {body.text!r}: say when, e.g. 提醒我三点开会")
         row, message = reply["automation"], reply["message"]
     else:

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from aios.duplex.when import asks_reminder, parse
+from aios.duplex.when import parse
 
 NOW = datetime(2026, 12, 7, 10, 0).astimezone()  # a Monday, 10:00 local time
 
@@ -64,6 +64,8 @@ NOT_SCHEDULES = [
     "提醒我",
     "list my notes tagged work",
     "play some music",
+    "记一下每天要喝水",
+    "明天打开音乐",
 ]
 
 
@@ -88,8 +90,3 @@ def test_a_clock_hour_without_am_pm_is_the_next_one() -> None:
     got = parse("提醒我三点开会", late)
     assert got is not None and got.at is not None
     assert got.at.strftime("%Y-%m-%d %H:%M") == "2026-12-08 03:00"
-
-
-def test_a_reminder_without_a_time_is_asked_for() -> None:
-    assert asks_reminder("提醒我开会") and asks_reminder("remind me to call Anna")
-    assert not asks_reminder("what did you remind me of")
