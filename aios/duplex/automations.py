@@ -269,15 +269,18 @@ class Scheduler:
             log.info("automation %s: %d due time(s) missed (last %.0f)", row["id"], count, last)
             try:
                 self._missed(row, count)
-            except Exception:  # noqa: BLE001 - the marker is written; saying so is best effort
-                log.exception("automation %s: could not report the missed run", row["id"])
+            except Exception as e:  # noqa: BLE001 - the marker is written; saying so is best effort
+                log.warning("automation %s: could not say it was missed: %s", row["id"], e)
 
     def _run_fire(self, row: dict[str, Any]) -> None:
         try:
             self._fire(row)
         except Exception as e:  # noqa: BLE001 - one automation's failure stops no other
             log.warning("automation %s failed: %s", row["id"], e)
-            self.store.outcome(row["id"], "failed")
+            try:
+                self.store.outcome(row["id"], "failed")
+            except Exception as again:  # noqa: BLE001 - a full disk: the log line is all
+                log.warning("automation %s: outcome not kept: %s", row["id"], again)
 
     def start(self) -> None:
         """Report what was missed while the desktop was off, then run the loop."""
