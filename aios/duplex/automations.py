@@ -345,8 +345,10 @@ class Runner:
         self.thinker.say(sid, text("automation_start", lang, what=quote(what)), "automation")
         with self.thinker.unattended(sid, what):
             reply = self.instruction(what, sid, row.get("locale"))
-        run_id = reply.get("run_id")
-        state = _state_of(reply)
+            run_id = reply.get("run_id")
+            state = _state_of(reply)
+            if run_id and state != "waiting":
+                self.thinker.said_by_runner(str(run_id))
         if state == "waiting" and run_id:
             self.thinker.watch(str(run_id), what)
             message = text("automation_waiting", lang, what=quote(what))

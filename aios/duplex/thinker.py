@@ -125,6 +125,8 @@ class Thinker:
         self._unattended: dict[tuple[str, str], int] = {}
         """(session id, instruction) the scheduler is running now: the runner says how it
         ended, the thinker does not say it again."""
+        self._said_by_runner: dict[str, None] = {}
+        """Run ids whose end the runner said (the thinker may see their end event later)."""
         self._started: dict[str, float] = {}
         self._app_status: dict[str, str] = {}
         self._idle_said: dict[str, float] = {}
@@ -174,6 +176,14 @@ class Thinker:
                 if not self._unattended[key]:
                     del self._unattended[key]
 
+    def said_by_runner(self, run_id: str) -> None:
+        """The runner says how ``run_id`` ended: its end event is not said again. (Called
+        inside :meth:`unattended`, so no moment is left where neither guard holds.)"""
+        with self._lock:
+            self._said_by_runner[run_id] = None
+            while len(self._said_by_runner) > TRACKED_MAX:
+                self._said_by_runner.pop(next(iter(self._said_by_runner)))
+
     def set_attention(self, session_id: str | None, visible: bool) -> None:
         self.attention = Attention(session_id, visible, self._clock())
 
@@ -208,7 +218,9 @@ class Thinker:
             return None
         what = self._run_text(run_id)
         with self._lock:
-            if (sid, what) in self._unattended:
+            runner = run_id in self._said_by_runner
+            self._said_by_runner.pop(run_id, None)
+            if runner or (sid, what) in self._unattended:
                 return None
         seen = self.attention
         if seen.session_id is None:

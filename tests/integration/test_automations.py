@@ -55,6 +55,9 @@ def test_an_automation_a_few_seconds_ahead_runs_once_and_shows_in_the_conversati
 ) -> None:
     running = make_system(["echo"])
     sid = running.instruct("echo hi")["session_id"]
+    elsewhere = running.instruct("echo there")["session_id"]
+    # the page looks at another conversation: the run's end is said once, by the runner
+    assert running.post("/api/attention", {"session_id": elsewhere}).status_code == 200
     sub = running.system.bus.subscribe()
     made = _schedule(running, sid, what="echo scheduled hello", at=time.time() + 2)
     auto_id = made["automation"]["id"]
@@ -70,6 +73,9 @@ def test_an_automation_a_few_seconds_ahead_runs_once_and_shows_in_the_conversati
     assert row["last_state"] == "done" and row["last_run_id"]
     # a second pass of the scheduler finds nothing left to run
     assert running.system.automations.tick() == []
+    thinker, seq = running.system.thinker, running.system.bus.seq
+    wait_for(lambda: thinker.seen >= seq, "the thinker to have seen the run end")
+    assert _said(running, elsewhere, "run_done") == [] == _said(running, sid, "run_done")
 
 
 def test_words_schedule_a_reminder_and_it_is_said_when_due(
