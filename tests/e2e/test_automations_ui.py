@@ -46,8 +46,9 @@ def desktop_said(panel: Locator) -> Locator:
 
 def looking_at(desk: Desk) -> str:
     """The session the page shows, once the server knows the page looks at it."""
-    sid = desk.page.evaluate("() => localStorage.getItem('aios.session')")
-    assert sid
+    handle = desk.page.wait_for_function("() => localStorage.getItem('aios.session')")
+    sid = handle.json_value()
+    assert isinstance(sid, str) and sid
     thinker = desk.running.system.thinker
     wait_until(lambda: thinker.attention.session_id == sid and thinker.attention.visible,
                what="the page's attention reported")  # fmt: skip
@@ -74,6 +75,7 @@ def test_a_run_the_user_is_not_looking_at_is_announced_and_dnd_silences_it(desk:
     page = desk.page
     say(page, "gallery")
     panel = open_panel(page)
+    expect(panel.locator(".conv-user .conv-text")).to_have_text(["gallery"])
     sid = looking_at(desk)
     run_elsewhere(desk)
     announced = desktop_said(panel).filter(has_text="In another conversation")
