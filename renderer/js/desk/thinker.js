@@ -32,7 +32,7 @@ export function init() {
   button.id = 'tray_dnd';
   button.type = 'button';
   button.className = 'tray-item tray-btn tray-dnd';
-  button.appendChild(icon('bell'));
+  button.appendChild(icon('moon'));
   const tray = document.getElementById('tray');
   tray.insertBefore(button, document.getElementById('notifications'));
   button.addEventListener('click', toggle);

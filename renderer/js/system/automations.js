@@ -76,8 +76,9 @@ function editor(a, item, errorNode) {
 function itemOf(a) {
   const error = el('p', { class: 'form-error auto-error', hidden: true, attrs: { role: 'alert' } });
   const item = el('li', { class: ['auto-item', a.paused ? 'is-paused' : ''], dataset: { automation: toText(a.id) } });
+  const spent = a.next_due == null && !a.paused; // a one-off that is over: only a new time
   const buttons = el('div', { class: 'auto-buttons' },
-    el('button', { type: 'button', class: 'btn auto-toggle', text: t(a.paused ? 'auto.resume' : 'auto.pause'),
+    spent ? null : el('button', { type: 'button', class: 'btn auto-toggle', text: t(a.paused ? 'auto.resume' : 'auto.pause'),
       on: { click: () => change(a, { paused: !a.paused }, error) } }),
     el('button', { type: 'button', class: 'btn auto-edit-btn', text: t('auto.edit'),
       on: { click: () => { if (!item.querySelector('.auto-edit')) editor(a, item, error); } } }),
