@@ -145,7 +145,8 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.fired: list[threading.Thread] = []
-        """Threads of the fires under way (joined by tests and :meth:`stop`)."""
+        """Threads of the fires under way (tests join them; they are daemons: a stopping
+        system cancels their runs through :meth:`aios.runs.runs.Runs.shutdown`)."""
 
     # ------------------------------------------------------------ the user's side
 
@@ -189,8 +190,12 @@ class Scheduler:
         if when is None:
             # "remind me to buy milk" with no time stays with the apps (Notes keeps it)
             return None
-        row = self.create(session_id, when, said=said, locale=lang)
-        message = confirm(row, lang)
+        row: dict[str, Any] | None
+        try:
+            row = self.create(session_id, when, said=said, locale=lang)
+            message = confirm(row, lang)
+        except (BadRequest, Conflict) as e:  # said, not thrown: "every minute" over the limit
+            row, message = None, str(e)
         reply = {"message": message, "intent": "automation"}
         self.store.store.add_history(session_id, "system", reply)
         return {

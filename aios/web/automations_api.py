@@ -47,6 +47,8 @@ def create_automation() -> Response:
         reply = sys_.automations.from_words(body.text, sid, lang)
         if reply is None:
             raise BadRequest(f"no time in 'text' {body.text!r}: say when, e.g. 提醒我三点开会")
+        if reply["automation"] is None:
+            raise BadRequest(reply["message"])
         row, message = reply["automation"], reply["message"]
     else:
         if not body.what or not body.what.strip():

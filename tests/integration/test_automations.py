@@ -171,6 +171,10 @@ def test_the_api_lists_pauses_edits_and_deletes_and_refuses_bad_input(
     assert "min_interval_s" in often
     assert "past" in _post_error(running, {"what": "x", "at": time.time() - 5}, 400)
     assert "no time" in _post_error(running, {"text": "hello there"}, 400)
+    assert "min_interval_s" in _post_error(running, {"text": "every 2 minutes echo x"}, 400)
+    said = running.instruct("every 2 minutes echo x")  # in the command bar: said, not a 400
+    assert said["intent"] == "automation" and said["automation"] is None
+    assert "min_interval_s" in said["message"]
     r = running.http.delete(f"{running.url}/api/automations/{row['id']}")
     assert r.status_code == 200
     assert running.get("/api/automations").json() == []
