@@ -133,6 +133,13 @@ class EventBus:
             self._subs.add(sub)
         return sub
 
+    def reader(self) -> Subscription:
+        """A reader of live events inside the system (the thinker, aios/duplex/thinker.py):
+        not one of the clients :attr:`subscribers` counts, never hung up by
+        :meth:`end_subscriptions`."""
+        with self._cond:
+            return Subscription(self, self.seq, resync=False)
+
     def unsubscribe(self, sub: Subscription) -> None:
         with self._cond:
             self._subs.discard(sub)

@@ -316,7 +316,7 @@ class Thinker:
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._sub = self.bus.subscribe()
+        self._sub = self.bus.reader()
         self._thread = threading.Thread(target=self._loop, name="thinker", daemon=True)
         self._thread.start()
 
@@ -332,7 +332,7 @@ class Thinker:
         while not self._stop.is_set() and not self.bus.closed.is_set():
             sub = self._sub
             if sub is None or sub.ended:
-                sub = self._sub = self.bus.subscribe()
+                sub = self._sub = self.bus.reader()
             try:
                 for event in sub.get_many(self._timeout(), TRACKED_MAX):
                     self.handle(event)
