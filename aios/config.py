@@ -569,7 +569,8 @@ def _app_ids(v: list[str]) -> list[str]:
 
 
 class DuplexConfig(_Section):
-    """``duplex``: listening while the user types (DESIGN §18, aios/duplex/)."""
+    """``duplex``: listening while the user types and speaking first (DESIGN §18,
+    aios/duplex/: the listener and the engine, the thinker)."""
 
     enabled: bool = True
     """Off: drafts get no route preview and no interjection."""
@@ -590,6 +591,30 @@ class DuplexConfig(_Section):
     """The longest answer one judgement may take."""
     llm_min_interval_s: float = Field(default=5, ge=0, le=3600)
     """Seconds between two judgements of a session's drafts."""
+    idle_s: float = Field(default=0, ge=0, le=86400)
+    """After this many seconds of silence in the session the user looks at, the desktop
+    brings up something of its topics or memories once (0: never, the default)."""
+    long_run_s: float = Field(default=30, gt=0)
+    """An instruction that ran longer than this is announced when it ends, even in the
+    conversation the user looks at (they have likely turned to something else)."""
+    dnd: bool = False
+    """Do not disturb: the desktop announces nothing on its own (a due reminder still lands
+    in the conversation, unspoken)."""
+
+
+class AutomationsConfig(_Section):
+    """``automations``: reminders and scheduled runs (DESIGN §18, aios/duplex/automations.py)."""
+
+    enabled: bool = True
+    """Off: nothing scheduled runs (each due time is reported missed at the next start)."""
+    grace_s: float = Field(default=120, ge=1, le=86400)
+    """A due time passed by more than this when the scheduler sees it (the desktop was off or
+    asleep) is reported missed, not run late."""
+    max_per_session: int = Field(default=100, ge=1, le=10_000)
+    """Automations one session may hold (a request past it is refused, naming the limit)."""
+    min_interval_s: float = Field(default=60, ge=1)
+    """A cron expression that fires more often than this is refused ("* * * * *" is fine at
+    the default of one minute)."""
 
 
 class Config(_Section):
@@ -613,6 +638,7 @@ class Config(_Section):
     mcp_server: McpServeConfig = Field(default_factory=McpServeConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     duplex: DuplexConfig = Field(default_factory=DuplexConfig)
+    automations: AutomationsConfig = Field(default_factory=AutomationsConfig)
     language: Literal["zh-CN", "en"] = "zh-CN"
     data_dir: str = "data"
     """Relative paths are relative to the project root."""

@@ -1,7 +1,8 @@
 """The event bus behind ``/api/events``: one ``emit()`` for every live update.
 
 Events are JSON objects with a ``type`` (``app_status``, ``view``, ``push``,
-``notify``, ``ui_op``, ``speak``, ``log``, and for runs ``run``, ``step``,
+``notify``, ``ui_op``, ``speak``, ``log``, ``said`` (the desktop spoke first, DESIGN
+§18), and for runs ``run``, ``step``,
 ``progress``, ``interaction``, ``interaction_done``), a ``ts``, a ``seq`` (one
 counter for the whole bus, strictly increasing, no holes) and the bus's
 ``epoch`` (random per start: a ``seq`` from another epoch means nothing here).
@@ -48,6 +49,7 @@ EVENT_TYPES = frozenset(
         "focus",
         "memory",
         "mcp_status",
+        "said",
     }
 )
 RESYNC = "resync"
@@ -131,6 +133,13 @@ class EventBus:
                 sub = Subscription(self, since if fillable else self.seq, resync=not fillable)
             self._subs.add(sub)
         return sub
+
+    def reader(self) -> Subscription:
+        """A reader of live events inside the system (the thinker, aios/duplex/thinker.py):
+        not one of the clients :attr:`subscribers` counts, never hung up by
+        :meth:`end_subscriptions`."""
+        with self._cond:
+            return Subscription(self, self.seq, resync=False)
 
     def unsubscribe(self, sub: Subscription) -> None:
         with self._cond:

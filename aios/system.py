@@ -5,7 +5,7 @@ process is left behind. What an app may ask of the system is
 :class:`~aios.apphost.permissions.AppPermissions` (``system.permissions``).
 
     config → store → event bus → LLM → process table → launcher → permissions
-    → app API → controller → draft listener
+    → app API → controller → draft listener → thinker → automations
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from aios.desktop.instances import Instances
 from aios.desktop.launch_token import launch_token
 from aios.desktop.ui_log import UILog
 from aios.desktop.voice import Recognizer
+from aios.duplex.automations import Runner, Scheduler
 from aios.duplex.listener import Listener
+from aios.duplex.thinker import Thinker
 from aios.events import EventBus
 from aios.host import os_sandbox
 from aios.llm.client import LLMClient
@@ -40,6 +42,7 @@ from aios.quotas import Quotas
 from aios.runs.approvals import Approvals
 from aios.runs.runs import Runs
 from aios.store import Store
+from aios.store.automations import AutomationStore
 from aios.store.pruner import Pruner
 from aios.store.runs import RunStore
 from aios.tools import audit_args, redacted
@@ -202,6 +205,23 @@ class System:
         built by the web layer when the first client comes."""
         self.on_stop: list[Callable[[], None]] = []
         """Called first by :meth:`stop` (parts built on top of the system, e.g. /mcp)."""
+        self.thinker = Thinker(
+            self.bus, self.store, self.runstore, lambda: self.config, self._app_name
+        )
+        automations = AutomationStore(self.store)
+        self.automation_runner = Runner(
+            automations,
+            self.thinker,
+            lambda text, sid, locale: self.controller.instruction(text, sid, locale=locale),
+            lambda: self.config.language,
+        )
+        self.automations = Scheduler(
+            automations,
+            lambda: self.config.automations,
+            fire=self.automation_runner.fire,
+            missed=self.automation_runner.missed,
+        )
+        self.controller.schedule = self.automations.from_words
         self._stopped = False
 
     @property
@@ -218,6 +238,8 @@ class System:
         self._write_desktop_file()
         self.mcp.start()  # in the background: never waited for here (DESIGN §17)
         self.launcher.start(ready_wait=ready_wait, cancel=cancel)
+        self.thinker.start()
+        self.automations.start()  # what was missed while off is said first
 
     def _write_desktop_file(self) -> None:
         try:
@@ -231,8 +253,10 @@ class System:
         self._stopped = True
         for stop in self.on_stop:
             stop()
+        self.automations.stop()
         self.runs.shutdown()
         self.bus.close()
+        self.thinker.stop()
         try:
             self.mcp.stop()
             self.launcher.stop()

@@ -137,6 +137,9 @@ class Controller:
         """Which app acts for whom, in which session, right now (DESIGN §14.4)."""
         self.call_app = self.loop.call_app
         """One app, all rounds: :meth:`aios.control.steps.StepsLoop.call_app`."""
+        self.schedule: Callable[[str, str, str], dict[str, Any] | None] | None = None
+        """``(text, session id, language) -> reply``: a reminder or an automation said in
+        words is scheduled (aios/duplex/automations.py); None: not one."""
         self.build_context = self.contexts.build
         self.history_summary = self.contexts.history_summary
         self.app_deadline = self.client.app_deadline
@@ -352,6 +355,9 @@ class Controller:
                 "notes": [],
                 "cancelled": stopped_runs,
             }
+        if self.schedule is not None and (scheduled := self.schedule(text, sid, lang)):
+            self.tracer.emit("intent", kind="automation")
+            return scheduled
         if self.memory is not None:
             said_to_memory = self._memory_intent(text, sid, lang)
             if said_to_memory is not None:

@@ -13,7 +13,8 @@ Entries, oldest first, each ``{id, kind, ts, ...}``:
 - ``reply`` (``h<history id>``): ``message``, ``apps`` (the app(s) that
   answered, empty for the system's own reply), ``status``, ``view_type``, ``run_id``
   (an app's reply: the run it ended); the system's answers to a system intent add
-  ``intent`` and ``suggestions``;
+  ``intent`` and ``suggestions``; what the desktop said first (DESIGN §18) adds
+  ``from: "desktop"``, ``about`` and ``quiet``;
 - ``run`` (``r<run id>``): ``run_id``, ``run_kind``, ``app``, ``apps``,
   ``state``, ``text``, ``updated``, ``retryable`` (interrupted runs: the user may
   send them again). Open and action runs that simply finished are left out:
@@ -85,6 +86,10 @@ def _history_entry(row: dict[str, Any]) -> Entry | None:
         "status": content.get("status"),
         "view_type": content.get("view_type"),
     }
+    if row["role"] == "desktop":  # the desktop spoke first (aios/duplex/thinker.py)
+        reply["from"] = "desktop"
+        reply["about"] = content.get("about")
+        reply["quiet"] = bool(content.get("quiet"))
     # The controller's own answers (aios/control/intents.py) name their intent and offer
     # suggestions.
     if isinstance(content.get("intent"), str):

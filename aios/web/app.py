@@ -6,6 +6,7 @@ from flask import Flask
 
 from aios.system import System
 from aios.web import (
+    automations_api,
     conversation_api,
     desktop_api,
     events,
@@ -41,6 +42,7 @@ def create_app(system: System) -> Flask:
         memory_api.bp,
         mcp_servers_api.bp,
         conversation_api.bp,
+        automations_api.bp,
         sys_api.bp,
         traces_api.bp,
         voice.bp,

@@ -675,3 +675,66 @@ class AnyList(RootModel[list[dict[str, Any]]]):
 
 
 ToolReply = ToolResult
+
+
+# ------------------------------------------------- automations (DESIGN §18)
+
+
+class AutomationBody(LocaleBody):
+    """``POST /api/automations``: ``text`` in words ("提醒我三点开会"), or ``what`` with
+    ``at`` (unix time) or ``cron`` (five fields, local time)."""
+
+    text: str | None = Field(None, description="a reminder or an automation in words")
+    kind: Literal["reminder", "run"] = Field("run", description="say `what`, or run it")
+    what: str | None = Field(None, description="what is said or run when due")
+    at: float | None = Field(None, description="a one-off time (unix seconds)")
+    cron: str | None = Field(None, description="minute hour day month weekday (local time)")
+
+
+class AutomationPatch(_Body):
+    """``PATCH /api/automations/{id}``: pause or resume, a new time, new words."""
+
+    paused: bool | None = None
+    at: float | None = Field(None, description="a new one-off time (unix seconds)")
+    cron: str | None = Field(None, description="a new cron expression")
+    what: str | None = Field(None, min_length=1, description="new words")
+
+
+class Automation(_Reply):
+    id: str
+    session_id: str
+    kind: Literal["reminder", "run"]
+    what: str
+    at: float | None
+    cron: str | None
+    paused: bool
+    next_due: float | None = Field(description="unix time; null once a one-off is spent")
+    last_due: float | None
+    last_state: str | None
+    runs: int
+    missed: int
+    when: dict[str, str] = Field(description="when it is due, in words, per locale")
+
+
+class AutomationList(RootModel[list[Automation]]):
+    pass
+
+
+class AutomationCreated(_Reply):
+    automation: Automation | None
+    message: str
+
+
+class AttentionBody(_Body):
+    """``POST /api/attention``: the session the page's panel shows and whether the page is
+    visible (the desktop announces what ends elsewhere, DESIGN §18)."""
+
+    session_id: str | None = None
+    visible: bool = True
+
+    @field_validator("session_id", mode="before")
+    @classmethod
+    def _sid(cls, v: Any) -> Any:
+        if v is not None and not valid_session_id(v):
+            raise ValueError(SESSION_ID_RULE)
+        return v

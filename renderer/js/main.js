@@ -19,6 +19,7 @@ import * as notify from './desk/notify.js';
 import { applyPush, renderResponse, setActionHandler } from './desk/render.js';
 import * as snapshot from './desk/snapshot.js';
 import * as taskbar from './desk/taskbar.js';
+import * as thinker from './desk/thinker.js';
 import * as tray from './desk/tray.js';
 import * as uiops from './desk/uiops.js';
 import * as voice from './desk/voice.js';
@@ -36,6 +37,7 @@ import * as traces from './system/traces.js';
 function onEvent(msg) {
   if (duplex.onMessage(msg)) return; // a draft's preview: not a bus event
   conversation.onEvent(msg);
+  if (thinker.onEvent(msg)) return;
   if (runs.onEvent(msg)) return;
   if (instances.onEvent(msg)) return;
   switch (msg.type) {
@@ -149,6 +151,7 @@ function boot() {
   modal.init();
   taskbar.init();
   tray.init();
+  thinker.init();
   runs.init({ openWindow: apps.ensureWindow });
   layout.init();
   instances.init({ openWindow: apps.ensureWindow, name: (id) => apps.appMeta(id).title });

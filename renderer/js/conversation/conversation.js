@@ -23,7 +23,7 @@ const REFRESH_DELAY_MS = 120;
 const SCROLL_TOP_PX = 24;
 /** Sessions the switcher lists. */
 const SESSIONS_SHOWN = 30;
-const LIVE_EVENTS = new Set(['run', 'interaction', 'interaction_done', 'view']);
+const LIVE_EVENTS = new Set(['run', 'interaction', 'interaction_done', 'view', 'said']);
 /** Whether the panel was open, kept for this tab so that a reload shows it again. */
 const OPEN_KEY = 'aios.conversation.open';
 /** Older pages read at most when looking for one entry (showEntry). */

@@ -63,6 +63,11 @@ function whyButton(entry) {
 function replyBody(entry) {
   const apps = Array.isArray(entry.apps) ? entry.apps.map(toText).filter(Boolean) : [];
   const message = toText(entry.message);
+  if (entry.from === 'desktop') { // the desktop spoke first (DESIGN §18)
+    return el('div', { class: ['conv-bubble', 'conv-desktop'], dataset: { about: toText(entry.about) } },
+      el('div', { class: 'conv-apps muted', text: t('conv.desktop') }),
+      el('p', { class: 'conv-text', text: message }));
+  }
   return el('div', { class: ['conv-bubble', entry.status === 'error' ? 'is-error' : ''] },
     el('div', { class: 'conv-reply-head' },
       apps.length ? el('div', { class: 'conv-apps' }, apps.map(appLink)) : el('div', { class: 'conv-apps muted', text: t('conv.system') }),

@@ -236,6 +236,14 @@ export const api = {
   /** Send an ended run's instruction, open or action again (a new run). */
   retryRun: (runId) => request('POST', `/api/runs/${encodeURIComponent(runId)}/retry`, { json: {}, timeout: long }),
   /** The conversations, most recently used first (DESIGN §13). */
+  /** Reminders and scheduled runs (DESIGN §18), the next due first. */
+  automations: () => request('GET', '/api/automations'),
+  /** change: {paused?, at? (unix s), cron?, what?} -> the automation after it */
+  editAutomation: (id, change) => request('PATCH', `/api/automations/${encodeURIComponent(id)}`, { json: change }),
+  deleteAutomation: (id) => request('DELETE', `/api/automations/${encodeURIComponent(id)}`),
+  /** Where the page looks: the desktop announces what ends elsewhere (DESIGN §18). */
+  attention: (sessionId, visible) => request('POST', '/api/attention',
+    { json: { session_id: sessionId || null, visible } }),
   sessions: (limit) => request('GET', `/api/sessions?limit=${encodeURIComponent(limit)}`),
   newSession: () => request('POST', '/api/sessions', { json: {} }),
   /** One page of a session's timeline, oldest first: {entries, has_more, next_before}. */

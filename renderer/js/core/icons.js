@@ -18,6 +18,7 @@ const SHAPES = {
     ['path', { d: 'M3 3l18 18' }]],
   chip: [['rect', { x: 6, y: 6, width: 12, height: 12, rx: 2 }], ['path', { d: 'M9 2v4M15 2v4M9 18v4M15 18v4M2 9h4M2 15h4M18 9h4M18 15h4' }],
     ['path', { d: 'M10 10h4v4h-4z' }]],
+  moon: [['path', { d: 'M20 14.5A8 8 0 1 1 9.5 4a6.5 6.5 0 0 0 10.5 10.5z' }]],
   bell: [['path', { d: 'M6 16V11a6 6 0 0 1 12 0v5l2 2H4z' }], ['path', { d: 'M10 20a2 2 0 0 0 4 0' }]],
   minimize: [['path', { d: 'M6 12h12' }]],
   maximize: [['rect', { x: 6, y: 6, width: 12, height: 12, rx: 1.5 }]],

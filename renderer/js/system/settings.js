@@ -1,12 +1,13 @@
-// The settings window (win_settings), seven pages behind a tab list: "General" (language, voice,
+// The settings window (win_settings), eight pages behind a tab list: "General" (language, voice,
 // LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
 // server found; the read-only block list, ./blocklist.js), "App permissions"
 // (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules), "MCP"
 // (./mcp.js: the MCP servers apps may use), "Memory" (./selffiles.js: the assistant's self
-// files, SOUL / USER / AGENTS / MEMORY.md), "Usage" (./usage.js: the model calls' tokens and
-// cost per day and per app) and "MCP server" (./mcpserver.js: the tokens other programs use
-// the desktop with, DESIGN §17).
+// files, SOUL / USER / AGENTS / MEMORY.md), "Automations" (./automations.js: reminders and
+// scheduled runs, DESIGN §18), "Usage" (./usage.js: the model calls' tokens and cost per day
+// and per app) and "MCP server" (./mcpserver.js: the tokens other programs use the desktop
+// with, DESIGN §17).
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { LANGUAGES, t } from '../core/i18n.js';
@@ -16,6 +17,7 @@ import { toast } from '../desk/notify.js';
 import { renderResponse } from '../desk/render.js';
 import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
+import * as automations from './automations.js';
 import * as blocklist from './blocklist.js';
 import * as mcp from './mcp.js';
 import * as mcpserver from './mcpserver.js';
@@ -28,7 +30,7 @@ export const WIN_NAME = 'settings';
 export const WIN_ID = wm.systemId(WIN_NAME);
 const VOICES = ['zh-CN', 'en-US'];
 const SPEAK_REPLIES = ['voice', 'always', 'never'];
-const PAGES = ['general', 'permissions', 'approvals', 'mcp', 'memory', 'usage', 'mcpserver'];
+const PAGES = ['general', 'permissions', 'approvals', 'mcp', 'memory', 'automations', 'usage', 'mcpserver'];
 let page = 'general';
 
 /** Remember a GET/POST /api/config reply and tell the desktop. */
@@ -85,6 +87,7 @@ function show(w, name) {
   else if (page === 'memory') panel(w, selffiles.render());
   else if (page === 'usage') panel(w, usage.render());
   else if (page === 'mcpserver') panel(w, mcpserver.render());
+  else if (page === 'automations') panel(w, automations.render());
   else renderForm(w);
 }
 
@@ -160,7 +163,7 @@ function renderForm(w) {
   panel(w, form);
 }
 
-/** Open the window; ``{page: 'permissions'|'approvals'|'mcp'|'memory'|'usage'|'mcpserver'}``
+/** Open the window; ``{page: 'permissions'|'approvals'|'mcp'|'memory'|'automations'|'usage'|'mcpserver'}``
  * opens that page of Settings. */
 export async function open(detail) {
   if (isObject(detail) && PAGES.includes(detail.page)) page = detail.page;
