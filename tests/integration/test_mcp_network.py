@@ -14,6 +14,7 @@ server's namespace through pasta like traffic to any outside host.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -79,13 +80,18 @@ class Bait:
 
 @pytest.fixture(scope="module")
 def outside() -> Iterator[str | None]:
-    """:data:`OUTSIDE` on the host's ``lo`` (None where the test may not add it)."""
-    added = subprocess.run(
-        ["ip", "addr", "add", f"{OUTSIDE}/32", "dev", "lo"], capture_output=True, check=False
+    """:data:`OUTSIDE` on the host's ``lo`` (None where the test may not add it: no
+    ``ip``, from Debian's iproute2, or no CAP_NET_ADMIN)."""
+    ip = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin")
+    added = ip is not None and (
+        subprocess.run(
+            [ip, "addr", "add", f"{OUTSIDE}/32", "dev", "lo"], capture_output=True, check=False
+        ).returncode
+        == 0
     )
-    yield OUTSIDE if added.returncode == 0 else None
-    if added.returncode == 0:
-        subprocess.run(["ip", "addr", "del", f"{OUTSIDE}/32", "dev", "lo"], check=False)
+    yield OUTSIDE if added else None
+    if added and ip is not None:
+        subprocess.run([ip, "addr", "del", f"{OUTSIDE}/32", "dev", "lo"], check=False)
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +239,7 @@ def test_with_the_grant_it_reaches_the_outside_never_the_hosts_loopback(
     assert reached == []
     assert bait.accepted[before:] == []
     if outside is None:
-        pytest.skip("may not add an address to the host's lo (CAP_NET_ADMIN)")
+        pytest.skip("may not add an address to the host's lo (iproute2, CAP_NET_ADMIN)")
     (reached,) = dial(running, "open", [(outside, bait.port)])
     assert reached == "connected: " + BAIT.decode().strip(), reached
     assert bait.accepted[before:] == [outside]
