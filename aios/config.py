@@ -482,6 +482,9 @@ class McpServerConfig(_Section):
     """Sent as ``Authorization: Bearer <token>`` to ``url`` only; cleared when the URL
     changes without a new token (like the LLM key)."""
     enabled: bool = True
+    network: bool = False
+    """A stdio server's grant of the network: its own namespace with pasta, like an app
+    granted ``network`` (never the host's loopback); without it, no network at all."""
     apps: list[str] = Field(default_factory=list)
     """Apps its tools are offered to (``tools.<tool>.apps`` narrows or widens one tool)."""
     tools: dict[str, McpToolConfig] = Field(default_factory=dict)

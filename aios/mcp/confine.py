@@ -12,6 +12,14 @@ the desktop's own interpreter, whose installation is bound read-only; any
 absolute path the command names (a script, a folder) is bound read-only too,
 except a path inside the data dir. Elsewhere the server runs unconfined in its
 folder, and the desktop's log says so once.
+
+A server granted ``network`` (``mcp.servers.<name>.network``) gets the network
+an app granted ``network`` gets (:mod:`aios.host.nat`): the same sandbox, and
+pasta on its own network namespace, never the host's loopback. The SDK spawns
+the process, so it spawns :mod:`aios.mcp.netwrap`, which starts bwrap and
+pasta and stops them together. Where pasta is missing, such a server does not
+start (:class:`~aios.host.nat.NatUnavailable`, its ``failed`` reason): never
+the host's network instead.
 """
 
 from __future__ import annotations
@@ -23,9 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aios.apphost import confinement
-from aios.config import McpServerConfig
+from aios.config import PROJECT_ROOT, McpServerConfig
 from aios.host import os_sandbox
+from aios.host.nat import NatUnavailable, nat_unavailable
 from aios.host.os_sandbox import SANE_PATH
+from aios.mcp import netwrap
 
 if TYPE_CHECKING:
     from mcp.client.stdio import StdioServerParameters
@@ -48,7 +58,7 @@ def parameters(
     name: str, server: McpServerConfig, data_dir: Path, confinement_mode: str
 ) -> StdioServerParameters:
     """How to start ``server`` (confined when it can be); OSError when its program is not
-    found."""
+    found, :class:`NatUnavailable` when it is granted network and pasta is missing."""
     from mcp.client.stdio import StdioServerParameters
 
     home = folder(data_dir, name)
@@ -63,12 +73,22 @@ def parameters(
             _warned.add(name)
             log.warning("MCP server %s runs unconfined: %s", name, problem)
         return StdioServerParameters(command=resolved, args=args, env=env, cwd=str(home))
+    if server.network and (why := nat_unavailable()) is not None:
+        raise NatUnavailable(why)
     caps = os_sandbox.detect()
     assert caps.bwrap is not None
     binds = _binds(resolved, args, data_dir.resolve())
     opts = os_sandbox.bwrap_options(home, home, env, tmp_bytes=TMP_BYTES, binds=binds)
+    sandbox = [caps.bwrap, *opts, "--", resolved, *args]
+    if not server.network:
+        return StdioServerParameters(command=sandbox[0], args=sandbox[1:], env={}, cwd=str(home))
+    # pasta's log lives beside the server's stderr log, out of the server's reach; the
+    # wrapper runs there too (never in the server's folder, where it could plant modules)
+    runtime = data_dir / "mcp" / "logs" / f"{name}.net"
+    runtime.mkdir(parents=True, exist_ok=True)
+    program, *rest = netwrap.argv(runtime, sandbox)
     return StdioServerParameters(
-        command=caps.bwrap, args=[*opts, "--", resolved, *args], env={}, cwd=str(home)
+        command=program, args=rest, env={"PYTHONPATH": str(PROJECT_ROOT)}, cwd=str(runtime)
     )
 
 

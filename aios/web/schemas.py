@@ -565,6 +565,11 @@ class McpServerPatch(_Body):
         "without a new token clears it",
     )
     enabled: bool | None = None
+    network: bool | None = Field(
+        None,
+        description="a stdio server's network: its own namespace with user-mode NAT (pasta), "
+        "never the host's loopback; without it none",
+    )
     apps: list[str] | None = Field(None, description="apps its tools are offered to")
     tools: dict[str, McpToolRule] | None = Field(None, description="per tool: risk, apps, on")
     timeout: float | None = Field(None, gt=0, description="seconds one call may take")

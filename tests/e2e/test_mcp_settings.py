@@ -1,6 +1,6 @@
 """Settings → MCP in Chromium (DESIGN §17): the user adds an MCP server by its command, sees
 it start and list its tools with their annotations, makes one tool ask first, turns the
-server off and removes it; the desktop's config follows each step."""
+server's network on, turns it off and removes it; the desktop's config follows each step."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
+from aios.host import nat
 from tests.e2e.conftest import Desk, Running
+from tests.util import wait_for
 
 TOY = Path(__file__).resolve().parent.parent / "mcp_servers" / "toy.py"
 
@@ -47,6 +49,14 @@ def test_add_a_server_see_its_tools_override_a_risk_turn_it_off_and_remove_it(
     expect(page.locator("#mcp_status")).to_have_text("toy saved.")
     server_cfg = running.system.config.mcp.servers["toy"]
     assert server_cfg is not None and server_cfg.tools["lookup"].risk == "high"
+
+    # its network: none until granted; the switch restarts it with its own (pasta)
+    expect(page.locator("#mcp_toy_network")).not_to_be_checked()
+    page.locator("#mcp_toy_network").check()
+    wait_for(lambda: running.system.config.mcp.servers["toy"].network, "network granted")
+    expect(page.locator("#mcp_toy_network")).to_be_checked()
+    if nat.pasta_path() is not None:
+        expect(server.locator(".mcp-status")).to_have_text("ready", timeout=30_000)
 
     page.locator('label[for="mcp_toy_enabled"]').click()
     expect(server.locator(".mcp-status")).to_have_text("off")

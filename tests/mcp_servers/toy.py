@@ -5,8 +5,9 @@ HTTP on 127.0.0.1:PORT at ``/mcp`` (with TOKEN: only requests bearing it are ans
 Its tools: a read-only ``lookup`` (structured output), a destructive ``wipe``, a
 plain ``note`` (no hint), ``picture`` (an image), ``slow`` (progress, then waits
 until cancelled), ``big`` (a long text), ``peek`` (reads a path: what confinement
-allows), ``crash`` (the process exits mid-call), ``freeze`` (the whole server stops
-answering), ``grow`` (adds a tool and says the list changed).
+allows), ``dial`` (opens a TCP connection: what its network allows), ``crash`` (the
+process exits mid-call), ``freeze`` (the whole server stops answering), ``grow``
+(adds a tool and says the list changed).
 """
 
 from __future__ import annotations
@@ -84,6 +85,18 @@ async def slow(ctx: Context) -> str:
             f.write("cancelled")
         raise
     return "done"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def dial(host: str, port: int) -> str:
+    """Connects to host:port over TCP and reads the first line (the error when it cannot)."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=3) as s:
+            return "connected: " + s.recv(100).decode("utf-8", "replace").strip()
+    except OSError as e:
+        return f"cannot connect: {type(e).__name__}: {e}"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

@@ -1,5 +1,6 @@
 // Settings → MCP (DESIGN §17): the MCP servers whose tools apps may use. Add a server by
-// command (stdio: started confined in its own folder, no network) or URL (streamable HTTP,
+// command (stdio: started confined in its own folder, no network unless granted: then its
+// own namespace with user-mode NAT, never the host's loopback) or URL (streamable HTTP,
 // an optional bearer token stored like the LLM key: masked, sent only to that URL); turn it
 // on or off; grant it to apps (per server, and per tool); override a tool's risk class; see
 // its status, why it failed and its stderr tail, and its tools with their annotations.
@@ -125,6 +126,9 @@ function serverItem(server, status) {
   const apps = el('input', { id: `mcp_${server.name}_apps`, class: 'inp', type: 'text', value: list(server.apps).join(', '),
     attrs: { 'aria-label': t('mcp.apps') } });
   apps.addEventListener('change', () => change(server.name, { apps: words(apps.value) }, status));
+  const net = Array.isArray(cfg.command) ? el('input', { id: `mcp_${server.name}_network`, class: 'chk',
+    type: 'checkbox', checked: cfg.network === true }) : null;
+  net?.addEventListener('change', () => change(server.name, { network: net.checked }, status));
   const remove = el('button', { type: 'button', class: 'btn', text: t('mcp.remove'), on: { click: async () => {
     say(status, 'mcp.saving');
     try {
@@ -149,6 +153,8 @@ function serverItem(server, status) {
       : null,
     stderr ? el('details', { class: 'mcp-stderr' }, el('summary', { text: t('mcp.stderr') }), el('pre', { text: stderr })) : null,
     el('div', { class: 'field' }, el('label', { class: 'field-label', htmlFor: apps.id, text: t('mcp.apps') }), apps),
+    net ? el('div', { class: 'field' }, el('label', { htmlFor: net.id }, net, ` ${t('mcp.network')}`),
+      el('p', { class: 'field-hint', text: t('mcp.network_hint') })) : null,
     tools.length
       ? el('ul', { class: 'mcp-tools', attrs: { 'aria-label': t('mcp.tools') } }, ...tools.map((tl) => toolRow(server, tl, status)))
       : el('p', { class: 'muted', text: t('mcp.no_tools') }));
