@@ -100,6 +100,23 @@ def dial(host: str, port: int) -> str:
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def route() -> str:
+    """The default route and the address traffic to it would leave from ("no default
+    route" without a network: then nothing outside can be reached)."""
+    import socket
+
+    with open("/proc/net/route") as f:
+        rows = [line.split() for line in f.read().splitlines()[1:]]
+    for row in rows:
+        if len(row) > 2 and row[1] == "00000000":  # destination 0.0.0.0: the default
+            gateway = socket.inet_ntoa(int(row[2], 16).to_bytes(4, "little"))
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((gateway, 9))  # picks the route and source; sends nothing
+                return f"default route via {gateway} from {s.getsockname()[0]}"
+    return "no default route"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def crash() -> str:
     """The process exits in the middle of the call."""
     sys.stderr.write("toy: crashing on purpose\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ def test_bad_usage_is_one_line_and_its_own_status() -> None:
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # as confine.py starts it
         check=False,
         timeout=30,
     )
