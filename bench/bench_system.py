@@ -77,6 +77,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import psutil  # noqa: E402
 import requests  # noqa: E402
+from minimal_app import MINIMAL_APP  # noqa: E402
 
 TOKEN = "bench-launch-token"
 ECHO_APP = ROOT / "tests" / "fixtures" / "apps_system" / "echo"
@@ -153,21 +154,6 @@ def handle():
 app.run(host="127.0.0.1", port=int(os.environ["APP_PORT"]), threaded=True)
 """
 
-# The smallest SDK app: what "an app" costs at start and in memory.
-MINIMAL_APP = """\
-from aios_sdk import AIOSAgent
-
-
-class Minimal(AIOSAgent):
-    name = "Minimal"
-
-    def handle(self, instruction, context, action_request=None):
-        return {"status": "ok", "view_type": "text", "data": {"content": "hi"}}
-
-
-if __name__ == "__main__":
-    Minimal().run()
-"""
 
 # The app that plans steps. It times its own handle() and adds the durations
 # of every round of one call (keyed by session), so the final reply carries

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 import psutil
 import requests
+from minimal_app import MINIMAL_APP
 
 OUT: Callable[[str], None] = print
 TOKEN = "bench-startup-token"
@@ -42,20 +43,6 @@ READY_WAIT_S = 120.0
 GROWTH = (10, 25, 50, 100)
 GREETING = "跟我打个招呼"
 
-MINIMAL_APP = """\
-from aios_sdk import AIOSAgent
-
-
-class Minimal(AIOSAgent):
-    name = "Minimal"
-
-    def handle(self, instruction, context, action_request=None):
-        return {"status": "ok", "view_type": "text", "data": {"content": "hi"}}
-
-
-if __name__ == "__main__":
-    Minimal().run()
-"""
 
 # Run in a child interpreter with PYTHONPATH set to the tree measured: its own System.
 APP_START_DRIVER = """\
