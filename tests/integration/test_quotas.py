@@ -28,8 +28,12 @@ from tests.integration.conftest import Running
 from tests.util import wait_for
 
 MB = 1024 * 1024
-MEMORY_SLACK = 100 * MB
-"""How much the system process may grow during an attack that the quotas refuse."""
+MEMORY_SLACK = 150 * MB
+"""How much the system process may grow during an attack that the quotas refuse. The
+attacks would hold 600 MB (300 pushes of 2 MB) to 1.2 GB (three 400 MB blobs). What a
+refused attack leaves is the allocator's: alone, the pushes raise the peak by about
+45 MB; in a worker that ran other tests first (more threads, so more malloc arenas, and
+glibc's mmap threshold raised by freed 2 MB blocks) a full run measured 106 MB."""
 
 
 def as_app(running: Running, app: str, path: str, body: Any) -> requests.Response:
