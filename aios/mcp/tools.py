@@ -21,11 +21,13 @@ import base64
 import binascii
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aios.errors import ToolFailed
+from aios.host import safe_open
 from aios.names import MCP_TOOL_PREFIX
 from aios.tools.base import Risk, ToolOutput, set_mcp_risks
 
@@ -170,10 +172,24 @@ def _write(ctx: ToolContext, name: str, part: str, data: bytes, ext: str) -> str
     ctx.check_workspace(len(data))
     digest = hashlib.sha256(data).hexdigest()[:12]
     rel = Path(OUT_DIR) / f"{_SAFE.sub('_', name)}-{part}-{digest}{ext}"
-    target = ctx.workdir / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(target.suffix + ".part")
-    tmp.write_bytes(data)
-    tmp.replace(target)
+    # the workdir is the app's: its links are never followed out of it (DESIGN §14.1)
+    root = safe_open.open_root(ctx.workdir)
+    try:
+        dfd, final = safe_open.open_parent(root, str(rel), create=True)
+        try:
+            fd, tmp = safe_open.create_temp(dfd, final, ".part")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                safe_open.replace(dfd, tmp, final)
+            except OSError:
+                safe_open.unlink_quiet(dfd, tmp)  # never a half-written file left
+                raise
+        finally:
+            os.close(dfd)
+    except OSError as e:
+        raise ToolFailed(f"cannot save {rel} in the workdir: {e.strerror or e}") from None
+    finally:
+        os.close(root)
     ctx.wrote(len(data))
     return str(rel)

@@ -171,3 +171,22 @@ def test_a_token_never_follows_a_moved_url_and_is_masked() -> None:
 def test_bad_servers_name_the_problem(server: dict[str, object], problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         validate_config({"mcp": {"servers": {"s": server}}})
+
+
+def test_an_apps_link_in_its_workdir_never_takes_a_saved_result_outside(tmp_path: Path) -> None:
+    """The app owns its workdir: ``.mcp`` made a link to a folder of the system's must not
+    make the system write there (DESIGN §14.1)."""
+    work, outside = tmp_path / "work", tmp_path / "system"
+    work.mkdir()
+    outside.mkdir()
+    (work / ".mcp").symlink_to(outside)
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    with pytest.raises(ToolFailed, match=r"\.mcp"):
+        mcptools.output(
+            _ctx(work),
+            "mcp.s.t",
+            {"content": [{"type": "image", "data": png, "mimeType": "image/png"}]},
+            100,
+            {},
+        )
+    assert list(outside.iterdir()) == []
