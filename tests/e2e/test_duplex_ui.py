@@ -15,6 +15,7 @@ from playwright.sync_api import Locator, expect
 
 from tests.e2e.conftest import Desk, start_e2e_system
 from tests.integration.conftest import Running
+from tests.util import wait_for
 
 SYSTEM_APPS = ["files", "notes", "assistant", "code"]
 KEY_DELAY_MS = 45
@@ -138,3 +139,44 @@ def test_rate_limit_holds_back_a_second_question_then_mute_silences_all(desk: De
     preview_of(desk, "rm -rf dist", paused=False)
     expect(desk.page.locator("#draft_route")).to_be_visible()
     expect(bubble).to_be_hidden()
+
+
+def test_settings_turn_listening_off_and_the_bar_stops_previewing(desk: Desk) -> None:
+    """Settings → General → Conversation: unticking "listen while I type" is saved and in
+    force at once (a draft gets no chip); a bad interval is refused naming the key."""
+    page = desk.page
+    page.locator("#start_button").click()
+    page.locator("#start_settings").click()
+    group = page.locator("#settings_duplex")
+    expect(group).to_be_visible()
+    expect(page.locator("#set_duplex_min_interval")).to_have_value("600")
+    try:
+        desk.allow_console(r"status of 400")
+        page.locator("#set_duplex_min_interval").fill("-5")
+        page.locator("#settings_save").click()
+        expect(page.locator("#settings_error")).to_contain_text("min_interval_s")
+        page.locator("#set_duplex_min_interval").fill("600")
+        page.locator("#set_duplex_enabled").uncheck()
+        page.locator("#settings_save").click()
+        expect(page.locator("#settings_error")).to_be_hidden()
+        wait_for(
+            lambda: desk.api("GET", "/api/config")["config"]["duplex"]["enabled"] is False,
+            "duplex.enabled saved off",
+        )
+        type_draft(desk, "note: buy bread")
+        expect(page.locator("#draft_route")).to_be_hidden()
+        # ticked again: the same bar previews the next keystroke's draft (the control)
+        page.locator("#set_duplex_enabled").check()
+        page.locator("#settings_save").click()
+        wait_for(
+            lambda: desk.api("GET", "/api/config")["config"]["duplex"]["enabled"] is True,
+            "duplex.enabled saved on",
+        )
+        box = page.locator("#command_input")
+        box.click()
+        box.press("End")
+        box.press_sequentially("s", delay=KEY_DELAY_MS)
+        preview_of(desk, "note: buy breads", paused=False)
+        expect(page.locator("#draft_route")).to_have_text("→ Notes")
+    finally:
+        desk.api("POST", "/api/config", {"updates": {"duplex": {"enabled": True}}})

@@ -1,5 +1,6 @@
 // The settings window (win_settings), eight pages behind a tab list: "General" (language, voice,
-// LLM endpoint/model/key, sandbox switch, max rounds: GET /api/config, saved with
+// LLM endpoint/model/key, sandbox switch, max rounds, the conversation's duplex.* keys
+// (./duplexsettings.js): GET /api/config, saved with
 // POST /api/config {updates}; a refusal (400) is shown in the form, naming the problem the
 // server found; the read-only block list, ./blocklist.js), "App permissions"
 // (./permissions.js), "Approvals" (./approvals.js: the mode and each app's tool rules), "MCP"
@@ -19,6 +20,7 @@ import * as wm from '../desk/wm.js';
 import * as approvals from './approvals.js';
 import * as automations from './automations.js';
 import * as blocklist from './blocklist.js';
+import * as duplexSettings from './duplexsettings.js';
 import * as mcp from './mcp.js';
 import * as mcpserver from './mcpserver.js';
 import * as permissions from './permissions.js';
@@ -114,6 +116,7 @@ function renderForm(w) {
     value: toText(cfg.max_rounds ?? 5) });
   const llmState = state.llm ? (state.llm.enabled ? t('llm.on', { model: state.llm.model || '' }) : t('llm.off'))
     : t('llm.unknown');
+  const duplex = duplexSettings.fields(cfg);
   const error = el('p', { id: 'settings_error', class: 'form-error', hidden: true, attrs: { role: 'alert' } });
   const save = el('button', { id: 'settings_save', type: 'submit', class: 'btn btn-primary', text: t('settings.save') });
   // noValidate: the server's validation is the authority (it names the key and the rule, and
@@ -130,6 +133,7 @@ function renderForm(w) {
     el('fieldset', { class: 'settings-group' }, el('legend', { text: t('settings.sandbox') }),
       el('label', { class: 'check-label' }, shell, el('span', { text: t('settings.shell_whitelist') })),
       row('settings.max_rounds', rounds)),
+    duplex.fieldset,
     blocklist.render(cfg),
     error,
     el('div', { class: 'settings-actions' }, save));
@@ -145,6 +149,7 @@ function renderForm(w) {
       max_rounds: Number(rounds.value),
       llm: llmUpdates,
       tool_sandbox: { enable_shell_whitelist: shell.checked },
+      duplex: duplex.updates(),
     };
     error.hidden = true;
     save.disabled = true;
