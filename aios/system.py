@@ -10,6 +10,7 @@ process is left behind. What an app may ask of the system is
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -247,10 +248,21 @@ class System:
         except OSError as e:
             log.warning("cannot write %s (triton-aios mcp needs --url): %s", DESKTOP_FILE, e)
 
+    def _remove_desktop_file(self) -> None:
+        """Remove ``desktop.json`` if it is still this desktop's (another one may have
+        started on the same data dir since and written its own)."""
+        path = self.data_dir / DESKTOP_FILE
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass  # gone, unreadable or not ours: nothing to take back
+
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        self._remove_desktop_file()
         for stop in self.on_stop:
             stop()
         self.automations.stop()

@@ -310,6 +310,38 @@ def test_stdio_command_says_why_it_cannot_serve(desk: Running) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_a_stopped_desktop_takes_its_address_back(tmp_path: Path) -> None:
+    """``desktop.json`` lives as long as the desktop: after a stop, ``triton-aios mcp``
+    says no desktop runs instead of relaying to a dead address."""
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    running = start_system(apps, tmp_path / "data")
+    desktop_file = tmp_path / "data" / "desktop.json"
+    try:
+        assert json.loads(desktop_file.read_text())["pid"] == os.getpid()
+    finally:
+        running.stop()
+    assert not desktop_file.exists()
+    env = {**os.environ, "AIOS_MCP_TOKEN": TOKEN, "PYTHONPATH": str(PROJECT_ROOT)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "desktop_app.py"),
+            "mcp",
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "no running desktop found" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_client_that_gives_up_cancels_its_run(desk: Running) -> None:
     token = make_token(desk, "impatient")
     runs: list[str] = []
