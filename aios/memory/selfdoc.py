@@ -435,6 +435,26 @@ def parse_memory(text: str) -> dict[str, list[dict[str, Any]]]:
     return scopes
 
 
+def fold_sections(
+    parsed: dict[str, list[dict[str, Any]]], is_scope: Callable[[str], bool]
+) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """``parsed`` with each section that names no scope ("## 旅行": the user's own
+    grouping, not ``user`` or an app id) folded into the user's, its entries tagged with
+    the section's name, so a regenerated MEMORY.md keeps them; and the names folded."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    folded: list[str] = []
+    for scope, entries in parsed.items():
+        if is_scope(scope):
+            out.setdefault(scope, []).extend(entries)
+            continue
+        folded.append(scope)
+        tag = _clean_tag(scope)
+        out.setdefault(USER_SCOPE, []).extend(
+            {**e, "tags": _clean_tags([*e.get("tags", []), tag])} for e in entries
+        )
+    return out, folded
+
+
 def _stat_key(path: Path) -> tuple[int, int, int] | None:
     try:
         st = path.stat()

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from aios.errors import BadRequest
 from aios.memory.extract import Extractor, Fact
-from aios.memory.selfdoc import DOC_NAMES, SelfFiles
-from aios.memory.store import MemoryStore
+from aios.memory.selfdoc import DOC_NAMES, SelfFiles, fold_sections
+from aios.memory.store import MemoryStore, is_scope
 from aios.memory.vectors import EndpointEmbedder
 
 if TYPE_CHECKING:
@@ -162,13 +162,17 @@ class Memory:
 
     def _parse_back(self, text: str) -> None:
         self._pinned_cache = {}
-        parsed = self.files.parse_memory(text)
+        parsed, folded = fold_sections(self.files.parse_memory(text), is_scope)
+        for name in folded:  # said once: the file now shows them under user, tagged
+            log.info(
+                "MEMORY.md: section %r names no scope: its entries are the user's, #%s", name, name
+            )
         kept = {m["scope"] for m in self._all_active()}
         changed: dict[str, dict[str, int]] = {}
         for scope in sorted(set(parsed) | kept):  # a section deleted: its memories too
             try:
                 counts = self.memories.replace_active(scope, parsed.get(scope, []))
-            except BadRequest as e:  # "## 旅行" is no scope: left as it is, said once
+            except BadRequest as e:  # an entry the store refuses (too long, too many tags)
                 log.warning("MEMORY.md: section %r skipped: %s", scope, e)
                 continue
             if any(counts.values()):

@@ -195,12 +195,17 @@ def _tags(tags: Any) -> list[str]:
     return out
 
 
+def is_scope(scope: Any) -> bool:
+    """Whether ``scope`` is a memory scope: ``user`` or an app id."""
+    return isinstance(scope, str) and (
+        scope == "user" or (len(scope) <= SCOPE_CHARS_MAX and bool(_APP_ID.match(scope)))
+    )
+
+
 def _scope(scope: Any) -> str:
-    if not isinstance(scope, str) or not (
-        scope == "user" or (len(scope) <= SCOPE_CHARS_MAX and _APP_ID.match(scope))
-    ):
+    if not is_scope(scope):
         raise BadRequest(f"unknown memory scope {scope!r:.80}: use 'user' or an app id")
-    return scope
+    return str(scope)
 
 
 def _source(source: Any) -> str:

@@ -410,6 +410,27 @@ def test_memories_and_a_memory_md_edit_survive_a_restart(
     assert "I sleep at midnight" in texts(memories(second, state="active"))
 
 
+def test_a_section_of_the_users_own_is_kept_under_user_tagged_with_its_name(
+    offline: Running,
+) -> None:
+    """"## 旅行" names no scope (user or an app id): its bullets are the user's memories,
+    tagged #旅行, and still in the file after it is written again; nothing typed is lost."""
+    text = offline.get("/api/self/MEMORY").json()["text"]
+    text += "\n## 旅行\n\n- 喜欢靠窗的座位\n- I pack light  #habits\n"
+    r = offline.http.put(offline.url + "/api/self/MEMORY", json={"text": text})
+    assert r.ok, r.text
+    active = {m["text"]: m for m in memories(offline, state="active")}
+    assert active["喜欢靠窗的座位"]["scope"] == "user"
+    assert active["喜欢靠窗的座位"]["tags"] == ["旅行"]
+    assert active["I pack light"]["tags"] == ["habits", "旅行"]
+    again = offline.get("/api/self/MEMORY").json()["text"]
+    assert "喜欢靠窗的座位  #旅行" in again and "I pack light  #habits #旅行" in again
+    # the file as written parses back to the same memories (no tag added twice)
+    assert offline.http.put(offline.url + "/api/self/MEMORY", json={"text": again}).ok
+    after = {m["text"]: m["tags"] for m in memories(offline, state="active")}
+    assert after["I pack light"] == ["habits", "旅行"]
+
+
 def test_the_self_files_are_created_once_and_refuse_other_names(offline: Running) -> None:
     folder = offline.data_dir / "self"
     assert sorted(p.name for p in folder.iterdir()) == [
