@@ -603,6 +603,12 @@ class DuplexConfig(_Section):
     dnd: bool = False
     """Do not disturb: the desktop announces nothing on its own (a due reminder still lands
     in the conversation, unspoken)."""
+    topic_archive_s: float = Field(default=1800, ge=0, le=30 * 86400)
+    """A topic of the session's tree untouched this many seconds is archived (folded away
+    in the panel, no longer resumed by a turn; 0: never)."""
+    topics_max: int = Field(default=60, ge=2, le=1000)
+    """Topics (sub-topics included) a session keeps at most: past it the oldest archived,
+    then the oldest paused, are forgotten."""
 
 
 class AutomationsConfig(_Section):
