@@ -1061,7 +1061,8 @@ class Controller:
                 for t in plan.tasks
             ]
         for t in plan.tasks if turn is not None else []:  # the apps are settled: turns
-            self._topic_turn(sid, int(turn or 0), t.instruction, t.app)
+            said = str((t.routed or {}).get("text") or t.instruction)  # no "打开记事本，"
+            self._topic_turn(sid, int(turn or 0), said, t.app)
         tasks = {t.id: t for t in plan.tasks}
         key = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per plan
         for t in plan.tasks:

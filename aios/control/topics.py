@@ -144,10 +144,20 @@ def strong(terms: dict[str, float]) -> bool:
     return any(w >= STRONG_TERM for w in terms.values())
 
 
+_LABEL_PUNCT = " ,.!?;:，。！？；：、"
+LABEL_HEAD_MAX_CHARS = 24
+"""A turn's words before a colon this short are the command ("add a note:", "记一下："), not
+the subject: the label is what follows."""
+
+
 def make_label(text: str, fallback: str) -> str:
     """A topic's label from the turn that opened it: its words, cut short; ``fallback``
     (the app's name) when they say nothing of their own."""
-    s = " ".join((text or "").split()).strip(" ,.!?;:，。！？；：、")
+    s = " ".join((text or "").split()).strip(_LABEL_PUNCT)
+    head, colon, tail = s.replace("：", ":").partition(":")
+    clock = head[-1:].isdigit() and tail[:1].isdigit()  # "10:30"
+    if colon and not clock and tail.strip(_LABEL_PUNCT) and len(head) <= LABEL_HEAD_MAX_CHARS:
+        s = s[len(head) + 1 :].strip(_LABEL_PUNCT)  # "add a note: buy milk" is about milk
     if not s:
         return fallback
     return s if len(s) <= LABEL_MAX_CHARS else s[: LABEL_MAX_CHARS - 1] + "…"
