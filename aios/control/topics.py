@@ -12,10 +12,11 @@ The rules (offline, the default; :class:`Tree` is pure, no I/O):
 - A turn is routed to an app first (the router or a system intent decides); its **key
   terms** are the router's own terms (:func:`aios.control.router.query_terms`: Chinese
   bigrams and unigrams, stemmed English words — one tokeniser for both) without the words
-  that only name an app or a command ("打开", "show", "记事本").
+  that only name an app or a command ("打开", "show", "记事本") and the Chinese bigrams of
+  a function word ("了吗", "把牛").
 - The turn goes to the app's live root (a paused one is **resumed**: the previous active
   topic becomes paused), or opens a new root. Inside the root it continues the node whose
-  terms hold at least :data:`MATCH` of its own, or the node the user was on when it has no
+  terms hold at least :data:`CONTINUE` of its key words, or the node the user was on when it has no
   key words ("删掉它"), or opens a **sub-topic** when its words are new.
 - A topic untouched for ``duplex.topic_archive_s`` is archived (a later turn for its app
   opens a new root); a session keeps at most ``duplex.topics_max`` topics.
@@ -39,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aios.control.router import query_terms, tokenize
+from aios.control.router import CN_FUNCTION_CHARS, query_terms, tokenize
 from aios.errors import NotFound
 from aios.names import new_id
 
@@ -51,8 +52,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MATCH = 0.34
-"""Share of a turn's key-term weight a topic must already hold for the turn to continue it
-(or for "back to …" words to name it)."""
+"""Share of the key words of "back to …" a topic must hold to be the one they name."""
+CONTINUE = 0.15
+"""Share of a turn's key words a topic must already hold for the turn to continue it (one
+shared word of a short turn: "把牛奶改成两盒" goes on with "买牛奶")."""
 STRONG_TERM = 1.0
 """A term this heavy (a Chinese bigram, an English word) is a key word; unigrams alone
 (0.3) never open a sub-topic."""
@@ -60,7 +63,7 @@ TERMS_MAX = 24
 """Key terms a topic keeps (the newest turn's first)."""
 TURNS_MAX = 200
 """Turn ids a topic keeps (the newest)."""
-LABEL_MAX_CHARS = 28
+LABEL_MAX_CHARS = 40
 """A label made from a turn's words is cut to this many characters."""
 PUBLIC_TERMS = 8
 """Terms a topic shows in the API (the heaviest)."""
@@ -129,15 +132,20 @@ def key_terms(text: str, app_words: Iterable[str] = ()) -> dict[str, float]:
     naming = set(_GENERIC_TERMS)
     for words in app_words:
         naming.update(tokenize(words))
-    return {t: w for t, w in query_terms(text).items() if t not in naming}
+    return {
+        t: w
+        for t, w in query_terms(text).items()
+        if t not in naming and not (len(t) == 2 and CN_FUNCTION_CHARS.intersection(t))
+    }
 
 
 def coverage(turn: dict[str, float], topic: dict[str, float]) -> float:
-    """The share of ``turn``'s term weight that ``topic`` holds too, in [0, 1]."""
-    total = sum(turn.values())
-    if not total:
+    """The share of ``turn``'s key words (its strong terms) that ``topic`` holds too, in
+    [0, 1]: unigrams alone say too little ("买" is in many a note)."""
+    words = [t for t, w in turn.items() if w >= STRONG_TERM]
+    if not words:
         return 0.0
-    return sum(w for t, w in turn.items() if t in topic) / total
+    return sum(1 for t in words if t in topic) / len(words)
 
 
 def strong(terms: dict[str, float]) -> bool:
@@ -349,7 +357,7 @@ class Tree:
                 return current, root
             return max(nodes, key=lambda t: (t.updated, t.parent is not None)), root
         best = max(nodes, key=lambda t: (coverage(terms, t.terms), t.updated))
-        if coverage(terms, best.terms) >= MATCH:
+        if coverage(terms, best.terms) >= CONTINUE:
             return best, root
         if not strong(root.terms) and len(nodes) == 1:
             return root, root  # opened without words: this turn says what it is about
