@@ -581,10 +581,13 @@ class Controller:
 
     # ------------------------------------------------------- topics (DESIGN §18)
 
-    def _app_words(self) -> list[str]:
-        """Every app's id, names and keywords: they choose an app, they are no topic."""
+    def _app_words(self, app: str) -> list[str]:
+        """Every app's id and names, and ``app``'s keywords: they chose the app, they are no
+        topic (another app's keywords may well be one: "album", "memory")."""
         return [
-            w for p in self.profiles() for w in (p.id.replace("_", " "), *p.all_names, *p.keywords)
+            w
+            for p in self.profiles()
+            for w in (p.id.replace("_", " "), *p.all_names, *(p.keywords if p.id == app else ()))
         ]
 
     def _topic_turn(self, sid: str, turn: int, text: str, app: str) -> Topic | None:
@@ -598,7 +601,7 @@ class Controller:
                 text,
                 app,
                 fallback_label=record.shown_name if record is not None else app,
-                app_words=self._app_words(),
+                app_words=self._app_words(app),
             )
         except Exception as e:  # noqa: BLE001 - the store's fault: the turn is not kept
             log.warning("topics: turn %s not kept: %s", turn, e)

@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from aios.control.router import CN_FUNCTION_CHARS, query_terms, tokenize
@@ -65,6 +66,8 @@ TURNS_MAX = 200
 """Turn ids a topic keeps (the newest)."""
 LABEL_MAX_CHARS = 40
 """A label made from a turn's words is cut to this many characters."""
+NAMING_CACHE = 64
+"""Sets of app words whose terms are kept (one per routed app, in practice)."""
 PUBLIC_TERMS = 8
 """Terms a topic shows in the API (the heaviest)."""
 ACTIVE, PAUSED, ARCHIVED = "active", "paused", "archived"
@@ -126,12 +129,15 @@ class Topic:
 # ------------------------------------------------------------------ words
 
 
+@lru_cache(maxsize=NAMING_CACHE)
+def _naming(app_words: tuple[str, ...]) -> frozenset[str]:
+    return _GENERIC_TERMS.union(*(tokenize(w) for w in app_words))
+
+
 def key_terms(text: str, app_words: Iterable[str] = ()) -> dict[str, float]:
     """The router's terms of ``text`` without command words and the words of ``app_words``
     (the apps' names, ids and keywords: they chose the app, they are not the subject)."""
-    naming = set(_GENERIC_TERMS)
-    for words in app_words:
-        naming.update(tokenize(words))
+    naming = _naming(tuple(app_words))
     return {
         t: w
         for t, w in query_terms(text).items()
@@ -407,11 +413,15 @@ class Tree:
         return current
 
     def resolve(self, words: dict[str, float], app: str | None) -> list[Topic]:
-        """The paused topics "back to …" with ``words`` (key terms) naming ``app`` (or
-        None) may mean: one, several that match alike (ask which), or none."""
+        """The topics "back to …" with ``words`` (key terms) naming ``app`` (or None) may
+        mean — the paused ones, and the root of the sub-topic the user is on: one, several
+        that match alike (ask which), or none."""
         paused = self.paused()
         if not words and app is None:
             return paused[:1]
+        current = self.active()
+        if current is not None and current.parent is not None:
+            paused.append(self.root_of(current))  # on a sub-topic, its root is left too
         scored: list[tuple[float, Topic]] = []
         for topic in paused:
             said = coverage(words, {**topic.terms, **key_terms(topic.label)})
