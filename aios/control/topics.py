@@ -179,32 +179,44 @@ def make_label(text: str, fallback: str) -> str:
 
 _RESUME = (
     re.compile(
-        r"^(?:我们|咱们)?(?:再)?(?:回到|回去|切回到?|返回到?|继续|接着|接回到?|再说回?)"
+        r"^(?:我们|咱们)?(?:再)?(?P<verb>回到|回去|切回到?|返回到?|继续|接着|接回到?|再说回?)"
         r"(?P<recent>刚才|刚刚|之前|前面|上次|先前|原来)?(?:的|那个|那件|说的|聊的|做的)*"
         r"(?P<target>.*?)(?:那个|那件事|的事|的事情|的话题|话题|那边|吧|上)*$"
     ),
     re.compile(
         r"^(?:lets |let us |ok |okay |now )*(?:go |get |come |switch |jump |head )?"
-        r"(?:back to|return to|resume|pick up|continue with|continue)"
-        r"(?P<target>.*?)(?P<recent> (?:from )?(?:before|earlier|again|from a minute ago))?$"
+        r"(?P<verb>back to|return to|resume|pick up|continue with|continue)"
+        r"(?P<target>.*?)(?P<recent> (?:from )?(?:before|earlier|from a minute ago))?$"
     ),
 )
+_STRONG_VERBS = ("回到", "切回", "切回到", "back to", "return to")
+"""Verbs that mean going back whatever follows; the others ("继续", "返回", "resume",
+"continue") only with a word of before ("刚才", "earlier") or, in English, a "the …" of
+what: "继续播放", "返回上一页", "resume", "continue playing" are the apps' business."""
 _TARGET_FILLERS = re.compile(
     r"^(?:(?:the|my|that|this|our|what we were doing|what we were talking about|"
     r"where we were|with|on|in)\b\s*)+|\s*\b(?:thing|stuff|topic|one|bit|part|again|"
     r"where we left off|where we left it)\s*$"
 )
+_EN_WHAT = re.compile(r"^\s*(?:with\s+)?(?:the|that|our|what we|where we)\b")
 
 
 _BARE = frozenset({"go back", "take me back", "回去", "我们回去", "回到刚才", "回到之前"})
 """Going back with no words of what to: the most recent paused topic."""
 
 
+def _goes_back(m: re.Match[str], target: str) -> bool:
+    """Whether a match of :data:`_RESUME` is a going back (see :data:`_STRONG_VERBS`)."""
+    if m.group("recent"):
+        return True
+    if m.group("verb") in _STRONG_VERBS:
+        return bool(target) or m.group("verb").isascii()  # "回到" alone says nothing
+    return bool(_EN_WHAT.match(m.group("target"))) and m.group("verb").isascii()
+
+
 def resume_words(said: str) -> str | None:
     """What a normalised utterance asks to go back to ("回到刚才的笔记" → "笔记", "back to
-    the notes thing" → "notes", "go back" → ""), or None when it is no "back to …".
-
-    A Chinese "继续…" / "接着…" counts only with 刚才 / 之前 ("继续播放" plays on)."""
+    the notes thing" → "notes", "go back" → ""), or None when it is no "back to …"."""
     if said in _BARE:
         return ""
     for pattern in _RESUME:
@@ -212,12 +224,8 @@ def resume_words(said: str) -> str | None:
         if m is None:
             continue
         target = m.group("target").strip(" ,，")
-        lead = said[: m.start("target")]
-        if pattern is _RESUME[0] and not m.group("recent"):
-            if lead.endswith(("继续", "接着", "再说")) or not target:
-                return None  # "继续播放": the app goes on; "回到" alone says nothing
-        if pattern is _RESUME[1] and lead.rstrip().endswith("continue") and not target:
-            return None  # "continue" alone answers a question
+        if not _goes_back(m, target):
+            return None
         previous = None
         while target != previous:
             previous, target = target, _TARGET_FILLERS.sub("", target).strip(" ,，的")

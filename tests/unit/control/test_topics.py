@@ -114,7 +114,9 @@ def test_back_to_words_are_read_in_both_languages() -> None:
     }
     for said, words in cases.items():
         assert resume_words(normalise(said)) == words, said
-    for said in ("继续播放", "continue", "回到", "back up my files", "play it back"):
+    for said in ("继续播放", "continue", "回到", "back up my files", "play it back", "resume"):
+        assert resume_words(normalise(said)) is None, said
+    for said in ("continue playing", "返回上一页", "接着写"):
         assert resume_words(normalise(said)) is None, said
 
 
