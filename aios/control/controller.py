@@ -25,6 +25,7 @@ from aios.control.context import Contexts
 from aios.control.planner import Plan, Task, plan_instruction
 from aios.control.router import AppProfile, OfflineRouter, manifest_examples, routed_as
 from aios.control.steps import Outcome as Outcome, StepsLoop
+from aios.control.topic_labels import Labeller
 from aios.control.topics import Topic, TopicTree, key_terms
 from aios.errors import AppError, AppNotFound
 from aios.llm import wording
@@ -144,6 +145,8 @@ class Controller:
         self.build_context = self.contexts.build
         self.topics = TopicTree(store, bus, lambda: self.config)
         """The session's turns as a topic tree (DESIGN §18, aios/control/topics.py)."""
+        self.labeller = Labeller(self.topics, store, lambda: self.llm, lambda: self.config)
+        """The model's labels for the topics (``duplex.topic_llm``)."""
         self.history_summary = self.contexts.history_summary
         self.app_deadline = self.client.app_deadline
 
@@ -158,6 +161,7 @@ class Controller:
         return self.llm.handle_timeout(configured) if self.llm is not None else configured
 
     def close(self) -> None:
+        self.labeller.close()
         self.client.close()
 
     # ------------------------------------------------------------ entry points
@@ -595,7 +599,7 @@ class Controller:
         tree. A fault is one log line: the instruction goes on without its topic."""
         record = self.launcher.get(app)
         try:
-            return self.topics.turn(
+            topic = self.topics.turn(
                 sid,
                 turn,
                 text,
@@ -603,6 +607,8 @@ class Controller:
                 fallback_label=record.shown_name if record is not None else app,
                 app_words=self._app_words(app),
             )
+            self.labeller.want(sid)
+            return topic
         except Exception as e:  # noqa: BLE001 - the store's fault: the turn is not kept
             log.warning("topics: turn %s not kept: %s", turn, e)
             return None

@@ -20,6 +20,8 @@ The rules (offline, the default; :class:`Tree` is pure, no I/O):
   key words ("删掉它"), or opens a **sub-topic** when its words are new.
 - A topic untouched for ``duplex.topic_archive_s`` is archived (a later turn for its app
   opens a new root); a session keeps at most ``duplex.topics_max`` topics.
+- with ``duplex.topic_llm`` and a model, the model's labels replace the rules' ones
+  (:mod:`aios.control.topic_labels`: debounced, budgeted, off by default).
 - "回到刚才的…" / "back to …" (:func:`resume_words`, answered by the controller) resumes
   the paused topic its words name (:meth:`Tree.resolve`): the app they name, the words of
   its label and terms — in one line of talk, the node the user left it on; the most recent
@@ -565,6 +567,22 @@ class TopicTree:
             tree.activate(topic, self._clock())
             self._save(tree)
             return topic
+
+    def relabel(self, sid: str, labels: dict[str, str]) -> dict[str, str]:
+        """The model's ``labels`` (topic id -> label) replace the rules' ones; those kept
+        (a topic gone meanwhile is skipped)."""
+        with self._lock:
+            tree = self._load(sid)
+            kept = {}
+            for topic_id, label in labels.items():
+                topic = tree.topics.get(topic_id)
+                if topic is None or not label:
+                    continue
+                topic.label, topic.labelled_by = label, "llm"
+                tree.changed.add(topic_id)
+                kept[topic_id] = label
+            self._save(tree)
+            return kept
 
     def archive(self, sid: str, topic_id: str) -> Topic:
         """``topic_id`` (with its sub-topics) is archived; NotFound naming it."""

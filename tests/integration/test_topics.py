@@ -1,14 +1,16 @@
 """A session's topic tree over real HTTP (DESIGN §18 "Topics", aios/control/topics.py): the
 bundled notes and music apps running, three instructions to two apps, then "back to the
 notes" — the notes topic is active again, the music paused, the reply carries the notes'
-last view; the panel's resume and archive; JSON errors; the tree survives a restart."""
+last view; the panel's resume and archive; JSON errors; the tree survives a restart; two
+lines of talk that match "back to …" alike get a card, and the one picked comes back."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import Running, copy_apps, start_system
+from tests.integration.conftest import Running, copy_apps, final_view, start_system
+from tests.util import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "apps"
@@ -80,5 +82,32 @@ def test_back_to_the_notes_resumes_their_topic_and_it_survives_a_restart(tmp_pat
         assert running.get("/api/sessions/s_nope/topics").status_code == 404
         r = running.post(f"/api/sessions/{sid}/topics/{music}/resume", {"locale": "fr"})
         assert r.status_code == 400 and "locale" in r.json()["error"]
+    finally:
+        running.stop()
+
+
+def test_two_lines_matching_alike_get_a_card_and_the_one_picked_comes_back(
+    tmp_path: Path,
+) -> None:
+    apps = copy_apps(tmp_path / "apps", ["notes", "music", "files"], source=BUNDLED)
+    running = start_system(apps, tmp_path / "data", language="en")
+    try:
+        sid = running.instruct("add a note: jazz festival tickets")["session_id"]
+        running.instruct("play some jazz", sid)
+        running.instruct("list my files", sid)
+        asked = running.instruct("back to the jazz", sid)
+        assert asked["state"] == "waiting" and asked["intent"] == "resume_topic"
+        (card,) = asked["pending"]
+        assert card["kind"] == "choice" and "Back to which one" in card["prompt"]
+        labels = {o["label"]: o["value"] for o in card["options"]}
+        assert set(labels) == {"“jazz festival tickets” (Notes)", "“play some jazz” (Music)"}
+        music = labels["“play some jazz” (Music)"]
+        sub = running.system.bus.reader()
+        r = running.post(f"/api/interactions/{card['id']}", {"value": music})
+        assert r.status_code == 200, r.text
+        view = final_view(sub, asked["run_id"], "music")
+        assert view["status"] in ("ok", "error")  # the music's last view, as it was
+        wait_for(lambda: _tree(running, sid)["active"] == music, "the music topic active", 10)
+        assert _by_app(_tree(running, sid))["notes"]["state"] == "paused"
     finally:
         running.stop()
