@@ -60,3 +60,6 @@ def test_back_to_the_notes_raises_their_window_with_its_last_view(desk: Desk) ->
     expect_in_front(desk, "music")
     expect(topic(desk, "music")).to_have_class("topic is-active")
     expect(topic(desk, "notes")).to_have_class("topic is-paused")
+    desk.page.set_viewport_size({"width": 1024, "height": 700})
+    expect(desk.page.locator("#conversation .conv-list")).to_be_visible()
+    desk.shot("topics-1024x700")
