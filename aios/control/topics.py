@@ -193,14 +193,14 @@ _RESUME = (
 )
 _STRONG_VERBS = ("回到", "切回", "切回到", "back to", "return to")
 """Verbs that mean going back whatever follows; the others ("继续", "返回", "resume",
-"continue") only with a word of before ("刚才", "earlier") or, in English, a "the …" of
-what: "继续播放", "返回上一页", "resume", "continue playing" are the apps' business."""
+"continue") only with a word of before ("刚才", "earlier", "where we left off"):
+"继续播放", "返回上一页", "resume the music", "continue playing" are the apps' business."""
 _TARGET_FILLERS = re.compile(
     r"^(?:(?:the|my|that|this|our|what we were doing|what we were talking about|"
     r"where we were|with|on|in)\b\s*)+|\s*\b(?:thing|stuff|topic|one|bit|part|again|"
     r"where we left off|where we left it)\s*$"
 )
-_EN_WHAT = re.compile(r"^\s*(?:with\s+)?(?:the|that|our|what we|where we)\b")
+_EN_WHAT = re.compile(r"^\s*(?:with\s+)?(?:what we|where we)\b")
 
 
 _BARE = frozenset({"go back", "take me back", "回去", "我们回去", "回到刚才", "回到之前"})

@@ -110,13 +110,14 @@ def test_back_to_words_are_read_in_both_languages() -> None:
         "go back to the notes thing": "notes",
         "let's get back to what we were doing": "",
         "go back": "",
-        "resume the quarterly report": "quarterly report",
+        "resume the quarterly report from before": "quarterly report",
+        "pick up where we left off": "",
     }
     for said, words in cases.items():
         assert resume_words(normalise(said)) == words, said
     for said in ("继续播放", "continue", "回到", "back up my files", "play it back", "resume"):
         assert resume_words(normalise(said)) is None, said
-    for said in ("continue playing", "返回上一页", "接着写"):
+    for said in ("continue playing", "返回上一页", "接着写", "resume the music"):
         assert resume_words(normalise(said)) is None, said
 
 
