@@ -603,6 +603,20 @@ class DuplexConfig(_Section):
     dnd: bool = False
     """Do not disturb: the desktop announces nothing on its own (a due reminder still lands
     in the conversation, unspoken)."""
+    topic_archive_s: float = Field(default=1800, ge=0, le=30 * 86400)
+    """A topic of the session's tree untouched this many seconds is archived (folded away
+    in the panel, no longer resumed by a turn; 0: never)."""
+    topic_llm: bool = False
+    """Ask the language model for short labels of the session's topics (once each, after a
+    quiet moment; the offline rules' labels stay until then, and when it fails)."""
+    topic_llm_delay_s: float = Field(default=10, ge=0, le=3600)
+    """Seconds of quiet in a session before its topics are labelled (a burst of turns is
+    one call)."""
+    topic_llm_budget_tokens: int = Field(default=2000, ge=0, le=1_000_000)
+    """Tokens (prompt and answer) the labels of a session may use."""
+    topics_max: int = Field(default=60, ge=2, le=1000)
+    """Topics (sub-topics included) a session keeps at most: past it the oldest archived,
+    then the oldest paused, are forgotten."""
 
 
 class AutomationsConfig(_Section):

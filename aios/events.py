@@ -50,6 +50,7 @@ EVENT_TYPES = frozenset(
         "memory",
         "mcp_status",
         "said",
+        "topics",
     }
 )
 RESYNC = "resync"

@@ -206,8 +206,15 @@ class System:
         built by the web layer when the first client comes."""
         self.on_stop: list[Callable[[], None]] = []
         """Called first by :meth:`stop` (parts built on top of the system, e.g. /mcp)."""
+        self.topics = self.controller.topics
+        """Each session's topic tree (DESIGN §18, aios/control/topics.py)."""
         self.thinker = Thinker(
-            self.bus, self.store, self.runstore, lambda: self.config, self._app_name
+            self.bus,
+            self.store,
+            self.runstore,
+            lambda: self.config,
+            self._app_name,
+            topic_of=self.topics.recent,
         )
         automations = AutomationStore(self.store)
         self.automation_runner = Runner(

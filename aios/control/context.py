@@ -159,9 +159,10 @@ class Contexts:
         notes: list[str] | None = None,
         *,
         run_id: str | None = None,
-    ) -> None:
+    ) -> int:
         """Keep an app's final reply in the session: history (with the run it ended, which
-        the conversation panel's "why?" opens the trace on), its state, the last app."""
+        the conversation panel's "why?" opens the trace on), its state, the last app. The
+        history id of the reply (a topic's last view, aios/control/topics.py)."""
         entry: dict[str, Any] = {
             "status": resp.get("status"),
             "view_type": resp.get("view_type"),
@@ -177,11 +178,12 @@ class Contexts:
             entry["notes"] = notes
         if run_id:
             entry["run_id"] = run_id
-        self.store.add_history(sid, "app", entry, app=app)
+        view = self.store.add_history(sid, "app", entry, app=app)
         state = resp.get("state")
         if state is not None:
             self.store.set_agent_state(sid, app, state)
         self.store.set_context_var(sid, "last_app", app)
+        return view
 
 
 def list_files(workdir: Path | None) -> list[str]:

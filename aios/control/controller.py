@@ -25,6 +25,8 @@ from aios.control.context import Contexts
 from aios.control.planner import Plan, Task, plan_instruction
 from aios.control.router import AppProfile, OfflineRouter, manifest_examples, routed_as
 from aios.control.steps import Outcome as Outcome, StepsLoop
+from aios.control.topic_labels import Labeller
+from aios.control.topics import Topic, TopicTree, key_terms
 from aios.errors import AppError, AppNotFound
 from aios.llm import wording
 from aios.memory import service as memory_service
@@ -141,6 +143,10 @@ class Controller:
         """``(text, session id, language) -> reply``: a reminder or an automation said in
         words is scheduled (aios/duplex/automations.py); None: not one."""
         self.build_context = self.contexts.build
+        self.topics = TopicTree(store, bus, lambda: self.config)
+        """The session's turns as a topic tree (DESIGN §18, aios/control/topics.py)."""
+        self.labeller = Labeller(self.topics, store, lambda: self.llm, lambda: self.config)
+        """The model's labels for the topics (``duplex.topic_llm``)."""
         self.history_summary = self.contexts.history_summary
         self.app_deadline = self.client.app_deadline
 
@@ -155,6 +161,7 @@ class Controller:
         return self.llm.handle_timeout(configured) if self.llm is not None else configured
 
     def close(self) -> None:
+        self.labeller.close()
         self.client.close()
 
     # ------------------------------------------------------------ entry points
@@ -337,7 +344,7 @@ class Controller:
         in overrides both (aios/llm/wording.py): the answer and the apps' context.
         """
         lang = wording.reply_lang(text, locale or self.config.language)
-        self.store.add_history(sid, "user", _turn(text, spoken=spoken, via=via))
+        turn = self.store.add_history(sid, "user", _turn(text, spoken=spoken, via=via))
         if text.strip().casefold() in STOP_WORDS:
             stopped_runs = self.runs.cancel_session(sid)
             message = (
@@ -368,11 +375,7 @@ class Controller:
         if intent is None and (noted := self._facts_said(text, sid, lang, whole=True)):
             return noted
         if intent is not None:
-            if intent.kind in PHRASE_INTENTS and wording.text_lang(text) is None:
-                # a phrase of the system's tables is in one language: "goodbye" is English
-                lang = wording.phrase_lang(text) or lang
-            self.tracer.emit("intent", kind=intent.kind)
-            return self._system_intent(intent, text, sid, lang, apps)
+            return self._intent_reply(intent, text, sid, lang, apps, turn)
         profiles = self.profiles()
         last_app = self.store.context_vars(sid).get("last_app")
         router = OfflineRouter(profiles, prefer=last_app)
@@ -419,12 +422,21 @@ class Controller:
                 "source": plan.source,
                 "notes": plan.notes,
             }
-        return self._dispatch(plan, text, sid, lang)
+        return self._dispatch(plan, text, sid, lang, turn=turn)
 
     def _dispatch(
-        self, plan: Plan, text: str, sid: str, lang: str, extra: dict[str, Any] | None = None
+        self,
+        plan: Plan,
+        text: str,
+        sid: str,
+        lang: str,
+        extra: dict[str, Any] | None = None,
+        *,
+        turn: int | None = None,
     ) -> dict[str, Any]:
-        """Run a plan's tasks as one run: the reply with every task's result (``extra`` on top)."""
+        """Run a plan's tasks as one run: the reply with every task's result (``extra`` on top).
+        ``turn``: the user's history id, a turn of the topic tree once each task's app is
+        settled."""
         extra = extra or {}
         run = self.runs.start(
             "instruction",
@@ -433,7 +445,9 @@ class Controller:
             text=text,
             request={"kind": "instruction", "text": text, "locale": lang},
         )
-        done = self._settle(run, lambda: self._run_plan(plan, text, sid, run, lang), lambda r: r)
+        done = self._settle(
+            run, lambda: self._run_plan(plan, text, sid, run, lang, turn), lambda r: r
+        )
         if done is None:
             return {
                 "session_id": sid,
@@ -503,6 +517,26 @@ class Controller:
         )
         return [intents.app_info(r) for r in records]
 
+    def _intent_reply(
+        self,
+        intent: intents.Intent,
+        text: str,
+        sid: str,
+        lang: str,
+        apps: list[intents.AppInfo],
+        turn: int,
+    ) -> dict[str, Any]:
+        """A recognised system intent answered (an open or a switch is a topic's turn)."""
+        if intent.kind in PHRASE_INTENTS and wording.text_lang(text) is None:
+            # a phrase of the system's tables is in one language: "goodbye" is English
+            lang = wording.phrase_lang(text) or lang
+        self.tracer.emit("intent", kind=intent.kind)
+        if intent.kind == "resume_topic":
+            return self._resume_topic(intent, text, sid, lang, apps, turn)
+        if intent.kind in ("open_app", "focus_app") and intent.app:
+            self._topic_turn(sid, turn, text, intent.app)
+        return self._system_intent(intent, text, sid, lang, apps)
+
     def _system_intent(
         self,
         intent: intents.Intent,
@@ -547,6 +581,219 @@ class Controller:
             "message": answer.message,
             "notes": [],
             **answer.fields(),
+        }
+
+    # ------------------------------------------------------- topics (DESIGN §18)
+
+    def _app_words(self, app: str) -> list[str]:
+        """Every app's id and names, and ``app``'s keywords: they chose the app, they are no
+        topic (another app's keywords may well be one: "album", "memory")."""
+        return [
+            w
+            for p in self.profiles()
+            for w in (p.id.replace("_", " "), *p.all_names, *(p.keywords if p.id == app else ()))
+        ]
+
+    def _topic_turn(self, sid: str, turn: int, text: str, app: str) -> Topic | None:
+        """``text`` (history id ``turn``) went to ``app``: a turn of the session's topic
+        tree. A fault is one log line: the instruction goes on without its topic."""
+        record = self.launcher.get(app)
+        try:
+            topic = self.topics.turn(
+                sid,
+                turn,
+                text,
+                app,
+                fallback_label=record.shown_name if record is not None else app,
+                app_words=self._app_words(app),
+            )
+            self.labeller.want(sid)
+            return topic
+        except Exception as e:  # noqa: BLE001 - the store's fault: the turn is not kept
+            log.warning("topics: turn %s not kept: %s", turn, e)
+            return None
+
+    def _topic_name(self, topic: Topic, lang: str) -> str:
+        """ "「买牛奶」（记事本）" / "“buy milk” (Notes)": a topic as the desktop says it."""
+        app = self._app_name(topic.app, lang)
+        if topic.label == app or topic.label == topic.app:
+            return app
+        if intents.lang_of(lang) == "en":
+            return f"“{topic.label}” ({app})"
+        return f"「{topic.label}」（{app}）"
+
+    def _app_name(self, app_id: str, lang: str) -> str:
+        record = self.launcher.get(app_id)
+        if record is None:
+            return app_id
+        name_in = getattr(record, "name_in", None)
+        return str(name_in(intents.lang_of(lang))) if callable(name_in) else record.shown_name
+
+    def _resume_topic(
+        self,
+        intent: intents.Intent,
+        text: str,
+        sid: str,
+        lang: str,
+        apps: list[intents.AppInfo],
+        turn: int,
+    ) -> dict[str, Any]:
+        """ "回到刚才的笔记" / "back to the notes thing": the paused topic its words name
+        becomes active, its window comes up with its last view. Two that match alike: the
+        user picks one on a card. None: an app named with no topic is switched to; else one
+        line listing the paused topics."""
+        words = key_terms(intent.topic or "")
+        found = self.topics.resolve(sid, words, intent.app)
+        if len(found) == 1:
+            reply, _ = self._resume(sid, found[0], turn, lang)
+            return reply
+        if len(found) > 1:
+            return self._resume_choice(found, text, sid, lang, turn)
+        if intent.app:
+            self._topic_turn(sid, turn, text, intent.app)
+            focus = intents.Intent("focus_app", app=intent.app)
+            return self._system_intent(focus, text, sid, lang, apps)
+        paused = self.topics.paused(sid)
+        sep = ", " if intents.lang_of(lang) == "en" else "、"
+        if not paused:
+            message = intents.say("resume_none", lang)
+        else:
+            shown = paused[: intents.TALK_SUGGESTIONS_MAX]
+            names = sep.join(self._topic_name(t, lang) for t in shown)
+            message = intents.say("resume_unknown", lang, text=intent.topic or text, topics=names)
+        chips = [
+            {
+                "label": self._topic_name(t, lang),
+                "instruction": intents.say("resume_chip", lang, label=t.label),
+            }
+            for t in paused[: intents.TALK_SUGGESTIONS_MAX]
+        ]
+        return self._answered(sid, intents.Answer("resume_topic", message, chips))
+
+    def _resume_choice(
+        self, found: list[Topic], text: str, sid: str, lang: str, turn: int
+    ) -> dict[str, Any]:
+        """Two lines of talk match "back to …" alike: a card asks which (as "which app did
+        you mean?" does); the one picked is resumed when the user answers."""
+        run = self.runs.start(
+            "instruction", "", sid, text=text, request={"kind": "instruction", "text": text}
+        )
+        shown = [self._topic_name(t, lang) for t in found]
+        prompt = intents.say(
+            "resume_which", lang, topics=intents.say("choose_or", lang).join(shown)
+        )
+        options = [{"value": t.id, "label": n} for t, n in zip(found, shown, strict=True)]
+        picked: dict[str, Any] = {}
+
+        def work() -> list[Outcome]:
+            chosen = self._choose(run, "topic", prompt, options)
+            topic = next((t for t in found if t.id == chosen), None)
+            if topic is None:
+                return []
+            reply, outcome = self._resume(sid, topic, turn, lang)
+            picked.update(reply)
+            run.app = topic.app
+            return [outcome] if outcome is not None else []
+
+        done = self._settle(run, work, lambda r: r)
+        if done is None:
+            return {
+                "session_id": sid,
+                "plan": [],
+                "results": [],
+                "message": waiting_view(run)["message"],
+                "source": "system",
+                "intent": "resume_topic",
+                "notes": [],
+                "run_id": run.run_id,
+                "state": "waiting",
+                "pending": list(run.pending),
+            }
+        return picked or {
+            "session_id": sid,
+            "plan": [],
+            "results": [],
+            "message": intents.say("done", lang),
+            "notes": [],
+        }
+
+    def _resume(
+        self, sid: str, topic: Topic, turn: int | None, lang: str
+    ) -> tuple[dict[str, Any], Outcome | None]:
+        """``topic`` becomes active; its app's window comes to the front (opened again if it
+        was closed) with the topic's last view (the app's home view when none was kept)."""
+        topic = self.topics.resume(sid, topic.id, turn)
+        view = self._topic_view(sid, topic)
+        outcome: Outcome | None
+        if view is not None:
+            self.launcher.ensure_running(topic.app, self.config.app_start_timeout)
+            self.instances.open(topic.app, sid)
+            outcome = Outcome(topic.app, view)
+        else:
+            outcome = self._open_for_intent(topic.app, sid, lang)
+        name = self._app_name(topic.app, lang)
+        message = (
+            intents.say("resume_app", lang, app=name)
+            if topic.label in (name, topic.app)
+            else intents.say("resume_topic", lang, label=topic.label, app=name)
+        )
+        answer = intents.Answer(
+            "resume_topic", message, desktop=[{"op": "focus_app", "app": topic.app}]
+        )
+        self._remember_answer(sid, answer)
+        results = (
+            [{"app": topic.app, "task": "resume", "response": outcome.response}]
+            if outcome is not None
+            else []
+        )
+        reply = {
+            "session_id": sid,
+            "plan": [],
+            "results": results,
+            "message": message,
+            "notes": [],
+            "topic": topic.public(),
+            **answer.fields(),
+        }
+        return reply, outcome
+
+    def resume_topic(self, sid: str, topic_id: str, *, locale: str | None = None) -> dict[str, Any]:
+        """The panel's click on a topic: it is resumed as "back to …" would (NotFound for
+        a topic the session does not have)."""
+        lang = intents.lang_of(locale or self.config.language)
+        with self.tracer.bind(sid):
+            self.tracer.emit("intent", kind="resume_topic", topic=topic_id)
+            topic = self.topics.get(sid, topic_id)
+            reply, _ = self._resume(sid, topic, None, lang)
+            return reply
+
+    def _topic_view(self, sid: str, topic: Topic) -> dict[str, Any] | None:
+        """The topic's last view as its app answered it: the run's final response (its
+        controls included) when the run was that app's alone, else the history's copy;
+        None when nothing was kept (or its data was too large to keep)."""
+        if topic.view is None:
+            return None
+        rows, _ = self.store.history_page(sid, before=topic.view + 1, limit=1)
+        if not rows or rows[0]["id"] != topic.view or not isinstance(rows[0]["content"], dict):
+            return None
+        kept: dict[str, Any] = rows[0]["content"]
+        run = self.runs.stored(str(kept.get("run_id") or "")) if kept.get("run_id") else None
+        response = (run or {}).get("response")
+        if (
+            run is not None
+            and run.get("app") == topic.app
+            and isinstance(response, dict)
+            and response.get("view_type") == kept.get("view_type")
+        ):
+            return {**response, "run_id": run["run_id"]}
+        data = kept.get("data")
+        if kept.get("status") != "ok" or (isinstance(data, dict) and data.get("truncated")):
+            return None
+        return {
+            "status": "ok",
+            "view_type": kept.get("view_type"),
+            "data": data,
+            "message": kept.get("message") or "",
         }
 
     # ------------------------------------------------------- memory (DESIGN §15)
@@ -814,12 +1061,17 @@ class Controller:
         run.app = ",".join(dict.fromkeys(t.app for t in plan.tasks))
         return True
 
-    def _run_plan(self, plan: Plan, text: str, sid: str, run: Run, lang: str) -> list[Outcome]:
+    def _run_plan(
+        self, plan: Plan, text: str, sid: str, run: Run, lang: str, turn: int | None = None
+    ) -> list[Outcome]:
         if not self._clarify(plan, sid, run, lang) or not self._ask_owners(plan, text, run, lang):
             return [
                 Outcome(t.app, error_response("cancelled by the user", title=t.app))
                 for t in plan.tasks
             ]
+        for t in plan.tasks if turn is not None else []:  # the apps are settled: turns
+            said = str((t.routed or {}).get("text") or t.instruction)  # no "打开记事本，"
+            self._topic_turn(sid, int(turn or 0), said, t.app)
         tasks = {t.id: t for t in plan.tasks}
         key = uuid.uuid4().hex[:8]  # plan ids restart at t1: the store keys tasks per plan
         for t in plan.tasks:
@@ -929,7 +1181,14 @@ class Controller:
     # ----------------------------------------------------------------- helpers
 
     def _remember(self, sid: str, outcome: Outcome, run_id: str) -> None:
-        self.contexts.remember(sid, outcome.app, outcome.response, outcome.notes, run_id=run_id)
+        view = self.contexts.remember(
+            sid, outcome.app, outcome.response, outcome.notes, run_id=run_id
+        )
+        try:
+            inst = self.instances.current(outcome.app, sid)
+            self.topics.saw(sid, outcome.app, view, inst.instance_id if inst else None)
+        except Exception as e:  # noqa: BLE001 - the reply stands without its topic's view
+            log.warning("topics: the view of %s not kept: %s", outcome.app, e)
 
     def _record(self, app_id: str) -> AppRecord:
         record = self.launcher.get(app_id)

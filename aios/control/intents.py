@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from aios.control.topics import resume_words
 from aios.names import Locale as Lang, lang_of as lang_of
 
 LANGS: tuple[Lang, ...] = ("zh-CN", "en")
@@ -55,6 +56,7 @@ IntentKind = Literal[
     "date",
     "small_talk",
     "ui_reset",
+    "resume_topic",
 ]
 AppVerb = Literal["open_app", "close_app", "focus_app"]
 
@@ -116,6 +118,18 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "done": ("完成", "Done"),
     "choose_app": ("你是想用{apps}？（{text}）", "Did you mean {apps}? ({text})"),
     "choose_or": (" 还是 ", " or "),
+    "resume_topic": ("好，回到「{label}」（{app}）。", "OK — back to “{label}” in {app}."),
+    "resume_app": ("好，回到{app}。", "OK — back to {app}."),
+    "resume_none": (
+        "现在还没有可以回去的话题。",
+        "There's nothing from earlier to go back to yet.",
+    ),
+    "resume_unknown": (
+        "嗯……没找到「{text}」。刚才聊过的有：{topics}",
+        "Hmm, I can't find “{text}”. Earlier we had: {topics}",
+    ),
+    "resume_which": ("回到哪个？{topics}", "Back to which one — {topics}?"),
+    "resume_chip": ("回到「{label}」", "back to {label}"),
     "owned_words": (
         "「{text}」用到了 {owners} 的词（{words}），而 {newcomer} 是后来安装的。交给哪个应用？",
         "“{text}” uses words of {owners} ({words}), and {newcomer} was installed later. "
@@ -509,6 +523,10 @@ def recognise(text: str, apps: Sequence[AppInfo]) -> Intent | None:
         return Intent("ui_reset", topic=RESET_PHRASES[said])
     if said in WINDOW_NAMES:
         return Intent("open_window", window=WINDOW_NAMES[said])
+    back = resume_words(said)
+    if back is not None and not (WINDOW_NAMES.get(back) or WINDOW_NAMES.get(_key(back))):
+        app = find_app(back, apps) if back else None
+        return Intent("resume_topic", app=app.id if app else None, topic=back)
     for verb, pattern in _VERBS:
         m = pattern.match(said)
         if not m:

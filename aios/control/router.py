@@ -270,6 +270,9 @@ characters cover verbatim: "记一下" is the author's phrase, more than its big
 _CN_STOP_UNIGRAMS = frozenset(
     "的了我你他她它们帮把一个下是在和与吗呢吧啊请给让要想能可以这那些就也都很还有么"
 )
+CN_FUNCTION_CHARS = _CN_STOP_UNIGRAMS
+"""Chinese characters that carry no subject ("的", "了", "把"): a bigram holding one says
+little of what a turn is about (aios/control/topics.py drops it)."""
 _CN_STOP_BIGRAMS = frozenset(
     {
         "帮我",

@@ -11,7 +11,8 @@ without asking:
 - a reminder is due, an automation ran, waits for a decision, or was missed while the
   desktop was off (the scheduler calls :meth:`Thinker.say`);
 - when ``duplex.idle_s`` is set (0, off, by default), after that much silence in the
-  session the user looks at, once, something from the session's earlier turns.
+  session the user looks at, once, the topic of its tree it left last (or the one it is
+  on: :meth:`aios.control.topics.TopicTree.recent`).
 
 What it says is a history row of role ``desktop`` (the panel shows it as the desktop's
 message, a reload shows it again) and a ``said`` event (the page reads it aloud when
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aios.config import Config
+from aios.control.topics import Topic
 from aios.events import EventBus, Subscription
 from aios.store import Store
 from aios.store.runs import FINAL, RunStore
@@ -111,8 +113,12 @@ class Thinker:
         settings: Callable[[], Config],
         app_name: Callable[[str], str],
         clock: Callable[[], float] = time.time,
+        topic_of: Callable[[str], Topic | None] = lambda sid: None,
     ):
+        """``topic_of``: what a session was last about, from its topic tree (the idle
+        remark's subject; None: nothing to bring up)."""
         self.bus = bus
+        self._topic_of = topic_of
         self.store = store
         self.runstore = runstore
         self._settings = settings
@@ -294,19 +300,12 @@ class Thinker:
         if due is None or sid is None or self._clock() < due:
             return None
         self._idle_said[sid] = self._last_activity(sid)
-        topic = next(
-            (
-                h["content"].get("text")
-                for h in reversed(self.store.history(sid, limit=20))
-                if h.get("role") == "user"
-                and isinstance(h.get("content"), dict)
-                and h["content"].get("text")
-            ),
-            None,
-        )
-        if not topic:
+        topic = self._topic_of(sid)
+        if topic is None:
             return None
-        said = self.say(sid, text("idle", self.lang(), what=quote(topic)), "idle")
+        said = self.say(
+            sid, text("idle", self.lang(), what=quote(topic.label)), "idle", topic=topic.id
+        )
         if said is not None:  # the remark is activity too: the next one waits for the user
             self._idle_said[sid] = self._last_activity(sid)
         return said

@@ -146,6 +146,11 @@ class Runs:
         with self._lock:
             return self._active.get(run_id)
 
+    def stored(self, run_id: str) -> dict[str, Any] | None:
+        """The run as the store keeps it (its final response, actions included), ended
+        or not: a topic's last view is shown again from it (aios/control/topics.py)."""
+        return self._store.run(run_id)
+
     def active(self, session_id: str | None = None) -> list[Run]:
         with self._lock:
             runs = list(self._active.values())

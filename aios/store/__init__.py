@@ -8,7 +8,8 @@ errors, the set-aside of a damaged file, ``meta``, vacuum), :mod:`~aios.store.se
 namespaces, TTL) and :mod:`~aios.store.grants` (``grants``: the user's decision on each
 permission an app requested, ``app_installs``: when each app was first seen, and
 ``route_owners``: the user's answer when a later app would take an earlier app's words,
-DESIGN §14.7). The tables of runs, interactions and tool policy are
+DESIGN §14.7) and :mod:`~aios.store.topics` (``topics``: a session's topic tree, DESIGN
+§18). The tables of runs, interactions and tool policy are
 :mod:`aios.store.runs`'s: it goes through this store's pool, transactions and error
 mapping, and registers its retention with ``add_retention``; retention is run by
 :mod:`aios.store.pruner`.
@@ -35,9 +36,10 @@ from aios.store.sessions import (
     SessionTables,
     new_session_id as new_session_id,
 )
+from aios.store.topics import TopicTables
 
 
-class Store(SessionTables, CacheTables, GrantTables):
+class Store(SessionTables, CacheTables, GrantTables, TopicTables):
     """Thread-safe access to the system database at ``path``: every table's queries."""
 
     def forget_app(self, app: str) -> dict[str, int]:
@@ -77,6 +79,7 @@ class Store(SessionTables, CacheTables, GrantTables):
                 key="rowid",
             ),
             "cache": self.cache_purge_expired(now),
+            "topics": self.prune_topics(history_cut),
         }
         crowded = self._query(
             "SELECT session_id FROM history GROUP BY session_id HAVING count(*) > ?",

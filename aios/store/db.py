@@ -153,6 +153,23 @@ CREATE TABLE IF NOT EXISTS route_owners (
     ts REAL NOT NULL,
     PRIMARY KEY (owner, newcomer)
 );
+
+CREATE TABLE IF NOT EXISTS topics (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    parent TEXT,
+    app TEXT NOT NULL,
+    label TEXT NOT NULL,
+    labelled_by TEXT NOT NULL DEFAULT 'rules',
+    state TEXT NOT NULL CHECK (state IN ('active', 'paused', 'archived')),
+    terms TEXT NOT NULL DEFAULT '{}',
+    turns TEXT NOT NULL DEFAULT '[]',
+    view INTEGER,
+    instance TEXT,
+    started REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS topics_session ON topics (session_id, updated);
 """
 
 RetentionHook = Callable[[float, int], dict[str, int]]

@@ -682,6 +682,40 @@ class AnyList(RootModel[list[dict[str, Any]]]):
 ToolReply = ToolResult
 
 
+# ------------------------------------------------- topics (DESIGN §18)
+
+
+class TopicBody(LocaleBody):
+    """``POST /api/sessions/{sid}/topics/{topic_id}/resume``: the answer's language (a
+    ``session_id``, if given, must be the path's)."""
+
+
+class Topic(_Reply):
+    id: str
+    parent: str | None = Field(description="the root topic of a sub-topic; null for a root")
+    label: str
+    labelled_by: Literal["rules", "llm"]
+    state: Literal["active", "paused", "archived"]
+    app: str
+    terms: list[str] = Field(description="its key words, the heaviest first")
+    turns: list[str] = Field(description="the timeline ids (h…) of its turns")
+    view: str | None = Field(description="the timeline id of the app reply it last showed")
+    instance: str | None = Field(description="the window instance it was in")
+    started: float
+    updated: float
+    children: list[Topic] | None = Field(None, description="a root's sub-topics, oldest first")
+
+
+class TopicTree(_Reply):
+    session_id: str
+    active: str | None = Field(description="the id of the topic the user is on")
+    topics: list[Topic] = Field(description="the root topics, the most recently used first")
+
+
+class TopicResumed(InstructionReply):
+    topic: Topic | None = None
+
+
 # ------------------------------------------------- automations (DESIGN §18)
 
 

@@ -86,6 +86,7 @@ function wire() {
   on('wm:changed', layout.schedule);
   on('app:activate', apps.activateApp);
   on('command:submit', commands.submitInstruction);
+  on('topics:resumed', (reply) => commands.showReply(reply, 'topics'));
   on('voice:listen', voice.listen);
   on('voice:mute', voice.setMuted);
   on('voice:volume', (v) => voice.setVolume(v));

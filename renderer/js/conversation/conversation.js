@@ -5,7 +5,7 @@
 // again). Everything comes from GET /api/sessions/<sid>/timeline, so a reload or a restart of
 // the system shows the same; server events only say "look again". A session menu starts a
 // new conversation or switches to another one. The memory window opens it on the entry a memory
-// was taken from (showEntry).
+// was taken from (showEntry). Above the timeline, the session's topic tree (topics.js).
 import { api } from '../core/api.js';
 import { emit } from '../core/bus.js';
 import { t } from '../core/i18n.js';
@@ -14,6 +14,7 @@ import { el, isObject, toText } from '../core/safe.js';
 import { rememberSession, state } from '../core/state.js';
 import { sendSuggestion } from '../desk/intents.js';
 import { render, report } from './entries.js';
+import * as topics from './topics.js';
 
 /** Timeline entries read per request. */
 const PAGE = 50;
@@ -60,6 +61,7 @@ export function init() {
   },
   el('header', { class: 'conv-head' }, ui.title, ui.close),
   el('div', { class: 'conv-bar' }, ui.sessions, ui.newBtn),
+  topics.init(),
   ui.error,
   ui.body);
   document.body.appendChild(ui.panel);
@@ -135,6 +137,7 @@ export function refresh() {
 
 /** Server events: runs, cards and views of this session change the timeline. */
 export function onEvent(msg) {
+  if (topics.onEvent(msg)) return;
   if (!isObject(msg) || !LIVE_EVENTS.has(msg.type)) return;
   if (msg.type === 'view' && (msg.pushed === true || msg.interim === true)) return; // not in the history
   if (typeof msg.session_id === 'string' && state.sessionId && msg.session_id !== state.sessionId) return;
@@ -150,6 +153,7 @@ export function relabel() {
   ui.newBtn.textContent = t('conv.new');
   ui.close.setAttribute('aria-label', t('conv.close'));
   ui.sessions.setAttribute('aria-label', t('conv.sessions'));
+  topics.relabel();
   for (const item of shown.values()) {
     const node = render(item.entry);
     item.node.replaceWith(node);
@@ -179,6 +183,7 @@ async function fetchPage(before) {
 
 function reload() {
   loading = loadFirst();
+  topics.load();
   return loading;
 }
 

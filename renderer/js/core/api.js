@@ -252,6 +252,12 @@ export const api = {
     if (before) q.set('before', before);
     return request('GET', `/api/sessions/${encodeURIComponent(sid)}/timeline?${q}`);
   },
+  /** The session's topic tree (DESIGN §18): {session_id, active, topics: [root + children]}. */
+  topics: (sid) => request('GET', `/api/sessions/${encodeURIComponent(sid)}/topics`),
+  /** Resume a topic: answered like an instruction (its window's last view in `results`). */
+  resumeTopic: (sid, id, locale) => request('POST',
+    `/api/sessions/${encodeURIComponent(sid)}/topics/${encodeURIComponent(id)}/resume`,
+    { json: locale ? { locale } : {}, timeout: long }),
   /** Memories (DESIGN §15), newest first: ``filters`` {scope, state, source (a prefix:
    *  'user' | 'app:' | 'extracted:'), q, limit, offset} -> {memories, proposed}. */
   memories: (filters = {}) => {

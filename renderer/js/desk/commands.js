@@ -53,30 +53,39 @@ function onScreen(apps) {
 async function runInstruction({ text, source }) {
   try {
     const reply = await tracked(ANY_APP, () => api.instruction(text, state.sessionId));
-    rememberSession(reply && reply.session_id);
-    runs.adoptReply(reply, { instruction: true });
-    const results = reply && Array.isArray(reply.results) ? reply.results : [];
-    for (const r of results) {
-      if (!isObject(r) || typeof r.app !== 'string') continue;
-      ensureWindow(r.app);
-      wm.raise(r.app);
-      renderResponse(r.app, r.response, { app: r.app, fromUser: true, runId: reply.run_id });
-    }
-    const message = reply && typeof reply.message === 'string' ? reply.message.trim() : '';
-    const plan = reply && Array.isArray(reply.plan) ? reply.plan.filter(isObject) : [];
-    const title = plan.length > 1
-      ? t('command.plan', { plan: plan.map((task) => toText((state.apps.get(task.app) || {}).name || task.app)).join(' → ') })
-      : undefined;
-    const answered = intents.handleReply(reply); // a system intent: its desktop ops, its answer card
-    const shownIn = results.filter((r) => isObject(r) && typeof r.app === 'string').map((r) => r.app);
-    if (message && !answered && (title || !onScreen(shownIn))) {
-      notify.toast(message.length > DEFAULTS.messageMaxChars ? `${message.slice(0, DEFAULTS.messageMaxChars)}…` : message,
-        { level: 'info', title });
-    }
-    if (message) voice.speakReply(message, source);
+    showReply(reply, source);
   } catch (err) {
     notify.toast(t('command.failed', { error: err.message }), { level: 'error' });
   } finally {
     conversation.refresh();
   }
+}
+
+/**
+ * An instruction's reply (or a topic resumed from the panel, which answers alike): its views
+ * go to their windows, its desktop operations are carried out, its message is a toast unless
+ * a window shows it, and it is spoken for a spoken instruction.
+ */
+export function showReply(reply, source) {
+  rememberSession(reply && reply.session_id);
+  runs.adoptReply(reply, { instruction: true });
+  const results = reply && Array.isArray(reply.results) ? reply.results : [];
+  for (const r of results) {
+    if (!isObject(r) || typeof r.app !== 'string') continue;
+    ensureWindow(r.app);
+    wm.raise(r.app);
+    renderResponse(r.app, r.response, { app: r.app, fromUser: true, runId: reply.run_id });
+  }
+  const message = reply && typeof reply.message === 'string' ? reply.message.trim() : '';
+  const plan = reply && Array.isArray(reply.plan) ? reply.plan.filter(isObject) : [];
+  const title = plan.length > 1
+    ? t('command.plan', { plan: plan.map((task) => toText((state.apps.get(task.app) || {}).name || task.app)).join(' → ') })
+    : undefined;
+  const answered = intents.handleReply(reply); // a system intent: its desktop ops, its answer card
+  const shownIn = results.filter((r) => isObject(r) && typeof r.app === 'string').map((r) => r.app);
+  if (message && !answered && (title || !onScreen(shownIn))) {
+    notify.toast(message.length > DEFAULTS.messageMaxChars ? `${message.slice(0, DEFAULTS.messageMaxChars)}…` : message,
+      { level: 'info', title });
+  }
+  if (message) voice.speakReply(message, source);
 }

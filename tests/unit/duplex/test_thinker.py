@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aios.config import Config
+from aios.control.topics import TopicTree
 from aios.duplex.thinker import Thinker
 from aios.events import EventBus
 from aios.store import Store
@@ -32,9 +33,13 @@ def parts(tmp_path: Path) -> Iterator[tuple[Thinker, Store, RunStore, Clock, dic
     store = Store(tmp_path / "aios.db", clock=clock)
     runs = RunStore(store)
     raw: dict[str, Any] = {"language": "en", "duplex": {"idle_s": 0, "dnd": False}}
+    bus = EventBus()
+    settings = lambda: Config.model_validate(raw)  # noqa: E731
+    topics = TopicTree(store, bus, settings, clock)
     thinker = Thinker(
-        EventBus(), store, runs, lambda: Config.model_validate(raw), lambda a: a.title(), clock
+        bus, store, runs, settings, lambda a: a.title(), clock, topic_of=topics.recent
     )
+    thinker.topics = topics  # type: ignore[attr-defined]
     yield thinker, store, runs, clock, raw
     store.close()
 
@@ -87,10 +92,15 @@ def test_an_app_failing_is_said_once_and_nothing_before_a_page_looks(parts: Any)
     assert thinker.handle(crash) is None
 
 
+def _turn(thinker: Any, sid: str, text: str, app: str) -> None:
+    hid = thinker.store.add_history(sid, "user", {"text": text})
+    thinker.topics.turn(sid, hid, text, app, fallback_label=app.title())
+
+
 def test_the_idle_remark_comes_once_per_silence(parts: Any) -> None:
     thinker, store, _, clock, raw = parts
     sid = store.ensure_session(None)
-    store.add_history(sid, "user", {"text": "plan the trip to Lisbon"})
+    _turn(thinker, sid, "plan the trip to Lisbon", "assistant")
     thinker.set_attention(sid, True)
     assert thinker.idle_due() is None  # off by default
     raw["duplex"]["idle_s"] = 60
@@ -100,9 +110,11 @@ def test_the_idle_remark_comes_once_per_silence(parts: Any) -> None:
     assert said is not None and "plan the trip to Lisbon" in said["message"]
     clock.now += 600
     assert thinker.idle_check() is None  # once per silence
-    store.add_history(sid, "user", {"text": "and book a hotel"})
+    _turn(thinker, sid, "play some jazz", "music")
     clock.now += 61
-    assert thinker.idle_check() is not None
+    said = thinker.idle_check()  # the topic left last, not the newest words
+    assert said is not None and "plan the trip to Lisbon" in said["message"]
+    assert said["topic"] == thinker.topics.tree(sid)["topics"][1]["id"]
 
 
 def test_do_not_disturb_silences_all_but_reminders(parts: Any) -> None:
