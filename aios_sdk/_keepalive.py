@@ -8,8 +8,8 @@ the same peer, each of which then paid a new connection and a new server
 thread. :class:`KeepAliveHandler` serves a request whose body has a
 ``Content-Length`` itself: the app reads the body through a stream limited to
 that length, whatever it leaves unread is skipped, and the answer goes out with
-its length (or chunked), so the next request can follow on the same
-connection, served by the same thread. Anything else (a chunked body, a
+its length (or chunked, as it streams), so the next request can follow on the
+same connection, served by the same thread. Anything else (a chunked body, a
 WebSocket upgrade, a client that asked to close) goes to Werkzeug as before.
 
 Used by an SDK app's server (:meth:`aios_sdk.agent.AIOSAgent.run`) and by the
@@ -28,7 +28,7 @@ from werkzeug.wsgi import LimitedStream
 
 log = logging.getLogger(__name__)
 
-NO_BODY_STATUS = frozenset({204, 304})
+NO_BODY = frozenset({204, 304})
 
 
 class KeepAliveHandler(WSGIRequestHandler):
@@ -62,48 +62,70 @@ class KeepAliveHandler(WSGIRequestHandler):
         body.exhaust()  # what the app left unread is not the next request
 
     def _answer(self, environ: dict[str, Any]) -> None:
-        got: dict[str, Any] = {}
+        state: dict[str, Any] = {"sent": False, "chunked": False}
 
         def start_response(
             status: str, headers: list[tuple[str, str]], exc_info: Any = None
         ) -> Any:
-            if exc_info and got.get("sent"):
+            if exc_info and state["sent"]:
                 raise exc_info[1].with_traceback(exc_info[2])
-            got["status"], got["headers"] = status, headers
-            return lambda data: got.setdefault("written", []).append(data)
+            state["status"], state["headers"] = status, headers
+            return write
 
+        def write(data: bytes) -> None:
+            if not state["sent"]:
+                state["sent"] = True
+                self._head(state, environ, data)
+            elif data:
+                self._body(state, data)
+
+        app = self.server.app
         try:
-            app = self.server.app
             result: Iterable[bytes] = app(environ, start_response)
-            try:
-                chunks = [*got.pop("written", []), *result]
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
         except Exception:  # noqa: BLE001 - the app's bug is this request's 500, as Werkzeug does
             log.exception("error on request %s %s", self.command, self.path)
             self.close_connection = True
-            got.clear()
-            chunks = list(InternalServerError()(environ, start_response))
-        self._send(got["status"], got["headers"], b"".join(chunks), environ)
+            result = InternalServerError()(environ, start_response)
+        try:
+            for data in result:
+                write(data)
+            if not state["sent"]:
+                write(b"")
+            if state["chunked"]:
+                self.wfile.write(b"0\r\n\r\n")
+        except Exception:
+            self.close_connection = True  # the answer is cut short: the client sees the close
+            raise
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
 
-    def _send(
-        self, status: str, headers: list[tuple[str, str]], data: bytes, environ: dict[str, Any]
-    ) -> None:
-        code_text, _, message = status.partition(" ")
+    def _head(self, state: dict[str, Any], environ: dict[str, Any], first: bytes) -> None:
+        """The status line and headers, with the first part of the body in one write (two
+        small writes on TCP would wait for the peer's delayed ACK before the body went)."""
+        code_text, _, message = state["status"].partition(" ")
         code = int(code_text)
         self.send_response(code, message)
-        for key, value in headers:
-            if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+        keys = set()
+        for key, value in state["headers"]:
+            if key.lower() not in ("connection", "transfer-encoding"):
                 self.send_header(key, value)
-        head = environ["REQUEST_METHOD"] == "HEAD"
-        if code not in NO_BODY_STATUS and not 100 <= code < 200:
-            self.send_header("Content-Length", str(len(data)))
+                keys.add(key.lower())
+        bodiless = environ["REQUEST_METHOD"] == "HEAD" or code in NO_BODY or 100 <= code < 200
+        if "content-length" not in keys and not bodiless:
+            state["chunked"] = True
+            self.send_header("Transfer-Encoding", "chunked")
         if self.close_connection:
             self.send_header("Connection", "close")
-        # headers and body in one write: two small writes on TCP would wait for the
-        # peer's delayed ACK (Nagle) before the body goes out
-        payload = data if data and not head and code not in NO_BODY_STATUS else b""
-        self._headers_buffer.append(b"\r\n" + payload)
+        self._headers_buffer.append(b"\r\n" + self._framed(state, first))
         self.flush_headers()
+
+    def _body(self, state: dict[str, Any], data: bytes) -> None:
+        self.wfile.write(self._framed(state, data))
+
+    @staticmethod
+    def _framed(state: dict[str, Any], data: bytes) -> bytes:
+        if not data or not state["chunked"]:
+            return data
+        return f"{len(data):x}\r\n".encode() + data + b"\r\n"

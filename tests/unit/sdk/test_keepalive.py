@@ -33,6 +33,11 @@ def server() -> Iterator[tuple[BaseWSGIServer, list[str]]]:
         seen.append("ignore")
         return jsonify({"ignored": True})
 
+    @app.get("/stream")
+    def stream() -> object:  # no length known: sent chunked as it is made
+        seen.append(f"stream {request.environ['REMOTE_PORT']}")
+        return app.response_class((f"part{i};" for i in range(3)), mimetype="text/plain")
+
     @app.get("/secret")
     def secret() -> object:
         seen.append("secret")
@@ -66,6 +71,20 @@ def test_requests_follow_each_other_on_one_connection(server) -> None:
     finally:
         conn.close()
     assert len(set(seen)) == 1  # one client port: one connection for the three
+
+
+def test_a_streamed_answer_is_chunked_and_the_connection_stays(server) -> None:
+    srv, seen = server
+    conn = http.client.HTTPConnection("127.0.0.1", srv.server_port, timeout=10)
+    try:
+        for _ in range(2):
+            conn.request("GET", "/stream")
+            resp = conn.getresponse()
+            assert resp.getheader("Transfer-Encoding") == "chunked"
+            assert resp.read() == b"part0;part1;part2;"
+    finally:
+        conn.close()
+    assert len(set(seen)) == 1
 
 
 def test_a_body_the_app_left_unread_is_not_the_next_request(server) -> None:
