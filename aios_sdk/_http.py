@@ -22,6 +22,8 @@ Errors are :class:`PeerTimeout` (no answer within the time given) and
 from __future__ import annotations
 
 import http.client
+import math
+import os
 import select
 import socket
 import threading
@@ -70,9 +72,11 @@ class _UnixConnection(http.client.HTTPConnection):
 
 def readable(sock: socket.socket, timeout: float) -> bool:
     """Whether ``sock`` has bytes (or an end of stream) to read within ``timeout`` seconds."""
+    if not hasattr(select, "poll"):  # Windows: select() has no descriptor limit there
+        return bool(select.select([sock], [], [], max(0.0, timeout))[0])
     poller = select.poll()
     poller.register(sock, select.POLLIN | select.POLLPRI)
-    return bool(poller.poll(max(0, int(timeout * 1000))))
+    return bool(poller.poll(max(0, math.ceil(timeout * 1000))))
 
 
 def _sound(conn: http.client.HTTPConnection) -> bool:
@@ -91,6 +95,7 @@ class Connections:
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._pid = os.getpid()
 
     def _new(self, timeout: float) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection
@@ -110,6 +115,8 @@ class Connections:
     def _kept(self) -> http.client.HTTPConnection | None:
         while True:
             with self._lock:
+                if self._pid != os.getpid():  # a forked child: those are its parent's
+                    self._idle, self._pid = [], os.getpid()
                 if not self._idle:
                     return None
                 conn = self._idle.pop()
