@@ -283,8 +283,16 @@ class HttpTransport:
                 return held[1]
             pool = Connections(HOST, port, key[2])
             self._pools[record.id] = (key, pool)
-        if held is not None:
-            held[1].close()  # the app's earlier launch
+            # a new launch (rare): the app's earlier one goes, and so do the pools of
+            # apps stopped or removed since, with the connections they kept
+            stale = [held[1]] if held is not None else []
+            for app_id, (other, kept) in list(self._pools.items()):
+                current = self._launcher.get(app_id)
+                if current is None or current.token != other[0]:
+                    stale.append(kept)
+                    del self._pools[app_id]
+        for old in stale:
+            old.close()
         return pool
 
     def send(
