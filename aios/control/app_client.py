@@ -284,7 +284,7 @@ class HttpTransport:
             pool = Connections(HOST, port, key[2])
             self._pools[record.id] = (key, pool)
             # a new launch (rare): the app's earlier one goes, and so do the pools of
-            # apps stopped or removed since, with the connections they kept
+            # apps relaunched or removed since, with the connections they kept
             stale = [held[1]] if held is not None else []
             for app_id, (other, kept) in list(self._pools.items()):
                 current = self._launcher.get(app_id)
