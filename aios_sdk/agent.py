@@ -675,19 +675,17 @@ class AIOSAgent:
             host = f"unix://{socket_path}"
             boot.SDK_SERVES.set()  # the sandbox's relay need not bridge APP_PORT
         log.info("%s serving on %s", self.display_name, host if socket_path else f"{host}:{port}")
-        from werkzeug.serving import WSGIRequestHandler, make_server
+        from werkzeug.serving import make_server
 
-        class KeepAlive(WSGIRequestHandler):
-            # HTTP/1.1 keeps the system's connection open between calls: a step
-            # round trip then costs no new TCP connection and no new thread.
-            protocol_version = "HTTP/1.1"
+        # HTTP/1.1 kept alive: a step's round trip costs no new connection and no new thread
+        from aios_sdk._keepalive import KeepAliveHandler
 
         app = self.make_app()
         _load_dotenv()
         # Werkzeug's server as Flask.run starts it, without python-dotenv's import and
         # search up the tree for nothing: the app listens sooner, and the system learns
         # it from that listen (aios_sdk.boot).
-        server = make_server(host, port, app, threaded=True, request_handler=KeepAlive)
+        server = make_server(host, port, app, threaded=True, request_handler=KeepAliveHandler)
         server.log_startup()  # "Running on ...", once it listens
         server.serve_forever()
 

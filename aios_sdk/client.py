@@ -3,20 +3,22 @@
 The launcher gives each app ``AIOS_SYSTEM_URL`` and a per-launch secret
 ``AIOS_APP_TOKEN``; every call carries ``Authorization: Bearer <token>``, so
 the system knows which app is calling and applies that app's sandbox and
-audit. ``requests`` errors are mapped to our exceptions here.
+audit. A confined app reaches the system over its runtime dir's socket.
+The connections are kept alive between calls (:mod:`aios_sdk._http`): a tool
+call mid-request costs no new connection. Transport errors are mapped to our
+exceptions here.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import threading
 from typing import Any
-
-import requests
+from urllib.parse import urlsplit
 
 from aios.errors import LLMError, LLMUnavailable, ToolError, ToolFailed, ToolRefused
-from aios_sdk._unix import UnixAdapter
+from aios_sdk._http import Connections, PeerTimeout, PeerUnreachable, Reply
 from aios_sdk.boot import SYSTEM_SOCKET_ENV
 
 log = logging.getLogger(__name__)
@@ -27,31 +29,43 @@ CONNECT_TIMEOUT = 5.0
 _SNIPPET = 300
 
 
+RequestException = (PeerTimeout, PeerUnreachable)
+"""What a call that got no whole answer raises."""
+
+
 class SystemClient:
     """Talks to ``AIOS_SYSTEM_URL`` on behalf of one app."""
 
     def __init__(self, base_url: str, token: str, *, timeout: float = SYSTEM_CALL_TIMEOUT):
         self.base_url = base_url.rstrip("/")
-        self._token = token
-        self._timeout = (CONNECT_TIMEOUT, timeout)
-        # One requests.Session per thread: Flask serves requests on many threads.
-        self._local = threading.local()
+        self._timeout = timeout
+        parts = urlsplit(self.base_url)
+        self._prefix = parts.path
+        self._headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+        }
+        # confined: straight to the runtime dir's socket, not through the relay
+        self._peer = Connections(
+            parts.hostname or "127.0.0.1",
+            parts.port or 80,
+            os.environ.get(SYSTEM_SOCKET_ENV) or None,
+        )
 
-    def _http(self) -> requests.Session:
-        http = getattr(self._local, "http", None)
-        if http is None:
-            http = requests.Session()
-            http.trust_env = False  # loopback only; never through an environment proxy
-            http.headers["Authorization"] = f"Bearer {self._token}"
-            socket_path = os.environ.get(SYSTEM_SOCKET_ENV)
-            if socket_path:
-                # confined: straight to the runtime dir's socket, not through the relay
-                http.mount(self.base_url, UnixAdapter(lambda host, port: socket_path))
-            self._local.http = http
-        return http
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Response:
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+        reply = self._peer.request(
+            method,
+            self._prefix + path,
+            data,
+            self._headers,
+            connect_timeout=CONNECT_TIMEOUT,
+            read_timeout=self._timeout,
+        )
+        return Response(reply)
 
-    def _post(self, path: str, body: dict[str, Any]) -> requests.Response:
-        return self._http().post(f"{self.base_url}{path}", json=body, timeout=self._timeout)
+    def _post(self, path: str, body: dict[str, Any]) -> Response:
+        return self._call("POST", path, body)
 
     # ------------------------------------------------------------ tools
 
@@ -59,7 +73,7 @@ class SystemClient:
         body = {"tool": name, "args": args, "session_id": session_id}
         try:
             resp = self._post("/api/sys/tool", body)
-        except requests.RequestException as e:
+        except RequestException as e:
             raise ToolFailed(
                 f"{name}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
             ) from e
@@ -90,7 +104,7 @@ class SystemClient:
             body["tools"] = tools
         try:
             resp = self._post("/api/sys/llm", body)
-        except requests.RequestException as e:
+        except RequestException as e:
             raise LLMError(
                 f"cannot reach the system at {self.base_url} for the LLM: {type(e).__name__}: {e}"
             ) from e
@@ -113,7 +127,7 @@ class SystemClient:
         # The body is the view or event itself: the system tells them apart by view_type.
         try:
             resp = self._post("/api/sys/push", payload)
-        except requests.RequestException as e:
+        except RequestException as e:
             log.warning("push failed: cannot reach the system at %s: %s", self.base_url, e)
             return False
         if resp.status_code >= 300:
@@ -139,7 +153,7 @@ class SystemClient:
         anything else that is not 200 with an object (or no answer at all) ToolFailed."""
         try:
             resp = self._post(path, body)
-        except requests.RequestException as e:
+        except RequestException as e:
             raise ToolFailed(
                 f"{what}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
             ) from e
@@ -168,8 +182,8 @@ class SystemClient:
     def _host_list(self, what: str) -> list[dict[str, Any]]:
         """``GET /api/sys/<what>`` -> its list (the host's processes or disks)."""
         try:
-            resp = self._http().get(f"{self.base_url}/api/sys/{what}", timeout=self._timeout)
-        except requests.RequestException as e:
+            resp = self._call("GET", f"/api/sys/{what}")
+        except RequestException as e:
             raise ToolFailed(
                 f"{what}: cannot reach the system at {self.base_url}: {type(e).__name__}: {e}"
             ) from e
@@ -182,14 +196,29 @@ class SystemClient:
         return listed
 
 
-def _json(resp: requests.Response) -> Any:
+class Response:
+    """The system's answer to one call."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.status_code = reply.status
+        self.content = reply.body or b""
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def _json(resp: Response) -> Any:
     try:
         return resp.json()
     except ValueError:
         return None
 
 
-def _error_text(resp: requests.Response, reply: Any) -> str:
+def _error_text(resp: Response, reply: Any) -> str:
     if isinstance(reply, dict) and reply.get("error"):
         return str(reply["error"])
     return f"HTTP {resp.status_code}: {resp.text[:_SNIPPET]!r}"

@@ -37,6 +37,9 @@ same run (so a busy machine moves both):
     one app's start confined and unconfined, the desktop with the bundled apps on
     demand and all at boot, growth with 10/25/50/100 installed apps, a cold app's
     first view after an instruction; another checkout measured in the same run.
+12. The request path (issue 27 items 4 and 5, ``--request-path [--baseline TREE]``,
+    bench/request_path.py): the mediated step (a plan's step and an app's own
+    ``call_tool``) over the direct call, actions/s at 10 and 50 clients.
 
 Confinement (DESIGN §11): 3, 4, 5, 6 and 7 run twice in the same run, with
 ``apps.confinement`` "auto" (apps inside bubblewrap where it works: what a
@@ -167,6 +170,7 @@ PLANS = {
     "zero": [],
     "one_cache": [{"step_id": 1, "tool": "cache_get", "args": {"key": "k"}}],
     "one_read": [{"step_id": 1, "tool": "file_read", "args": {"path": "small.txt"}}],
+    "sys_cache": [],
     "ten_cache": [{"step_id": i, "tool": "cache_get", "args": {"key": "k"}}
                   for i in range(1, 11)],
     "three": [{"step_id": 1, "tool": "cache_set", "args": {"key": "k", "value": {"n": 1}}},
@@ -189,6 +193,8 @@ class Bench(AIOSAgent):
             plan = "three" if "three" in (instruction or "") else "zero"
         if not results:
             _app_ms[sid] = 0.0
+        if plan == "sys_cache":  # a tool called mid-request, through the system
+            self.call_tool("cache_get", key="k")
         if PLANS.get(plan) and not results:
             reply = {"status": "ok", "view_type": "loading", "data": {},
                      "steps": PLANS[plan]}
@@ -1777,6 +1783,19 @@ def run_startup(opts: argparse.Namespace) -> dict[str, Any]:
     return res
 
 
+def run_request_path(opts: argparse.Namespace) -> dict[str, Any]:
+    """Section 12 (bench/request_path.py): this checkout, and ``--baseline`` in the same run."""
+    import request_path
+
+    request_path.OUT = out
+    trees = {"this": ROOT}
+    if opts.baseline is not None:
+        trees["baseline"] = opts.baseline.resolve()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    out(f"bench_system --request-path: {os.cpu_count()} CPU(s)")
+    return request_path.run(trees, ROOT / "bench", opts.quick, lambda: floor_http(300))
+
+
 def desktop_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first run's details, with the medians over all runs of the figures."""
     res = dict(runs[0])
@@ -2160,14 +2179,21 @@ def main() -> int:
         help="only section 11: start-up and scale (apps on demand, issue 27)",
     )
     parser.add_argument(
+        "--request-path",
+        action="store_true",
+        help="only section 12: the mediated step and actions/s (issue 27 items 4, 5)",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         default=None,
-        help="section 11 also measures this other checkout (e.g. main) in the same run",
+        help="sections 11 and 12 also measures this other checkout (e.g. main) in the same run",
     )
     opts = parser.parse_args()
     if opts.startup:
         results = run_startup(opts)
+    elif opts.request_path:
+        results = run_request_path(opts)
     elif opts.network_only:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:

@@ -141,11 +141,11 @@ class Channel:
     """The system's API on one app's ``system.sock``; every request is stamped with the app."""
 
     def __init__(self, path: Path, app_id: str, app: WSGIApplication) -> None:
-        from werkzeug.serving import WSGIRequestHandler, make_server
+        from werkzeug.serving import make_server
 
-        class Handler(WSGIRequestHandler):
-            protocol_version = "HTTP/1.1"
+        from aios_sdk._keepalive import KeepAliveHandler
 
+        class Handler(KeepAliveHandler):  # the app's calls keep their connection open
             def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
                 pass  # the system's own server logs the desktop's calls; apps' are audited
 

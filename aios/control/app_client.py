@@ -9,8 +9,14 @@ call fails at once with :class:`~aios.errors.AppBusy` (HTTP 503). A hung app
 thus holds its own slots and nothing else.
 
 Tasks of a plan run each in a thread of their own (:func:`run_in_thread`), not
-in a pool shared by every app: a shared pool filled by calls to a hung app
-used to hold back calls to every other one.
+in a bounded pool shared by every app: a shared pool filled by calls to a hung
+app used to hold back calls to every other one. Threads that finished a task
+wait a while for the next one, so a busy desktop does not start a thread per
+call; a task that finds none idle gets a new one at once.
+
+A call to an app waits for the reply in the calling thread: no thread per
+call. The connections to each app's launch are kept alive between calls
+(:class:`HttpTransport`).
 
 What sends the request is a :class:`Transport`: :class:`HttpTransport` in the
 system, a fake in tests (no processes, no HTTP). :class:`AppClient` does the rest
@@ -23,19 +29,19 @@ import contextvars
 import itertools
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, TimeoutError as FutureTimeout
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-import requests
-from requests.adapters import HTTPAdapter
+from urllib.parse import urlsplit
 
 from aios.errors import AppBusy, AppReplyInvalid, AppTimeout, AppUnavailable, ProtocolError
 from aios.protocol import app_secret, forwardable_reply, jsondepth
+from aios_sdk._http import Connections, PeerTimeout, PeerUnreachable, readable
 
 if TYPE_CHECKING:
     from aios.apphost.registry import AppRecord, Launcher
@@ -45,6 +51,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+HOST = "127.0.0.1"
+"""Where every app is addressed (a confined one through its socket, Host unchanged)."""
+WORKER_IDLE_S = 60.0
+"""Seconds an idle task thread waits for more work before it ends."""
 
 
 @dataclass
@@ -112,8 +123,74 @@ class AppSlots:
                 del self._gates[app_id]
 
 
+class _Workers:
+    """Threads for tasks, kept a while when idle: a task never waits for another to end
+    (a new thread starts when none is idle), and a busy desktop starts no thread per
+    call (an idle one takes the next task)."""
+
+    def __init__(self, idle_s: float = WORKER_IDLE_S) -> None:
+        self._idle_s = idle_s
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+
+    def submit(self, job: Callable[[], None], name: str) -> None:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self)
+            worker.give(job, name)
+            worker.start()
+        else:
+            worker.give(job, name)
+
+    def idle(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def retire(self, worker: _Worker) -> bool:
+        """True when ``worker`` may end (nobody handed it a task meanwhile)."""
+        with self._lock:
+            if worker in self._idle:
+                self._idle.remove(worker)
+                return True
+            return False
+
+
+class _Worker(threading.Thread):
+    def __init__(self, workers: _Workers) -> None:
+        super().__init__(name="aios-task", daemon=True)
+        self._workers = workers
+        self._ready = threading.Condition()
+        self._job: tuple[Callable[[], None], str] | None = None
+
+    def give(self, job: Callable[[], None], name: str) -> None:
+        with self._ready:
+            self._job = (job, name)
+            self._ready.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._ready:
+                if self._job is None and not self._ready.wait_for(
+                    lambda: self._job is not None, self._workers._idle_s
+                ):
+                    if self._workers.retire(self):
+                        return
+                    self._ready.wait_for(lambda: self._job is not None)
+                assert self._job is not None
+                (job, name), self._job = self._job, None
+            self.name = name
+            job()
+            self.name = "aios-task"
+            self._workers.idle(self)
+
+
+_workers = _Workers()
+
+
 def run_in_thread(fn: Callable[..., T], *args: object, name: str = "aios-task") -> Future[T]:
-    """``fn(*args)`` in a new daemon thread; its result (or exception) in the future."""
+    """``fn(*args)`` in a thread of its own (an idle one, else a new daemon thread); its
+    result (or exception) in the future."""
     fut: Future[T] = Future()
 
     def run() -> None:
@@ -124,9 +201,9 @@ def run_in_thread(fn: Callable[..., T], *args: object, name: str = "aios-task") 
         except BaseException as e:  # noqa: BLE001 - handed to whoever waits on the future
             fut.set_exception(e)
 
-    # the thread inherits the caller's context variables (the trace's session and run)
+    # the task runs in the caller's context variables (the trace's session and run)
     context = contextvars.copy_context()
-    threading.Thread(target=context.run, args=(run,), name=name, daemon=True).start()
+    _workers.submit(lambda: context.run(run), name)
     return fut
 
 
@@ -155,23 +232,68 @@ class Transport(Protocol):
         body: dict[str, Any],
         *,
         connect_timeout: float,
-        read_timeout: float,
+        deadline: Deadline,
         limit: int,
     ) -> RawReply: ...
 
     def close(self) -> None: ...
 
 
+class Deadline:
+    """When a call to an app times out: ``timeout`` seconds from now, moved on for as
+    long as one of the app's own tool calls waits for the user (DESIGN §12)."""
+
+    def __init__(self, app_id: str, timeout: float, waits: Callable[[], bool]) -> None:
+        self.app_id, self.timeout, self._waits = app_id, timeout, waits
+        self.at = time.monotonic() + timeout
+
+    def remaining(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+    def renew(self) -> bool:
+        """At the deadline: moved on when the app waits on a decision, else False."""
+        if not self._waits():
+            return False
+        self.at = time.monotonic() + self.timeout
+        return True
+
+    def expired(self) -> AppTimeout:
+        return AppTimeout(f"app {self.app_id!r} did not answer within {self.timeout:g} s")
+
+
 class HttpTransport:
-    """POST over HTTP (a confined app's Unix socket included), with the launch's secret."""
+    """POST over HTTP (a confined app's Unix socket included), with the launch's secret.
+
+    Connections to each app are kept alive between calls (:mod:`aios_sdk._http`), one
+    pool per launch: a pool belongs to one app's one launch (its token, port and
+    socket), so a kept connection never reaches an earlier process of the app, nor
+    another app that got its port. The calling thread waits for the reply itself.
+    """
 
     def __init__(self, launcher: Launcher) -> None:
-        # One session for all request threads (the HTTP server makes a thread per
-        # request): its connection pool keeps connections to the apps alive.
-        self._http = requests.Session()
-        self._http.trust_env = False
-        self._http.mount("http://", HTTPAdapter(pool_connections=32, pool_maxsize=32))
-        launcher.mount(self._http, pool_connections=32, pool_maxsize=32)
+        self._launcher = launcher
+        self._pools: dict[str, tuple[tuple[str, int, str | None], Connections]] = {}
+        self._lock = threading.Lock()
+
+    def _pool(self, record: AppRecord, port: int) -> Connections:
+        key = (record.token, port, self._launcher.socket_for(HOST, port))
+        with self._lock:
+            held = self._pools.get(record.id)
+            if held is not None and held[0] == key:
+                return held[1]
+            pool = Connections(HOST, port, key[2])
+            self._pools[record.id] = (key, pool)
+            # a new launch (rare): the app's earlier one goes, and so do the pools of
+            # apps relaunched or removed since, with the connections they kept
+            stale = [held[1]] if held is not None else []
+            for app_id, (other, kept) in list(self._pools.items()):
+                current = self._launcher.get(app_id)
+                if current is None or current.token != other[0]:
+                    stale.append(kept)
+                    del self._pools[app_id]
+        for old in stale:
+            old.close()
+        return pool
 
     def send(
         self,
@@ -180,45 +302,50 @@ class HttpTransport:
         body: dict[str, Any],
         *,
         connect_timeout: float,
-        read_timeout: float,
+        deadline: Deadline,
         limit: int,
     ) -> RawReply:
         """POST ``body`` and read the reply (its body None when larger than ``limit`` bytes)."""
+        parts = urlsplit(url)
+        port = parts.port or record.port or 80
+        headers = {
+            "Content-Type": "application/json",
+            "Host": f"{HOST}:{port}",
+            **app_secret.headers(record.launch_secret),
+        }
+
+        def wait(sock: socket.socket) -> None:
+            while not readable(sock, deadline.remaining()):
+                if not deadline.renew():
+                    raise deadline.expired()
+
+        data = json.dumps(body, ensure_ascii=False).encode()
         try:
-            resp = self._http.post(
-                url,
-                json=body,
-                timeout=(connect_timeout, read_timeout),
-                headers=app_secret.headers(record.launch_secret),
-                stream=True,
+            reply = self._pool(record, port).request(
+                "POST",
+                parts.path or "/",
+                data,
+                headers,
+                connect_timeout=connect_timeout,
+                read_timeout=connect_timeout,
+                limit=limit,
+                wait=wait,
             )
-        except requests.Timeout as e:
+        except PeerTimeout as e:
             raise AppTimeout(
-                f"app {record.id!r} did not answer within {connect_timeout:g} s"
+                f"app {record.id!r} did not answer within {connect_timeout:g} s: {e}"
             ) from e
-        except requests.ConnectionError as e:
-            raise AppUnavailable(f"app {record.id!r} is not reachable on port {record.port}") from e
-        try:
-            return RawReply(resp.status_code, _read_capped(resp, limit))
-        except requests.Timeout as e:
-            raise AppTimeout(
-                f"app {record.id!r} did not finish its reply within {connect_timeout:g} s"
+        except PeerUnreachable as e:
+            raise AppUnavailable(
+                f"app {record.id!r} is not reachable on port {record.port}: {e}"
             ) from e
-        finally:
-            resp.close()
+        return RawReply(reply.status, reply.body)
 
     def close(self) -> None:
-        self._http.close()
-
-
-def _read_capped(resp: requests.Response, limit: int) -> bytes | None:
-    chunks, total = [], 0
-    for chunk in resp.iter_content(65536):
-        total += len(chunk)
-        if total > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for _, pool in pools:
+            pool.close()
 
 
 # ------------------------------------------------------------------ the client
@@ -247,7 +374,7 @@ class AppClient:
         self._handle_timeout = handle_timeout
         self.slots = AppSlots()
         """Per-app call slots: a hung app holds its own, never another app's."""
-        self._deadlines: dict[str, dict[int, float]] = {}
+        self._deadlines: dict[str, dict[int, Deadline]] = {}
         """Per app, the ``time.monotonic()`` deadline of each call in flight (part 15-L)."""
         self._deadline_ids = itertools.count()
         self._deadline_lock = threading.Lock()
@@ -260,7 +387,7 @@ class AppClient:
         or None: an LLM call the app makes for it is closed then (/api/sys/llm)."""
         with self._deadline_lock:
             pending = self._deadlines.get(app_id)
-            return max(pending.values()) if pending else None
+            return max(d.at for d in pending.values()) if pending else None
 
     def post(
         self, record: AppRecord, body: dict[str, Any], run_id: str | None = None
@@ -297,40 +424,25 @@ class AppClient:
 
         ...except while one of the app's own tool calls waits for the user
         (DESIGN §12: "the system does not time an app out while one of its
-        calls waits for the user"): the call is made on its own thread with a
-        socket timeout that covers the longest wait, and the deadline here
-        moves on for as long as the app waits on a decision.
+        calls waits for the user"): the deadline moves on for as long as the
+        app waits on a decision (:class:`Deadline`).
         """
         config = self._settings()
-        timeout = self._handle_timeout()
-        fut = run_in_thread(
-            lambda: self.transport.send(
-                record,
-                url,
-                body,
-                connect_timeout=config.handle_timeout,
-                read_timeout=timeout + config.approvals.timeout,
-                limit=limit,
-            ),
-            name=f"aios-call-{record.id}",
+        deadline = Deadline(
+            record.id, self._handle_timeout(), lambda: self.approvals.waits_for(record.id)
         )
-        deadline = time.monotonic() + timeout
         key = next(self._deadline_ids)
         with self._deadline_lock:
             self._deadlines.setdefault(record.id, {})[key] = deadline
         try:
-            while True:
-                try:
-                    return fut.result(timeout=max(0.0, deadline - time.monotonic()))
-                except FutureTimeout:
-                    if self.approvals.waits_for(record.id):
-                        deadline = time.monotonic() + timeout
-                        with self._deadline_lock:
-                            self._deadlines[record.id][key] = deadline
-                        continue
-                    raise AppTimeout(
-                        f"app {record.id!r} did not answer within {timeout:g} s"
-                    ) from None
+            return self.transport.send(
+                record,
+                url,
+                body,
+                connect_timeout=config.handle_timeout,
+                deadline=deadline,
+                limit=limit,
+            )
         finally:
             with self._deadline_lock:
                 pending = self._deadlines.get(record.id, {})

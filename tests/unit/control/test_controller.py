@@ -19,7 +19,7 @@ import requests
 
 from aios.apphost.registry import AppRecord, AppStatus
 from aios.config import Config
-from aios.control.app_client import RawReply
+from aios.control.app_client import Deadline, RawReply
 from aios.control.controller import Controller
 from aios.desktop.instances import Instances
 from aios.errors import AppUnavailable
@@ -57,7 +57,7 @@ class FakeApps:
         body: dict[str, Any],
         *,
         connect_timeout: float,
-        read_timeout: float,
+        deadline: Deadline,
         limit: int,
     ) -> RawReply:
         self.received.setdefault(record.id, []).append(body)
