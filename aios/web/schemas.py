@@ -6,10 +6,16 @@ cannot drift from what the server accepts. Request bodies ignore unknown
 fields (the desktop may send more than a route reads); replies are open
 (``additionalProperties``): the system may add fields, never remove them.
 A bad body is a 400 whose ``error`` names each bad field on one line.
+
+The bodies and replies are built on first use, not when the desktop starts (``defer_build``:
+building their validators is about a tenth of the desktop's import time, and none is needed
+before ``/api/health`` answers). Pydantic's own lazy build is not safe when two request
+threads reach it at once, so every use goes through :func:`built`, which builds under a lock.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
@@ -33,16 +39,28 @@ from aios.protocol import (
 M = TypeVar("M", bound=BaseModel)
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 class _Body(BaseModel):
     """A request body: unknown fields are ignored, each field is checked."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class _Reply(BaseModel):
     """A reply: the fields listed are always there (unless optional); more may come."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+def built(model: type[M]) -> type[M]:
+    """``model`` with its validator built (once, under a lock: see the module's docstring)."""
+    if not model.__pydantic_complete__:
+        with _BUILD_LOCK:
+            if not model.__pydantic_complete__:
+                model.model_rebuild()
+    return model
 
 
 def describe(err: ValidationError, model: type[BaseModel]) -> str:
@@ -64,7 +82,7 @@ def describe(err: ValidationError, model: type[BaseModel]) -> str:
 def parse(model: type[M], body: dict[str, Any]) -> M:
     """``body`` checked against ``model``; BadRequest naming each bad field."""
     try:
-        return model.model_validate(body)
+        return built(model).model_validate(body)
     except ValidationError as e:
         raise BadRequest(describe(e, model)) from None
 
