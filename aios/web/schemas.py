@@ -173,6 +173,8 @@ class PermissionsBody(_Body):
 class PolicyBody(RootModel[dict[str, ApprovalRule | None]]):
     """``POST /api/apps/{app_id}/policy``: per tool; null clears an override."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class InteractionAnswer(_Body):
     """``POST /api/interactions/{id}``: approvals take ``decision``, the others ``value``."""
@@ -228,6 +230,8 @@ class PushProgress(_Reply):
 class SysPushBody(RootModel[AgentResponse | PushProgress]):
     """``POST /api/sys/push``: a whole view (has ``view_type``) or a ``push`` event's data."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class SysLLMBody(_Body):
     """``POST /api/sys/llm``: chat messages in the OpenAI format."""
@@ -243,6 +247,8 @@ class UIOps(_Body):
 
 class SysUIBody(RootModel[UIOps | UIOp]):
     """``POST /api/sys/ui``: one UI operation or ``{"ops": [...]}``."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 # aios/web/memory_api.py checks the memory bodies itself (with the store's own rules);
@@ -324,6 +330,8 @@ class AppInfo(_Reply):
 
 class AppList(RootModel[list[AppInfo]]):
     """``GET /api/apps``."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class AppReply(_Reply):
@@ -420,6 +428,8 @@ RiskClass = Literal["safe", "low", "medium", "high"]
 
 
 class CatalogTool(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     tool: str
     risks: list[RiskClass]
     """Every class a call of it can get, least to most (two when its arguments decide)."""
@@ -428,6 +438,8 @@ class CatalogTool(BaseModel):
 class ApprovalsCatalog(BaseModel):
     """``GET /api/approvals/catalog``: what Settings → Approvals shows, from the tools'
     own specs (``aios.tools``) and the modes' levels (``aios.runs.approvals.ASKED_AT``)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     risks: list[RiskClass]
     """Least to most."""
@@ -692,9 +704,13 @@ class McpRevoked(_Reply):
 class AnyObject(RootModel[dict[str, Any]]):
     """A JSON object (its fields: docs/api.md)."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class AnyList(RootModel[list[dict[str, Any]]]):
     """A JSON list of objects (their fields: docs/api.md)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 ToolReply = ToolResult
@@ -740,7 +756,7 @@ class Automation(_Reply):
 
 
 class AutomationList(RootModel[list[Automation]]):
-    pass
+    model_config = ConfigDict(defer_build=True)
 
 
 class AutomationCreated(_Reply):
