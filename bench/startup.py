@@ -272,7 +272,7 @@ def variants(trees: dict[str, Path]) -> list[tuple[str, Path, str | None]]:
         if name == "this":
             out += [("this, on demand", tree, None), ("this, all at boot", tree, "all")]
         else:
-            out.append((f"{name}, all at boot", tree, None))
+            out.append((f"{name}, its default", tree, None))
     return out
 
 
@@ -416,6 +416,9 @@ def layer_cases(trees: dict[str, Path], tmp: Path) -> list[tuple[str, list[str],
         cases.insert(1, ("bubblewrap's sandbox (/bin/true)", [*bw, "/bin/true"], plain))
         cases.append(("the interpreter with site, in it", [*bw, py, "-c", "pass"], plain))
     cases.append(("import flask (Flask + Werkzeug)", [py, "-c", "import flask"], plain))
+    # what serving the SDK's four routes would import without Flask (Jinja2, Click...)
+    werkzeug_only = "import werkzeug.serving, werkzeug.wrappers, werkzeug.routing"
+    cases.append(("import Werkzeug's server, wrappers, routing", [py, "-c", werkzeug_only], plain))
     for name, tree in trees.items():
         env = clean_env(tree)
         cases += [
@@ -437,16 +440,32 @@ def layers(trees: dict[str, Path], tmp: Path, n: int) -> dict[str, Any]:
             walls[label].append(wall)
             cpus[label].append(cpu)
     res: dict[str, Any] = {}
-    for label, *_ in cases:
+    for label, argv, env in cases:
         res[label] = {
             "wall_ms": statistics.median(walls[label]),
             "cpu_ms": statistics.median(cpus[label]),
+            "cpu_min_ms": min(cpus[label]),
+            "modules": _modules_loaded(argv, env),
         }
+        m = res[label]
+        mods = f"{m['modules']:>4} modules" if m["modules"] is not None else ""
         OUT(
-            f"  {label:<42} CPU p50 {res[label]['cpu_ms']:6.1f} ms   "
-            f"wall p50 {res[label]['wall_ms']:6.1f} ms (n={n})"
+            f"  {label:<44} CPU p50 {m['cpu_ms']:6.1f} ms, min {m['cpu_min_ms']:6.1f}; "
+            f"wall p50 {m['wall_ms']:6.1f} ms  {mods}"
         )
+    OUT(f"  (n={n} each; bubblewrap's CPU is not counted: its sandbox reaps its own processes)")
     return res
+
+
+def _modules_loaded(argv: list[str], env: dict[str, str]) -> int | None:
+    """How many modules a ``python -c CODE`` case leaves loaded (None for other cases)."""
+    if len(argv) != 3 or argv[1] != "-c":
+        return None
+    code = argv[2] + "\nimport sys; print(len(sys.modules))"
+    got = subprocess.run(
+        [argv[0], "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    return int(got.stdout.split()[-1]) if got.returncode == 0 else None
 
 
 def run(
