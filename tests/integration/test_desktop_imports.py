@@ -1,6 +1,6 @@
 """What the desktop loads before it answers ``/api/health`` (issue 27: a desktop ready in a
-second). The model client, the MCP SDK, tracing exporters, JSON Schema and the HTTP API's
-validators are loaded when first used, not at every start."""
+second). The model client, the MCP SDK, tracing exporters, JSON Schema, the cron parser and
+the HTTP API's validators are loaded when first used, not at every start."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from aios.errors import BadRequest
 from tests.util import ROOT
 
-LAZY = ("openai", "mcp", "opentelemetry", "jsonschema", "httpx", "aios_sdk.slots")
+LAZY = ("openai", "mcp", "opentelemetry", "jsonschema", "httpx", "croniter", "aios_sdk.slots")
 """Never imported before the desktop is ready (and the first request does not need them)."""
 
 DESKTOP_START = """
