@@ -38,6 +38,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -375,7 +376,10 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU milliseconds of one run of ``argv`` (its children's CPU included)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, capture_output=True, timeout=120)
+    # cwd: not a checkout (``python -c`` imports from its cwd before PYTHONPATH)
+    subprocess.run(
+        argv, env=env, cwd=tempfile.gettempdir(), check=True, capture_output=True, timeout=120
+    )
     wall = (time.perf_counter() - t0) * 1000
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
@@ -463,7 +467,12 @@ def _modules_loaded(argv: list[str], env: dict[str, str]) -> int | None:
         return None
     code = argv[2] + "\nimport sys; print(len(sys.modules))"
     got = subprocess.run(
-        [argv[0], "-c", code], env=env, capture_output=True, text=True, timeout=120
+        [argv[0], "-c", code],
+        env=env,
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return int(got.stdout.split()[-1]) if got.returncode == 0 else None
 
