@@ -213,7 +213,9 @@ class AppsConfig(_Section):
     """Which apps start with the system (issue 27): ``recent`` — those opened or asked in
     the last ``autostart_sessions`` sessions, and system control (``system_agent``);
     ``all`` — every app, as the spec has it; or a list of app ids. The others start
-    the first time they are needed (an open, a routed instruction, an action, a launch)."""
+    the first time they are needed (an open, a routed instruction, an action, a launch).
+    Only ``all`` holds the desktop's ready until the apps settle; the apps chosen otherwise
+    are a warm-up that a use waits for, but the first paint does not."""
     autostart_sessions: int = Field(default=3, ge=0, le=100)
     """Sessions looked back on for ``autostart: "recent"``."""
     idle_stop_s: float = Field(default=600, ge=0)

@@ -1776,7 +1776,7 @@ def run_startup(opts: argparse.Namespace) -> dict[str, Any]:
     out(f"bench_system --startup: {os.cpu_count()} CPU(s), load average {load:.1f} at start")
     with tempfile.TemporaryDirectory(prefix="aios-bench-") as d:
         tmp = Path(d)
-        res = startup.run(trees, tmp, opts.quick, lambda: floor_spawn(tmp, 10), section)
+        res = startup.run(trees, tmp, opts.quick, lambda: floor_spawn(tmp, 10), section, opts.parts)
     res["loadavg_start"] = load
     res["loadavg_end"] = os.getloadavg()[0]
     out(f"load average {res['loadavg_end']:.1f} at the end")
@@ -2188,6 +2188,11 @@ def main() -> int:
         type=Path,
         default=None,
         help="sections 11 and 12 also measures this other checkout (e.g. main) in the same run",
+    )
+    parser.add_argument(
+        "--parts",
+        default="abcde",
+        help="section 11's parts to run (letters as in bench/startup.py; default all)",
     )
     opts = parser.parse_args()
     if opts.startup:

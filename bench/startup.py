@@ -14,18 +14,31 @@ b. the whole desktop (``desktop_app.py --headless``) with the 9 bundled apps unt
 c. the same with 10, 25, 50 and 100 installed apps (the bundled ones plus minimal SDK
    apps): how ready time and RSS grow;
 d. a cold app's first view after an instruction (``跟我打个招呼`` to Hello, not
-   running yet) against the same instruction to the running app.
+   running yet) against the same instruction to the running app;
+e. where one app's start goes, layer by layer (CPU and wall time of each layer alone,
+   each tree's own SDK): bubblewrap's namespaces and mounts, the interpreter with and
+   without ``site``, the SDK's import, Flask's, the app built and listening; and the
+   desktop's own import of the system (everything it loads before ``/api/health``).
+
+Both trees are measured as an installed program runs: with their bytecode written
+(:func:`precompile`). An environment with ``PYTHONDONTWRITEBYTECODE`` (this development
+machine's) otherwise compiles the system's ~130 modules from source at every desktop
+start, about 0.3 s of CPU that no user's install pays.
+
+    python bench/bench_system.py --startup --parts e   # only the layers (a minute)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +55,8 @@ TOKEN = "bench-startup-token"
 READY_WAIT_S = 120.0
 GROWTH = (10, 25, 50, 100)
 GREETING = "跟我打个招呼"
+PARTS = "abcde"
+"""The parts of the section (``--parts``): a, b, c, d, e as in the docstring."""
 
 
 # Run in a child interpreter with PYTHONPATH set to the tree measured: its own System.
@@ -88,7 +103,19 @@ def stats(values: list[float]) -> dict[str, float]:
 def clean_env(tree: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIOS_", "DEEPSEEK_"))}
     env.pop("OPENAI_API_KEY", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measured as installed: see precompile()
     return {**env, "PYTHONPATH": str(tree), "AIOS_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
+
+
+def precompile(tree: Path) -> None:
+    """Write the tree's bytecode, as installing it (or a first run) does."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", "aios", "aios_sdk"],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
 
 
 def write_minimal(apps_dir: Path, count: int, prefix: str = "app") -> None:
@@ -246,7 +273,7 @@ def variants(trees: dict[str, Path]) -> list[tuple[str, Path, str | None]]:
         if name == "this":
             out += [("this, on demand", tree, None), ("this, all at boot", tree, "all")]
         else:
-            out.append((f"{name}, all at boot", tree, None))
+            out.append((f"{name}, its default", tree, None))
     return out
 
 
@@ -331,26 +358,155 @@ def first_view(this: Path, tmp: Path, n: int) -> dict[str, Any]:
     return res
 
 
+# ------------------------------------------------------------- e. the layers
+
+SITE_PACKAGES_PROBE = "import flask, sys; print(flask.__file__.rsplit('/flask/', 1)[0])"
+SDK_APP = (
+    "from aios_sdk import AIOSAgent\n"
+    "class A(AIOSAgent):\n"
+    "    name = 'A'\n"
+    "    def handle(self, instruction, context, action_request=None):\n"
+    "        return {}\n"
+    "A().make_app()\n"
+)
+DESKTOP_IMPORTS = "import aios.entry.main, aios.system, aios.web"
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one run of ``argv`` (its children's CPU included)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    # cwd: not a checkout (``python -c`` imports from its cwd before PYTHONPATH)
+    subprocess.run(
+        argv, env=env, cwd=tempfile.gettempdir(), check=True, capture_output=True, timeout=120
+    )
+    wall = (time.perf_counter() - t0) * 1000
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
+
+
+def _bwrap_argv(tmp: Path) -> list[str] | None:
+    """The options this tree's launcher gives an app's bubblewrap (None: none here)."""
+    from aios.apphost import confinement
+    from aios.host import os_sandbox
+
+    caps = os_sandbox.detect()
+    if caps.bwrap is None:
+        return None
+    app, run_dir = tmp / "layers_app", tmp / "layers_run"
+    (app / "workspace").mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(exist_ok=True)
+    opts = confinement._options(
+        app_dir=app,
+        workdir=app / "workspace",
+        runtime_dir=run_dir,
+        env={"PATH": os_sandbox.SANE_PATH},
+        tmp_bytes=16 * 2**20,
+        python=sys.executable,
+    )
+    return [caps.bwrap, *opts, "--"]
+
+
+def layer_cases(trees: dict[str, Path], tmp: Path) -> list[tuple[str, list[str], dict[str, str]]]:
+    py = sys.executable
+    plain = clean_env(trees["this"])
+    cases = [
+        ("a process (/bin/true)", ["/bin/true"], plain),
+        ("the interpreter, no site (-S)", [py, "-S", "-c", "pass"], plain),
+        ("the interpreter with site", [py, "-c", "pass"], plain),
+    ]
+    bw = _bwrap_argv(tmp)
+    if bw is not None:
+        cases.insert(1, ("bubblewrap's sandbox (/bin/true)", [*bw, "/bin/true"], plain))
+        cases.append(("the interpreter with site, in it", [*bw, py, "-c", "pass"], plain))
+    cases.append(("import flask (Flask + Werkzeug)", [py, "-c", "import flask"], plain))
+    # what serving the SDK's four routes would import without Flask (Jinja2, Click...)
+    werkzeug_only = "import werkzeug.serving, werkzeug.wrappers, werkzeug.routing"
+    cases.append(("import Werkzeug's server, wrappers, routing", [py, "-c", werkzeug_only], plain))
+    for name, tree in trees.items():
+        env = clean_env(tree)
+        cases += [
+            (f"{name}: import aios_sdk", [py, "-c", "import aios_sdk"], env),
+            (f"{name}: an SDK app built (make_app)", [py, "-c", SDK_APP], env),
+            (f"{name}: the desktop's imports", [py, "-c", DESKTOP_IMPORTS], env),
+        ]
+    return cases
+
+
+def layers(trees: dict[str, Path], tmp: Path, n: int) -> dict[str, Any]:
+    """Each layer alone, ``n`` runs each, interleaved; p50 of wall and CPU time."""
+    cases = layer_cases(trees, tmp)
+    walls: dict[str, list[float]] = {c[0]: [] for c in cases}
+    cpus: dict[str, list[float]] = {c[0]: [] for c in cases}
+    for i in range(n):
+        for label, argv, env in cases if i % 2 == 0 else cases[::-1]:
+            wall, cpu = _timed(argv, env)
+            walls[label].append(wall)
+            cpus[label].append(cpu)
+    res: dict[str, Any] = {}
+    for label, argv, env in cases:
+        res[label] = {
+            "wall_ms": statistics.median(walls[label]),
+            "cpu_ms": statistics.median(cpus[label]),
+            "cpu_min_ms": min(cpus[label]),
+            "modules": _modules_loaded(argv, env),
+        }
+        m = res[label]
+        mods = f"{m['modules']:>4} modules" if m["modules"] is not None else ""
+        OUT(
+            f"  {label:<44} CPU p50 {m['cpu_ms']:6.1f} ms, min {m['cpu_min_ms']:6.1f}; "
+            f"wall p50 {m['wall_ms']:6.1f} ms  {mods}"
+        )
+    OUT(f"  (n={n} each; bubblewrap's CPU is not counted: its sandbox reaps its own processes)")
+    return res
+
+
+def _modules_loaded(argv: list[str], env: dict[str, str]) -> int | None:
+    """How many modules a ``python -c CODE`` case leaves loaded (None for other cases)."""
+    if len(argv) != 3 or argv[1] != "-c":
+        return None
+    code = argv[2] + "\nimport sys; print(len(sys.modules))"
+    got = subprocess.run(
+        [argv[0], "-c", code],
+        env=env,
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return int(got.stdout.split()[-1]) if got.returncode == 0 else None
+
+
 def run(
     trees: dict[str, Path],
     tmp: Path,
     quick: bool,
     floor: Callable[[], float],
     section: Callable[[str], None],
+    parts: str = PARTS,
 ) -> dict[str, Any]:
     r: dict[str, Any] = {"trees": {k: str(v) for k, v in trees.items()}}
+    for tree in trees.values():
+        precompile(tree)
     section("11. start-up and scale (issue 27)")
     floors = [floor() for _ in range(1 if quick else 3)]
     r["floor_s"] = statistics.median(floors)
     OUT(f"  floor: 10 bare Flask processes accept after {r['floor_s']:.3f} s (median)")
-    section("11a. one minimal SDK app alone, confined and unconfined")
-    r["app_start"] = app_start(trees, tmp, 6 if quick else 20)
-    section("11b. the desktop with the 9 bundled apps")
-    r["desktop"] = desktops(trees, tmp, 1 if quick else 3)
-    section("11c. growth with installed apps")
-    r["growth"] = growth(trees, tmp, (10, 50) if quick else GROWTH)
-    section("11d. a cold app's first view after an instruction")
-    r["first_view"] = first_view(trees["this"], tmp, 2 if quick else 5)
+    if "a" in parts:
+        section("11a. one minimal SDK app alone, confined and unconfined")
+        r["app_start"] = app_start(trees, tmp, 6 if quick else 20)
+    if "b" in parts:
+        section("11b. the desktop with the 9 bundled apps")
+        r["desktop"] = desktops(trees, tmp, 1 if quick else 3)
+    if "c" in parts:
+        section("11c. growth with installed apps")
+        r["growth"] = growth(trees, tmp, (10, 50) if quick else GROWTH)
+    if "d" in parts:
+        section("11d. a cold app's first view after an instruction")
+        r["first_view"] = first_view(trees["this"], tmp, 2 if quick else 5)
+    if "e" in parts:
+        section("11e. where one app's start goes: each layer alone")
+        r["layers"] = layers(trees, tmp, 6 if quick else 20)
     r["floor_s_end"] = floor()
     OUT(f"  floor again at the end: {r['floor_s_end']:.3f} s")
     return r

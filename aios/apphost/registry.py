@@ -148,7 +148,10 @@ class Launcher:
         self.autostart: Callable[[list[str]], set[str] | None] = lambda app_ids: None
         """Which of these valid apps start with the launcher, or when their folder appears
         (None: all of them); the others are ``idle`` until :meth:`ensure_running` (set by
-        the system from ``apps.autostart``)."""
+        the system from ``apps.autostart``). Every app at boot (None, the spec's behaviour)
+        is waited for before the launcher is :meth:`ready`; a chosen few are a warm-up that
+        the desktop's first paint does not need: ready does not wait on them, and a use
+        meanwhile waits for their start as for a start on demand."""
         self.busy: Callable[[str], bool] = lambda app_id: False
         """Whether an app is in use (an open window, a run, a background process, a
         waiting card): it is never stopped for idleness then (set by the system)."""
@@ -158,13 +161,17 @@ class Launcher:
         self._sockets: dict[int, str] = {}
         """Port -> Unix socket of each running confined app (see :meth:`socket_for`)."""
         self._confinement_problem: str | None = None
+        self._warm_up = False
+        """The apps started at boot are a warm-up (``autostart`` chose them): ready does
+        not wait on them."""
 
     # -------------------------------------------------------------- lifecycle
 
     def start(self, ready_wait: float | None = None, cancel: threading.Event | None = None) -> None:
         """Scan, validate, assign ports and start every app in parallel.
 
-        Then wait until every app has settled (running or failed), at most
+        Then, when every app starts at boot (``autostart`` gave None), wait until every
+        app has settled (running or failed), at most
         ``ready_wait`` seconds (None: no bound) and never past ``cancel`` or
         :meth:`stop`. An app still starting after that carries on by itself
         until it listens or its own ``app_start_timeout`` fails it;
@@ -205,10 +212,14 @@ class Launcher:
                     self._idle(r)
             with self._lock:
                 self._discovered = True
+                self._warm_up = wanted is not None
+                if self._warm_up:  # a use before they run waits for them (ensure_running)
+                    self._on_demand.update({s.app_id: s for s in sups})
             self._write_maps()
             for sup in sups:
                 sup.start()
-        self._wait_settled(sups, ready_wait, cancel)
+        if not self._warm_up:
+            self._wait_settled(sups, ready_wait, cancel)
         log.info(
             "launcher: %d app(s) found, %d running",
             len(self._records),
@@ -388,13 +399,17 @@ class Launcher:
         return f"http://127.0.0.1:{rec.port}"
 
     def ready(self) -> bool:
-        """Every valid app has finished starting (it runs, or it failed).
+        """Every valid app has finished starting (it runs, or it failed); with apps on
+        demand, as soon as the apps folder has been scanned (what starts at boot then is
+        a warm-up the desktop does not wait on).
 
         False until the apps folder has been scanned, so an empty registry
         before discovery never reads as "ready".
         """
         with self._lock:
-            return self._discovered and all(s.settled for s in self._sups.values())
+            return self._discovered and (
+                self._warm_up or all(s.settled for s in self._sups.values())
+            )
 
     def ports(self) -> set[int]:
         return {r.port for r in self.apps() if r.port is not None}

@@ -28,8 +28,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from croniter import croniter
-
 from aios.config import AutomationsConfig
 from aios.duplex.thinker import Thinker, quote, text
 from aios.duplex.when import When, parse
@@ -52,12 +50,16 @@ Missed = Callable[[dict[str, Any], int], None]
 
 def next_after(cron: str, after: float) -> float:
     """The first time after ``after`` (epoch seconds) that ``cron`` names, in local time."""
+    from croniter import croniter  # with dateutil and pytz: loaded by the first schedule
+
     start = datetime.fromtimestamp(after).astimezone()
     return float(croniter(cron, start).get_next(float))
 
 
 def check_cron(cron: str, min_interval_s: float) -> str:
     """``cron`` normalised, or BadRequest naming what is wrong with it."""
+    from croniter import croniter
+
     cron = " ".join(cron.split())
     if len(cron.split(" ")) != 5 or not croniter.is_valid(cron):
         raise BadRequest(f"'cron' must be five fields (minute hour day month weekday): {cron!r}")

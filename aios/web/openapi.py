@@ -811,7 +811,7 @@ def _models() -> list[type[BaseModel]]:
                 seen[_name(m)] = m
     seen[_name(s.ErrorReply)] = s.ErrorReply
     seen[_name(s.Event)] = s.Event
-    return list(seen.values())
+    return [s.built(m) for m in seen.values()]
 
 
 def _schemas() -> dict[str, Any]:

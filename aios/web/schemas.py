@@ -6,10 +6,16 @@ cannot drift from what the server accepts. Request bodies ignore unknown
 fields (the desktop may send more than a route reads); replies are open
 (``additionalProperties``): the system may add fields, never remove them.
 A bad body is a 400 whose ``error`` names each bad field on one line.
+
+The bodies and replies are built on first use, not when the desktop starts (``defer_build``:
+building their validators is about a tenth of the desktop's import time, and none is needed
+before ``/api/health`` answers). Pydantic's own lazy build is not safe when two request
+threads reach it at once, so every use goes through :func:`built`, which builds under a lock.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
@@ -33,16 +39,28 @@ from aios.protocol import (
 M = TypeVar("M", bound=BaseModel)
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 class _Body(BaseModel):
     """A request body: unknown fields are ignored, each field is checked."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class _Reply(BaseModel):
     """A reply: the fields listed are always there (unless optional); more may come."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+def built(model: type[M]) -> type[M]:
+    """``model`` with its validator built (once, under a lock: see the module's docstring)."""
+    if not model.__pydantic_complete__:
+        with _BUILD_LOCK:
+            if not model.__pydantic_complete__:
+                model.model_rebuild()
+    return model
 
 
 def describe(err: ValidationError, model: type[BaseModel]) -> str:
@@ -64,7 +82,7 @@ def describe(err: ValidationError, model: type[BaseModel]) -> str:
 def parse(model: type[M], body: dict[str, Any]) -> M:
     """``body`` checked against ``model``; BadRequest naming each bad field."""
     try:
-        return model.model_validate(body)
+        return built(model).model_validate(body)
     except ValidationError as e:
         raise BadRequest(describe(e, model)) from None
 
@@ -155,6 +173,8 @@ class PermissionsBody(_Body):
 class PolicyBody(RootModel[dict[str, ApprovalRule | None]]):
     """``POST /api/apps/{app_id}/policy``: per tool; null clears an override."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class InteractionAnswer(_Body):
     """``POST /api/interactions/{id}``: approvals take ``decision``, the others ``value``."""
@@ -210,6 +230,8 @@ class PushProgress(_Reply):
 class SysPushBody(RootModel[AgentResponse | PushProgress]):
     """``POST /api/sys/push``: a whole view (has ``view_type``) or a ``push`` event's data."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class SysLLMBody(_Body):
     """``POST /api/sys/llm``: chat messages in the OpenAI format."""
@@ -225,6 +247,8 @@ class UIOps(_Body):
 
 class SysUIBody(RootModel[UIOps | UIOp]):
     """``POST /api/sys/ui``: one UI operation or ``{"ops": [...]}``."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 # aios/web/memory_api.py checks the memory bodies itself (with the store's own rules);
@@ -306,6 +330,8 @@ class AppInfo(_Reply):
 
 class AppList(RootModel[list[AppInfo]]):
     """``GET /api/apps``."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class AppReply(_Reply):
@@ -402,6 +428,8 @@ RiskClass = Literal["safe", "low", "medium", "high"]
 
 
 class CatalogTool(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     tool: str
     risks: list[RiskClass]
     """Every class a call of it can get, least to most (two when its arguments decide)."""
@@ -410,6 +438,8 @@ class CatalogTool(BaseModel):
 class ApprovalsCatalog(BaseModel):
     """``GET /api/approvals/catalog``: what Settings → Approvals shows, from the tools'
     own specs (``aios.tools``) and the modes' levels (``aios.runs.approvals.ASKED_AT``)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     risks: list[RiskClass]
     """Least to most."""
@@ -674,9 +704,13 @@ class McpRevoked(_Reply):
 class AnyObject(RootModel[dict[str, Any]]):
     """A JSON object (its fields: docs/api.md)."""
 
+    model_config = ConfigDict(defer_build=True)
+
 
 class AnyList(RootModel[list[dict[str, Any]]]):
     """A JSON list of objects (their fields: docs/api.md)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 ToolReply = ToolResult
@@ -756,7 +790,7 @@ class Automation(_Reply):
 
 
 class AutomationList(RootModel[list[Automation]]):
-    pass
+    model_config = ConfigDict(defer_build=True)
 
 
 class AutomationCreated(_Reply):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,7 +150,54 @@ def test_an_app_not_in_autostart_starts_on_its_first_instruction(
     again = make_system(
         apps_dir=apps, data_dir=running.data_dir, apps_config={"autostart": "recent"}
     )
+    # a warm-up the desktop does not wait on (test below): it runs soon after ready
+    wait_for(lambda: statuses(again)["hello"] == "running", "hello started at boot", 30)
     assert statuses(again) == {"hello": "running", "notes": "idle"}
+
+
+GATED_APP = """\
+import os
+import time
+
+from aios_sdk import AIOSAgent
+
+
+class Gated(AIOSAgent):
+    name = "Gated"
+
+    def handle(self, instruction, context, action_request=None):
+        return {"status": "ok", "view_type": "text", "data": {"content": "gated says hi"}}
+
+
+if __name__ == "__main__":
+    while not os.path.exists("workspace/open"):  # the test opens the gate: then it listens
+        time.sleep(0.02)
+    Gated().run()
+"""
+
+
+def test_with_apps_on_demand_the_desktop_is_ready_before_its_warm_up_apps_listen(
+    tmp_path: Path, make_system: Callable[..., Running]
+) -> None:
+    apps = tmp_path / "apps"
+    write_app(apps, "gated", GATED_APP)
+    (apps / "gated" / "workspace").mkdir()
+    running = make_system(apps_dir=apps, apps_config={"autostart": ["gated"]})
+
+    # the first paint needs no app: ready while the app chosen for boot still starts
+    assert running.get("/api/health").json()["status"] == "ready"
+    assert statuses(running) == {"gated": "starting"}
+
+    # a use meanwhile waits for that start (as for a start on demand), it does not fail
+    got: dict[str, object] = {}
+    use = threading.Thread(target=lambda: got.update(running.act("gated", {"action_id": "x"})))
+    use.start()
+    launcher = running.system.launcher
+    wait_for(lambda: "gated" in launcher._last_used, "the use reached the launcher", 30)
+    (apps / "gated" / "workspace" / "open").touch()
+    use.join(60)
+    assert got.get("data") == {"content": "gated says hi"}, got
+    assert statuses(running) == {"gated": "running"}
 
 
 def test_an_unused_app_stops_but_never_while_its_window_is_open_or_a_card_waits(
