@@ -50,7 +50,9 @@ characters a chunk), ``chunk_delay`` the seconds between two chunks, ``hold`` an
 event the server waits on before the last chunk (a test lets it go once it has seen
 the earlier text), ``fail_after`` a number of chunks after which an SSE error event
 ends the stream. With ``stream_options: {"include_usage": true}`` a last chunk carries
-the usage. ``chunk_times`` holds the ``time.time()`` each chunk was written at.
+the usage. ``chunk_times`` holds the ``time.time()`` each chunk was written at,
+``request_times`` when each chat request came in. A reply with a ``chunk_delay`` asked
+for whole (no ``stream``) takes as long as its chunks would have.
 
     fake.script([streamed("Hello there, how are you?", chunk_delay=0.05, hold=gate)])
 
@@ -335,6 +337,14 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if reply.delay and not self._wait(owner, reply.delay):
             return  # shutting down, or the client closed the request: drop the late answer
+        self._answer(owner, body, reply)
+
+    def _answer(self, owner: FakeOpenAI, body: dict[str, Any], reply: Reply) -> None:
+        """Send ``reply`` as the script says: streamed, whole, an error or a broken body."""
+        if reply.chunk_delay and not body.get("stream"):
+            generating = reply.chunk_delay * max(0, len(owner._chunks(body, reply)) - 1)
+            if not self._wait(owner, generating):
+                return
         if reply.status == 200 and reply.raw is None and reply.body is None and body.get("stream"):
             self._stream_reply(owner, body, reply)
         elif reply.body is not None:
@@ -555,6 +565,8 @@ class FakeOpenAI:
         """Every text ``/v1/embeddings`` was asked for, in order."""
         self.chunk_times: list[float] = []
         """``time.time()`` at which each streamed chunk was written (issue 26), in order."""
+        self.request_times: list[float] = []
+        """``time.time()`` at which each chat request came in, in order."""
         self.usages: list[dict[str, int]] = []
         """The ``usage`` of every chat completion answered, in order (a quarter of each
         prompt is reported as served from the cache, as OpenAI's ``cached_tokens``)."""
@@ -622,6 +634,7 @@ class FakeOpenAI:
             self.paths.clear()
             self.embedding_inputs.clear()
             self.chunk_times.clear()
+            self.request_times.clear()
             self.closed = self.probes = 0
 
     def _next(self) -> Reply:
@@ -631,6 +644,7 @@ class FakeOpenAI:
     def _record(self, body: Any, headers: dict[str, str], path: str) -> None:
         with self.lock:
             self.requests.append(body)
+            self.request_times.append(time.time())
             self.headers.append(headers)
             self.paths.append(path)
 
