@@ -39,6 +39,9 @@ GATE_CHARS = 12
 from JSON, a code fence or tool-call markup."""
 ERROR_CHARS = 200
 """The one line an error shows in the bubble, at most."""
+OVERLAP_CHARS = 64
+"""Characters before a new piece looked at again for markup (a tag or a planner's word cut
+between two pieces); only the new text and these are searched, not the whole answer."""
 
 _ids = itertools.count(1)
 
@@ -91,6 +94,7 @@ class ReplyStream:
         with self._lock:
             if self._closed or self._state == "withheld":
                 return
+            seen = len(self._text)
             self._text += text
             if self._state == "gating":
                 if len("".join(self._text.split())) < GATE_CHARS:
@@ -98,7 +102,8 @@ class ReplyStream:
                 self._state = "withheld" if internal(self._text) else "showing"
                 if self._state == "withheld":
                     return
-            if holds_call_markup(self._text) or planner_words(self._text):
+            fresh = self._text[max(0, seen - OVERLAP_CHARS) :]
+            if holds_call_markup(fresh) or planner_words(fresh):
                 self._take_back()
                 return
             self._schedule()

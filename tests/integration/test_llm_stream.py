@@ -282,6 +282,40 @@ def test_the_assistants_answer_streams_to_its_run_with_trace_and_usage(
     assert '"stream": true' in trace and '"first_delta_ms"' in trace
 
 
+def test_stopping_the_instruction_stops_its_stream(
+    make_system: Callable[..., Running], fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    apps = copy_apps(tmp_path / "apps", ["assistant"], source=ROOT / "apps")
+    running = make_system(
+        apps_dir=apps,
+        handle_timeout=30,
+        llm={"api_key": KEY, "base_url": fake.url, "model": "fake", "max_retries": 0},
+    )
+    fake.script([streamed(STORY * 10, chunk_delay=0.05)])  # ~5 s of words
+    reader = running.system.bus.reader()
+    sid = running.open("assistant")["session_id"]
+    body = {"app": "assistant", "action_id": "ask", "value": "a long story", "session_id": sid}
+    asked = threading.Thread(target=running.post, args=("/api/action", body), daemon=True)
+    asked.start()
+    first = reader.get(20)
+    while first is not None and not (first["type"] == "reply_stream" and first["phase"] == "delta"):
+        first = reader.get(20)
+    assert first is not None, "no words streamed"
+    assert running.post(f"/api/runs/{first['run_id']}/cancel").status_code == 200
+    phases = []
+    while (ev := reader.get(20)) is not None:
+        if ev["type"] == "reply_stream":
+            phases.append(ev["phase"])
+            if ev["phase"] != "delta":
+                break
+    reader.close()
+    asked.join(20)
+    assert phases[-1] == "cancelled"
+    wait_for(lambda: fake.closed == 1, "the provider's connection closed", 10)
+    [row] = [r for r in running.system.store.llm_usage() if r["purpose"] == "app:assistant"]
+    assert row["error"] == STOPPED_BY_USER
+
+
 def _tool(name: str) -> dict[str, Any]:
     return {
         "type": "function",
