@@ -176,6 +176,7 @@ class ReplyStream:
         self._closed = True
         self._cancel_timer()
         if self._shown and self._state == "showing":
+            self._send_pending()  # the words that came before the end are shown too
             self._emit({**self._base, "phase": phase, **extra})
 
     def _cancel_timer(self) -> None:

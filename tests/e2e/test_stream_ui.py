@@ -98,6 +98,28 @@ def test_the_answer_streams_into_the_panel_before_its_last_words_are_sent(
     expect(desk.body("assistant")).to_contain_text(FIRST + REST)
 
 
+def test_an_answer_that_breaks_off_says_so_above_the_apps_reply(
+    desk: Desk, fake: FakeOpenAI
+) -> None:
+    fake.script([streamed(FIRST + REST, chunks=[FIRST[:20], FIRST[20:], REST], fail_after=2)])
+    page = desk.page
+    page.locator("#conversation_button").click()
+    instruct(desk, "ask the assistant to tell me another story")
+    bubble = page.locator("#conversation .conv-stream")
+    expect(bubble.locator(".conv-stream-note")).to_have_text(
+        re.compile(r"^The answer broke off: .*failed mid-answer")
+    )
+    expect(bubble).to_contain_text(FIRST)
+    expect(bubble).not_to_contain_text(REST.strip())
+    # the app's own error reply comes below it; the broken bubble stays where it was
+    reply = page.locator("#conversation .conv-reply:not(.conv-stream)").last
+    expect(reply.locator(".conv-bubble")).to_have_class(re.compile(r"\bis-error\b"))
+    assert page.evaluate(
+        "() => { const s = document.querySelector('#conversation .conv-stream');"
+        " return s.nextElementSibling && !s.nextElementSibling.classList.contains('conv-user'); }"
+    )
+
+
 @pytest.mark.skipif(not shutil.which("espeak-ng"), reason="needs espeak-ng: scripts/install --test")
 def test_a_key_in_the_command_bar_stops_the_voice(
     running: Running, open_desk: Callable[..., Desk], fake: FakeOpenAI

@@ -203,7 +203,7 @@ async function loadFirst() {
     shown = new Map();
     ui.list.replaceChildren();
     place(page.entries, 'end');
-    stream.settle(Array.isArray(page.entries) ? page.entries : []);
+    stream.settle(Array.isArray(page.entries) ? page.entries : [], nodeOf);
     olderCursor = page.has_more ? page.next_before : null;
     showError(null);
     drawEmpty();
@@ -244,7 +244,7 @@ async function loadNewest() {
       if (hadFocus) ui.list.focus({ preventScroll: true });
     }
     place(fresh, 'end');
-    stream.settle(entries);
+    stream.settle(entries, nodeOf);
     if (!shown.size) olderCursor = null;
     showError(null);
     drawEmpty();
@@ -296,6 +296,11 @@ function place(entries, where) {
     ui.list.append(...nodes);
     for (const [id, item] of items) shown.set(id, item);
   }
+}
+
+function nodeOf(entryId) {
+  const item = shown.get(entryId);
+  return item ? item.node : null;
 }
 
 function drawEmpty() {

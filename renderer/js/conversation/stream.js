@@ -1,14 +1,17 @@
 // A reply the model is writing (reply_stream events, aios/duplex/replies.py, DESIGN §18): a
 // typing bubble at the end of the conversation panel that grows as the words come, one per
 // instruction (its run). The app's final reply replaces it: once the timeline holds that
-// run's reply, or shows the run ended, the bubble goes (settle). A stream that breaks says so
-// in one line; one taken back (the answer turned into a tool call) goes at once. Words reach
-// the page through textContent only.
+// run's reply, or shows the run ended, the bubble goes (settle). A stream that broke off or
+// was stopped says so in one line and stays, just above that run's reply (until the panel is
+// read again from the start: it is not stored); one taken back (the answer turned into a tool
+// call) goes at once. Words reach the page through textContent only.
 import { t } from '../core/i18n.js';
 import { el, isObject, toText } from '../core/safe.js';
 import { state } from '../core/state.js';
 
 const ENDED = new Set(['done', 'failed', 'cancelled', 'interrupted']);
+/** Phases whose bubble says something the reply does not: it stays beside the reply. */
+const TOLD = new Set(['error', 'cancelled']);
 
 /** run id -> {stream, node, text, note}. */
 const bubbles = new Map();
@@ -58,6 +61,7 @@ export function onEvent(msg) {
 function finish(b, msg) {
   b.node.classList.remove('is-typing');
   b.node.removeAttribute('aria-busy');
+  b.node.removeAttribute('aria-label');
   b.node.dataset.phase = toText(msg.phase);
   if (msg.phase === 'error') {
     b.note.textContent = t('conv.stream_failed', { error: toText(msg.error) });
@@ -83,11 +87,27 @@ export function keepLast() {
   }
 }
 
-/** The timeline shown now: a bubble whose run has its reply there (or has ended) goes. */
-export function settle(entries) {
+/**
+ * The timeline shown now: a bubble whose run has its reply there (or has ended) goes; one that
+ * broke off stays just above the reply. ``nodeOf(entryId)``: the list item of a shown entry.
+ */
+export function settle(entries, nodeOf = () => null) {
+  const over = new Map(); // run id -> the entry that ends its bubble: its reply, else its run
   for (const entry of entries) {
     if (!isObject(entry) || typeof entry.run_id !== 'string' || !bubbles.has(entry.run_id)) continue;
-    if (entry.kind === 'reply' || (entry.kind === 'run' && ENDED.has(entry.state))) remove(entry.run_id);
+    if (entry.kind === 'reply' || (entry.kind === 'run' && ENDED.has(entry.state) && !over.has(entry.run_id))) {
+      over.set(entry.run_id, entry);
+    }
+  }
+  for (const entry of over.values()) {
+    const b = bubbles.get(entry.run_id);
+    const anchor = nodeOf(entry.id);
+    if (TOLD.has(b.node.dataset.phase) && anchor && anchor.parentNode === list) {
+      list.insertBefore(b.node, anchor);
+      bubbles.delete(entry.run_id); // part of the list now, until it is drawn again
+    } else {
+      remove(entry.run_id);
+    }
   }
   keepLast();
 }

@@ -59,3 +59,12 @@ def test_internal_texts() -> None:
     assert internal('{"tasks": []}') and internal("```python\nprint(1)") and internal("<tool_call>")
     assert internal("dispatch_tasks with two tasks")
     assert not internal("Photosynthesis is how plants make sugar.") and not internal("光合作用是")
+
+
+def test_words_held_for_the_next_send_are_shown_before_an_error() -> None:
+    sink, events = stream(flush_s=60.0)
+    sink.delta("Words for the user, ")
+    sink.delta("and more words")
+    sink.error("broke off")
+    assert [e["phase"] for e in events] == ["delta", "delta", "error"]
+    assert "".join(e.get("text", "") for e in events) == "Words for the user, and more words"
