@@ -64,7 +64,8 @@ function finish(b, msg) {
   b.node.removeAttribute('aria-label');
   b.node.dataset.phase = toText(msg.phase);
   if (msg.phase === 'error') {
-    b.note.textContent = t('conv.stream_failed', { error: toText(msg.error) });
+    b.note.textContent = t('conv.stream_failed'); // the why is in the app's reply below it
+    b.note.title = toText(msg.error);
     b.note.hidden = false;
     b.node.querySelector('.conv-bubble').classList.add('is-error');
   } else if (msg.phase === 'cancelled') {
