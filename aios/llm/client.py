@@ -267,12 +267,30 @@ class LLMClient:
             kwargs["max_tokens"] = max_tokens
         if extra_body:
             kwargs["extra_body"] = extra_body
-        if stream is not None:
-            kwargs["stream"] = True
-            kwargs["stream_options"] = {"include_usage": True}
         self._check_context(messages, tools)
-        streaming = _Streaming(stream, cancel, deadline) if stream is not None else None
+        if stream is None:
+            return self._ask(kwargs, purpose, deadline, None)
+        streamed = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+        try:
+            return self._ask(streamed, purpose, deadline, _Streaming(stream, cancel, deadline))
+        except LLMCancelled:
+            raise
+        except LLMError as e:
+            if stream.shown or not rejected(e):
+                raise
+            # A server that refuses a streamed request (or its stream_options) answers
+            # whole, as before: the user gets the answer, only later.
+            logger.info("the LLM refused a streamed request (%s); asking for a whole answer", e)
+            return self._ask(kwargs, purpose, deadline, None)
 
+    def _ask(
+        self,
+        kwargs: dict[str, Any],
+        purpose: str | None,
+        deadline: float | None,
+        streaming: _Streaming | None,
+    ) -> ChatResult:
+        """The providers in turn, as :meth:`chat` says."""
         failures: list[str] = []
         for i, provider in enumerate(self._providers):
             if i:
@@ -286,7 +304,7 @@ class LLMClient:
                 result = self._call_provider(provider, kwargs, purpose, deadline, streaming)
             except _ProviderFailed as e:
                 failures.append(str(e))
-                if stream is not None and stream.shown:
+                if streaming is not None and streaming.sink.shown:
                     break  # the user has read part of this answer: no other one now
                 continue
             with self._lock:
@@ -511,7 +529,8 @@ class LLMClient:
             "cached_tokens": _cached_tokens(usage),
         }
         model = str(resp.model or provider.model)
-        return _message_dict(choices[0].message), usage_d, model, choices[0].finish_reason
+        finish = getattr(choices[0], "finish_reason", None)
+        return _message_dict(choices[0].message), usage_d, model, finish
 
     def _streamed(
         self,

@@ -322,6 +322,9 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             self._send_json(401, _error_body(401, _DEFAULT_ERRORS[401]))
             return
+        if isinstance(body, dict) and body.get("stream") and not owner.streaming:
+            self._send_json(400, _error_body(400, "stream is not supported"))
+            return
         fmt = body.get("response_format") if isinstance(body, dict) else None
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and not owner.json_schema:
             self._send_json(400, _error_body(400, "response_format json_schema is not supported"))
@@ -553,6 +556,9 @@ class FakeOpenAI:
         """Delayed answers dropped because the client closed the connection first."""
         self.probes = 0
         """Streamed requests (a client's time-to-first-token probe): answered, not scripted."""
+        self.streaming = True
+        """Whether a scripted request with ``stream: true`` is taken (else HTTP 400, like a
+        server that cannot stream)."""
         self.first_token_delay = 0.0
         """Seconds before a streamed request's first token (a slow local server)."""
         self.max_model_len = 0

@@ -230,6 +230,18 @@ def test_a_failure_before_any_word_was_shown_still_falls_back(
     assert result.provider == "fallback" and panel.text() == "The backup answers in words."
 
 
+def test_a_server_that_cannot_stream_answers_whole(
+    fake: FakeOpenAI, backup: FakeOpenAI, client: LLMClient
+) -> None:
+    fake.streaming = backup.streaming = False
+    fake.script(["Words from a server that does not stream."])
+    panel = Panel()
+    result = client.chat(HELLO, stream=relay(panel))
+    assert result.content == "Words from a server that does not stream."
+    assert [bool(r.get("stream")) for r in fake.requests] == [True, False]
+    assert panel.events == []
+
+
 def test_a_short_answer_is_shown_at_the_end(fake: FakeOpenAI, client: LLMClient) -> None:
     fake.script([streamed("好的。")])
     panel = Panel()
