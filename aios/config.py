@@ -590,6 +590,12 @@ class DuplexConfig(_Section):
     """The command bar sends its draft this long after the last keystroke."""
     llm: bool = False
     """Also ask the language model about a draft at a pause (debounced, within budget)."""
+    stream_replies: bool = True
+    """An app's answer the model writes for the user (the SDK's ``stream_to_user``) streams
+    into the conversation panel as it is generated (off: it shows when it is complete)."""
+    stream_flush_ms: int = Field(default=50, ge=0, le=2000)
+    """A streamed reply's text goes to the panel at most this often (what comes between two
+    sends goes together; 0: every piece at once)."""
     llm_budget_tokens: int = Field(default=4000, ge=0, le=1_000_000)
     """Tokens (prompt and answer) the model's judgements may use per session."""
     llm_max_tokens: int = Field(default=120, ge=16, le=2000)

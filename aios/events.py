@@ -2,9 +2,9 @@
 
 Events are JSON objects with a ``type`` (``app_status``, ``view``, ``push``,
 ``notify``, ``ui_op``, ``speak``, ``log``, ``said`` (the desktop spoke first, DESIGN
-§18), and for runs ``run``, ``step``,
-``progress``, ``interaction``, ``interaction_done``), a ``ts``, a ``seq`` (one
-counter for the whole bus, strictly increasing, no holes) and the bus's
+§18), ``reply_stream`` (a reply the model is writing, aios/duplex/replies.py), and
+for runs ``run``, ``step``, ``progress``, ``interaction``, ``interaction_done``), a
+``ts``, a ``seq`` (one counter for the whole bus, strictly increasing, no holes) and the bus's
 ``epoch`` (random per start: a ``seq`` from another epoch means nothing here).
 
 The bus keeps one replay buffer of recent events (DESIGN §12 "Events"; bounds in
@@ -51,6 +51,7 @@ EVENT_TYPES = frozenset(
         "mcp_status",
         "said",
         "topics",
+        "reply_stream",
     }
 )
 RESYNC = "resync"

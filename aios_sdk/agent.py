@@ -575,6 +575,11 @@ class AIOSAgent:
     ) -> dict[str, Any]:
         """Ask the system's LLM; returns the assistant message (``role``, ``content``, …).
 
+        ``stream_to_user=True`` says the answer is for the user (the app shows the model's
+        words): while the model writes them they stream into the conversation panel of
+        the instruction the app works on, and the whole message is still returned. A tool
+        call, JSON or markup never streams. Other keywords (``tool_choice``) go as they are.
+
         Raises :class:`~aios.errors.LLMUnavailable` when no LLM is configured
         (always, when running standalone: the key stays in the system).
         """

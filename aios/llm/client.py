@@ -25,6 +25,12 @@ server needs, or one log line says what to set; the server's context size
 (``llm.context_tokens``, llama.cpp ``/props``, Ollama ``/api/show``) is read
 too, and a prompt that may not fit is warned about once.
 
+Streaming (issue 26): with a ``stream`` sink, the provider is asked with ``stream=True``
+and the text goes to the sink as it is generated (llm/streaming.py); the caller still gets
+the whole message. Once any text has reached the user there is no retry and no fallback
+(the user would read two answers); ``cancel`` (a run the user stopped) closes the stream
+between two chunks (LLMCancelled, recorded).
+
 ``structured`` asks for an answer in a JSON schema where the endpoint takes one, else
 with function calling. What differs between vendors and servers (local or not, error
 messages, context size, schema support, Ollama's ``format``) is in llm/providers.py.
@@ -52,6 +58,7 @@ from aios.llm.providers import (
     schema_body,
     schema_supported,
 )
+from aios.llm.streaming import Stopped, StreamSink, read
 from aios.store import Store
 from aios.traces.tracer import NO_TRACER, Tracer, current
 
@@ -119,7 +126,12 @@ OUT_OF_TIME = "out of time"
 
 
 class LLMCancelled(LLMError):
-    """The call was closed because the app it was made for ran out of time."""
+    """The call was closed because the app it was made for ran out of time, or the user
+    stopped the instruction it was made for."""
+
+
+STOPPED_BY_USER = "stopped: the user cancelled the instruction it was made for"
+"""The message (and recorded error) of a streamed call closed by its run's cancel."""
 
 
 def _message_dict(msg: Any) -> dict[str, Any]:
@@ -220,12 +232,17 @@ class LLMClient:
         max_tokens: int | None = None,
         deadline: float | None = None,
         extra_body: dict[str, Any] | None = None,
+        stream: StreamSink | None = None,
+        cancel: threading.Event | None = None,
     ) -> ChatResult:
         """One chat completion; retries and falls back as configured.
 
         ``deadline`` (``time.monotonic()`` seconds): the call is closed when it passes,
         whatever the timeouts say (LLMCancelled; no retry, no fallback). ``extra_body``
         goes into the request as is (``response_format``, Ollama's ``format``…).
+        ``stream``: the answer is streamed and its text handed to the sink as it comes;
+        no retry and no fallback once the sink has shown some of it. ``cancel``: a
+        streamed call is closed when it is set (LLMCancelled).
 
         Raises LLMUnavailable when no LLM is configured, LLMError naming each
         provider's failure when none could answer.
@@ -251,7 +268,29 @@ class LLMClient:
         if extra_body:
             kwargs["extra_body"] = extra_body
         self._check_context(messages, tools)
+        if stream is None:
+            return self._ask(kwargs, purpose, deadline, None)
+        streamed = {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
+        try:
+            return self._ask(streamed, purpose, deadline, _Streaming(stream, cancel, deadline))
+        except LLMCancelled:
+            raise
+        except LLMError as e:
+            if stream.shown or not rejected(e):
+                raise
+            # A server that refuses a streamed request (or its stream_options) answers
+            # whole, as before: the user gets the answer, only later.
+            logger.info("the LLM refused a streamed request (%s); asking for a whole answer", e)
+            return self._ask(kwargs, purpose, deadline, None)
 
+    def _ask(
+        self,
+        kwargs: dict[str, Any],
+        purpose: str | None,
+        deadline: float | None,
+        streaming: _Streaming | None,
+    ) -> ChatResult:
+        """The providers in turn, as :meth:`chat` says."""
         failures: list[str] = []
         for i, provider in enumerate(self._providers):
             if i:
@@ -262,9 +301,11 @@ class LLMClient:
                     provider.describe(),
                 )
             try:
-                result = self._call_provider(provider, kwargs, purpose, deadline)
+                result = self._call_provider(provider, kwargs, purpose, deadline, streaming)
             except _ProviderFailed as e:
                 failures.append(str(e))
+                if streaming is not None and streaming.sink.shown:
+                    break  # the user has read part of this answer: no other one now
                 continue
             with self._lock:
                 self._last_error = None
@@ -365,10 +406,13 @@ class LLMClient:
         kwargs: dict[str, Any],
         purpose: str | None,
         deadline: float | None = None,
+        streaming: _Streaming | None = None,
     ) -> ChatResult:
         client = self._client(provider)
         attempts = provider.retries + 1
         for attempt in range(attempts):
+            if streaming is not None:
+                streaming.sink.restart()
             timeout = self.timeout_for(provider)
             bounded = False
             if deadline is not None:
@@ -386,25 +430,20 @@ class LLMClient:
                 tools=kwargs.get("tools"),
                 schema=kwargs.get("extra_body"),
                 attempt=attempt + 1,
+                **({"stream": True} if streaming is not None else {}),
             )
             start = time.monotonic()
             try:
-                resp = client.chat.completions.create(
-                    model=provider.model, timeout=timeout, **kwargs
-                )
-                choices = getattr(resp, "choices", None)
-                if not choices or getattr(choices[0], "message", None) is None:
-                    raise LLMError("invalid response: no message in the reply")
-                message = _message_dict(choices[0].message)
-                usage = resp.usage
-                usage_d = {
-                    "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                    "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-                    "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
-                    "cached_tokens": _cached_tokens(usage),
-                }
-                model = str(resp.model or provider.model)
-                finish = getattr(choices[0], "finish_reason", None)
+                if streaming is not None:
+                    answer = self._streamed(client, provider, kwargs, timeout, start, streaming)
+                else:
+                    answer = self._whole(client, provider, kwargs, timeout)
+                message, usage_d, model, finish = answer
+            except Stopped as e:
+                latency = (time.monotonic() - start) * 1000
+                if e.by_user:
+                    raise self._stopped(provider, purpose, latency) from e
+                raise self._cancelled(provider, purpose, latency, e) from e
             except Exception as e:  # noqa: BLE001 - every provider failure is an LLM failure
                 latency = (time.monotonic() - start) * 1000
                 failure = classify(e, provider, timeout)
@@ -420,7 +459,8 @@ class LLMClient:
                     latency_ms=round(latency, 1),
                 )
                 last = attempt == attempts - 1
-                if not failure.retryable or last:
+                shown = streaming is not None and streaming.sink.shown
+                if not failure.retryable or last or shown:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise _ProviderFailed(f"{provider.describe()}: {failure.message}{tries}") from e
                 wait = (
@@ -453,6 +493,11 @@ class LLMClient:
                 usage=usage_d,
                 latency_ms=round(latency, 1),
                 cost=cost,
+                **(
+                    {"stream": True, "first_delta_ms": streaming.first_delta_ms}
+                    if streaming is not None
+                    else {}
+                ),
             )
             return ChatResult(
                 message=message,
@@ -463,6 +508,64 @@ class LLMClient:
                 finish_reason=str(finish) if finish else None,
             )
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _whole(
+        self,
+        client: openai.OpenAI,
+        provider: ProviderProfile,
+        kwargs: dict[str, Any],
+        timeout: float,
+    ) -> tuple[dict[str, Any], dict[str, int], str, Any]:
+        """One completion in one piece: (message, usage, model, finish reason)."""
+        resp = client.chat.completions.create(model=provider.model, timeout=timeout, **kwargs)
+        choices = getattr(resp, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise LLMError("invalid response: no message in the reply")
+        usage = resp.usage
+        usage_d = {
+            "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
+            "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
+            "cached_tokens": _cached_tokens(usage),
+        }
+        model = str(resp.model or provider.model)
+        finish = getattr(choices[0], "finish_reason", None)
+        return _message_dict(choices[0].message), usage_d, model, finish
+
+    def _streamed(
+        self,
+        client: openai.OpenAI,
+        provider: ProviderProfile,
+        kwargs: dict[str, Any],
+        timeout: float,
+        start: float,
+        streaming: _Streaming,
+    ) -> tuple[dict[str, Any], dict[str, int], str, Any]:
+        """One completion streamed, its text to the sink as it comes; as :meth:`_whole`."""
+        stream = client.chat.completions.create(model=provider.model, timeout=timeout, **kwargs)
+        got = read(
+            stream,
+            streaming.sink,
+            start=start,
+            cancel=streaming.cancel,
+            deadline=streaming.deadline,
+        )
+        if not got.content and not got.calls:
+            raise LLMError("invalid response: the stream ended without an answer")
+        streaming.first_delta_ms = (
+            round(got.first_delta_ms, 1) if got.first_delta_ms is not None else None
+        )
+        cached = _cached_tokens(got.usage) if got.usage is not None else 0
+        usage_d = got.usage_dict(kwargs.get("messages"), cached)
+        return got.message(), usage_d, str(got.model or provider.model), got.finish_reason
+
+    def _stopped(
+        self, provider: ProviderProfile, purpose: str | None, latency_ms: float
+    ) -> LLMCancelled:
+        """Record and return the error of a streamed call its run's cancel closed."""
+        self._record(provider, purpose, latency_ms, ok=False, error=STOPPED_BY_USER)
+        logger.info("LLM call%s %s", f" for {purpose}" if purpose else "", STOPPED_BY_USER)
+        return LLMCancelled(f"{provider.describe()}: {STOPPED_BY_USER}")
 
     def _cancelled(
         self, provider: ProviderProfile, purpose: str | None, latency_ms: float, cause: Any
@@ -616,6 +719,16 @@ def _cached_tokens(usage: Any) -> int:
         return int(cached or 0)
     except (TypeError, ValueError):
         return 0
+
+
+@dataclass
+class _Streaming:
+    """Internal: one streamed call's sink, cancel event and deadline, and what it measured."""
+
+    sink: StreamSink
+    cancel: threading.Event | None
+    deadline: float | None = None
+    first_delta_ms: float | None = None
 
 
 class _ProviderFailed(Exception):

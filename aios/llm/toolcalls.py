@@ -34,7 +34,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Extraction", "extract", "extract_calls", "looks_like_code", "repair_json"]
+__all__ = [
+    "Extraction",
+    "extract",
+    "extract_calls",
+    "holds_call_markup",
+    "looks_like_code",
+    "repair_json",
+]
 
 Call = tuple[str, dict[str, Any]]
 
@@ -75,6 +82,12 @@ def looks_like_code(text: str | None) -> bool:
     """True for text that is JSON, a fenced block or tool-call markup, not words for a person."""
     s = (text or "").strip()
     return bool(s) and (s[0] in "{[" or s.startswith("```") or bool(_TAGS.match(s)))
+
+
+def holds_call_markup(text: str | None) -> bool:
+    """True when ``text`` holds tool-call markup anywhere (``<tool_call>``…): words that go
+    on into a call written as text (a streamed answer is taken back then)."""
+    return bool(_TAGS.search(text or ""))
 
 
 # ------------------------------------------------------------ repair

@@ -239,6 +239,9 @@ class SysLLMBody(_Body):
     messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: Any = None
+    stream_to_user: bool = False
+    """The answer is for the user: its words stream into the conversation panel of the
+    instruction the app works on (a tool call or JSON never does)."""
 
 
 class UIOps(_Body):

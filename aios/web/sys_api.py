@@ -5,8 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, Response, g, jsonify, request
 
 from aios.apphost.registry import AppRecord
+from aios.duplex.replies import ReplyStream
 from aios.errors import LLMError, LLMUnavailable
 from aios.llm.client import APP_REPLY_MARGIN, LLMCancelled
+from aios.runs.rights import Frame
+from aios.runs.runs import Run
 from aios.web.request import error, json_body, session, system
 from aios.web.schemas import SysLLMBody, SysToolBody, parse
 
@@ -40,11 +43,11 @@ def sys_llm() -> Response:
     app_deadline = sys_.controller.app_deadline(app_id)
     # the call is the app's, in the session and run it is acting for (its trace, its usage)
     frame = sys_.controller.acting.frame_for(app_id, None)
+    run = frame.run if frame else None
+    relay = _relay(body, frame, app_id)
     try:
         with sys_.tracer.bind(
-            frame.session_id if frame else None,
-            frame.run.run_id if frame and frame.run else None,
-            app_id,
+            frame.session_id if frame else None, run.run_id if run else None, app_id
         ):
             result = sys_.llm.chat(
                 body.messages,
@@ -52,13 +55,21 @@ def sys_llm() -> Response:
                 tool_choice=body.tool_choice,
                 purpose=f"app:{app_id}",
                 deadline=app_deadline - APP_REPLY_MARGIN if app_deadline is not None else None,
+                stream=relay,
+                cancel=run.cancel if relay is not None and run is not None else None,
             )
     except LLMUnavailable as e:
         return error(503, str(e))
     except LLMCancelled as e:
+        if relay is not None:
+            relay.cancelled()
         return error(504, str(e))
     except LLMError as e:
+        if relay is not None:
+            relay.error(str(e))
         return error(502, str(e))
+    if relay is not None:
+        relay.end()
     return jsonify(
         {
             "message": result.message,
@@ -66,6 +77,27 @@ def sys_llm() -> Response:
             "model": result.model,
             "provider": result.provider,
         }
+    )
+
+
+def _relay(body: SysLLMBody, frame: Frame[Run] | None, app_id: str) -> ReplyStream | None:
+    """The panel's typing bubble for an answer meant for the user (``stream_to_user``), when
+    the app works on the user's own instruction (not for another app) and streaming is on."""
+    sys_ = system()
+    if (
+        not body.stream_to_user
+        or frame is None
+        or frame.run is None
+        or frame.launchers
+        or not sys_.config.duplex.stream_replies
+    ):
+        return None
+    return ReplyStream(
+        lambda event: sys_.bus.emit("reply_stream", event),
+        session_id=frame.session_id,
+        run_id=frame.run.run_id,
+        app=app_id,
+        flush_s=sys_.config.duplex.stream_flush_ms / 1000,
     )
 
 

@@ -68,6 +68,9 @@ class GenericAgent(AIOSAgent):
     """An app that is only a role prompt: the LLM plans tool calls and picks the view."""
 
     max_tool_rounds: int = MAX_TOOL_ROUNDS
+    stream_replies: bool = True
+    """The model's answers in words stream into the conversation panel as they are written
+    (``self.llm(..., stream_to_user=True)``); its tool calls never do."""
 
     def __init__(self, app_dir: str | Path | None = None) -> None:
         if app_dir is not None:
@@ -288,7 +291,7 @@ class GenericAgent(AIOSAgent):
         names = {t["function"]["name"] for t in tools}
         problem = ""
         for attempt in range(2):
-            reply = self.llm(messages, tools=tools)
+            reply = self.llm(messages, tools=tools, stream_to_user=self.stream_replies)
             outcome = self._interpret(reply, names, conv, context, tools)
             if outcome.kind == "problem":
                 problem = outcome.problem

@@ -7,6 +7,7 @@ import { applyStatic, t } from './core/i18n.js';
 import { toText } from './core/safe.js';
 import { state } from './core/state.js';
 import * as apps from './desk/apps.js';
+import * as bargein from './desk/bargein.js';
 import * as commands from './desk/commands.js';
 import * as connection from './desk/connection.js';
 import * as duplex from './desk/duplex.js';
@@ -71,6 +72,8 @@ function onEvent(msg) {
     case 'log':
       console.debug('server log', msg);
       return;
+    case 'reply_stream':
+      return; // the conversation panel's typing bubble (conversation/stream.js)
     case 'hello':
       return; // the stream's cursor is api.js's business; the apps come from /api/apps
     default:
@@ -87,7 +90,7 @@ function wire() {
   on('app:activate', apps.activateApp);
   on('command:submit', commands.submitInstruction);
   on('topics:resumed', (reply) => commands.showReply(reply, 'topics'));
-  on('voice:listen', voice.listen);
+  on('voice:listen', () => { voice.stopSpeaking(); voice.listen(); }); // barge-in by the mic button
   on('voice:mute', voice.setMuted);
   on('voice:volume', (v) => voice.setVolume(v));
   on('app:close', ({ id }) => wm.close(id));
@@ -159,6 +162,7 @@ function boot() {
   conversation.init();
   intents.init();
   duplex.init();
+  bargein.init();
   wire();
   health.loadConfig().then(() => health.pollHealth());
   apps.loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built

@@ -22,6 +22,7 @@ A script item is a ``Reply``, a plain string (text content) or a dict spec
     {"body": "not json"}                         # HTTP 200 with this non-JSON text
     {"content": "...", "finish_reason": "length"} # cut at max_tokens (a runaway)
     {"content": "...", "constrained": "{...}"}   # the answer when the request had a schema
+    {"content": "...", "chunks": [...], "chunk_delay": 0.1, "fail_after": 2}  # when streamed
 
 Transcript replay (issue 15: real small models): a script is a transcript, one
 canned response per request, in order; ``delay`` holds back the first byte;
@@ -39,6 +40,21 @@ Embeddings (issue 23): ``POST /v1/embeddings`` answers deterministic vectors
 sharing words are near); ``embedding_aliases`` maps a word to another before hashing
 (``{"espresso": "coffee"}`` makes them the same direction) and ``embedding_status``
 other than 200 answers that HTTP error instead. ``embedding_inputs`` records the texts.
+
+Streaming (issue 26): a request with ``"stream": true`` gets the scripted reply as
+server-sent ``chat.completion.chunk`` events, as the real API sends them, so the real
+``openai`` client streams over HTTP (a one-token streamed request is a client's
+time-to-first-token probe instead: answered, counted in ``probes``, not scripted).
+A reply's ``chunks`` says how its content is cut (default: :data:`CHUNK_CHARS`
+characters a chunk), ``chunk_delay`` the seconds between two chunks, ``hold`` an
+event the server waits on before the last chunk (a test lets it go once it has seen
+the earlier text), ``fail_after`` a number of chunks after which an SSE error event
+ends the stream. With ``stream_options: {"include_usage": true}`` a last chunk carries
+the usage. ``chunk_times`` holds the ``time.time()`` each chunk was written at,
+``request_times`` when each chat request came in. A reply with a ``chunk_delay`` asked
+for whole (no ``stream``) takes as long as its chunks would have.
+
+    fake.script([streamed("Hello there, how are you?", chunk_delay=0.05, hold=gate)])
 
 Standalone, for benchmarks and manual runs::
 
@@ -71,6 +87,10 @@ import pytest
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
 EMBEDDING_DIM = 64
+CHUNK_CHARS = 8
+"""Characters of content in one streamed chunk when a reply does not say how to cut it."""
+HOLD_MAX_SECONDS = 60.0
+"""The longest a held last chunk waits for its test to let it go (then it is sent)."""
 
 
 @dataclass
@@ -93,6 +113,15 @@ class Reply:
     """Sent as is; default ``tool_calls`` or ``stop``."""
     constrained: str | None = None
     """The content sent instead when the request carries a JSON schema (response_format)."""
+    chunks: list[str] | None = None
+    """Streamed: the content cut in these pieces (else :data:`CHUNK_CHARS` a piece)."""
+    chunk_delay: float = 0.0
+    """Streamed: seconds between two chunks."""
+    hold: threading.Event | None = None
+    """Streamed: the last chunk waits until this is set (at most :data:`HOLD_MAX_SECONDS`)."""
+    fail_after: int | None = None
+    """Streamed: after this many chunks an SSE error event ends the stream (a provider
+    failing mid-answer)."""
 
     @classmethod
     def from_spec(cls, spec: Reply | str | dict[str, Any]) -> Reply:
@@ -122,6 +151,11 @@ class Reply:
         )
         reply.finish_reason = spec.get("finish_reason")
         reply.constrained = spec.get("constrained")
+        if isinstance(spec.get("chunks"), list):
+            reply.chunks = [str(c) for c in spec["chunks"]]
+        reply.chunk_delay = float(spec.get("chunk_delay", 0.0))
+        if spec.get("fail_after") is not None:
+            reply.fail_after = int(spec["fail_after"])
         return reply
 
 
@@ -141,6 +175,21 @@ def tool_call(name: str, arguments: Any = None) -> Reply:
 
 def tool_calls(*calls: tuple[str, Any], content: str | None = None) -> Reply:
     return Reply(content=content, tool_calls=[(n, _args_text(a)) for n, a in calls])
+
+
+def streamed(
+    content: str,
+    *,
+    chunks: list[str] | None = None,
+    chunk_delay: float = 0.0,
+    hold: threading.Event | None = None,
+    fail_after: int | None = None,
+) -> Reply:
+    """A text reply for a streamed request: cut in ``chunks``, ``chunk_delay`` s apart,
+    the last one held until ``hold`` is set, or broken after ``fail_after`` chunks."""
+    return Reply(
+        content=content, chunks=chunks, chunk_delay=chunk_delay, hold=hold, fail_after=fail_after
+    )
 
 
 def http_error(status: int, message: str = "", *, retry_after: float | None = None) -> Reply:
@@ -263,7 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}},
             )
             return
-        if isinstance(body, dict) and body.get("stream"):
+        if isinstance(body, dict) and body.get("stream") and body.get("max_tokens") == 1:
             self._stream(owner)  # part 15-L: the client's start-up probe (not scripted)
             return
         owner._record(body, {k.lower(): v for k, v in self.headers.items()}, path)
@@ -272,6 +321,9 @@ class _Handler(BaseHTTPRequestHandler):
             and self.headers.get("Authorization") != f"Bearer {owner.api_key}"
         ):
             self._send_json(401, _error_body(401, _DEFAULT_ERRORS[401]))
+            return
+        if isinstance(body, dict) and body.get("stream") and not owner.streaming:
+            self._send_json(400, _error_body(400, "stream is not supported"))
             return
         fmt = body.get("response_format") if isinstance(body, dict) else None
         if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and not owner.json_schema:
@@ -288,7 +340,17 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if reply.delay and not self._wait(owner, reply.delay):
             return  # shutting down, or the client closed the request: drop the late answer
-        if reply.body is not None:
+        self._answer(owner, body, reply)
+
+    def _answer(self, owner: FakeOpenAI, body: dict[str, Any], reply: Reply) -> None:
+        """Send ``reply`` as the script says: streamed, whole, an error or a broken body."""
+        if reply.chunk_delay and not body.get("stream"):
+            generating = reply.chunk_delay * max(0, len(owner._chunks(body, reply)) - 1)
+            if not self._wait(owner, generating):
+                return
+        if reply.status == 200 and reply.raw is None and reply.body is None and body.get("stream"):
+            self._stream_reply(owner, body, reply)
+        elif reply.body is not None:
             self._send_bytes(200, reply.body.encode("utf-8"))
         elif reply.raw is not None:
             self._send_json(200, reply.raw)
@@ -373,6 +435,57 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    # issue 26: a scripted reply, streamed
+
+    def _stream_reply(self, owner: FakeOpenAI, body: dict[str, Any], reply: Reply) -> None:
+        """``reply`` as server-sent chunks (HTTP/1.0: the body ends when the socket closes)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+        except OSError:
+            return
+        chunks = owner._chunks(body, reply)
+        # the last piece of content is the one held (the finish and usage chunks follow it)
+        held = max(
+            0, sum(1 for c in chunks if c["choices"] and "content" in c["choices"][0]["delta"]) - 1
+        )
+        for i, chunk in enumerate(chunks):
+            if i and reply.chunk_delay and not self._wait(owner, reply.chunk_delay):
+                return
+            if i == held and reply.hold is not None and not self._hold(owner, reply):
+                return
+            if reply.fail_after is not None and i >= reply.fail_after:
+                chunk = _error_body(500, "the model server failed mid-answer")
+            if not self._send_event(owner, chunk, counted="error" not in chunk):
+                return
+            if "error" in chunk:
+                return
+        self._send_event(owner, "[DONE]", counted=False)
+
+    def _hold(self, owner: FakeOpenAI, reply: Reply) -> bool:
+        assert reply.hold is not None
+        end = time.monotonic() + HOLD_MAX_SECONDS
+        while not reply.hold.is_set() and time.monotonic() < end:
+            if not self._wait(owner, 0.02):
+                return False
+        return True
+
+    def _send_event(self, owner: FakeOpenAI, data: Any, *, counted: bool) -> bool:
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        try:
+            self.wfile.write(f"data: {text}\n\n".encode())
+            self.wfile.flush()
+        except OSError:
+            with owner.lock:
+                owner.closed += 1
+            return False
+        if counted:
+            with owner.lock:
+                owner.chunk_times.append(time.time())
+        return True
+
 
 def _error_body(status: int, message: str) -> dict[str, Any]:
     return {
@@ -443,6 +556,9 @@ class FakeOpenAI:
         """Delayed answers dropped because the client closed the connection first."""
         self.probes = 0
         """Streamed requests (a client's time-to-first-token probe): answered, not scripted."""
+        self.streaming = True
+        """Whether a scripted request with ``stream: true`` is taken (else HTTP 400, like a
+        server that cannot stream)."""
         self.first_token_delay = 0.0
         """Seconds before a streamed request's first token (a slow local server)."""
         self.max_model_len = 0
@@ -453,6 +569,10 @@ class FakeOpenAI:
         """HTTP status of ``/v1/embeddings``; not 200: that error instead of vectors."""
         self.embedding_inputs: list[str] = []
         """Every text ``/v1/embeddings`` was asked for, in order."""
+        self.chunk_times: list[float] = []
+        """``time.time()`` at which each streamed chunk was written (issue 26), in order."""
+        self.request_times: list[float] = []
+        """``time.time()`` at which each chat request came in, in order."""
         self.usages: list[dict[str, int]] = []
         """The ``usage`` of every chat completion answered, in order (a quarter of each
         prompt is reported as served from the cache, as OpenAI's ``cached_tokens``)."""
@@ -519,6 +639,8 @@ class FakeOpenAI:
             self.headers.clear()
             self.paths.clear()
             self.embedding_inputs.clear()
+            self.chunk_times.clear()
+            self.request_times.clear()
             self.closed = self.probes = 0
 
     def _next(self) -> Reply:
@@ -528,6 +650,7 @@ class FakeOpenAI:
     def _record(self, body: Any, headers: dict[str, str], path: str) -> None:
         with self.lock:
             self.requests.append(body)
+            self.request_times.append(time.time())
             self.headers.append(headers)
             self.paths.append(path)
 
@@ -561,6 +684,49 @@ class FakeOpenAI:
             ],
             "usage": self._usage(prompt, completion),
         }
+
+    def _chunks(self, body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
+        """The ``chat.completion.chunk`` objects streaming ``reply`` takes, in order."""
+        n = next(self._ids)
+        model = body.get("model") or self.model
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {
+                "id": f"chatcmpl-fake{n}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+
+        content = reply.content or ""
+        pieces = (
+            reply.chunks
+            if reply.chunks is not None
+            else [content[i : i + CHUNK_CHARS] for i in range(0, len(content), CHUNK_CHARS)]
+        )
+        out = [chunk({"role": "assistant", "content": p}) for p in pieces]
+        for i, (name, args) in enumerate(reply.tool_calls):
+            head = {"index": i, "id": f"call_{n}_{i}", "type": "function"}
+            out.append(
+                chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+            )
+            for j in range(0, len(args), CHUNK_CHARS):
+                part = {"index": i, "function": {"arguments": args[j : j + CHUNK_CHARS]}}
+                out.append(chunk({"tool_calls": [part]}))
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        out.append(chunk({}, finish))
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            message = {"role": "assistant", "content": content, "tool_calls": reply.tool_calls}
+            last = chunk({})
+            last["choices"] = []
+            last["usage"] = self._usage(
+                _count_tokens(body.get("messages", [])), _count_tokens(message)
+            )
+            out.append(last)
+        return out
 
     def _usage(self, prompt: int, completion: int) -> dict[str, Any]:
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "cached": prompt // 4}

@@ -15,6 +15,7 @@ import { rememberSession, state } from '../core/state.js';
 import { sendSuggestion } from '../desk/intents.js';
 import { render, report } from './entries.js';
 import * as topics from './topics.js';
+import * as stream from './stream.js';
 
 /** Timeline entries read per request. */
 const PAGE = 50;
@@ -77,6 +78,7 @@ export function init() {
   ui.list.addEventListener('click', onListClick);
   ui.report.addEventListener('click', onReportClick);
   ui.list.addEventListener('submit', onInputSubmit);
+  stream.init(ui.list, follow);
   ui.panel.addEventListener('keydown', (ev) => {
     if (ev.key === 'Escape') {
       ev.stopPropagation();
@@ -135,9 +137,19 @@ export function refresh() {
   refreshTimer = setTimeout(loadNewest, REFRESH_DELAY_MS);
 }
 
-/** Server events: runs, cards and views of this session change the timeline. */
+/** A streamed reply grew: stay at the bottom if the user was reading there. */
+function follow() {
+  drawEmpty();
+  if (ui.body.scrollHeight - ui.body.scrollTop - ui.body.clientHeight < SCROLL_TOP_PX * 4) {
+    ui.body.scrollTop = ui.body.scrollHeight;
+  }
+}
+
+/** Server events: runs, cards and views of this session change the timeline; a reply the
+ * model is writing grows its bubble (stream.js). */
 export function onEvent(msg) {
   if (topics.onEvent(msg)) return;
+  if (stream.onEvent(msg)) return;
   if (!isObject(msg) || !LIVE_EVENTS.has(msg.type)) return;
   if (msg.type === 'view' && (msg.pushed === true || msg.interim === true)) return; // not in the history
   if (typeof msg.session_id === 'string' && state.sessionId && msg.session_id !== state.sessionId) return;
@@ -196,6 +208,7 @@ async function loadFirst() {
     shown = new Map();
     ui.list.replaceChildren();
     place(page.entries, 'end');
+    stream.settle(Array.isArray(page.entries) ? page.entries : [], nodeOf);
     olderCursor = page.has_more ? page.next_before : null;
     showError(null);
     drawEmpty();
@@ -236,6 +249,7 @@ async function loadNewest() {
       if (hadFocus) ui.list.focus({ preventScroll: true });
     }
     place(fresh, 'end');
+    stream.settle(entries, nodeOf);
     if (!shown.size) olderCursor = null;
     showError(null);
     drawEmpty();
@@ -289,8 +303,13 @@ function place(entries, where) {
   }
 }
 
+function nodeOf(entryId) {
+  const item = shown.get(entryId);
+  return item ? item.node : null;
+}
+
 function drawEmpty() {
-  ui.empty.hidden = shown.size > 0;
+  ui.empty.hidden = ui.list.childElementCount > 0; // the entries, and a reply being written
 }
 
 // ------------------------------------------------------------------ sessions
@@ -352,6 +371,7 @@ function switchTo(sid) {
   rememberSession(sid);
   olderCursor = null;
   shown = new Map();
+  stream.clear();
   ui.list.replaceChildren();
   drawEmpty();
   emit('session:changed', { session_id: sid });

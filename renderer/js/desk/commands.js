@@ -21,6 +21,7 @@ const queuedCommands = [];
 let commandRunning = false;
 
 export function submitInstruction(detail) {
+  voice.stopSpeaking(); // a new instruction, by any path: the desktop stops talking (barge-in)
   if (queuedCommands.length >= COMMAND_QUEUE_MAX) {
     notify.toast(t('command.queue_full', { n: COMMAND_QUEUE_MAX }), { level: 'warning' });
     return;

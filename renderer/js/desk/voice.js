@@ -154,10 +154,14 @@ export function speakReply(text, source) {
   return speak(text);
 }
 
+/** Bumped by stopSpeaking: a reply still on its way to an engine is then not said. */
+let speechTurn = 0;
+
 /** Speak a reply; resolves when it was handed to an engine (or refused with a toast). */
 export async function speak(text, lang) {
   const words = String(text || '').trim();
   if (!words || state.muted) return;
+  const turn = speechTurn;
   const want = replyLang(words, lang);
   const prefix = want.toLowerCase().split(/[-_]/)[0];
   const synth = window.speechSynthesis;
@@ -166,7 +170,7 @@ export async function speak(text, lang) {
     const voice = voices.find((v) => v.lang.replace('_', '-').toLowerCase() === want.toLowerCase())
       || voices.find((v) => v.lang.toLowerCase().startsWith(prefix));
     if (voice) {
-      if (state.muted) return;
+      if (state.muted || turn !== speechTurn) return;
       const u = new SpeechSynthesisUtterance(words);
       u.voice = voice;
       u.lang = voice.lang;
@@ -175,13 +179,13 @@ export async function speak(text, lang) {
       u.onerror = (ev) => {
         // Cancelled by mute or by the next reply: not a failure. Anything else (e.g. the
         // engine refusing to speak before a user gesture) goes to the server's voice.
-        if (ev.error !== 'interrupted' && ev.error !== 'canceled' && !state.muted) speakOnServer(words, want);
+        if (ev.error !== 'interrupted' && ev.error !== 'canceled' && !state.muted) speakOnServer(words, want, turn);
       };
       synth.speak(u);
       return;
     }
   }
-  await speakOnServer(words, want);
+  await speakOnServer(words, want, turn);
 }
 
 let serverAudio = null;
@@ -194,11 +198,11 @@ function stopServerAudio() {
   }
 }
 
-async function speakOnServer(words, want) {
+async function speakOnServer(words, want, turn = speechTurn) {
   try {
     const wav = await api.voiceSpeak(words, want);
     setSpeechError(null);
-    if (state.muted) return;
+    if (state.muted || turn !== speechTurn) return;
     stopServerAudio();
     const audio = new Audio(URL.createObjectURL(wav));
     audio.volume = volume();
@@ -226,13 +230,18 @@ function setSpeechError(message) {
   emit('voice:state', message);
 }
 
+/** Stop what is being said now, and what is still on its way to be said (barge-in: the
+ * user types, speaks or starts an instruction; mute). Later replies are spoken as usual. */
+export function stopSpeaking() {
+  speechTurn += 1;
+  if (window.speechSynthesis) window.speechSynthesis.cancel();
+  stopServerAudio();
+}
+
 /** Mute stops what is being said now; later replies are not spoken until unmuted. */
 export function setMuted(muted) {
   state.muted = !!muted;
-  if (state.muted) {
-    if (window.speechSynthesis) window.speechSynthesis.cancel();
-    stopServerAudio();
-  }
+  if (state.muted) stopSpeaking();
   volumeChanged();
 }
 
