@@ -9,6 +9,7 @@ import { state } from './core/state.js';
 import * as apps from './desk/apps.js';
 import * as commands from './desk/commands.js';
 import * as connection from './desk/connection.js';
+import * as conversationMode from './desk/conversation_mode.js';
 import * as duplex from './desk/duplex.js';
 import * as health from './desk/health.js';
 import * as instances from './desk/instances.js';
@@ -158,6 +159,7 @@ function boot() {
   conversation.init();
   intents.init();
   duplex.init();
+  conversationMode.init();
   wire();
   health.loadConfig().then(() => health.pollHealth());
   apps.loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built

@@ -185,6 +185,8 @@ export async function speak(text, lang) {
 }
 
 let serverAudio = null;
+/** Counts stopSpeaking() calls: a reply still being synthesised when it came is not played. */
+let hushed = 0;
 
 function stopServerAudio() {
   if (serverAudio) {
@@ -195,10 +197,11 @@ function stopServerAudio() {
 }
 
 async function speakOnServer(words, want) {
+  const hush = hushed;
   try {
     const wav = await api.voiceSpeak(words, want);
     setSpeechError(null);
-    if (state.muted) return;
+    if (state.muted || hush !== hushed) return;
     stopServerAudio();
     const audio = new Audio(URL.createObjectURL(wav));
     audio.volume = volume();
@@ -224,6 +227,20 @@ function setSpeechError(message) {
   if (state.speechError === message) return;
   state.speechError = message;
   emit('voice:state', message);
+}
+
+/** Whether the desktop is speaking now (the page's speechSynthesis or the server's voice). */
+export function isSpeaking() {
+  const synth = window.speechSynthesis;
+  if (synth && (synth.speaking || synth.pending)) return true;
+  return !!serverAudio && !serverAudio.paused && !serverAudio.ended;
+}
+
+/** Stop what the desktop is saying now (barge-in); later replies are spoken as usual. */
+export function stopSpeaking() {
+  hushed += 1;
+  if (window.speechSynthesis) window.speechSynthesis.cancel();
+  stopServerAudio();
 }
 
 /** Mute stops what is being said now; later replies are not spoken until unmuted. */
