@@ -143,9 +143,11 @@ _ZH_DANGLING = (
     "以及", "并且", "再", "先", "接着", "一下", "帮我", "请",
 )  # fmt: skip
 _ZH_OPEN_VERBS = (
-    "打开", "播放", "关闭", "删除", "显示", "提醒", "搜索", "查找", "找", "写", "发", "告诉",
-    "创建", "新建", "设置", "放", "读", "看", "听", "记", "移动", "复制",
+    "打开", "播放", "关闭", "删除", "显示", "提醒", "搜索", "查找", "告诉", "创建", "新建",
+    "设置", "移动", "复制", "发送", "查一下", "找一下", "看一下", "听一下",
 )  # fmt: skip
+"""Verbs of two characters or more: a one-character verb (记, 写, 看) is as often the end of
+a noun (笔记, 小说) and would hold finished sentences back."""
 _EN_DANGLING = frozenset(
     "and or but so then because with to the a an of for in on at my your his her their "
     "our its this that these those if when while about from into um uh er like also plus "
