@@ -572,6 +572,7 @@ ROUTES: tuple[Route, ...] = (
         query=(
             Query("token", "the launch token"),
             Query("lang", "the recogniser's language (zh-CN, en-US)"),
+            Query("source", "page (default: the page sends audio) or server (its microphone)"),
         ),
     ),
     # events (aios/web/events.py)

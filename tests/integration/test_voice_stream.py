@@ -21,6 +21,9 @@ from tests.util import WsClient
 pytestmark = pytest.mark.skipif(espeak() is None, reason="espeak-ng is not installed")
 
 WAIT = 20.0
+UPGRADE = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+           "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+"""A WebSocket handshake's headers, for what is refused before it."""
 CHUNK = 4096 * 2
 """Bytes per message: what the page's worklet sends (4096 samples)."""
 
@@ -107,8 +110,7 @@ def test_bad_messages_get_an_error_and_the_stream_goes_on(running: Running) -> N
 
 def test_the_stream_needs_the_launch_token_and_our_origin(running: Running) -> None:
     base = running.url + "/api/voice/stream"
-    headers = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
-               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+    headers = UPGRADE
     r = requests.get(base, headers=headers, timeout=10)
     assert r.status_code == 401 and "launch token" in r.json()["error"]
     r = requests.get(
@@ -130,3 +132,25 @@ def test_without_the_vad_package_the_stream_says_what_to_install(
         assert "conversation mode needs webrtcvad-wheels" in msg["error"]
         with pytest.raises(simple_websocket.ConnectionClosed):  # closed by the server
             ws.receive(timeout=WAIT)
+
+
+def test_the_servers_microphone_when_there_is_none_is_one_friendly_error(
+    running: Running,
+) -> None:
+    """The window's engine (WebKitGTK) cannot open a microphone: the server listens. This
+    machine has none, as many have: the user reads one sentence, and the stream closes."""
+    with stream(running, "lang=en-US&source=server") as ws:
+        msg = receive(ws)
+        assert msg == {
+            "type": "error",
+            "error": "No microphone found — connect one or type your instruction",
+        }
+        with pytest.raises(simple_websocket.ConnectionClosed):
+            ws.receive(timeout=WAIT)
+
+
+def test_an_unknown_source_is_refused_before_the_handshake(running: Running) -> None:
+    url = f"{running.url}/api/voice/stream?token={TOKEN}&source=file"
+    r = requests.get(url, headers=UPGRADE, timeout=10)
+    assert r.status_code == 400
+    assert r.json()["error"] == "source must be page or server, got 'file'"

@@ -289,12 +289,13 @@ export const api = {
 
 /**
  * Conversation mode's microphone (DESIGN §18): a WebSocket to /api/voice/stream that takes
- * 16 kHz PCM as binary messages and answers speech_start / partial / turn_end / error.
+ * 16 kHz PCM as binary messages (source 'page'; 'server': the server's own microphone) and
+ * answers speech_start / partial / turn_end / error.
  * Audio sent before it opens is dropped (a few ms of room noise). onClose() when it closed
  * without close() being called.
  */
-export function openVoiceStream(lang, { onMessage, onClose }) {
-  const q = new URLSearchParams({ lang });
+export function openVoiceStream(lang, source, { onMessage, onClose }) {
+  const q = new URLSearchParams({ lang, source });
   if (token) q.set('token', token);
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const socket = new WebSocket(`${scheme}://${location.host}/api/voice/stream?${q}`);

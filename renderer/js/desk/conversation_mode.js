@@ -11,7 +11,8 @@
 // server also asks for longer speech before a barge-in while the desktop speaks, so the
 // page tells it when that is (voice.js is asked every POLL_MS: it speaks through several
 // engines, asking is simpler than hooking each).
-// WebKitGTK has no getUserMedia: there the toggle says so (the mic button still works).
+// WebKitGTK has no getUserMedia: there the server listens on the machine's microphone
+// (?source=server) and runs the same endpointer; the page only tells it when it speaks.
 import { openVoiceStream } from '../core/api.js';
 import { emit, on } from '../core/bus.js';
 import { speechLang, t } from '../core/i18n.js';
@@ -76,15 +77,28 @@ async function openMic(s) {
   return session === s;
 }
 
-async function start() {
+/** Whether this web engine can open the microphone itself (WebKitGTK cannot). */
+function pageCanListen() {
   const media = navigator.mediaDevices;
-  if (!media || typeof media.getUserMedia !== 'function' || typeof AudioWorkletNode !== 'function') {
-    toast(t('convmode.unsupported'), { level: 'warning' });
-    return;
-  }
+  return !!media && typeof media.getUserMedia === 'function' && typeof AudioWorkletNode === 'function';
+}
+
+function connect(s, source) {
+  s.socket = openVoiceStream(speechLang(), source, {
+    onMessage: (msg) => { if (session === s) onMessage(msg); },
+    onClose: () => { if (session === s) fail(t('convmode.closed')); },
+  });
+  s.poll = setInterval(() => reportPlaying(s), POLL_MS);
+}
+
+async function start() {
   const s = { playing: false };
   session = s;
   show('starting');
+  if (!pageCanListen()) {
+    connect(s, 'server'); // the server listens on the machine's microphone
+    return;
+  }
   try {
     if (!(await openMic(s))) {
       release(s);
@@ -95,14 +109,10 @@ async function start() {
     if (session === s) fail(err && err.name === 'NotAllowedError' ? t('convmode.denied') : (err.message || String(err)));
     return;
   }
-  s.socket = openVoiceStream(speechLang(), {
-    onMessage: (msg) => { if (session === s) onMessage(msg); },
-    onClose: () => { if (session === s) fail(t('convmode.closed')); },
-  });
+  connect(s, 'page');
   const tap = new AudioWorkletNode(s.context, 'aios-mic-tap');
   tap.port.onmessage = (ev) => s.socket.sendAudio(ev.data);
   s.context.createMediaStreamSource(s.stream).connect(tap);
-  s.poll = setInterval(() => reportPlaying(s), POLL_MS);
 }
 
 /** Let go of what a session holds (idempotent). */
