@@ -66,7 +66,7 @@ function fail(message) {
   toast(t('convmode.failed', { error: message }), { level: 'error' });
 }
 
-/** The microphone and the 16 kHz audio graph; null when the user turned the mode off meanwhile. */
+/** The microphone and the 16 kHz audio graph; false when the user turned the mode off meanwhile. */
 async function openMic(s) {
   s.stream = await navigator.mediaDevices.getUserMedia({
     audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
