@@ -214,10 +214,18 @@ def quality_section(items: list[Item], settings: TurnSettings, folder: Path) -> 
     report("en grammar: endpointer, pocketsphinx", grammar, lambda _it, _ep: sphinx)
 
 
-def barge_in_section(items: list[Item]) -> None:
+def barge_in_section(items: list[Item], tmp: Path) -> None:
     chosen = [i for i in items if i.kind == "complete"]
     delays: list[float] = []
-    with running_system({"language": "en", "voice": {"welcome": False}}) as (system, _http):
+    (tmp / "apps").mkdir()  # no app is needed: the stream's grammar has the desktop's words
+    raw = {
+        "apps_dir": str(tmp / "apps"),
+        "data_dir": str(tmp / "data"),
+        "language": "en",
+        "voice": {"welcome": False},
+        "llm": {"api_key": ""},
+    }
+    with running_system(raw) as (system, _http):
         url = system.url.replace("http://", "ws://") + f"/api/voice/stream?token={TOKEN}&lang=en-US"
         for item in chosen:
             ws = WsClient.open(url, headers={"Origin": system.url})
@@ -266,7 +274,7 @@ def main() -> int:
     cost_section(items, settings)
     with tempfile.TemporaryDirectory(prefix="aios-bench-vad-") as tmp:
         quality_section(items, settings, Path(tmp))
-    barge_in_section(items)
+        barge_in_section(items, Path(tmp))
     return 0
 
 
