@@ -161,6 +161,28 @@ class VoiceConfig(_Section):
     the microphone (a typed one is answered silently), ``always``, or ``never``."""
     volume: float = Field(default=1.0, ge=0, le=1)
     """The tray's volume slider: speech and the desktop's audio/video elements (0..1)."""
+    # conversation mode (aios/duplex/turns.py): an open microphone, turns ended by pauses
+    turn_pause_ms: int = Field(default=700, ge=200, le=5000)
+    """A pause this long ends the user's turn when what they said sounds finished."""
+    turn_max_pause_ms: int = Field(default=2000, ge=300, le=15000)
+    """A pause this long ends the turn whatever was said (an "and…" waits until then)."""
+    vad_aggressiveness: int = Field(default=2, ge=0, le=3)
+    """WebRTC VAD's mode: 0 hears the most as speech, 3 the least (noisy rooms)."""
+    vad_start_ms: int = Field(default=60, ge=10, le=200)
+    """Voiced audio (in the last 200 ms) that makes the start of the user's speech."""
+    barge_in_ms: int = Field(default=120, ge=10, le=200)
+    """The same while the desktop speaks: what stops its voice (its own echo is shorter)."""
+    max_turn_s: float = Field(default=30, ge=2, le=300)
+    """A turn that has not paused after this many seconds of audio ends anyway."""
+
+    @model_validator(mode="after")
+    def _pauses_in_order(self) -> VoiceConfig:
+        if self.turn_max_pause_ms <= self.turn_pause_ms:
+            raise ValueError(
+                f"voice.turn_max_pause_ms ({self.turn_max_pause_ms}) must be longer than "
+                f"voice.turn_pause_ms ({self.turn_pause_ms})"
+            )
+        return self
 
 
 class DesktopConfig(_Section):

@@ -243,13 +243,20 @@ class Recognizer:
             raise VoiceError("没有收到音频 / no audio received")
         if len(audio) > MAX_AUDIO_BYTES:
             raise VoiceError(f"音频太大 / audio larger than {MAX_AUDIO_BYTES} bytes")
+        self._check_engine()
+        return self.transcribe_pcm(to_pcm16k(audio), source, language=language)
+
+    def transcribe_pcm(self, pcm: bytes, source: GrammarSource, *, language: str) -> str:
+        """16 kHz mono 16-bit PCM (conversation mode's turns: already framed by silence)."""
+        if self._check_engine() == "google":
+            return self._google(pcm, language)
+        return self._sphinx(pcm, source)
+
+    def _check_engine(self) -> str:
         engine = self.engine()
         if engine == "none":
             raise VoiceError("语音识别已关闭 / speech recognition is turned off in settings")
-        pcm = to_pcm16k(audio)
-        if engine == "google":
-            return self._google(pcm, language)
-        return self._sphinx(pcm, source)
+        return engine
 
     def _sphinx(self, pcm: bytes, source: GrammarSource) -> str:
         try:

@@ -21,6 +21,7 @@ from aios.web import (
     sys_api,
     traces_api,
     voice,
+    voice_stream,
 )
 from aios.web.request import EXTENSION
 
@@ -46,6 +47,7 @@ def create_app(system: System) -> Flask:
         sys_api.bp,
         traces_api.bp,
         voice.bp,
+        voice_stream.bp,
         events.bp,
     ):
         app.register_blueprint(blueprint)

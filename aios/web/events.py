@@ -98,7 +98,7 @@ def events(ws: Any) -> None:
             with lock:
                 _send_all(ws, batch)
         with lock:
-            _hang_up(ws)
+            hang_up(ws)
     except Exception as e:  # noqa: BLE001 - a dropped client is normal
         log.debug("event stream closed: %s", e)
     finally:
@@ -175,7 +175,7 @@ def _send_all(ws: Any, batch: list[dict[str, Any]]) -> None:
     sock_.sendall(b"".join(proto.send(Message(data=text)) for text in texts))
 
 
-def _hang_up(ws: Any) -> None:
+def hang_up(ws: Any) -> None:
     """Close the stream from our side, cleanly for a browser.
 
     Under Werkzeug, flask-sock writes an HTTP response onto the connection once the route

@@ -8,9 +8,9 @@ Security, in the order it is checked:
    when a browser sends one.
 4. Desktop endpoints need the launch token as ``Authorization: Bearer`` —
    never a cookie, which servers on every other loopback port would receive
-   too (browsers don't isolate cookies by port). The events WebSocket, which
-   a browser cannot give headers, takes it as ``?token=``; an app's files and
-   icon take a signed ``?exp=&sig=`` (:mod:`aios.web.file_urls`); the page
+   too (browsers don't isolate cookies by port). The WebSockets (events, the
+   voice stream), which a browser cannot give headers, take it as ``?token=``;
+   an app's files and icon take a signed ``?exp=&sig=`` (:mod:`aios.web.file_urls`); the page
    itself and its static files are public code. ``/api/sys/*`` needs the
    calling app's own token; ``/api/sys/ui`` also needs ``desktop.control``.
    A request through a confined app's channel (its runtime dir's socket,
@@ -52,6 +52,9 @@ WINDOW_UA_MARK = "TritonAIOS-Window/"
 _BEARER = "Bearer "
 EVENTS_PATH = "/api/events"
 """The WebSocket: a browser cannot set its headers, so it may carry ``?token=``."""
+VOICE_STREAM_PATH = "/api/voice/stream"
+"""Conversation mode's microphone (aios/web/voice_stream.py): a WebSocket too."""
+_QUERY_TOKEN_PATHS = (EVENTS_PATH, VOICE_STREAM_PATH)
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
@@ -160,7 +163,7 @@ def _guard() -> Response | None:
     if path == "/" or path.startswith("/static/") or path == "/favicon.ico":
         return None  # public code; the page checks a ?token= itself
     bearer = _bearer()
-    if bearer is None and path == EVENTS_PATH:
+    if bearer is None and path in _QUERY_TOKEN_PATHS:
         bearer = request.args.get("token")
     if bearer is None and (m := file_urls.APP_PATH.match(path)):
         why = file_urls.check(

@@ -584,6 +584,22 @@ ROUTES: tuple[Route, ...] = (
         reply=s.AnyObject,
         tag="voice",
     ),
+    # conversation mode (aios/web/voice_stream.py)
+    Route(
+        "get",
+        "/api/voice/stream",
+        "WebSocket: conversation mode's microphone; 16 kHz mono PCM16 in (binary), "
+        "speech_start / partial / turn_end out (docs/api.md §7).",
+        "desktop-query",
+        reply=None,
+        errors=(400, 401, 403),
+        tag="voice",
+        query=(
+            Query("token", "the launch token"),
+            Query("lang", "the recogniser's language (zh-CN, en-US)"),
+            Query("source", "page (default: the page sends audio) or server (its microphone)"),
+        ),
+    ),
     # events (aios/web/events.py)
     Route(
         "get",

@@ -10,6 +10,7 @@ import * as apps from './desk/apps.js';
 import * as bargein from './desk/bargein.js';
 import * as commands from './desk/commands.js';
 import * as connection from './desk/connection.js';
+import * as conversationMode from './desk/conversation_mode.js';
 import * as duplex from './desk/duplex.js';
 import * as health from './desk/health.js';
 import * as instances from './desk/instances.js';
@@ -163,6 +164,7 @@ function boot() {
   intents.init();
   duplex.init();
   bargein.init();
+  conversationMode.init();
   wire();
   health.loadConfig().then(() => health.pollHealth());
   apps.loadApps().then(uiops.restoreLog); // the UI changes still applied, once the taskbar is built

@@ -329,8 +329,9 @@ def open_desk(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Cal
     desks: list[tuple[Desk, BrowserContext]] = []
     out = _out_dir(request)
 
-    def open_(running: Running, *, muted: bool = True) -> Desk:
-        context = chromium.new_context(
+    def open_(running: Running, *, muted: bool = True, browser: Browser | None = None) -> Desk:
+        """``browser``: another one than the package's (e.g. ``mic_chromium``'s)."""
+        context = (browser or chromium).new_context(
             viewport=VIEWPORT, reduced_motion="reduce", locale="en-US", timezone_id="UTC"
         )
         context.set_default_timeout(WAIT_MS)
@@ -374,6 +375,32 @@ def open_desk(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[Cal
         context.close()
     if failures:
         pytest.fail("the page reported problems:\n  " + "\n  ".join(failures))
+
+
+@pytest.fixture
+def mic_chromium(chromium: Browser) -> Iterator[Callable[[Path], Browser]]:
+    """mic_chromium(wav) → a Chromium whose microphone plays ``wav`` once, then silence
+    (its fake capture device; the page gets the microphone without asking)."""
+    launched: list[Browser] = []
+
+    def launch(wav: Path) -> Browser:
+        browser = chromium.browser_type.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                *CHROMIUM_ARGS,
+                "--use-fake-ui-for-media-stream",
+                "--use-fake-device-for-media-stream",
+                f"--use-file-for-fake-audio-capture={wav}%noloop",
+                "--autoplay-policy=no-user-gesture-required",
+            ],
+            headless=True,
+        )
+        launched.append(browser)
+        return browser
+
+    yield launch
+    for browser in launched:
+        browser.close()
 
 
 @pytest.fixture

@@ -12,11 +12,20 @@ import pytest
 
 from aios.config import Config
 from aios.desktop import voice
+from aios.duplex import turns
 from aios.entry import window
 from aios.errors import AIOSError
 from tests.conftest import ROOT
 
-EXTRA_MODULES = ("webview", "gi", "pyaudio", "pocketsphinx", "speech_recognition", "pyttsx3")
+EXTRA_MODULES = (
+    "webview",
+    "gi",
+    "pyaudio",
+    "pocketsphinx",
+    "speech_recognition",
+    "pyttsx3",
+    "webrtcvad",
+)
 SOURCE = voice.GrammarSource(apps=(("notes", "Notes", ("memo",)),))
 
 
@@ -34,6 +43,7 @@ def test_the_system_and_the_sdk_import_without_the_desktop_and_voice_extras() ->
         f"for name in {EXTRA_MODULES!r}:\n"
         "    sys.modules[name] = None\n"
         "import aios_sdk, aios.web, aios.system, aios.entry.main, aios.desktop.voice\n"
+        "import aios.duplex.turns\n"
         "import aios.entry.window\n"
         "print('imported')\n"
     )
@@ -72,3 +82,14 @@ def test_without_speech_recognition_listening_is_one_clear_error(
     finally:
         recognizer.close()
     assert issubclass(voice.VoiceError, AIOSError)
+
+
+def test_without_webrtcvad_conversation_mode_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "webrtcvad", None)
+    with pytest.raises(
+        voice.VoiceError,
+        match=r"conversation mode needs webrtcvad-wheels \(pip install 'triton-aios\[voice\]'\)",
+    ):
+        turns.webrtc_vad(2)

@@ -291,6 +291,47 @@ export const api = {
   saveSelfFile: (name, text) => request('PUT', `/api/self/${encodeURIComponent(name)}`, { json: { text } }),
 };
 
+// ------------------------------------------------------------------ voice stream
+
+/**
+ * Conversation mode's microphone (DESIGN §18): a WebSocket to /api/voice/stream that takes
+ * 16 kHz PCM as binary messages (source 'page'; 'server': the server's own microphone) and
+ * answers speech_start / partial / turn_end / error.
+ * Audio sent before it opens is dropped (a few ms of room noise). onClose() when it closed
+ * without close() being called.
+ */
+export function openVoiceStream(lang, source, { onMessage, onClose }) {
+  const q = new URLSearchParams({ lang, source });
+  if (token) q.set('token', token);
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  const socket = new WebSocket(`${scheme}://${location.host}/api/voice/stream?${q}`);
+  socket.binaryType = 'arraybuffer';
+  let closing = false;
+  socket.addEventListener('message', (ev) => {
+    if (typeof ev.data !== 'string') return;
+    try {
+      const msg = JSON.parse(ev.data);
+      if (msg && typeof msg === 'object') onMessage(msg);
+    } catch {
+      console.warn('ignored a non-JSON voice message');
+    }
+  });
+  socket.addEventListener('close', () => { if (!closing) onClose(); });
+  const open = () => socket.readyState === WebSocket.OPEN;
+  return {
+    sendAudio: (buffer) => { if (open()) socket.send(buffer); },
+    sendJson: (message) => {
+      if (!open()) return false;
+      socket.send(JSON.stringify(message));
+      return true;
+    },
+    close: () => {
+      closing = true;
+      socket.close();
+    },
+  };
+}
+
 // ------------------------------------------------------------------ events
 
 // Where this tab is in the system's event stream (DESIGN §12 "Events"): the last seq it

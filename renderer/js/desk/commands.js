@@ -2,6 +2,7 @@
 // reply's views go to their apps' windows, its message to a toast unless a window shows it.
 import * as conversation from '../conversation/conversation.js';
 import { api } from '../core/api.js';
+import { emit } from '../core/bus.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { t } from '../core/i18n.js';
 import { isObject, toText } from '../core/safe.js';
@@ -59,6 +60,7 @@ async function runInstruction({ text, source }) {
     notify.toast(t('command.failed', { error: err.message }), { level: 'error' });
   } finally {
     conversation.refresh();
+    emit('command:done', { text, source }); // conversation mode: thinking → listening
   }
 }
 

@@ -230,6 +230,13 @@ function setSpeechError(message) {
   emit('voice:state', message);
 }
 
+/** Whether the desktop is speaking now (the page's speechSynthesis or the server's voice). */
+export function isSpeaking() {
+  const synth = window.speechSynthesis;
+  if (synth && (synth.speaking || synth.pending)) return true;
+  return !!serverAudio && !serverAudio.paused && !serverAudio.ended;
+}
+
 /** Stop what is being said now, and what is still on its way to be said (barge-in: the
  * user types, speaks or starts an instruction; mute). Later replies are spoken as usual. */
 export function stopSpeaking() {
