@@ -413,7 +413,7 @@ def test_memories_and_a_memory_md_edit_survive_a_restart(
 def test_a_section_of_the_users_own_is_kept_under_user_tagged_with_its_name(
     offline: Running,
 ) -> None:
-    """"## 旅行" names no scope (user or an app id): its bullets are the user's memories,
+    """ "## 旅行" names no scope (user or an app id): its bullets are the user's memories,
     tagged #旅行, and still in the file after it is written again; nothing typed is lost."""
     text = offline.get("/api/self/MEMORY").json()["text"]
     text += "\n## 旅行\n\n- 喜欢靠窗的座位\n- I pack light  #habits\n"
