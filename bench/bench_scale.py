@@ -56,6 +56,8 @@ TOOLS = [f"tool_{i}" for i in range(12)]
 RARE_APP = "rare_app"  # one row in 1000
 SID = "sess_big"
 BATCH = 50_000
+T0 = time.time() - 2_000_000
+"""Rows are one a second from 23 days ago: inside the default retention (30 and 90 days)."""
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
@@ -88,7 +90,7 @@ def add_history(store: Store, sid: str, start: int, n: int) -> None:
         for k in range(start, start + n, BATCH):
             db.executemany(
                 "INSERT INTO history (session_id, ts, role, app, content) VALUES (?,?,?,?,?)",
-                history_rows(sid, k, min(BATCH, start + n - k), 1.7e9),
+                history_rows(sid, k, min(BATCH, start + n - k), T0),
             )
 
 
@@ -99,7 +101,7 @@ def add_audit(store: Store, start: int, n: int) -> None:
             app = RARE_APP if i % 1000 == 7 else APPS[i % len(APPS)]
             out.append(
                 (
-                    1.7e9 + i,
+                    T0 + i,
                     f"sess_{i // 500:06d}",
                     app,
                     f"s{i % 7}",
@@ -224,11 +226,17 @@ def bench_http(data: Path, repeats: int) -> None:
         "apps_dir": str(apps),
         "data_dir": str(data),
         "llm": {"api_key": ""},
-        "retention": {"history_rows_per_session": 1_000_000, "audit_rows": 2_000_000},
+        # The pruner runs at start: let it keep everything the bench built.
+        "retention": {
+            "history_rows_per_session": 1_000_000,
+            "audit_rows": 2_000_000,
+            "history_days": 3650,
+            "audit_days": 3650,
+        },
     }
     with running_system(raw) as (system, http):
         url = f"http://127.0.0.1:{system.port}/api"
-        mid = f"h{system.store.last_history_id() // 2}"
+        mid = f"h{HISTORY_SIZES[-1] // 2}"  # the big session's ids are the first 100k
 
         def get(path: str) -> None:
             r = http.get(url + path, timeout=60)
