@@ -249,6 +249,11 @@ def bench_http(data: Path, repeats: int) -> None:
             ("audit by app, 1M rows", f"/audit?app={APPS[3]}"),
             ("floor: GET /api/health", "/health"),
         ]
+        # The pruner runs at start: a page that came back short would time an empty store.
+        page = http.get(f"{url}/sessions/{SID}/timeline?before={mid}", timeout=60).json()
+        audit = http.get(f"{url}/audit", timeout=60).json()
+        if len(page["entries"]) != TIMELINE_PAGE or len(audit) != AUDIT_PAGE:
+            raise SystemExit("the desktop's store lost rows at start: the figures would be void")
         print("\nover real HTTP (a real desktop, no apps; p50 / p95 ms):")
         for label, path in cases:
             p = timed(lambda pa=path: get(pa), repeats)
