@@ -1,5 +1,5 @@
 """A real system for a benchmark: the desktop's server on a free loopback port, started on
-a config, with an HTTP session that holds the launch token (bench_memory_system.py,
+a config, with an HTTP session that holds the launch token (bench_memory_system.py, bench_scale.py,
 bench_traces.py)."""
 
 from __future__ import annotations
