@@ -494,13 +494,31 @@ def _waiting_message(pending: list[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- the HTTP host
 
 
+def _closed_quietly(app: Any) -> Callable[..., Any]:
+    """``app`` as an ASGI callable whose coroutine, when it is closed outside the loop (a
+    request a client gave up on, collected by the garbage collector in another thread),
+    ends quietly: the transport's ``finally`` reads anyio's clock, which outside a loop
+    raises ``NoEventLoopError`` ("Exception ignored in <coroutine …>"). There is nothing
+    left to answer then; in the loop every error goes through as before."""
+
+    async def call(scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await app(scope, receive, send)
+        except anyio.NoEventLoopError:
+            log.debug("an MCP request was closed outside its loop (its client had gone)")
+
+    return call
+
+
 class _HttpHost:
     """The SDK's streamable-HTTP session manager on its own asyncio loop, as WSGI."""
 
     def __init__(self, server: Server[Any], idle_timeout: float):
         self.manager = StreamableHTTPSessionManager(app=server, session_idle_timeout=idle_timeout)
         self.loop = asyncio.new_event_loop()
-        self.wsgi = ASGIMiddleware(StreamableHTTPASGIApp(self.manager), loop=self.loop)  # type: ignore[arg-type]
+        self.wsgi = ASGIMiddleware(
+            _closed_quietly(StreamableHTTPASGIApp(self.manager)), loop=self.loop
+        )
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._main, name="aios-mcp", daemon=True)
