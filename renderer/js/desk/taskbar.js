@@ -7,6 +7,7 @@
 import { emit, on } from '../core/bus.js';
 import { statusText, t } from '../core/i18n.js';
 import { icon } from '../core/icons.js';
+import { syncChildren } from '../core/morph.js';
 import { el, toText } from '../core/safe.js';
 import { appSearchText, state } from '../core/state.js';
 import { appIcon } from './appicon.js';
@@ -265,24 +266,26 @@ function sortedApps() {
 
 export function renderApps() {
   renderStartMenu();
-  const icons = document.createDocumentFragment();
-  const shortcuts = document.createDocumentFragment();
+  const icons = [];
+  const shortcuts = [];
   for (const app of sortedApps()) {
     const usable = app.status !== 'invalid';
     const tip = `${toText(app.name)} — ${statusText(app.status)}${app.error ? `: ${toText(app.error)}` : ''}`;
     if (usable) {
-      icons.appendChild(el('button', {
+      icons.push(el('button', {
         id: `icon_${app.id}`, class: `tb-app status-${toText(app.status)}`, type: 'button',
         dataset: { app: app.id }, title: tip, attrs: { 'aria-label': toText(app.name) },
       }, appTile(app), el('span', { class: 'tb-app-dot' })));
     }
-    shortcuts.appendChild(el('button', {
+    shortcuts.push(el('button', {
       class: `desk-app status-${toText(app.status)}`, type: 'button', dataset: { app: app.id }, title: tip,
       attrs: { role: 'listitem' },
     }, appTile(app, 'app-tile-large'), el('span', { class: 'desk-app-name', text: toText(app.name) })));
   }
-  nodes.icons.replaceChildren(icons);
-  nodes.shortcuts.replaceChildren(shortcuts);
+  // in place: a status event while the user clicks or focuses an icon must not swap it
+  const appKey = (n) => (n.classList.contains('tb-sys') ? null : n.dataset.app);
+  syncChildren(nodes.icons, icons, appKey, [...nodes.icons.querySelectorAll('.tb-sys')]);
+  syncChildren(nodes.shortcuts, shortcuts, (n) => n.dataset.app);
   renderSystemIcons();
   renderIconStates();
   emit('layout:changed');
@@ -316,12 +319,12 @@ function renderIconStates() {
 
 function renderStartMenu() {
   const q = nodes.filter.value.trim().toLowerCase();
-  const frag = document.createDocumentFragment();
+  const items = [];
   for (const app of sortedApps()) {
     const hay = appSearchText(app);
     if (q && !hay.includes(q)) continue;
     const bad = app.status === 'failed' || app.status === 'invalid';
-    frag.appendChild(el('li', { attrs: { role: 'none' } },
+    items.push(el('li', { attrs: { role: 'none' } },
       el('button', { id: `menu_${app.id}`, class: 'start-app', type: 'button', dataset: { app: app.id },
         attrs: { role: 'menuitem' } },
       appTile(app),
@@ -334,8 +337,8 @@ function renderStartMenu() {
         app.description ? el('span', { class: 'start-app-desc', text: toText(app.description) }) : null,
         bad && app.error ? el('span', { class: 'start-app-error', text: toText(app.error) }) : null))));
   }
-  if (!frag.childNodes.length) frag.appendChild(el('li', { class: 'muted start-empty', text: t('start.empty') }));
-  nodes.apps.replaceChildren(frag);
+  if (!items.length) items.push(el('li', { class: 'muted start-empty', text: t('start.empty') }));
+  syncChildren(nodes.apps, items, (n) => (n.firstElementChild ? n.firstElementChild.dataset.app : null));
 }
 
 // ------------------------------------------------------------------ command bar
