@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aios.apphost.permissions import CONVERSATION_READ
-from aios.control.planner import own_turns, summarize_history
+from aios.control.planner import entry_said, own_turns, summarize_history
 from aios.names import MEMORY_READ
 from aios.protocol import ATOMIC_TOOLS
 from aios.tools.executor import ASK_TOOL, LAUNCH_TOOL
@@ -32,7 +34,7 @@ CWD_FILES_MAX = 50
 HISTORY_WINDOW = 40
 """History entries a summary is made from."""
 SUMMARY_CACHE = 256
-"""Sessions whose summary is kept in memory."""
+"""Sessions whose history window and summaries are kept in memory."""
 HISTORY_DATA_MAX = 20_000
 """Bytes of a reply's ``data`` kept in the session history (the message is always kept)."""
 
@@ -60,7 +62,8 @@ class Contexts:
         self._llm = llm
         self._tool_context = tool_context
         self._custom_tools = custom_tools
-        self._summaries: dict[str, tuple[int, str]] = {}
+        self._windows: dict[str, _Window] = {}
+        self._windows_lock = threading.Lock()
         self.mcp_tools: Callable[[str], dict[str, dict[str, Any]]] = lambda app_id: {}
         """The MCP tools granted to an app (``mcp.<server>.<tool>`` -> description, input
         schema, annotations, risk); set by the system (DESIGN §17)."""
@@ -123,24 +126,50 @@ class Contexts:
         return out
 
     def history_summary(self, sid: str, app: str | None = None) -> str:
-        """§4.3 ``history_summary``; recomputed only when the session gained entries.
+        """§4.3 ``history_summary``; recomputed only when the turns it shows changed.
 
         ``app``: the summary sent to that app holds only the turns routed to it (DESIGN
-        §14.8, :func:`aios.control.planner.own_turns`); None: the whole conversation (the planner's,
-        and an app's granted ``conversation.read``)."""
-        history = self.store.history(sid, limit=HISTORY_WINDOW)
+        §14.8, :func:`aios.control.planner.own_turns`); None: the whole conversation (the
+        planner's, and an app's granted ``conversation.read``).
+
+        The session's last HISTORY_WINDOW entries are kept in memory, each reduced to
+        the line a summary shows of it; a call reads only the entries added since the
+        last one (every call adds at least the user's turn), not the whole window again.
+        """
+        key = app or ""
+        with self._windows_lock:
+            window = self._window(sid)
+            history = list(window.entries)
         if app is not None:
             history = own_turns(history, app)
         newest = history[-1]["id"] if history else 0
-        key = f"{sid}\n{app or ''}"
-        cached = self._summaries.get(key)
+        cached = window.summaries.get(key)
         if cached and cached[0] == newest:
             return cached[1]
         summary = summarize_history(history, self._llm(), self._settings().history_summary_chars)
-        self._summaries[key] = (newest, summary)
-        while len(self._summaries) > SUMMARY_CACHE:
-            self._summaries.pop(next(iter(self._summaries)))
+        window.summaries[key] = (newest, summary)
         return summary
+
+    def _window(self, sid: str) -> _Window:
+        """The session's window, brought up to date (under ``_windows_lock``)."""
+        epoch = self.store.history_epoch
+        window = self._windows.pop(sid, None)  # put back last: the most recently used
+        if window is None or window.epoch != epoch:
+            window = _Window(epoch)  # new, or entries were deleted since (retention)
+        self._windows[sid] = window
+        while len(self._windows) > SUMMARY_CACHE:
+            self._windows.pop(next(iter(self._windows)))
+        for h in self.store.history_since(sid, window.newest, HISTORY_WINDOW):
+            window.entries.append(
+                {
+                    "id": h["id"],
+                    "role": h["role"],
+                    "app": h["app"],
+                    "content": entry_said(h["content"]),
+                }
+            )
+            window.newest = h["id"]
+        return window
 
     def reader(self, app_id: str) -> str | None:
         """Whose turns ``app_id`` may see in ``history_summary``: None (everyone's) with
@@ -184,6 +213,19 @@ class Contexts:
             self.store.set_agent_state(sid, app, state)
         self.store.set_context_var(sid, "last_app", app)
         return view
+
+
+class _Window:
+    """One session's newest history entries as summaries show them, and its summaries."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        """The store's ``history_epoch`` the entries were read under."""
+        self.newest = 0
+        """The id of the newest entry read."""
+        self.entries: deque[dict[str, Any]] = deque(maxlen=HISTORY_WINDOW)
+        self.summaries: dict[str, tuple[int, str]] = {}
+        """Reader ("" for everyone's turns) -> (the newest entry id it shows, the summary)."""
 
 
 def list_files(workdir: Path | None) -> list[str]:

@@ -679,12 +679,22 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: max(0, n - 1)] + "…"
 
 
+ENTRY_CHARS = 200
+"""Characters of one history entry a summary line keeps."""
+
+
+def entry_said(content: Any) -> str:
+    """What a summary line shows of one history entry's content (at most ENTRY_CHARS); a
+    string it returns, given back as the content, is shown unchanged."""
+    return _clip(_entry_text(content), ENTRY_CHARS)
+
+
 def history_extract(history: list[dict[str, Any]], max_chars: int) -> str:
     """The last exchanges as "用户: … → app: …" lines, newest kept, at most ``max_chars``."""
     lines: list[str] = []
     for h in history:
         role = h.get("role") or ""
-        said = _clip(_entry_text(h.get("content")), 200)
+        said = entry_said(h.get("content"))
         if not said:
             continue
         if role == "user" or not lines:

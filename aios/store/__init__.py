@@ -97,6 +97,8 @@ class Store(SessionTables, CacheTables, GrantTables, TopicTables):
             out["tasks"] += self._keep_newest(
                 "tasks", history_rows_per_session, "session_id=?", (sid,), key="rowid"
             )
+        if out["history"]:
+            self.history_epoch += 1
         for hook in list(self._retention_hooks.values()):
             out.update(hook(history_cut, history_rows_per_session))
         with self._tx() as db:

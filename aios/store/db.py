@@ -253,6 +253,9 @@ class Database:
         self._closed = False
         self._failure: str | None = None
         self._retention_hooks: dict[str, RetentionHook] = {}
+        self.history_epoch = 0
+        """Counts the times history entries were deleted (retention): what is kept in memory
+        from a session's history (aios/control/context.py) is read anew when it changes."""
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._set_aside_if_damaged()

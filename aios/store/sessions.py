@@ -129,6 +129,15 @@ class SessionTables(AuditTables):
             {**dict(r), "content": json.loads(r["content"])} for r in reversed(rows[:limit])
         ], more
 
+    def history_since(self, session_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` entries with an id above ``after`` (oldest first)."""
+        rows = self._query(
+            "SELECT id, role, app, content FROM history WHERE session_id=? AND id>?"
+            " ORDER BY id DESC LIMIT ?",
+            (session_id, after, limit),
+        )
+        return [{**dict(r), "content": json.loads(r["content"])} for r in reversed(rows)]
+
     def upsert_task(
         self,
         session_id: str,

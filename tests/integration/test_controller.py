@@ -423,3 +423,23 @@ def test_rounds_are_the_rounds_that_ran(system_all: Running) -> None:
     assert controller.call_app(record, "stepper loop", None, sid).rounds == 2
     assert controller.call_app(record, "stepper forever", None, sid).rounds == 4
     assert controller.call_app(record, "", None, sid).rounds == 1
+
+
+def test_history_pruned_by_retention_leaves_the_next_summary(system_all: Running) -> None:
+    """The summary's window is kept in memory between calls; what retention deleted from the
+    store is not shown to the app afterwards."""
+    sid = system_all.instruct("echo 旧的一句话")["session_id"]
+    ctx = system_all.open("echo", sid)["response"]["data"]["context"]
+    assert "旧的一句话" in ctx["history_summary"]
+    store = system_all.system.store
+    deleted = store.prune(
+        audit_rows=10_000,
+        audit_days=365,
+        history_rows_per_session=10_000,
+        history_days=0,  # everything written so far is past retention
+        llm_usage_rows=10_000,
+        now=store.clock() + 1,
+    )
+    assert deleted["history"] > 0
+    ctx = system_all.open("echo", sid)["response"]["data"]["context"]
+    assert "旧的一句话" not in ctx["history_summary"]
