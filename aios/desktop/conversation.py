@@ -23,13 +23,18 @@ Entries, oldest first, each ``{id, kind, ts, ...}``:
   its ``state`` and, once answered, its ``answer``).
 
 Order is by time, and on a tie by the order things happen in (a turn, its
-run, the run's cards, the replies). A page is the ``limit`` entries before the
-entry ``before`` (the newest without it). A session holds at most the store's
-retention of history rows and runs, so a page is cut from the merged session.
+run, the run's cards, the replies): by the time each was written, not by its
+id, so a clock set back does not reorder what was said. A page is the
+``limit`` entries before the entry ``before`` (the newest without it). The
+history, which grows with every turn, is read newest first and only as far
+as the page reaches (``page`` rows at a time); the runs and cards of the
+session (at most RUNS_PAGE_MAX runs) are read whole and merged in.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from typing import Any
 
 from aios.errors import BadRequest
@@ -120,28 +125,11 @@ def _run_entry(run: dict[str, Any], cards: set[str]) -> Entry | None:
     }
 
 
-def _all_history(store: Store, sid: str, page: int) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    before: int | None = None
-    while True:
-        chunk, more = store.history_page(sid, before=before, limit=page)
-        rows[:0] = chunk
-        if not more or not chunk:
-            return rows
-        before = chunk[0]["id"]
-
-
-def _key(entry: Entry) -> tuple[float, int, str]:
-    return (float(entry["ts"]), _RANK[entry["kind"]], entry["id"])
-
-
-def entries(store: Store, runstore: RunStore, sid: str, *, page: int) -> list[Entry]:
-    """The whole session's timeline, oldest first (``page``: history rows per read)."""
-    out: list[Entry] = [
-        e for e in (_history_entry(r) for r in _all_history(store, sid, page)) if e is not None
-    ]
+def _run_entries(runstore: RunStore, sid: str) -> list[Entry]:
+    """The session's runs and cards as entries, oldest first."""
     interactions = runstore.interactions(session=sid)
     cards = {ia["run_id"] for ia in interactions}
+    out: list[Entry] = []
     for run in runstore.runs(session=sid, limit=RUNS_PAGE_MAX):
         entry = _run_entry(run, cards)
         if entry is not None:
@@ -152,6 +140,42 @@ def entries(store: Store, runstore: RunStore, sid: str, *, page: int) -> list[En
     )
     out.sort(key=_key)
     return out
+
+
+def _history_newest_first(store: Store, sid: str, page: int, upto: float | None) -> Iterator[Entry]:
+    """The session's history entries at or before time ``upto``, newest first (by
+    :func:`_key`), read ``page`` rows at a time. A read stops short of its oldest time,
+    whose other rows may not have come yet: the next read starts at that time."""
+    inclusive = True
+    page = max(2, page)
+    while True:
+        rows = store.history_by_time(sid, upto=upto, inclusive=inclusive, limit=page)
+        last = len(rows) < page
+        if not last:
+            oldest = rows[-1]["ts"]
+            if rows[0]["ts"] == oldest:  # a whole read at one time: all of that time, then on
+                rows = store.history_at(sid, oldest)
+                upto, inclusive = oldest, False
+            else:
+                rows = [r for r in rows if r["ts"] != oldest]
+                upto, inclusive = oldest, True
+        shown = [e for e in map(_history_entry, rows) if e is not None]
+        yield from sorted(shown, key=_key, reverse=True)
+        if last:
+            return
+
+
+def _cursor(store: Store, sid: str, others: list[Entry], before: str) -> tuple[float, int, str]:
+    """The sort key of the entry ``before`` names; BadRequest when the session has none."""
+    found: Entry | None = None
+    if before.startswith("h") and before[1:].isdigit():
+        row = store.history_entry(sid, int(before[1:]))
+        found = _history_entry(row) if row is not None else None
+    else:
+        found = next((e for e in others if e["id"] == before), None)
+    if found is None:
+        raise BadRequest(f"query parameter 'before': no entry {before!r} in session {sid!r}")
+    return _key(found)
 
 
 def timeline(
@@ -165,17 +189,26 @@ def timeline(
 ) -> dict[str, Any]:
     """One page: the ``limit`` entries before entry ``before`` (the newest when None),
     oldest first, with ``has_more`` and the ``next_before`` that fetches older ones."""
-    every = entries(store, runstore, sid, page=page)
-    end = len(every)
-    if before is not None:
-        end = next((i for i, e in enumerate(every) if e["id"] == before), -1)
-        if end < 0:
-            raise BadRequest(f"query parameter 'before': no entry {before!r} in session {sid!r}")
-    start = max(0, end - limit)
-    shown = every[start:end]
+    others = _run_entries(runstore, sid)
+    cursor = _cursor(store, sid, others, before) if before is not None else None
+    history = _history_newest_first(store, sid, page, cursor[0] if cursor else None)
+    newest_first = heapq.merge(history, reversed(others), key=_key, reverse=True)
+    shown: list[Entry] = []
+    for entry in newest_first:
+        if cursor is not None and _key(entry) >= cursor:
+            continue  # the entry ``before`` itself, and those after it at the same time
+        shown.append(entry)
+        if len(shown) > limit:
+            break
+    more = len(shown) > limit
+    shown = shown[:limit][::-1]
     return {
         "session_id": sid,
         "entries": shown,
-        "has_more": start > 0,
-        "next_before": shown[0]["id"] if start > 0 and shown else None,
+        "has_more": more,
+        "next_before": shown[0]["id"] if more and shown else None,
     }
+
+
+def _key(entry: Entry) -> tuple[float, int, str]:
+    return (float(entry["ts"]), _RANK[entry["kind"]], entry["id"])

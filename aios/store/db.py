@@ -89,6 +89,7 @@ CREATE TABLE IF NOT EXISTS history (
     content TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS history_session ON history (session_id, id);
+CREATE INDEX IF NOT EXISTS history_session_ts ON history (session_id, ts);
 
 CREATE TABLE IF NOT EXISTS tasks (
     session_id TEXT NOT NULL,

@@ -138,6 +138,33 @@ class SessionTables(AuditTables):
         )
         return [{**dict(r), "content": json.loads(r["content"])} for r in reversed(rows)]
 
+    def history_by_time(
+        self, session_id: str, *, upto: float | None, inclusive: bool, limit: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` entries at or before time ``upto`` (before it unless
+        ``inclusive``; None: the newest), newest first by time, then by id."""
+        sql = "SELECT * FROM history WHERE session_id=?"
+        params: tuple[Any, ...] = (session_id,)
+        if upto is not None:
+            sql += " AND ts<=?" if inclusive else " AND ts<?"
+            params += (upto,)
+        rows = self._query(sql + " ORDER BY ts DESC, id DESC LIMIT ?", (*params, limit))
+        return [{**dict(r), "content": json.loads(r["content"])} for r in rows]
+
+    def history_at(self, session_id: str, ts: float) -> list[dict[str, Any]]:
+        """Every entry of the session written at time ``ts``."""
+        rows = self._query(
+            "SELECT * FROM history WHERE session_id=? AND ts=? ORDER BY id DESC", (session_id, ts)
+        )
+        return [{**dict(r), "content": json.loads(r["content"])} for r in rows]
+
+    def history_entry(self, session_id: str, entry_id: int) -> dict[str, Any] | None:
+        """One entry of the session by its id (None: not there)."""
+        rows = self._query(
+            "SELECT * FROM history WHERE session_id=? AND id=?", (session_id, entry_id)
+        )
+        return {**dict(rows[0]), "content": json.loads(rows[0]["content"])} if rows else None
+
     def upsert_task(
         self,
         session_id: str,
