@@ -44,7 +44,9 @@ def write_session(store: Store, runs: RunStore, clock: Clock, sid: str) -> None:
         clock.now += 1
         store.add_history(sid, "user", {"text": f"turn {i}"})
         if i % 4 == 0:
-            runs.create_run(f"run_{sid}_{i}", session_id=sid, app="echo", kind="instruction", text="x")
+            runs.create_run(
+                f"run_{sid}_{i}", session_id=sid, app="echo", kind="instruction", text="x"
+            )
         store.add_history(sid, "app", {"message": f"reply {i}", "status": "ok"}, app="echo")
     clock.now -= 3600  # the clock went back: these were said last but are older by time
     for i in range(5):
