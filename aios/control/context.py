@@ -207,12 +207,9 @@ class Contexts:
             entry["notes"] = notes
         if run_id:
             entry["run_id"] = run_id
-        view = self.store.add_history(sid, "app", entry, app=app)
-        state = resp.get("state")
-        if state is not None:
-            self.store.set_agent_state(sid, app, state)
-        self.store.set_context_var(sid, "last_app", app)
-        return view
+        return self.store.add_reply(
+            sid, app, entry, state=resp.get("state"), context_vars={"last_app": app}
+        )
 
 
 class _Window:

@@ -33,6 +33,7 @@ from aios.memory import service as memory_service
 from aios.protocol import ActionRequest, error_response
 from aios.runs.gate import ask_step
 from aios.runs.runs import Run, waiting_view
+from aios.store.sessions import new_session_id
 from aios.traces.tracer import NO_TRACER, Tracer
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ class Controller:
     ) -> tuple[str, Outcome]:
         """Forward a control's payload to its app (docs/protocol.md §3); ``locale`` as for open."""
         record = self._record(app_id)
-        sid = self.store.ensure_session(session_id)
+        sid = session_id or new_session_id()  # add_history creates the session
         self.store.add_history(
             sid, "user", {"action": request.model_dump(exclude_none=True)}, app=app_id
         )

@@ -105,6 +105,38 @@ class SessionTables(AuditTables):
             db.execute("UPDATE sessions SET updated=? WHERE id=?", (self.clock(), session_id))
             return int(cur.lastrowid or 0)
 
+    def add_reply(
+        self,
+        session_id: str,
+        app: str,
+        content: Any,
+        *,
+        state: Any = None,
+        context_vars: dict[str, Any] | None = None,
+    ) -> int:
+        """An app's reply in the session's history, with the state it keeps (None: none)
+        and the session's context variables set, in one transaction; the entry's id."""
+        with self._tx() as db:
+            _ensure_session(db, session_id)
+            cur = db.execute(
+                "INSERT INTO history (session_id, ts, role, app, content) VALUES (?,?,?,?,?)",
+                (session_id, self.clock(), "app", app, _dumps(content)),
+            )
+            if state is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO agent_state (session_id, app, state, updated)"
+                    " VALUES (?,?,?,?)",
+                    (session_id, app, _dumps(state), self.clock()),
+                )
+            row = db.execute("SELECT context FROM sessions WHERE id=?", (session_id,)).fetchone()
+            ctx = json.loads(row[0]) if row else {}
+            ctx.update(context_vars or {})
+            db.execute(
+                "UPDATE sessions SET context=?, updated=? WHERE id=?",
+                (_dumps(ctx), self.clock(), session_id),
+            )
+            return int(cur.lastrowid or 0)
+
     def last_history_id(self) -> int:
         """The newest history entry's id (0 for none): later entries have larger ids."""
         rows = self._query("SELECT MAX(id) AS n FROM history", ())

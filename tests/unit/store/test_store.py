@@ -352,3 +352,22 @@ def test_out_of_file_descriptors_is_a_clear_error_and_the_pool_keeps_working(
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert [h["content"] for h in s.history("s1")] == ["before", "during"]
     s.close()
+
+
+def test_an_app_reply_its_state_and_the_context_are_kept_together(tmp_path: Path) -> None:
+    s = Store(tmp_path / "aios.db")
+    sid = "sess_reply"
+    s.set_context_var(sid, "current_song", "七里香")
+    first = s.add_reply(
+        sid,
+        "music",
+        {"message": "播放中"},
+        state={"volume": 70},
+        context_vars={"last_app": "music"},
+    )
+    second = s.add_reply(sid, "music", {"message": "暂停"}, context_vars={"last_app": "music"})
+    assert second > first
+    assert [h["content"]["message"] for h in s.history(sid)] == ["播放中", "暂停"]
+    assert s.history(sid)[-1]["app"] == "music" and s.history(sid)[-1]["role"] == "app"
+    assert s.agent_state(sid, "music") == {"volume": 70}  # a reply without state keeps it
+    assert s.context_vars(sid) == {"current_song": "七里香", "last_app": "music"}
