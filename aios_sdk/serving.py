@@ -18,6 +18,7 @@ and its display name, which the desktop shows anyway.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import inspect
 import json
@@ -64,13 +65,7 @@ class _Served(Protocol):
 
 
 def _json(payload: Any, status: int = 200) -> Response:
-    try:
-        text = json.dumps(payload, ensure_ascii=False, default=str)
-    except (TypeError, ValueError) as e:  # e.g. a circular reference
-        text = json.dumps(
-            error_response(f"the reply cannot be encoded as JSON: {e}"), ensure_ascii=False
-        )
-    return Response(text, status=status, mimetype="application/json")
+    return Response(_encoded(payload), status=status, mimetype="application/json")
 
 
 def _tool_error(message: str, status: int = 200, **extra: Any) -> Response:
@@ -92,7 +87,7 @@ def _refuse(message: str, status: int) -> Response:
     return _json({**error_response(message, title="refused"), "error": message}, status)
 
 
-def _served_port() -> str | None:
+def _served_port(server_port: str | None) -> str | None:
     """The port a request's ``Host`` must name: the server's, or ``APP_PORT`` on a Unix socket.
 
     A confined app serves ``AIOS_APP_SOCKET`` (DESIGN §11), and the system still
@@ -100,43 +95,42 @@ def _served_port() -> str | None:
     """
     if os.environ.get(APP_SOCKET_ENV):
         return os.environ.get("APP_PORT")
-    return request.environ.get("SERVER_PORT")
+    return server_port
 
 
-def _host_refused() -> Response | None:
-    """403 unless ``Host`` names a loopback address on the port this server listens on."""
+def _host_allowed(host: str, server_port: str | None) -> bool:
+    """Whether ``Host`` names a loopback address on the port this server listens on."""
     try:
-        parts = urlsplit(f"//{request.host}")
+        parts = urlsplit(f"//{host}")
         name, port = parts.hostname, parts.port or DEFAULT_HTTP_PORT
     except ValueError:
-        name, port = None, None
-    if name in LOOPBACK_NAMES and str(port) == _served_port():
-        return None
-    return _refuse(
-        f"refused: Host {request.host[:100]!r} is not this app's loopback "
-        "address; only the system may call an app",
-        403,
-    )
+        return False
+    return name in LOOPBACK_NAMES and str(port) == _served_port(server_port)
 
 
-def _secret_refused(expected: str) -> Response | None:
-    """401 unless the request carries this launch's secret (DESIGN §11 item 6)."""
-    if request.path in OPEN_PATHS or app_secret.matches(
-        request.headers.get(app_secret.LAUNCH_SECRET_HEADER), expected
-    ):
-        return None
-    return _refuse(
-        f"missing or wrong {app_secret.LAUNCH_SECRET_HEADER}: only the system "
-        "that launched this app may call it",
-        401,
-    )
+def _secret_allowed(path: str, given: str | None, expected: str) -> bool:
+    """Whether the request carries this launch's secret, or needs none (DESIGN §11 item 6)."""
+    return not expected or path in OPEN_PATHS or app_secret.matches(given, expected)
 
 
 def _only_the_system(secret: str) -> Callable[[], Response | None]:
     """The check run before every route: the Host, then (when launched with one) the secret."""
 
     def check() -> Response | None:
-        return _host_refused() or (_secret_refused(secret) if secret else None)
+        if not _host_allowed(request.host, request.environ.get("SERVER_PORT")):
+            return _refuse(
+                f"refused: Host {request.host[:100]!r} is not this app's loopback "
+                "address; only the system may call an app",
+                403,
+            )
+        given = request.headers.get(app_secret.LAUNCH_SECRET_HEADER)
+        if not _secret_allowed(request.path, given, secret):
+            return _refuse(
+                f"missing or wrong {app_secret.LAUNCH_SECRET_HEADER}: only the system "
+                "that launched this app may call it",
+                401,
+            )
+        return None
 
     return check
 
@@ -160,49 +154,58 @@ def _names_of(agent: Any) -> dict[str, str]:
     return {k: v for k, v in names.items() if isinstance(k, str) and isinstance(v, str) and v}
 
 
+def _answer(
+    agent: _Served, name: str, names: dict[str, str], body: Any
+) -> tuple[dict[str, Any], int]:
+    """``/handle``'s reply to a request body (None: not JSON) and its HTTP status."""
+    if not isinstance(body, dict):
+        return (
+            error_response(
+                "the request body must be a JSON object with instruction, context, action_request"
+            ),
+            400,
+        )
+    context = body.get("context")
+    context = context if isinstance(context, dict) else {}
+    session_id = body.get("session_id") or context.get("session_id")
+    token = bind_session(session_id if isinstance(session_id, str) else None)
+    try:
+        reply = agent.respond(body.get("instruction"), context, body.get("action_request"))
+    except Exception as e:  # noqa: BLE001 - the app must keep serving
+        log.exception("%s.handle raised", type(agent).__name__)
+        lang = locale_of(context)
+        shown = names.get("en" if lang == "en" else "zh-CN") or name
+        title = tr(lang, f"{shown}出错了", f"{shown} ran into an error")
+        return error_response(f"{type(e).__name__}: {e}", title=title), 200
+    finally:
+        unbind_session(token)
+    if not isinstance(reply, dict):
+        got = "None (no return statement?)" if reply is None else type(reply).__name__
+        return (
+            error_response(
+                f"{type(agent).__name__}.handle returned {got}; it must "
+                "return a dict with view_type, data, actions",
+                title=f"{name}: bad reply",
+            ),
+            200,
+        )
+    return reply, 200
+
+
 def create_app(agent: _Served) -> Flask:
     """A Flask app serving ``agent``; see the module docstring for the routes."""
     app = Flask(f"aios_app.{type(agent).__name__}")
     name = agent.display_name
     names = _names_of(agent)
     tools = agent.custom_tools()
-    app.before_request(_only_the_system(os.environ.get(app_secret.LAUNCH_SECRET_ENV, "")))
+    secret = os.environ.get(app_secret.LAUNCH_SECRET_ENV, "")
+    app.before_request(_only_the_system(secret))
+
+    answer = functools.partial(_answer, agent, name, names)
 
     @app.post("/handle")
     def handle() -> Response:
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict):
-            return _json(
-                error_response(
-                    "the request body must be a JSON object with "
-                    "instruction, context, action_request"
-                ),
-                400,
-            )
-        context = body.get("context")
-        context = context if isinstance(context, dict) else {}
-        session_id = body.get("session_id") or context.get("session_id")
-        token = bind_session(session_id if isinstance(session_id, str) else None)
-        try:
-            reply = agent.respond(body.get("instruction"), context, body.get("action_request"))
-        except Exception as e:  # noqa: BLE001 - the app must keep serving
-            log.exception("%s.handle raised", type(agent).__name__)
-            lang = locale_of(context)
-            shown = names.get("en" if lang == "en" else "zh-CN") or name
-            title = tr(lang, f"{shown}出错了", f"{shown} ran into an error")
-            return _json(error_response(f"{type(e).__name__}: {e}", title=title))
-        finally:
-            unbind_session(token)
-        if not isinstance(reply, dict):
-            got = "None (no return statement?)" if reply is None else type(reply).__name__
-            return _json(
-                error_response(
-                    f"{type(agent).__name__}.handle returned {got}; it must "
-                    "return a dict with view_type, data, actions",
-                    title=f"{name}: bad reply",
-                )
-            )
-        return _json(reply)
+        return _json(*answer(request.get_json(silent=True)))
 
     @app.get("/tools")
     def list_tools() -> Response:
@@ -257,4 +260,63 @@ def create_app(agent: _Served) -> Flask:
     def health() -> Response:
         return _json({"status": "ok", "app": name})
 
+    app.wsgi_app = _FastHandle(app.wsgi_app, answer, secret)  # type: ignore[method-assign]
     return app
+
+
+def _encoded(payload: Any) -> bytes:
+    """``payload`` as the JSON :func:`_json` sends."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as e:  # e.g. a circular reference
+        text = json.dumps(
+            error_response(f"the reply cannot be encoded as JSON: {e}"), ensure_ascii=False
+        )
+    return text.encode()
+
+
+class _FastHandle:
+    """``POST /handle`` without Flask's request machinery, for the system's own calls.
+
+    Every round of a plan is one ``/handle`` call, so what Flask does per request
+    (its request context, URL matching, the hooks, a Response object) is a good part
+    of a mediated step (issue 27 item 4). A request the system sends (JSON with its
+    length, the right ``Host`` and secret) is answered here by the same ``answer``
+    the Flask route calls; anything else, refused or unusual, goes to Flask, whose
+    routes and checks answer it as before.
+    """
+
+    def __init__(
+        self,
+        wsgi_app: Callable[..., Any],
+        answer: Callable[[Any], tuple[dict[str, Any], int]],
+        secret: str,
+    ) -> None:
+        self.wsgi_app = wsgi_app
+        self.answer = answer
+        self.secret = secret
+        self.secret_key = "HTTP_" + app_secret.LAUNCH_SECRET_HEADER.upper().replace("-", "_")
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        length = environ.get("CONTENT_LENGTH") or ""
+        if (
+            environ.get("REQUEST_METHOD") != "POST"
+            or environ.get("PATH_INFO") != "/handle"
+            or not length.isdigit()
+            or environ.get("CONTENT_TYPE", "").split(";")[0].strip() != "application/json"
+            or not _host_allowed(environ.get("HTTP_HOST", ""), environ.get("SERVER_PORT"))
+            or not _secret_allowed("/handle", environ.get(self.secret_key), self.secret)
+        ):
+            return self.wsgi_app(environ, start_response)
+        raw = environ["wsgi.input"].read(int(length))
+        try:
+            body = json.loads(raw)
+        except ValueError:  # as Flask's get_json(silent=True): not JSON is None
+            body = None
+        reply, status = self.answer(body)
+        data = _encoded(reply)
+        start_response(
+            f"{status} {'OK' if status == 200 else 'BAD REQUEST'}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(data)))],
+        )
+        return [data]
