@@ -142,15 +142,20 @@ def _run_entries(runstore: RunStore, sid: str) -> list[Entry]:
     return out
 
 
-def _history_newest_first(store: Store, sid: str, page: int, upto: float | None) -> Iterator[Entry]:
+def _history_newest_first(
+    store: Store, sid: str, first: int, page: int, upto: float | None
+) -> Iterator[Entry]:
     """The session's history entries at or before time ``upto``, newest first (by
-    :func:`_key`), read ``page`` rows at a time. A read stops short of its oldest time,
-    whose other rows may not have come yet: the next read starts at that time."""
+    :func:`_key`): ``first`` rows, then twice as many each read, up to ``page``. A read
+    stops short of its oldest time, whose other rows may not have come yet: the next
+    read starts at that time."""
     inclusive = True
     page = max(2, page)
+    size = max(2, min(first, page))
     while True:
-        rows = store.history_by_time(sid, upto=upto, inclusive=inclusive, limit=page)
-        last = len(rows) < page
+        rows = store.history_by_time(sid, upto=upto, inclusive=inclusive, limit=size)
+        last = len(rows) < size
+        size = min(page, size * 2)
         if not last:
             oldest = rows[-1]["ts"]
             if rows[0]["ts"] == oldest:  # a whole read at one time: all of that time, then on
@@ -191,7 +196,9 @@ def timeline(
     oldest first, with ``has_more`` and the ``next_before`` that fetches older ones."""
     others = _run_entries(runstore, sid)
     cursor = _cursor(store, sid, others, before) if before is not None else None
-    history = _history_newest_first(store, sid, page, cursor[0] if cursor else None)
+    # a page of ``limit`` entries: about as many rows, unless runs and cards are among them
+    upto = cursor[0] if cursor else None
+    history = _history_newest_first(store, sid, limit + 2, page, upto)
     newest_first = heapq.merge(history, reversed(others), key=_key, reverse=True)
     shown: list[Entry] = []
     for entry in newest_first:
