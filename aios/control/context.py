@@ -165,7 +165,7 @@ class Contexts:
                     "id": h["id"],
                     "role": h["role"],
                     "app": h["app"],
-                    "content": entry_said(h["content"]),
+                    "said": entry_said(h["content"]),
                 }
             )
             window.newest = h["id"]

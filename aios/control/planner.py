@@ -684,8 +684,7 @@ ENTRY_CHARS = 200
 
 
 def entry_said(content: Any) -> str:
-    """What a summary line shows of one history entry's content (at most ENTRY_CHARS); a
-    string it returns, given back as the content, is shown unchanged."""
+    """What a summary line shows of one history entry's content (at most ENTRY_CHARS)."""
     return _clip(_entry_text(content), ENTRY_CHARS)
 
 
@@ -694,7 +693,8 @@ def history_extract(history: list[dict[str, Any]], max_chars: int) -> str:
     lines: list[str] = []
     for h in history:
         role = h.get("role") or ""
-        said = entry_said(h.get("content"))
+        # "said": the entry already reduced to its line (aios/control/context.py keeps them)
+        said = h["said"] if "said" in h else entry_said(h.get("content"))
         if not said:
             continue
         if role == "user" or not lines:

@@ -24,7 +24,6 @@ import errno
 import json
 import logging
 import os
-import queue
 import sqlite3
 import threading
 import time
@@ -246,9 +245,11 @@ class Database:
         self.busy_timeout = busy_timeout
         self.moved_aside: Path | None = None
         """Where a damaged database found at start was moved, if one was."""
-        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._idle: list[sqlite3.Connection] = []
+        """Connections not in use, the most recently given back last (taken first)."""
         self._opened = 0
-        self._open_lock = threading.Lock()
+        self._pool_changed = threading.Condition(threading.Lock())
+        """Guards ``_idle`` and ``_opened``; notified when a connection is given back."""
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._closed = False
@@ -337,11 +338,9 @@ class Database:
     def _acquire(self) -> sqlite3.Connection:
         if self._closed:
             raise StoreError("the store is closed")
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
-        with self._open_lock:
+        with self._pool_changed:
+            if self._idle:
+                return self._idle.pop()
             grow = self._opened < self.pool_size
             if grow:
                 self._opened += 1
@@ -349,16 +348,16 @@ class Database:
             try:
                 return self._open()
             except BaseException:
-                with self._open_lock:
+                with self._pool_changed:
                     self._opened -= 1
                 raise
-        try:
-            return self._idle.get(timeout=self.busy_timeout)
-        except queue.Empty:
-            raise StoreBusy(
-                f"the database {self.path} is busy: no connection became free "
-                f"within {self.busy_timeout:g} s"
-            ) from None
+        with self._pool_changed:
+            if self._pool_changed.wait_for(lambda: bool(self._idle), timeout=self.busy_timeout):
+                return self._idle.pop()
+        raise StoreBusy(
+            f"the database {self.path} is busy: no connection became free "
+            f"within {self.busy_timeout:g} s"
+        )
 
     def _give_back(self, conn: sqlite3.Connection) -> None:
         try:
@@ -367,13 +366,15 @@ class Database:
         except sqlite3.Error:
             self._discard(conn)
             return
-        if self._closed:
-            self._discard(conn)
-        else:
-            self._idle.put(conn)
+        with self._pool_changed:
+            if not self._closed:  # read under the lock: close() empties the pool under it
+                self._idle.append(conn)
+                self._pool_changed.notify()
+                return
+        self._discard(conn)
 
     def _discard(self, conn: sqlite3.Connection) -> None:
-        with self._open_lock:
+        with self._pool_changed:
             self._opened -= 1
         try:
             conn.close()
@@ -454,12 +455,10 @@ class Database:
             raise self._map(e) from e
 
     def close(self) -> None:
-        self._closed = True
-        while True:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                break
+        with self._pool_changed:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
             self._discard(conn)
 
     # -------------------------------------------------------------- health

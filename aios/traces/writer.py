@@ -169,7 +169,8 @@ class TraceWriter:
 
     def _write_batch(self, batch: list[dict[str, Any]]) -> None:
         lines, self._held = self._held, {}
-        secrets = [s for s in self._secrets() if s and len(s) >= 4]
+        # as they appear inside a JSON string (escaped once per batch, not per line)
+        secrets = [json.dumps(s)[1:-1] for s in self._secrets() if s and len(s) >= 4]
         for event in batch:
             sid = str(event.get("session_id") or "")
             if trace_path(self.directory, sid) is None:
@@ -183,7 +184,7 @@ class TraceWriter:
                 line["dropped"] = dropped
             text = json.dumps(line, ensure_ascii=False, default=str)
             for secret in secrets:
-                text = text.replace(json.dumps(secret)[1:-1], REDACTED)
+                text = text.replace(secret, REDACTED)
             lines.setdefault(sid, []).append(text)
         for sid, texts in lines.items():
             path = trace_path(self.directory, sid)

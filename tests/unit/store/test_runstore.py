@@ -506,7 +506,7 @@ def test_a_damaged_database_is_store_corrupt_not_a_sqlite_error(tmp_path: Path) 
     for n in range(300):
         _run(rs, n)
     store._query("PRAGMA wal_checkpoint(TRUNCATE)")
-    store._discard(store._idle.get_nowait())  # the next operation reads the file afresh
+    store._discard(store._idle.pop())  # the next operation reads the file afresh
     with path.open("r+b") as f:
         f.seek(4096 * 3)
         f.write(os.urandom(4096 * 40))
