@@ -709,18 +709,20 @@ def own_turns(history: list[dict[str, Any]], app: str) -> list[dict[str, Any]]:
     after it, up to the next user entry (DESIGN §14.8). Other apps' exchanges, the user's
     text routed to them and the system's notes are left out."""
     out: list[dict[str, Any]] = []
-    turn: list[dict[str, Any]] = []
-
-    def close() -> None:
-        if any(h.get("app") == app for h in turn):
-            out.extend(h for h in turn if h.get("role") == "user" or h.get("app") == app)
-
+    kept: list[dict[str, Any]] = []  # the current turn's user entry and app's entries
+    mine = False  # whether any entry of the current turn is app's
     for h in history:
+        ours = h.get("app") == app
         if h.get("role") == "user":
-            close()
-            turn = []
-        turn.append(h)
-    close()
+            if mine:
+                out.extend(kept)
+            kept, mine = [h], ours
+        else:
+            if ours:
+                kept.append(h)
+                mine = True
+    if mine:
+        out.extend(kept)
     return out
 
 
