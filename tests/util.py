@@ -150,3 +150,13 @@ class WsClient(simple_websocket.Client):  # type: ignore[misc]
     @classmethod
     def open(cls, url: str, headers: dict[str, str] | None = None) -> WsClient:
         return cls(url, headers=headers)
+
+
+class ManualClock:
+    """A clock a test sets by hand (``clock.now += 60``), for code given a ``clock``."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

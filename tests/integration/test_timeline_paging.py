@@ -18,26 +18,19 @@ from aios.desktop import conversation
 from aios.errors import BadRequest
 from aios.store import Store
 from aios.store.runs import RunStore
+from tests.util import ManualClock
 
 RANK = {"user": 0, "run": 1, "interaction": 2, "reply": 3}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def stores(tmp_path: Path) -> tuple[Store, RunStore, Clock]:
-    clock = Clock()
+def stores(tmp_path: Path) -> tuple[Store, RunStore, ManualClock]:
+    clock = ManualClock()
     store = Store(tmp_path / "aios.db", clock=clock)
     return store, RunStore(store), clock
 
 
-def write_session(store: Store, runs: RunStore, clock: Clock, sid: str) -> None:
+def write_session(store: Store, runs: RunStore, clock: ManualClock, sid: str) -> None:
     """Turns a second apart, then the clock set back an hour, then a burst at one time."""
     store.ensure_session(sid)
     for i in range(12):
@@ -88,7 +81,7 @@ def walk(store: Store, runs: RunStore, sid: str, limit: int, page: int) -> list[
 
 @pytest.mark.parametrize(("limit", "page"), [(4, 3), (5, 2), (50, 3), (1, 100), (7, 7)])
 def test_pages_walk_the_whole_session_in_time_order(
-    stores: tuple[Store, RunStore, Clock], limit: int, page: int
+    stores: tuple[Store, RunStore, ManualClock], limit: int, page: int
 ) -> None:
     store, runs, clock = stores
     write_session(store, runs, clock, "s1")
@@ -101,7 +94,9 @@ def test_pages_walk_the_whole_session_in_time_order(
     assert first is not None and first["content"] == {"text": "after the clock change 0"}
 
 
-def test_the_newest_page_is_the_end_of_the_session(stores: tuple[Store, RunStore, Clock]) -> None:
+def test_the_newest_page_is_the_end_of_the_session(
+    stores: tuple[Store, RunStore, ManualClock],
+) -> None:
     store, runs, clock = stores
     write_session(store, runs, clock, "s1")
     expected = whole_session(store, runs, "s1")
@@ -112,7 +107,7 @@ def test_the_newest_page_is_the_end_of_the_session(stores: tuple[Store, RunStore
     assert "turn 11" in texts[-1] or "reply 11" in texts[-1]
 
 
-def test_an_unknown_before_is_a_bad_request(stores: tuple[Store, RunStore, Clock]) -> None:
+def test_an_unknown_before_is_a_bad_request(stores: tuple[Store, RunStore, ManualClock]) -> None:
     store, runs, clock = stores
     write_session(store, runs, clock, "s1")
     write_session(store, runs, clock, "s2")

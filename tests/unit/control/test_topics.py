@@ -18,21 +18,14 @@ from aios.control.topics import TopicTree, Tree, key_terms, resume_words
 from aios.errors import NotFound
 from aios.events import EventBus
 from aios.store import Store
+from tests.util import ManualClock
 
 APP_WORDS = ["notes 记事本 笔记 记一下 note", "music 音乐 play 播放", "files 文件 file"]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Parts:
     def __init__(self, tmp: Path) -> None:
-        self.clock = Clock()
+        self.clock = ManualClock()
         self.store = Store(tmp / "aios.db", clock=self.clock)
         self.bus = EventBus()
         self.raw: dict[str, Any] = {"duplex": {"topic_archive_s": 600, "topics_max": 8}}

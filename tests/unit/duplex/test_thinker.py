@@ -17,19 +17,12 @@ from aios.duplex.thinker import Thinker
 from aios.events import EventBus
 from aios.store import Store
 from aios.store.runs import RunStore
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.util import ManualClock
 
 
 @pytest.fixture
-def parts(tmp_path: Path) -> Iterator[tuple[Thinker, Store, RunStore, Clock, dict[str, Any]]]:
-    clock = Clock()
+def parts(tmp_path: Path) -> Iterator[tuple[Thinker, Store, RunStore, ManualClock, dict[str, Any]]]:
+    clock = ManualClock()
     store = Store(tmp_path / "aios.db", clock=clock)
     runs = RunStore(store)
     raw: dict[str, Any] = {"language": "en", "duplex": {"idle_s": 0, "dnd": False}}
