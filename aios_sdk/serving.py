@@ -1,10 +1,12 @@
 """The HTTP face of an app: ``/handle``, ``/tools/<name>``, ``/tools``, ``/health``.
 
-Thin Flask routes around an :class:`~aios_sdk.agent.AIOSAgent`. Whatever the
-app's code does, the reply is JSON: an exception in ``handle`` becomes an
-``error`` view (HTTP 200, traceback in the app's log) and the app keeps
-serving; values JSON cannot encode (a stray datetime) are sent as text. The
-system validates replies; the app side validates nothing else.
+Thin Flask routes around an :class:`~aios_sdk.agent.AIOSAgent`; the system's own
+``POST /handle`` calls skip Flask's request machinery (:class:`_FastHandle`), with the
+same checks and the same answer. Whatever the app's code does, the reply is
+JSON: an exception in ``handle`` becomes an ``error`` view (HTTP 200, traceback
+in the app's log) and the app keeps serving; values JSON cannot encode (a stray
+datetime) are sent as text. The system validates replies; the app side
+validates nothing else.
 
 Only the system may drive an app (DESIGN §11): a request whose ``Host`` is
 not ``127.0.0.1``, ``localhost`` or ``[::1]`` on the app's own port is
