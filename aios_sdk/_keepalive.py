@@ -29,6 +29,9 @@ from werkzeug.wsgi import LimitedStream
 log = logging.getLogger(__name__)
 
 NO_BODY = frozenset({204, 304})
+SKIP_MAX = 1 << 20
+"""Bytes of a request body the app left unread that are read and dropped to keep the
+connection; more, and the connection closes instead."""
 
 
 class KeepAliveHandler(WSGIRequestHandler):
@@ -58,6 +61,9 @@ class KeepAliveHandler(WSGIRequestHandler):
         except (ConnectionError, TimeoutError) as e:
             self.close_connection = True
             self.connection_dropped(e, environ)
+            return
+        if int(length or 0) - body.tell() > SKIP_MAX:
+            self.close_connection = True  # a large body left unread: closing costs less
             return
         body.exhaust()  # what the app left unread is not the next request
 

@@ -1,5 +1,12 @@
 """``ServerThread``: Werkzeug's threaded server on 127.0.0.1 (flask-sock needs Werkzeug).
 
+Requests are served by :class:`aios_sdk._keepalive.KeepAliveHandler`: a client that keeps
+its connection (the desktop page, ``requests`` sessions, MCP clients) sends its next
+request on it to the same server thread, instead of a new connection and a new thread per
+request as Werkzeug's own handler does (issue 27 item 5). WebSocket upgrades, chunked
+bodies and clients that ask to close are Werkzeug's as before. At shutdown the kept
+connections are closed, so no request reaches a stopped system through one.
+
 Two things Werkzeug leaves to us (DESIGN §11):
 
 - a slow client would hold a thread for ever with a half-sent request: every
@@ -17,12 +24,13 @@ import re
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from flask import Flask
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import BaseWSGIServer, make_server
 
 from aios.config import WebConfig
+from aios_sdk._keepalive import KeepAliveHandler
 
 HOST = "127.0.0.1"
 POLL_INTERVAL = 0.2
@@ -58,9 +66,28 @@ def install_log_redaction() -> None:
         logger.addFilter(_redactor)
 
 
-def _handler_class(timeout: float) -> type[WSGIRequestHandler]:
-    # socketserver's StreamRequestHandler applies ``timeout`` to the connection in setup().
-    return type("TimedRequestHandler", (WSGIRequestHandler,), {"timeout": timeout})
+class _Handler(KeepAliveHandler):
+    """Kept-alive requests with a read timeout, each connection known to its server."""
+
+    # socketserver's StreamRequestHandler applies ``timeout`` to the connection in setup()
+    connections: ClassVar[set[socket.socket]]
+    lock: ClassVar[threading.Lock]
+
+    def setup(self) -> None:
+        super().setup()
+        with self.lock:
+            self.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.connections.discard(self.connection)
+        super().finish()
+
+
+def _handler_class(timeout: float) -> type[_Handler]:
+    """A handler class of one server's own: its timeout and the set of its open connections."""
+    attrs = {"timeout": timeout, "connections": set(), "lock": threading.Lock()}
+    return type("TimedRequestHandler", (_Handler,), attrs)
 
 
 class ServerThread(threading.Thread):
@@ -75,8 +102,9 @@ class ServerThread(threading.Thread):
         install_log_redaction()
         self._app: Flask | None = None
         timeout = WebConfig().request_timeout if request_timeout is None else request_timeout
+        self._handler = _handler_class(timeout)
         self.server: BaseWSGIServer = make_server(
-            HOST, port, self._dispatch, threaded=True, request_handler=_handler_class(timeout)
+            HOST, port, self._dispatch, threaded=True, request_handler=self._handler
         )
         self.port = self.server.server_port
         self._v6_guard = _reserve_v6_loopback(self.port)
@@ -102,6 +130,13 @@ class ServerThread(threading.Thread):
     def shutdown(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        with self._handler.lock:
+            kept = list(self._handler.connections)
+        for conn in kept:  # idle kept-alive connections (and open event streams) end now
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self._v6_guard is not None:
             self._v6_guard.close()
 

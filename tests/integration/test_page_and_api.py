@@ -10,6 +10,7 @@ holds the launch token.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import shutil
@@ -182,6 +183,35 @@ def test_slow_clients_time_out_and_the_server_keeps_answering(
     finally:
         for s in held:
             s.close()
+
+
+def test_a_kept_connection_serves_request_after_request_and_closes_at_stop(
+    make_system: Callable[..., Running],
+) -> None:
+    """A client that keeps its connection (the page, a ``requests`` session) is answered on
+    it, by one server thread, request after request; stopping the server closes it."""
+    running = make_system(["echo"])
+    conn = http.client.HTTPConnection("127.0.0.1", running.system.port, timeout=10)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    try:
+        conn.request("GET", "/api/health", headers=headers)
+        first = conn.getresponse()
+        assert first.status == 200 and json.loads(first.read())
+        sock = conn.sock
+        before = _request_threads()
+        for i in range(5):  # an action's body read exactly: the next request follows it
+            body = json.dumps({"app": "echo", "action_id": "again", "params": {"i": i}})
+            conn.request("POST", "/api/action", body=body, headers=headers)
+            reply = conn.getresponse()
+            assert reply.status == 200 and reply.getheader("Connection") != "close"
+            assert json.loads(reply.read())["response"]["status"] == "ok"
+        assert conn.sock is sock  # the same connection all along
+        assert _request_threads() == before  # and no new server thread
+        running.server.shutdown()
+        sock.settimeout(10)
+        assert sock.recv(1) == b""  # the server closed it: no request reaches a stopped one
+    finally:
+        conn.close()
 
 
 # ------------------------------------------------------------------ notifications
