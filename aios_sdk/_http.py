@@ -27,6 +27,7 @@ import os
 import select
 import socket
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -96,6 +97,8 @@ class Connections:
         self._lock = threading.Lock()
         self._closed = False
         self._pid = os.getpid()
+        # a pool dropped without close() (a client made for one call) closes what it kept
+        weakref.finalize(self, _close_all, self._idle)
 
     def _new(self, timeout: float) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection
@@ -116,7 +119,8 @@ class Connections:
         while True:
             with self._lock:
                 if self._pid != os.getpid():  # a forked child: those are its parent's
-                    self._idle, self._pid = [], os.getpid()
+                    self._idle.clear()
+                    self._pid = os.getpid()
                 if not self._idle:
                     return None
                 conn = self._idle.pop()
@@ -208,9 +212,14 @@ class Connections:
         """Close the idle connections; those in use close when their call ends."""
         with self._lock:
             self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            idle = list(self._idle)
+            self._idle.clear()
+        _close_all(idle)
+
+
+def _close_all(conns: list[http.client.HTTPConnection]) -> None:
+    for conn in conns:
+        conn.close()
 
 
 def _read(resp: http.client.HTTPResponse, limit: int | None) -> bytes | None:

@@ -10,6 +10,7 @@ holds the launch token.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import logging
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 import requests
 
+from aios.errors import ToolRefused
 from tests.fakes.fake_openai import FakeOpenAI, http_error, text
 from tests.integration.conftest import SYSTEM_APPS, TOKEN, Running, copy_apps
 from tests.util import wait_for
@@ -212,6 +214,37 @@ def test_a_kept_connection_serves_request_after_request_and_closes_at_stop(
         assert sock.recv(1) == b""  # the server closed it: no request reaches a stopped one
     finally:
         conn.close()
+
+
+def test_an_idle_kept_connection_ends_quietly_and_a_dropped_client_leaves_none_open(
+    make_system: Callable[..., Running], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kept connection nobody uses is closed after ``web.request_timeout`` without an
+    error in the log (it is how kept connections end); a client an app made for one call
+    and dropped without close() leaves no connection open on the desktop's side."""
+    from aios_sdk.client import SystemClient
+
+    running = make_system(["echo"], web={"request_timeout": 1.0})
+    handler = running.server._handler
+    with caplog.at_level(logging.INFO, logger="werkzeug"):
+        conn = http.client.HTTPConnection("127.0.0.1", running.system.port, timeout=10)
+        try:
+            conn.request("GET", "/api/health", headers={"Authorization": f"Bearer {TOKEN}"})
+            assert conn.getresponse().read()
+            assert conn.sock is not None
+            assert conn.sock.recv(1) == b""  # closed by the server once idle past the timeout
+        finally:
+            conn.close()
+        assert wait_for(lambda: not handler.connections, timeout=10)
+        assert not [r for r in caplog.records if "timed out" in r.getMessage()]
+
+    client = SystemClient(running.url, "not-a-token")  # refused, but its connection is kept
+    with pytest.raises(ToolRefused):
+        client.call_tool("file_read", {"path": "x"}, None)
+    assert wait_for(lambda: len(handler.connections) == 1, timeout=10)
+    del client
+    gc.collect()
+    assert wait_for(lambda: not handler.connections, timeout=10)
 
 
 # ------------------------------------------------------------------ notifications
