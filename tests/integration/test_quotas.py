@@ -40,11 +40,13 @@ def as_app(running: Running, app: str, path: str, body: Any) -> requests.Respons
     """Call the app-facing API with the app's own token, as its SDK does."""
     record = running.system.launcher.get(app)
     assert record is not None and record.token
+    # one call per connection: the server does not keep a thread for a connection its
+    # client keeps (a Response kept by the test holds the socket open)
     return requests.post(
         running.url + path,
         json=body,
         timeout=60,
-        headers={"Authorization": f"Bearer {record.token}"},
+        headers={"Authorization": f"Bearer {record.token}", "Connection": "close"},
     )
 
 
