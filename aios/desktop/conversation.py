@@ -47,6 +47,8 @@ RETRYABLE = ("interrupted",)
 """Run states the panel offers to send again."""
 QUIET_RUN_KINDS = ("open", "action")
 """Run kinds shown only when they did not simply finish (their reply says it all)."""
+SQLITE_INT_MAX = 2**63 - 1
+"""The largest id a history entry can have; a larger ``h<id>`` names none."""
 _RANK = {"user": 0, "run": 1, "interaction": 2, "reply": 3}
 """Tie order of entries with the same time."""
 
@@ -173,7 +175,7 @@ def _history_newest_first(
 def _cursor(store: Store, sid: str, others: list[Entry], before: str) -> tuple[float, int, str]:
     """The sort key of the entry ``before`` names; BadRequest when the session has none."""
     found: Entry | None = None
-    if before.startswith("h") and before[1:].isdigit():
+    if before.startswith("h") and before[1:].isdecimal() and int(before[1:]) <= SQLITE_INT_MAX:
         row = store.history_entry(sid, int(before[1:]))
         found = _history_entry(row) if row is not None else None
     else:

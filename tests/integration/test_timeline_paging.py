@@ -112,6 +112,6 @@ def test_an_unknown_before_is_a_bad_request(stores: tuple[Store, RunStore, Manua
     write_session(store, runs, clock, "s1")
     write_session(store, runs, clock, "s2")
     other = store.history_page("s2", limit=1)[0][0]["id"]
-    for before in ("h999999", f"h{other}", "rnope", "i12345", "x"):
+    for before in ("h999999", f"h{other}", "h" + "9" * 30, "h", "h-1", "rnope", "i12345", "x"):
         with pytest.raises(BadRequest, match="no entry"):
             conversation.timeline(store, runs, "s1", before=before, limit=5, page=3)
