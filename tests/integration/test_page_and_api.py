@@ -10,6 +10,7 @@ holds the launch token.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import http.client
 import json
@@ -245,6 +246,47 @@ def test_an_idle_kept_connection_ends_quietly_and_a_dropped_client_leaves_none_o
     del client
     gc.collect()
     assert wait_for(lambda: not handler.connections, timeout=10)
+
+
+def test_a_large_body_left_unread_closes_the_kept_connection(
+    make_system: Callable[..., Running],
+) -> None:
+    """A request refused before its body is read (no token) is not followed by reading
+    4 MiB the server never wanted: the connection closes instead of being kept."""
+    running = make_system(["echo"])
+    body = b"x" * (4 << 20)
+    sock = socket.create_connection(("127.0.0.1", running.system.port), timeout=10)
+    head = (
+        f"POST /api/action HTTP/1.1\r\nHost: 127.0.0.1:{running.system.port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # the server may close before all of it is sent
+            sock.sendall(head + body)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        got = b""
+        while b"\r\n\r\n" not in got:
+            chunk = sock.recv(65536)
+            assert chunk, f"no answer: {got!r}"
+            got += chunk
+        assert got.startswith(b"HTTP/1.1 401"), got[:200]
+        ended = False
+        try:  # the rest of the answer, then the end of the connection
+            while sock.recv(65536):
+                pass
+            ended = True
+        except ConnectionResetError:
+            ended = True
+        except TimeoutError:
+            ended = False
+        assert ended, "the server kept the connection (it read the unwanted body)"
+    finally:
+        sock.close()
+        sender.join(timeout=10)
 
 
 # ------------------------------------------------------------------ notifications
