@@ -55,7 +55,7 @@ class KeepAliveHandler(WSGIRequestHandler):
             or self.headers.get("Transfer-Encoding")
             or self.headers.get("Upgrade")
             or self.headers.get("Expect")
-            or (length is not None and not length.strip().isdigit())
+            or (length is not None and not length.strip().isdecimal())
         ):
             self.close_connection = True
             super().run_wsgi()  # Werkzeug's way: one request, then the connection closes

@@ -304,7 +304,7 @@ class _FastHandle:
         if (
             environ.get("REQUEST_METHOD") != "POST"
             or environ.get("PATH_INFO") != "/handle"
-            or not length.isdigit()
+            or not length.isdecimal()
             or environ.get("CONTENT_TYPE", "").split(";")[0].strip() != "application/json"
             or not _host_allowed(environ.get("HTTP_HOST", ""), environ.get("SERVER_PORT"))
             or not _secret_allowed("/handle", environ.get(self.secret_key), self.secret)

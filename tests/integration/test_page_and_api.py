@@ -289,6 +289,26 @@ def test_a_large_body_left_unread_closes_the_kept_connection(
         sender.join(timeout=10)
 
 
+def test_a_content_length_in_other_digits_is_a_clear_error(
+    make_system: Callable[..., Running],
+) -> None:
+    """``Content-Length: ²`` (a digit to str.isdigit, not to int) gets a JSON 400, not a
+    traceback and a dropped connection."""
+    running = make_system(["echo"])
+    port = running.system.port
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(
+            (
+                f"POST /api/action HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                "Content-Length: \u00b2\r\n\r\n{}"
+            ).encode("latin-1")  # as HTTP headers are read
+        )
+        got = sock.recv(65536)
+    assert got.startswith(b"HTTP/1.1 400"), got[:200]
+    assert b"application/json" in got.split(b"\r\n\r\n", 1)[0]
+
+
 # ------------------------------------------------------------------ notifications
 
 
