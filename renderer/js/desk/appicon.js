@@ -58,10 +58,13 @@ export function appIcon(app, cls = '') {
       return tile;
     }
     const img = el('img', { class: `app-tile-img app-tile-${kind}`, attrs: { src, alt: '', draggable: 'false' } });
+    // The tile on the page, not the one built here: a redraw in place (core/morph.js) may
+    // have moved this img into the tile already shown, or given that tile's img a new src.
     img.addEventListener('error', () => {
-      failed.add(src);
-      showInitial(tile, app);
-    }, { once: true });
+      failed.add(img.getAttribute('src') || src);
+      const shown = img.parentElement;
+      if (shown) showInitial(shown, app);
+    });
     tile.appendChild(img);
   } else if (kind === 'text') {
     tile.appendChild(el('span', { class: 'app-tile-text', text: value }));
